@@ -1,0 +1,31 @@
+"""Helpers shared by handler modules: topic lookup and leader-epoch checks."""
+from __future__ import annotations
+
+import uuid
+
+from protocol.errors import ErrorCode
+
+from ..log.manager import Topic
+from ..log.partition import Partition
+from ..broker import Broker
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def check_leader_epoch(part: Partition, requested: int | None) -> int:
+    """Kafka's rule for a client-sent current leader epoch (-1 means 'not sent')."""
+    if requested is None or requested < 0:
+        return ErrorCode.NONE
+    if requested < part.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    if requested > part.leader_epoch:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    return ErrorCode.NONE
+
+
+def find_topic(broker: Broker, name: str | None, topic_id: uuid.UUID | None) -> Topic | None:
+    if topic_id is not None and topic_id != ZERO_UUID:
+        return broker.logs.topics_by_id.get(topic_id)
+    if name is None:
+        return None
+    return broker.logs.topics.get(name)

@@ -1,0 +1,84 @@
+"""Fetch v4-v18.
+
+Quirks: sessionless answers only (session id 0, KIP-227 allows it: clients fall back to
+full fetches); v13+ names topics by id; the first batch is returned even when larger than
+the limits; batches are served as stored bytes, whole, starting with the one that holds
+the fetch offset; a fetch past the log end answers OFFSET_OUT_OF_RANGE; the long poll is
+woken by appends, never by a timer loop.
+"""
+from __future__ import annotations
+
+import trio
+from kafka.protocol.consumer import FetchRequest, FetchResponse
+
+from protocol.errors import ErrorCode
+
+from ..dispatch import RequestContext, handles
+from .common import ZERO_UUID, check_leader_epoch, find_topic
+
+FT = FetchResponse.FetchableTopicResponse
+PD = FT.PartitionData
+
+
+def _collect(ctx: RequestContext, req: FetchRequest) -> tuple[list, int]:
+    broker = ctx.broker
+    by_id = ctx.api_version >= 13
+    remaining = req.max_bytes if req.max_bytes and req.max_bytes > 0 else 0x7FFFFFFF
+    total = 0
+    first = True
+    out = []
+    for ft in req.topics:
+        tid = getattr(ft, "topic_id", None)
+        topic = find_topic(broker, None if by_id else ft.topic, tid if by_id else None)
+        parts = []
+        for fp in ft.partitions:
+            pidx = fp.partition
+            if topic is None or not 0 <= pidx < len(topic.partitions):
+                code = ErrorCode.UNKNOWN_TOPIC_ID if by_id and topic is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                parts.append(PD(partition_index=pidx, error_code=code, high_watermark=-1, last_stable_offset=-1,
+                                log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1,
+                                records=None))
+                continue
+            part = topic.partitions[pidx]
+            hw = part.high_watermark
+            upper = part.last_stable_offset if req.isolation_level == 1 else hw
+            err = check_leader_epoch(part, getattr(fp, "current_leader_epoch", -1))
+            records = b""
+            if not err:
+                off = fp.fetch_offset
+                if off < part.log_start_offset or off > part.log_end_offset:
+                    err = ErrorCode.OFFSET_OUT_OF_RANGE
+                elif off < upper:
+                    limit = min(fp.partition_max_bytes, remaining)
+                    records = part.read(off, limit, upper, min_one=first)
+                    if records:
+                        first = False
+                        remaining -= len(records)
+                        total += len(records)
+            parts.append(PD(partition_index=pidx, error_code=err, high_watermark=hw,
+                            last_stable_offset=part.last_stable_offset, log_start_offset=part.log_start_offset,
+                            aborted_transactions=[] if req.isolation_level == 1 else None,
+                            preferred_read_replica=-1, records=records))
+        out.append(FT(topic=ft.topic if not by_id else None, topic_id=tid if tid is not None else ZERO_UUID,
+                      partitions=parts))
+    return out, total
+
+
+def _has_error(topics: list) -> bool:
+    return any(p.error_code for t in topics for p in t.partitions)
+
+
+@handles(1)
+async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
+    broker = ctx.broker
+    topics, total = _collect(ctx, req)
+    min_bytes = max(req.min_bytes, 1)
+    if total < min_bytes and req.max_wait_ms > 0 and not _has_error(topics) and not broker.stopping.is_set():
+        # every append notifies, so the last collection is current when the wait times out
+        with trio.move_on_after(req.max_wait_ms / 1000):
+            while not broker.stopping.is_set():
+                await broker.appends.wait()
+                topics, total = _collect(ctx, req)
+                if total >= min_bytes or _has_error(topics):
+                    break
+    return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=topics, node_endpoints=[])

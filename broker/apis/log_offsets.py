@@ -1,0 +1,92 @@
+"""ListOffsets v1-v11 and OffsetForLeaderEpoch v2-v4.
+
+Quirks: latest (-1) is the log end offset (last offset + 1, never "last batch + 1"), or
+the last stable offset for read_committed; earliest (-2) the log start offset; max
+timestamp (-3, v7+) the record with the largest timestamp; -4/-5 (tiered storage) answer
+as earliest/latest since nothing is tiered; a timestamp finds the first record with a
+timestamp >= target, exact inside batches, else offset -1. Every answer carries leader
+epoch 0, the only epoch a single node has had.
+"""
+from __future__ import annotations
+
+from kafka.protocol.consumer import (ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest,
+                                     OffsetForLeaderEpochResponse)
+
+from protocol.errors import ErrorCode
+
+from ..dispatch import RequestContext, handles
+from .common import check_leader_epoch
+
+LT = ListOffsetsResponse.ListOffsetsTopicResponse
+LP = LT.ListOffsetsPartitionResponse
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+
+
+@handles(2)
+async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
+    logs = ctx.broker.logs
+    topics = []
+    for rt in req.topics:
+        topic = logs.topics.get(rt.name)
+        parts = []
+        for rp in rt.partitions:
+            if topic is None or not 0 <= rp.partition_index < len(topic.partitions):
+                parts.append(LP(partition_index=rp.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                timestamp=-1, offset=-1, leader_epoch=-1))
+                continue
+            part = topic.partitions[rp.partition_index]
+            err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
+            if err:
+                parts.append(LP(partition_index=rp.partition_index, error_code=err, timestamp=-1, offset=-1,
+                                leader_epoch=-1))
+                continue
+            ts = rp.timestamp
+            epoch = part.leader_epoch
+            if ts in (LATEST, LATEST_TIERED):
+                offset = part.last_stable_offset if req.isolation_level == 1 else part.high_watermark
+                found = (offset, -1)
+            elif ts in (EARLIEST, EARLIEST_LOCAL):
+                found = (part.log_start_offset, -1)
+            elif ts == MAX_TIMESTAMP:
+                found = part.max_timestamp_offset() or (-1, -1)
+                if found[0] < 0:
+                    epoch = -1
+            else:
+                found = part.offset_for_timestamp(ts)
+                if found is None:
+                    found, epoch = (-1, -1), -1
+            parts.append(LP(partition_index=rp.partition_index, error_code=0, timestamp=found[1], offset=found[0],
+                            leader_epoch=epoch, old_style_offsets=[found[0]]))
+        topics.append(LT(name=rt.name, partitions=parts))
+    return ctx.response(throttle_time_ms=0, topics=topics)
+
+
+OT = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+OP = OT.EpochEndOffset
+
+
+@handles(23)
+async def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+    """All data was written under epoch 0, so epoch 0 ends at the log end offset and an
+    unknown (larger) epoch answers -1/-1 as Kafka does."""
+    logs = ctx.broker.logs
+    topics = []
+    for rt in req.topics:
+        topic = logs.topics.get(rt.topic)
+        parts = []
+        for rp in rt.partitions:
+            if topic is None or not 0 <= rp.partition < len(topic.partitions):
+                parts.append(OP(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=rp.partition,
+                                leader_epoch=-1, end_offset=-1))
+                continue
+            part = topic.partitions[rp.partition]
+            err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
+            if err:
+                parts.append(OP(error_code=err, partition=rp.partition, leader_epoch=-1, end_offset=-1))
+            elif rp.leader_epoch > part.leader_epoch:
+                parts.append(OP(error_code=0, partition=rp.partition, leader_epoch=-1, end_offset=-1))
+            else:
+                parts.append(OP(error_code=0, partition=rp.partition, leader_epoch=part.leader_epoch,
+                                end_offset=part.log_end_offset))
+        topics.append(OT(topic=rt.topic, partitions=parts))
+    return ctx.response(throttle_time_ms=0, topics=topics)

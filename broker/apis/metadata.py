@@ -1,0 +1,78 @@
+"""Metadata v0-v13.
+
+Quirks: v0 asks for all topics with an empty list, v1+ with null; auto-creation happens
+when ``auto.create.topics.enable`` is on and (v<4 or the request allows it); topics asked
+by id (v10+) answer UNKNOWN_TOPIC_ID; a single node is leader and sole replica of every
+partition, with leader epoch 0; v13 adds a top-level error code.
+"""
+from __future__ import annotations
+
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+from protocol.errors import ErrorCode
+
+from ..dispatch import RequestContext, handles
+from ..log.manager import Topic, topic_name_error
+from .common import ZERO_UUID
+
+T = MetadataResponse.MetadataResponseTopic
+P = T.MetadataResponsePartition
+
+
+def broker_entries(ctx: RequestContext) -> list:
+    adv = ctx.broker.config.advertised_listeners[0]
+    return [MetadataResponse.MetadataResponseBroker(node_id=ctx.broker.node_id, host=adv.host,
+                                                    port=adv.port, rack=ctx.broker.config.get("broker.rack"))]
+
+
+def topic_entry(ctx: RequestContext, topic: Topic) -> T:
+    node = ctx.broker.node_id
+    parts = [P(error_code=0, partition_index=p.index, leader_id=node, leader_epoch=p.leader_epoch,
+               replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
+             for p in topic.partitions]
+    return T(error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
+             partitions=parts, authorized_operations=None)
+
+
+def maybe_auto_create(ctx: RequestContext, name: str, allowed: bool) -> Topic | None:
+    broker = ctx.broker
+    if not (allowed and broker.config["auto.create.topics.enable"]):
+        return None
+    return broker.logs.create_topic(name, int(broker.config["num.partitions"]))
+
+
+@handles(3)
+async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
+    logs = ctx.broker.logs
+    v = ctx.api_version
+    topics: list[T] = []
+    if req.topics is None or (v == 0 and not req.topics):
+        topics = [topic_entry(ctx, t) for t in logs.topics.values()]
+    else:
+        allow = v < 4 or bool(req.allow_auto_topic_creation)
+        for rt in req.topics:
+            tid = getattr(rt, "topic_id", None)
+            if rt.name is None and tid is not None and tid != ZERO_UUID:
+                topic = logs.topics_by_id.get(tid)
+                if topic is None:
+                    topics.append(T(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=tid,
+                                    is_internal=False, partitions=[], authorized_operations=None))
+                else:
+                    topics.append(topic_entry(ctx, topic))
+                continue
+            name = rt.name
+            topic = logs.topics.get(name)
+            if topic is None:
+                if topic_name_error(name):
+                    topics.append(T(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name, topic_id=ZERO_UUID,
+                                    is_internal=False, partitions=[], authorized_operations=None))
+                    continue
+                topic = maybe_auto_create(ctx, name, allow)
+            if topic is None:
+                topics.append(T(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID,
+                                is_internal=False, partitions=[], authorized_operations=None))
+            else:
+                topics.append(topic_entry(ctx, topic))
+    return ctx.response(throttle_time_ms=0, brokers=broker_entries(ctx), cluster_id=ctx.broker.cluster_id,
+                        controller_id=ctx.broker.node_id, topics=topics, authorized_operations=None,
+                        error_code=0)

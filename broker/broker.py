@@ -1,0 +1,76 @@
+"""The broker's shared state: configuration, the log manager, and the wake-ups that
+delayed operations (long-poll fetches) wait on."""
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+import trio
+
+from .config import BrokerConfig
+from .log.manager import LogManager
+
+PRODUCER_ID_BLOCK = 1000
+
+
+class AppendNotifier:
+    """Wakes every waiting fetch when any partition grows; fetches re-check their own
+    partitions, so one event per broker is enough and nothing polls."""
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+        self._event = trio.Event()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+class ProducerIdAllocator:
+    """Producer ids unique across restarts: blocks are reserved in a file before use."""
+
+    def __init__(self, log_dir: str) -> None:
+        self.path = os.path.join(log_dir, "producer-id-block")
+        try:
+            with open(self.path) as f:
+                self._next = int(f.read().strip() or 0)
+        except (FileNotFoundError, ValueError):
+            self._next = 0
+        self._limit = self._next
+
+    def allocate(self) -> int:
+        if self._next >= self._limit:
+            self._limit = self._next + PRODUCER_ID_BLOCK
+            with open(self.path + ".tmp", "w") as f:
+                f.write(str(self._limit))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(self.path + ".tmp", self.path)
+        pid = self._next
+        self._next += 1
+        return pid
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, clock: Callable[[], int] | None = None) -> None:
+        self.config = config
+        self.node_id = int(config["node.id"])
+        self.logs = LogManager(config)
+        self.appends = AppendNotifier()
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.stopping = trio.Event()
+        self.producer_ids: ProducerIdAllocator | None = None
+
+    @property
+    def cluster_id(self) -> str:
+        return self.logs.cluster_id
+
+    def start(self) -> None:
+        self.logs.load()
+        self.producer_ids = ProducerIdAllocator(self.logs.log_dir)
+
+    def now_ms(self) -> int:
+        return self.clock()

@@ -1,0 +1,268 @@
+"""Broker configuration: Kafka's property names and defaults, a properties file, and
+``KAFKA_*`` environment overrides in the official image's style."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+# name -> (type, default). Types follow Kafka's ConfigDef types used by DescribeConfigs.
+BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
+    "node.id": ("int", 1),
+    "process.roles": ("list", "broker,controller"),
+    "listeners": ("list", "PLAINTEXT://:9092"),
+    "advertised.listeners": ("list", None),
+    "log.dirs": ("list", "./data"),
+    "num.partitions": ("int", 1),
+    "default.replication.factor": ("int", 1),
+    "auto.create.topics.enable": ("boolean", True),
+    "delete.topic.enable": ("boolean", True),
+    "message.max.bytes": ("int", 1048588),
+    "socket.request.max.bytes": ("int", 104857600),
+    "log.segment.bytes": ("int", 1073741824),
+    "log.roll.ms": ("long", None),
+    "log.roll.hours": ("int", 168),
+    "log.retention.ms": ("long", None),
+    "log.retention.minutes": ("int", None),
+    "log.retention.hours": ("int", 168),
+    "log.retention.bytes": ("long", -1),
+    "log.retention.check.interval.ms": ("long", 300000),
+    "log.index.interval.bytes": ("int", 4096),
+    "log.segment.delete.delay.ms": ("long", 60000),
+    "log.flush.interval.messages": ("long", 9223372036854775807),
+    "log.flush.interval.ms": ("long", None),
+    "log.cleanup.policy": ("list", "delete"),
+    "log.cleaner.delete.retention.ms": ("long", 86400000),
+    "log.cleaner.min.compaction.lag.ms": ("long", 0),
+    "log.cleaner.max.compaction.lag.ms": ("long", 9223372036854775807),
+    "log.cleaner.min.cleanable.ratio": ("double", 0.5),
+    "log.message.timestamp.type": ("string", "CreateTime"),
+    "log.message.timestamp.before.max.ms": ("long", 9223372036854775807),
+    "log.message.timestamp.after.max.ms": ("long", 3600000),
+    "min.insync.replicas": ("int", 1),
+    "compression.type": ("string", "producer"),
+    "unclean.leader.election.enable": ("boolean", False),
+    "offsets.topic.num.partitions": ("int", 50),
+    "offsets.topic.replication.factor": ("short", 1),
+    "offsets.topic.segment.bytes": ("int", 104857600),
+    "offsets.retention.minutes": ("int", 10080),
+    "offsets.retention.check.interval.ms": ("long", 600000),
+    "offsets.commit.timeout.ms": ("int", 5000),
+    "offset.metadata.max.bytes": ("int", 4096),
+    "transaction.state.log.num.partitions": ("int", 50),
+    "transaction.state.log.replication.factor": ("short", 1),
+    "transaction.max.timeout.ms": ("int", 900000),
+    "transactional.id.expiration.ms": ("int", 604800000),
+    "group.initial.rebalance.delay.ms": ("int", 3000),
+    "group.min.session.timeout.ms": ("int", 6000),
+    "group.max.session.timeout.ms": ("int", 1800000),
+    "group.max.size": ("int", 2147483647),
+    "fetch.max.bytes": ("int", 57671680),
+    "replica.fetch.max.bytes": ("int", 1048576),
+    "broker.rack": ("string", None),
+    "cluster.id": ("string", None),
+}
+
+# Topic config -> (type, broker property that supplies its default)
+TOPIC_CONFIGS: dict[str, tuple[str, str | None]] = {
+    "cleanup.policy": ("list", "log.cleanup.policy"),
+    "compression.type": ("string", "compression.type"),
+    "delete.retention.ms": ("long", "log.cleaner.delete.retention.ms"),
+    "file.delete.delay.ms": ("long", "log.segment.delete.delay.ms"),
+    "flush.messages": ("long", "log.flush.interval.messages"),
+    "flush.ms": ("long", "log.flush.interval.ms"),
+    "index.interval.bytes": ("int", "log.index.interval.bytes"),
+    "max.compaction.lag.ms": ("long", "log.cleaner.max.compaction.lag.ms"),
+    "max.message.bytes": ("int", "message.max.bytes"),
+    "message.timestamp.type": ("string", "log.message.timestamp.type"),
+    "message.timestamp.before.max.ms": ("long", "log.message.timestamp.before.max.ms"),
+    "message.timestamp.after.max.ms": ("long", "log.message.timestamp.after.max.ms"),
+    "min.cleanable.dirty.ratio": ("double", "log.cleaner.min.cleanable.ratio"),
+    "min.compaction.lag.ms": ("long", "log.cleaner.min.compaction.lag.ms"),
+    "min.insync.replicas": ("int", "min.insync.replicas"),
+    "retention.bytes": ("long", "log.retention.bytes"),
+    "retention.ms": ("long", "log.retention.ms"),
+    "segment.bytes": ("int", "log.segment.bytes"),
+    "segment.ms": ("long", "log.roll.ms"),
+    "unclean.leader.election.enable": ("boolean", "unclean.leader.election.enable"),
+}
+
+_ENUMS = {
+    "cleanup.policy": {"delete", "compact"},
+    "compression.type": {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"},
+    "message.timestamp.type": {"CreateTime", "LogAppendTime"},
+}
+
+
+class ConfigError(ValueError):
+    """An invalid config value (Kafka answers INVALID_CONFIG)."""
+
+
+def parse_value(kind: str, raw: Any) -> Any:
+    if raw is None or not isinstance(raw, str):
+        return raw
+    s = raw.strip()
+    try:
+        if kind in ("int", "long", "short"):
+            return int(s)
+        if kind == "double":
+            return float(s)
+        if kind == "boolean":
+            if s.lower() not in ("true", "false"):
+                raise ValueError(s)
+            return s.lower() == "true"
+    except ValueError:
+        raise ConfigError(f"Invalid value {raw!r}: expected {kind}") from None
+    return s
+
+
+def render_value(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def validate_topic_config(name: str, raw: str | None) -> Any:
+    """Parse and check one topic config value, raising ConfigError the way Kafka rejects it."""
+    if name not in TOPIC_CONFIGS:
+        raise ConfigError(f"Unknown topic config name: {name}")
+    if raw is None:
+        raise ConfigError(f"Null value not supported for topic config {name}")
+    kind, _ = TOPIC_CONFIGS[name]
+    value = parse_value(kind, raw)
+    if name in _ENUMS:
+        parts = [p.strip() for p in str(value).split(",")] if name == "cleanup.policy" else [value]
+        if not parts or any(p not in _ENUMS[name] for p in parts):
+            raise ConfigError(f"Invalid value {raw} for configuration {name}")
+    if kind in ("int", "long") and name not in ("retention.ms", "retention.bytes") and value < 0 \
+            and name not in ("flush.ms",):
+        raise ConfigError(f"Invalid value {raw} for configuration {name}: must be >= 0")
+    if name == "segment.bytes" and value < 14:
+        raise ConfigError(f"Invalid value {raw} for configuration segment.bytes")
+    if name == "min.cleanable.dirty.ratio" and not 0 <= value <= 1:
+        raise ConfigError(f"Invalid value {raw} for configuration {name}")
+    return value
+
+
+def env_to_property(name: str) -> str | None:
+    """KAFKA_ADVERTISED_LISTENERS -> advertised.listeners (official image's rule:
+    ``___`` -> ``-``, ``__`` -> ``_``, ``_`` -> ``.``)."""
+    if not name.startswith("KAFKA_") or name in ("KAFKA_HOME", "KAFKA_OPTS", "KAFKA_HEAP_OPTS",
+                                                    "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_LOG4J_OPTS"):
+        return None
+    body = name[len("KAFKA_"):].lower()
+    return body.replace("___", "\0").replace("__", "\1").replace("_", ".").replace("\0", "-").replace("\1", "_")
+
+
+def read_properties(path: str) -> dict[str, str]:
+    props: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line[0] in "#!":
+                continue
+            for sep in ("=", ":"):
+                if sep in line:
+                    k, v = line.split(sep, 1)
+                    props[k.strip()] = v.strip()
+                    break
+    return props
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+
+def parse_listeners(value: str) -> list[Listener]:
+    out = []
+    for item in (v.strip() for v in value.split(",")):
+        if not item:
+            continue
+        name, _, rest = item.partition("://")
+        host, _, port = rest.rpartition(":")
+        out.append(Listener(name.upper(), host.strip("[]"), int(port)))
+    return out
+
+
+class BrokerConfig:
+    """Typed access to broker properties, with the source of each value for DescribeConfigs."""
+
+    def __init__(self, overrides: Mapping[str, str] | None = None) -> None:
+        self.raw: dict[str, str] = dict(overrides or {})
+        self.values: dict[str, Any] = {}
+        for name, (kind, default) in BROKER_DEFAULTS.items():
+            self.values[name] = parse_value(kind, self.raw[name]) if name in self.raw else default
+        for name, raw in self.raw.items():
+            if name not in self.values:
+                self.values[name] = raw
+
+    @classmethod
+    def load(cls, path: str | None = None, environ: Mapping[str, str] | None = None,
+             extra: Mapping[str, str] | None = None) -> "BrokerConfig":
+        props: dict[str, str] = {}
+        if path:
+            props.update(read_properties(path))
+        env = os.environ if environ is None else environ
+        for key, value in env.items():
+            prop = env_to_property(key)
+            if prop:
+                props[prop] = value
+        props.update(extra or {})
+        return cls(props)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.values.get(name, default)
+
+    def is_default(self, name: str) -> bool:
+        return name not in self.raw
+
+    # Derived values, resolved the way Kafka resolves them.
+    @property
+    def log_retention_ms(self) -> int:
+        if self.values["log.retention.ms"] is not None:
+            return int(self.values["log.retention.ms"])
+        if self.values["log.retention.minutes"] is not None:
+            return int(self.values["log.retention.minutes"]) * 60000
+        return int(self.values["log.retention.hours"]) * 3600000
+
+    @property
+    def log_roll_ms(self) -> int:
+        if self.values["log.roll.ms"] is not None:
+            return int(self.values["log.roll.ms"])
+        return int(self.values["log.roll.hours"]) * 3600000
+
+    def broker_value_for_topic_default(self, broker_key: str) -> Any:
+        if broker_key == "log.retention.ms":
+            return self.log_retention_ms
+        if broker_key == "log.roll.ms":
+            return self.log_roll_ms
+        return self.values.get(broker_key)
+
+    def topic_defaults(self) -> dict[str, Any]:
+        return {name: self.broker_value_for_topic_default(bk) for name, (_, bk) in TOPIC_CONFIGS.items()
+                if bk is not None}
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return parse_listeners(self.values["listeners"])
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        adv = self.values["advertised.listeners"]
+        listeners = parse_listeners(adv) if adv else self.listeners
+        return [Listener(l.name, l.host if l.host not in ("", "0.0.0.0", "::") else "localhost", l.port)
+                for l in listeners]
+
+    @property
+    def log_dir(self) -> str:
+        return str(self.values["log.dirs"]).split(",")[0].strip()
+
+

@@ -1,0 +1,76 @@
+"""Request dispatch: decode with kafka-python's classes, route to the API family's
+handler, encode the response with the request's version and correlation id."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+import structlog
+from kafka.protocol.api_key import ApiKey
+from kafka.protocol.api_message import ApiMessage
+
+from protocol.api_versions import SUPPORTED, supported
+from protocol.frame import FrameError, peek_header
+from protocol.messages import REQUESTS, RESPONSES
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+log = structlog.get_logger("samsa.dispatch")
+
+
+@dataclass(slots=True)
+class RequestContext:
+    broker: "Broker"
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    client_host: str
+
+    def response(self, **fields: Any) -> ApiMessage:
+        """A response object of this request's API and version."""
+        return RESPONSES[self.api_key](version=self.api_version, **fields)
+
+
+Handler = Callable[[RequestContext, ApiMessage], Awaitable[ApiMessage | None]]
+HANDLERS: dict[int, Handler] = {}
+
+
+def handles(api_key: int) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        HANDLERS[api_key] = fn
+        return fn
+    return register
+
+
+def check_handlers() -> None:
+    missing = [ApiKey(k).name for k in SUPPORTED if k not in HANDLERS]
+    if missing:
+        raise RuntimeError(f"advertised APIs without a handler: {missing}")
+
+
+async def dispatch(broker: "Broker", frame: bytes, client_host: str) -> bytes | None:
+    """Answer one request frame. Returns the framed response, None when none is due
+    (acks=0), or raises FrameError when Kafka would close the connection."""
+    prefix = peek_header(frame)
+    key, version = prefix.api_key, prefix.api_version
+    if key == ApiKey.ApiVersions and not supported(key, version):
+        # KIP-511: answer in v0 with UNSUPPORTED_VERSION and our table
+        from .apis.api_versions import unsupported_version_response
+        return unsupported_version_response(prefix.correlation_id)
+    if not supported(key, version) or key not in REQUESTS:
+        # Kafka cannot parse such a request and closes the connection.
+        raise FrameError(f"unsupported api key {key} version {version}")
+    req_cls = REQUESTS[key]
+    try:
+        request = req_cls.decode(frame, version=version, header=True)
+    except Exception as exc:  # malformed body: Kafka closes the connection
+        raise FrameError(f"cannot decode {req_cls.__name__} v{version}: {exc!r}") from None
+    header = request.header
+    ctx = RequestContext(broker, key, version, prefix.correlation_id, header.client_id, client_host)
+    response = await HANDLERS[key](ctx, request)
+    if response is None:
+        return None
+    response.with_header(correlation_id=prefix.correlation_id)
+    return bytes(response.encode(header=True, framed=True))

@@ -1,0 +1,203 @@
+"""Topics and their partition logs under ``log.dirs``.
+
+Topic names, ids, partition counts and config overrides live in one metadata file,
+replaced atomically, so topic ids stay stable across restarts. A ``.kafka_cleanshutdown``
+marker (Kafka's name) lets start-up skip CRC-checking the active segments.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from ..config import TOPIC_CONFIGS, BrokerConfig, parse_value
+from .partition import Partition
+
+log = structlog.get_logger("samsa.log")
+
+METADATA_FILE = "samsa-topics.json"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_NAME_LENGTH = 249
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+
+
+def topic_name_error(name: str | None) -> str | None:
+    """Kafka's Topic.validate rules; returns the reason a name is illegal, or None."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return "Topic name cannot be \".\" or \"..\""
+    if len(name) > MAX_NAME_LENGTH:
+        return f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters"
+    if not _LEGAL.match(name):
+        return f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    configs: dict[str, str]
+    partitions: list[Partition] = field(default_factory=list)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class LogManager:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.log_dir = os.path.abspath(config.log_dir)
+        self.topics: dict[str, Topic] = {}
+        self.topics_by_id: dict[uuid.UUID, Topic] = {}
+        self.cluster_id = ""
+        self.node_id = int(config["node.id"])
+
+    # -- start-up ------------------------------------------------------------------------
+    def load(self) -> None:
+        os.makedirs(self.log_dir, exist_ok=True)
+        self._load_meta_properties()
+        marker = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        if not clean and os.path.exists(os.path.join(self.log_dir, METADATA_FILE)):
+            log.warning("previous shutdown was not clean; checking segment tails", log_dir=self.log_dir)
+        try:
+            with open(os.path.join(self.log_dir, METADATA_FILE)) as f:
+                meta = json.load(f)
+        except FileNotFoundError:
+            meta = {"topics": []}
+        for t in meta["topics"]:
+            topic = Topic(t["name"], uuid.UUID(t["id"]), dict(t.get("configs", {})))
+            self._register(topic)
+            for p in range(t["partitions"]):
+                topic.partitions.append(self._open_partition(topic, p, clean))
+        if clean:
+            os.unlink(marker)
+
+    def _load_meta_properties(self) -> None:
+        path = os.path.join(self.log_dir, "meta.properties")
+        props: dict[str, str] = {}
+        if os.path.exists(path):
+            with open(path) as f:
+                for line in f:
+                    if "=" in line and not line.startswith("#"):
+                        k, v = line.strip().split("=", 1)
+                        props[k] = v
+        wanted_cluster = self.config.get("cluster.id")
+        if props:
+            if int(props.get("node.id", self.node_id)) != self.node_id:
+                raise SystemExit(f"meta.properties in {self.log_dir} has node.id={props.get('node.id')}, "
+                                 f"but this broker is configured with node.id={self.node_id}")
+            if wanted_cluster and props.get("cluster.id") != wanted_cluster:
+                raise SystemExit(f"meta.properties in {self.log_dir} has cluster.id={props.get('cluster.id')}, "
+                                 f"but cluster.id={wanted_cluster} was configured")
+            self.cluster_id = props["cluster.id"]
+            return
+        self.cluster_id = wanted_cluster or _new_cluster_id()
+        with open(path + ".tmp", "w") as f:
+            f.write("#\n#Written by Samsa\nversion=1\n"
+                    f"cluster.id={self.cluster_id}\nnode.id={self.node_id}\n"
+                    f"directory.id={_new_cluster_id()}\n")
+        os.replace(path + ".tmp", path)
+
+    def _register(self, topic: Topic) -> None:
+        self.topics[topic.name] = topic
+        self.topics_by_id[topic.topic_id] = topic
+
+    def _partition_dir(self, topic: str, p: int) -> str:
+        return os.path.join(self.log_dir, f"{topic}-{p}")
+
+    def _open_partition(self, topic: Topic, p: int, clean: bool) -> Partition:
+        part = Partition(topic.name, p, self._partition_dir(topic.name, p),
+                         lambda name, t=topic: self.topic_config_value(t, name))
+        part.open(clean)
+        return part
+
+    def _save(self) -> None:
+        meta = {"topics": [{"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions),
+                            "configs": t.configs} for t in self.topics.values()]}
+        path = os.path.join(self.log_dir, METADATA_FILE)
+        with open(path + ".tmp", "w") as f:
+            json.dump(meta, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+
+    # -- configs -------------------------------------------------------------------------
+    def topic_config_value(self, topic: Topic, name: str) -> Any:
+        if name in topic.configs:
+            return parse_value(TOPIC_CONFIGS[name][0], topic.configs[name])
+        broker_key = TOPIC_CONFIGS[name][1]
+        if topic.name == "__consumer_offsets" and name == "cleanup.policy":
+            return "compact"
+        return self.config.broker_value_for_topic_default(broker_key) if broker_key else None
+
+    # -- admin ---------------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> Topic:
+        topic = Topic(name, uuid.uuid4(), dict(configs or {}))
+        self._register(topic)
+        for p in range(partitions):
+            topic.partitions.append(self._open_partition(topic, p, True))
+        self._save()
+        log.info("topic created", topic=name, partitions=partitions, topic_id=str(topic.topic_id))
+        return topic
+
+    def add_partitions(self, name: str, total: int) -> None:
+        topic = self.topics[name]
+        for p in range(len(topic.partitions), total):
+            topic.partitions.append(self._open_partition(topic, p, True))
+        self._save()
+
+    def alter_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.topics[name].configs = dict(configs)
+        self._save()
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.topics.pop(name)
+        self.topics_by_id.pop(topic.topic_id, None)
+        self._save()
+        for part in topic.partitions:
+            for seg in part.segments:
+                seg.close()
+            shutil.rmtree(part.directory, ignore_errors=True)
+        log.info("topic deleted", topic=name)
+        return topic
+
+    def partition(self, topic: str, p: int) -> Partition | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= p < len(t.partitions):
+            return None
+        return t.partitions[p]
+
+    # -- shutdown ------------------------------------------------------------------------
+    def flush_all(self) -> None:
+        for t in self.topics.values():
+            for part in t.partitions:
+                part.flush()
+
+    def shutdown(self) -> None:
+        for t in self.topics.values():
+            for part in t.partitions:
+                try:
+                    part.flush()
+                except OSError:
+                    pass
+                part.close()
+        with open(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), "w") as f:
+            f.write("")
+        log.info("log manager shut down cleanly", log_dir=self.log_dir)
+
+
+def _new_cluster_id() -> str:
+    import base64
+    return base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")

@@ -1,0 +1,24 @@
+"""structlog set-up: human-readable console lines by default, JSON lines with --json-logs."""
+from __future__ import annotations
+
+import logging
+import sys
+
+import structlog
+
+
+def configure(json: bool = False, level: str = "INFO") -> None:
+    lvl = getattr(logging, level.upper(), logging.INFO)
+    renderer = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(lvl),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )

@@ -1,0 +1,157 @@
+"""Trio listeners and connections.
+
+One nursery per listener and one per connection. A connection reads frames in one task
+and answers them in another, strictly in arrival order (clients pipeline requests and
+match responses by order as well as correlation id). Frames already received are still
+processed after the client half-closes, so acks=0 produce data is never dropped.
+"""
+from __future__ import annotations
+
+import errno
+import signal
+import socket
+
+import structlog
+import trio
+
+from protocol.frame import FrameDecoder, FrameError
+
+from .broker import Broker
+from .config import Listener
+from .dispatch import check_handlers, dispatch
+
+log = structlog.get_logger("samsa.server")
+
+_RECV = 1 << 16
+_QUEUE = 64
+SHUTDOWN_GRACE_S = 10.0
+
+
+async def _read_frames(stream: trio.SocketStream, decoder: FrameDecoder,
+                       send: trio.MemorySendChannel, peer: str, readers: set[trio.CancelScope]) -> None:
+    async with send:
+        with trio.CancelScope() as scope:
+            readers.add(scope)
+            try:
+                await _read_loop(stream, decoder, send, peer)
+            finally:
+                readers.discard(scope)
+
+
+async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
+                 send: trio.MemorySendChannel, peer: str) -> None:
+    while True:
+        try:
+            data = await stream.receive_some(_RECV)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            return
+        if not data:
+            return
+        try:
+            frames = decoder.feed(data)
+        except FrameError as exc:
+            log.warning("closing connection: bad frame", peer=peer, reason=str(exc))
+            await send.send(exc)
+            return
+        for frame in frames:
+            await send.send(frame)
+
+
+async def _answer(broker: Broker, stream: trio.SocketStream, receive: trio.MemoryReceiveChannel,
+                  peer: str, host: str, cancel: trio.CancelScope) -> None:
+    async with receive:
+        async for frame in receive:
+            if isinstance(frame, FrameError):
+                break
+            try:
+                response = await dispatch(broker, frame, host)
+            except FrameError as exc:
+                log.warning("closing connection: bad request", peer=peer, reason=str(exc))
+                break
+            except Exception:
+                log.exception("request failed; closing connection", peer=peer)
+                break
+            if response is not None:
+                try:
+                    await stream.send_all(response)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    break
+    cancel.cancel()
+
+
+async def handle_connection(broker: Broker, stream: trio.SocketStream,
+                            readers: set[trio.CancelScope]) -> None:
+    try:
+        addr = stream.socket.getpeername()
+        host, peer = addr[0], f"{addr[0]}:{addr[1]}"
+    except OSError:
+        host = peer = "unknown"
+    try:
+        stream.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        pass
+    decoder = FrameDecoder(int(broker.config["socket.request.max.bytes"]))
+    send, receive = trio.open_memory_channel(_QUEUE)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_read_frames, stream, decoder, send, peer, readers)
+            nursery.start_soon(_answer, broker, stream, receive, peer, host, nursery.cancel_scope)
+    finally:
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+
+
+async def run_listener(broker: Broker, listener: Listener, conn_nursery: trio.Nursery,
+                       readers: set[trio.CancelScope],
+                       task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+    host = listener.host or None
+    listeners = await trio.open_tcp_listeners(listener.port, host=host)
+    bound = listeners[0].socket.getsockname()[1]
+    log.info("listening", listener=listener.name, host=listener.host or "0.0.0.0", port=bound)
+    task_status.started(bound)
+    async with trio.open_nursery() as nursery:
+        for lst in listeners:
+            nursery.start_soon(_accept_loop, broker, lst, conn_nursery, readers)
+
+
+async def _accept_loop(broker: Broker, lst: trio.SocketListener, conn_nursery: trio.Nursery,
+                       readers: set[trio.CancelScope]) -> None:
+    async with lst:
+        while True:
+            try:
+                stream = await lst.accept()
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    log.warning("accept failed", error=str(exc))
+                    await trio.sleep(0.1)
+                    continue
+                raise
+            conn_nursery.start_soon(handle_connection, broker, stream, readers)
+
+
+async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+    """Run until SIGTERM/SIGINT: stop accepting, let in-flight requests finish, flush, return."""
+    check_handlers()
+    broker.start()
+    log.info("broker started", node_id=broker.node_id, cluster_id=broker.cluster_id,
+             log_dir=broker.logs.log_dir, topics=len(broker.logs.topics))
+    readers: set[trio.CancelScope] = set()
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as conns:
+            async with trio.open_nursery() as listeners:
+                ports = []
+                for listener in broker.config.listeners:
+                    ports.append(await listeners.start(run_listener, broker, listener, conns, readers))
+                task_status.started(ports)
+                async for signum in signals:
+                    log.info("shutting down", signal=signal.Signals(signum).name)
+                    listeners.cancel_scope.cancel()
+                    break
+            # stop reading; requests already received are answered, then connections close
+            broker.stopping.set()
+            broker.appends.notify()  # release long polls so their answers go out now
+            for scope in list(readers):
+                scope.cancel()
+            conns.cancel_scope.deadline = trio.current_time() + SHUTDOWN_GRACE_S
+    broker.logs.shutdown()
+    log.info("broker stopped")

@@ -1,0 +1,25 @@
+"""The one table of APIs and versions this broker implements.
+
+ApiVersions advertises exactly this table, and the dispatcher refuses anything outside it.
+Clients use every API they see advertised, so an API appears here only when its handler
+is complete (see client-facts: GetTelemetrySubscriptions, DescribeTopicPartitions and
+ConsumerGroupDescribe are deliberately absent).
+"""
+from __future__ import annotations
+
+from kafka.protocol.api_key import ApiKey
+
+SUPPORTED: dict[int, tuple[int, int]] = {
+    ApiKey.Produce: (3, 13),
+    ApiKey.Fetch: (4, 18),
+    ApiKey.ListOffsets: (1, 11),
+    ApiKey.Metadata: (0, 13),
+    ApiKey.ApiVersions: (0, 4),
+    ApiKey.InitProducerId: (0, 6),
+    ApiKey.OffsetForLeaderEpoch: (2, 4),
+}
+
+
+def supported(api_key: int, version: int) -> bool:
+    rng = SUPPORTED.get(api_key)
+    return rng is not None and rng[0] <= version <= rng[1]

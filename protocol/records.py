@@ -1,0 +1,305 @@
+"""Record batch v2 handling without decoding records on the hot path.
+
+Produce validates each batch from its 61-byte header and CRC-32C, the log stamps the
+base offset in place, and Fetch serves the stored bytes. Only timestamp lookups and
+the cleaner ever walk individual records (``iter_record_positions``).
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Iterator
+
+import cramjam
+import crc32c
+
+HEADER_SIZE = 61
+LOG_OVERHEAD = 12  # base offset + batch length
+MAGIC_V2 = 2
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+# offsets of fields within a batch
+OFF_BASE_OFFSET = 0
+OFF_LENGTH = 8
+OFF_LEADER_EPOCH = 12
+OFF_MAGIC = 16
+OFF_CRC = 17
+OFF_ATTRIBUTES = 21
+OFF_MAX_TIMESTAMP = 35
+CRC_START = 21
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+
+CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD = range(5)
+
+
+class InvalidBatch(Exception):
+    """A batch the broker must reject; ``error_code`` is Kafka's answer for it."""
+
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+# Kafka error codes used here (protocol stays free of the broker's error module).
+CORRUPT_MESSAGE = 2
+INVALID_RECORD = 87
+UNSUPPORTED_COMPRESSION_TYPE = 76
+UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+
+
+@dataclass(slots=True)
+class BatchHeader:
+    base_offset: int
+    length: int  # batch length field: bytes after the length field
+    leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    position: int = 0  # where the batch starts in the buffer it was parsed from
+
+    @property
+    def size(self) -> int:
+        return self.length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def is_log_append_time(self) -> bool:
+        return bool(self.attributes & TIMESTAMP_TYPE_MASK)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) % 0x80000000
+
+
+def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Parse the fixed v2 header at ``pos`` (no CRC check)."""
+    h = BatchHeader(*_HEADER.unpack_from(buf, pos))
+    h.position = pos
+    return h
+
+
+def iter_batches(buf: bytes | bytearray | memoryview, validate: bool = True) -> Iterator[BatchHeader]:
+    """Split a produce payload into batches, validating each.
+
+    Raises InvalidBatch with Kafka's error code for the first bad batch, so the caller can
+    reject the whole partition's data before anything is appended.
+    """
+    n = len(buf)
+    pos = 0
+    if n == 0:
+        raise InvalidBatch(INVALID_RECORD, "empty record set")
+    while pos < n:
+        if n - pos < LOG_OVERHEAD + 5:
+            raise InvalidBatch(CORRUPT_MESSAGE, "truncated batch header")
+        magic = buf[pos + OFF_MAGIC]
+        if magic != MAGIC_V2:
+            raise InvalidBatch(UNSUPPORTED_FOR_MESSAGE_FORMAT if magic in (0, 1) else CORRUPT_MESSAGE,
+                               f"record batch magic {magic} is not supported")
+        if n - pos < HEADER_SIZE:
+            raise InvalidBatch(CORRUPT_MESSAGE, "truncated batch header")
+        h = parse_header(buf, pos)
+        end = pos + h.size
+        if h.length < HEADER_SIZE - LOG_OVERHEAD or end > n:
+            raise InvalidBatch(CORRUPT_MESSAGE, f"batch length {h.length} does not fit the payload")
+        if validate:
+            validate_batch(buf, h)
+        yield h
+        pos = end
+
+
+def validate_batch(buf: bytes | bytearray | memoryview, h: BatchHeader) -> None:
+    """Check what Kafka's LogValidator checks from the header and the CRC."""
+    end = h.position + h.size
+    crc = crc32c.crc32c(memoryview(buf)[h.position + CRC_START:end])
+    if crc != h.crc:
+        raise InvalidBatch(CORRUPT_MESSAGE, "record batch CRC mismatch")
+    if h.record_count <= 0 and not h.is_control:
+        raise InvalidBatch(INVALID_RECORD, "record batch holds no records")
+    if h.record_count != h.last_offset_delta + 1:
+        raise InvalidBatch(INVALID_RECORD, "record count does not match last offset delta")
+    if h.compression > CODEC_ZSTD:
+        raise InvalidBatch(UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {h.compression}")
+    if h.compression == CODEC_NONE and h.record_count > h.length:
+        raise InvalidBatch(CORRUPT_MESSAGE, "more records than bytes")
+
+
+def stamp(buf: bytearray, pos: int, base_offset: int, leader_epoch: int,
+          log_append_time: int | None = None) -> None:
+    """Assign the base offset (and LogAppendTime) in place; recompute the CRC only if the
+    CRC-covered part changed, as Kafka does."""
+    struct.pack_into(">q", buf, pos + OFF_BASE_OFFSET, base_offset)
+    struct.pack_into(">i", buf, pos + OFF_LEADER_EPOCH, leader_epoch)
+    if log_append_time is not None:
+        attrs = struct.unpack_from(">h", buf, pos + OFF_ATTRIBUTES)[0] | TIMESTAMP_TYPE_MASK
+        struct.pack_into(">h", buf, pos + OFF_ATTRIBUTES, attrs)
+        struct.pack_into(">q", buf, pos + OFF_MAX_TIMESTAMP, log_append_time)
+        length = struct.unpack_from(">i", buf, pos + OFF_LENGTH)[0]
+        end = pos + LOG_OVERHEAD + length
+        struct.pack_into(">I", buf, pos + OFF_CRC, crc32c.crc32c(memoryview(buf)[pos + CRC_START:end]))
+
+
+# ---------------------------------------------------------------------------------------
+# Record-level walking, used off the hot path (timestamp lookups, recovery, tests).
+
+def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    shift = 0
+    value = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise InvalidBatch(CORRUPT_MESSAGE, "varint too long")
+    return (value >> 1) ^ -(value & 1), pos
+
+
+def decompress(codec: int, data: bytes | memoryview) -> bytes:
+    if codec == CODEC_NONE:
+        return bytes(data)
+    if codec == CODEC_GZIP:
+        return bytes(cramjam.gzip.decompress(bytes(data)))
+    if codec == CODEC_SNAPPY:
+        raw = bytes(data)
+        if raw[:8] == b"\x82SNAPPY\x00":  # xerial framing used by the Java client
+            out = bytearray()
+            pos = 16
+            while pos < len(raw):
+                (size,) = struct.unpack_from(">i", raw, pos)
+                pos += 4
+                out += bytes(cramjam.snappy.decompress_raw(raw[pos:pos + size]))
+                pos += size
+            return bytes(out)
+        return bytes(cramjam.snappy.decompress_raw(raw))
+    if codec == CODEC_LZ4:
+        return bytes(cramjam.lz4.decompress(bytes(data)))
+    if codec == CODEC_ZSTD:
+        return bytes(cramjam.zstd.decompress(bytes(data)))
+    raise InvalidBatch(UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {codec}")
+
+
+@dataclass(slots=True)
+class RecordInfo:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+
+def iter_records(buf: bytes | bytearray | memoryview, h: BatchHeader) -> Iterator[RecordInfo]:
+    """Decode the records of one batch (decompressing if needed)."""
+    start = h.position + HEADER_SIZE
+    end = h.position + h.size
+    data = decompress(h.compression, memoryview(buf)[start:end])
+    pos = 0
+    for _ in range(h.record_count):
+        length, pos = _varint(data, pos)
+        rec_end = pos + length
+        pos += 1  # attributes
+        ts_delta, pos = _varint(data, pos)
+        off_delta, pos = _varint(data, pos)
+        klen, pos = _varint(data, pos)
+        key = None
+        if klen >= 0:
+            key = bytes(data[pos:pos + klen])
+            pos += klen
+        vlen, pos = _varint(data, pos)
+        value = None
+        if vlen >= 0:
+            value = bytes(data[pos:pos + vlen])
+            pos += vlen
+        nh, pos = _varint(data, pos)
+        headers = []
+        for _ in range(nh):
+            hk, pos = _varint(data, pos)
+            hkey = bytes(data[pos:pos + hk]).decode("utf-8", "replace")
+            pos += hk
+            hv, pos = _varint(data, pos)
+            hval = None
+            if hv >= 0:
+                hval = bytes(data[pos:pos + hv])
+                pos += hv
+            headers.append((hkey, hval))
+        if pos != rec_end:
+            raise InvalidBatch(CORRUPT_MESSAGE, "record length mismatch")
+        ts = h.max_timestamp if h.is_log_append_time else h.base_timestamp + ts_delta
+        yield RecordInfo(h.base_offset + off_delta, ts, key, value, headers)
+
+
+def build_batch(records: list[tuple[bytes | None, bytes | None]], base_offset: int = 0,
+                timestamp_ms: int = 0, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1,
+                base_sequence: int = NO_SEQUENCE, transactional: bool = False,
+                control: bool = False) -> bytearray:
+    """Build an uncompressed v2 batch: used for the broker's own records (internal topics,
+    transaction markers), never for client data."""
+    body = bytearray()
+    for i, (key, value) in enumerate(records):
+        rec = bytearray(b"\x00")
+        rec += _zigzag(0) + _zigzag(i)
+        rec += _zigzag(-1) if key is None else _zigzag(len(key)) + key
+        rec += _zigzag(-1) if value is None else _zigzag(len(value)) + value
+        rec += _zigzag(0)
+        body += _zigzag(len(rec)) + rec
+    attrs = (TRANSACTIONAL_MASK if transactional else 0) | (CONTROL_MASK if control else 0)
+    length = HEADER_SIZE - LOG_OVERHEAD + len(body)
+    buf = bytearray(_HEADER.pack(base_offset, length, -1, MAGIC_V2, 0, attrs, len(records) - 1,
+                                 timestamp_ms, timestamp_ms, producer_id, producer_epoch,
+                                 base_sequence, len(records)))
+    buf += body
+    struct.pack_into(">I", buf, OFF_CRC, crc32c.crc32c(memoryview(buf)[CRC_START:]))
+    return buf
+
+
+def _zigzag(v: int) -> bytes:
+    v = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
