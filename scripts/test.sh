@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs everything the tests need from this repository's own files, then runs the suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+if ! command -v kcat >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null 2>&1 \
+      || echo "warning: could not install kcat; kcat tests will be skipped" >&2
+  else
+    echo "warning: kcat is not installed and cannot be installed here; kcat tests will be skipped" >&2
+  fi
+fi
+exec .venv/bin/python -m pytest "$@"
