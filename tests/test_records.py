@@ -1,0 +1,109 @@
+"""Record batch v2 header handling and framing, without a broker."""
+from __future__ import annotations
+
+import struct
+
+import crc32c
+import pytest
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+from protocol import records as rb
+from protocol.frame import FrameDecoder, FrameError, peek_header
+
+
+def kp_batch(n: int, compression: int = 0, ts: int = 1000, pid: int = -1, seq: int = -1) -> bytearray:
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=compression, is_transactional=False,
+                                  producer_id=pid, producer_epoch=0 if pid >= 0 else -1, base_sequence=seq,
+                                  batch_size=1 << 20)
+    for i in range(n):
+        b.append(i, timestamp=ts + i * 10, key=f"k{i}".encode(), value=f"v{i}".encode(),
+                 headers=[("h", f"{i}".encode())])
+    return bytearray(b.build())
+
+
+def test_header_fields_match_kafka_python():
+    buf = kp_batch(5, pid=42, seq=7)
+    h = rb.parse_header(buf)
+    ref = DefaultRecordBatch(bytes(buf))
+    assert (h.base_offset, h.record_count, h.last_offset_delta) == (0, 5, 4)
+    assert (h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence) == (42, 0, 7, 11)
+    assert h.base_timestamp == 1000 and h.max_timestamp == 1040
+    assert h.crc == ref.crc and h.size == len(buf)
+    assert [b.record_count for b in rb.iter_batches(buf)] == [5]
+
+
+def test_iter_records_gzip_exact():
+    buf = kp_batch(60, compression=1)  # enough records that gzip pays off and is kept
+    h = rb.parse_header(buf)
+    assert h.compression == rb.CODEC_GZIP
+    recs = list(rb.iter_records(buf, h))
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in recs] == [
+        (i, 1000 + i * 10, f"k{i}".encode(), f"v{i}".encode(), [("h", f"{i}".encode())]) for i in range(60)]
+
+
+def test_corrupt_crc_rejected():
+    buf = kp_batch(3)
+    buf[-1] ^= 0xFF
+    with pytest.raises(rb.InvalidBatch) as exc:
+        list(rb.iter_batches(buf))
+    assert exc.value.error_code == 2  # CORRUPT_MESSAGE
+
+
+def test_truncated_and_bad_magic_rejected():
+    buf = kp_batch(3)
+    with pytest.raises(rb.InvalidBatch) as exc:
+        list(rb.iter_batches(buf[:-5]))
+    assert exc.value.error_code == 2
+    bad = bytearray(buf)
+    bad[rb.OFF_MAGIC] = 1
+    with pytest.raises(rb.InvalidBatch) as exc:
+        list(rb.iter_batches(bad))
+    assert exc.value.error_code == 43  # UNSUPPORTED_FOR_MESSAGE_FORMAT
+    with pytest.raises(rb.InvalidBatch) as exc:
+        list(rb.iter_batches(b""))
+    assert exc.value.error_code == 87  # INVALID_RECORD
+
+
+def test_record_count_mismatch_is_invalid_record():
+    buf = kp_batch(3)
+    struct.pack_into(">i", buf, 57, 5)
+    struct.pack_into(">I", buf, rb.OFF_CRC, crc32c.crc32c(bytes(buf[rb.CRC_START:])))
+    with pytest.raises(rb.InvalidBatch) as exc:
+        list(rb.iter_batches(buf))
+    assert exc.value.error_code == 87
+
+
+def test_stamp_keeps_crc_valid_and_log_append_time_rewrites_it():
+    buf = kp_batch(2)
+    crc_before = rb.parse_header(buf).crc
+    rb.stamp(buf, 0, 1234, 0)
+    h = rb.parse_header(buf)
+    assert h.base_offset == 1234 and h.crc == crc_before
+    rb.validate_batch(buf, h)
+    rb.stamp(buf, 0, 99, 0, log_append_time=555)
+    h = rb.parse_header(buf)
+    assert h.is_log_append_time and h.max_timestamp == 555 and h.base_offset == 99
+    rb.validate_batch(buf, h)
+    assert [r.timestamp for r in rb.iter_records(buf, h)] == [555, 555]
+    ref = list(DefaultRecordBatch(bytes(buf)))
+    assert [r.offset for r in ref] == [99, 100]
+
+
+def test_build_batch_readable_by_kafka_python():
+    buf = rb.build_batch([(b"a", b"1"), (None, b"2")], base_offset=10, timestamp_ms=77)
+    ref = DefaultRecordBatch(bytes(buf))
+    assert ref.validate_crc()
+    assert [(r.offset, r.key, r.value, r.timestamp) for r in ref] == [(10, b"a", b"1", 77), (11, None, b"2", 77)]
+
+
+def test_frame_decoder_splits_and_limits():
+    dec = FrameDecoder(100)
+    body = struct.pack(">hhi", 18, 0, 5) + b"\x00\x00"
+    frame = struct.pack(">i", len(body)) + body
+    assert dec.feed(frame[:3]) == []
+    assert dec.feed(frame[3:] + frame) == [body, body]
+    assert peek_header(body).correlation_id == 5
+    with pytest.raises(FrameError):
+        FrameDecoder(100).feed(struct.pack(">i", 2**31 - 1))
+    with pytest.raises(FrameError):
+        FrameDecoder(100).feed(struct.pack(">i", -5))

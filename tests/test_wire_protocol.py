@@ -1,0 +1,294 @@
+"""Exact protocol behaviour, checked with hand-built requests against a real broker."""
+from __future__ import annotations
+
+import struct
+import threading
+import time
+
+import pytest
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.producer import ProduceRequest
+
+from broker.testing import SamsaBroker
+from protocol import records as rb
+from protocol.api_versions import SUPPORTED
+from protocol.errors import ErrorCode
+from tests.rawclient import RawClient
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PID = 0, 1, 2, 3, 18, 22
+
+
+def create(client: RawClient, topic: str) -> None:
+    """Auto-create ``topic`` through Metadata (the broker default allows it)."""
+    resp = client.request(METADATA, 12, topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                          allow_auto_topic_creation=True)
+    assert resp.topics[0].error_code == 0
+
+
+def produce(client: RawClient, topic: str, batch: bytes, partition: int = 0, acks: int = -1,
+            version: int = 9):
+    td = ProduceRequest.TopicProduceData(name=topic, partition_data=[
+        ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=bytes(batch))])
+    if acks == 0:
+        client.send(PRODUCE, version, transactional_id=None, acks=0, timeout_ms=5000, topic_data=[td])
+        return None
+    resp = client.request(PRODUCE, version, transactional_id=None, acks=acks, timeout_ms=5000, topic_data=[td])
+    return resp.responses[0].partition_responses[0]
+
+
+def fetch(client: RawClient, topic: str, offset: int, partition: int = 0, max_wait_ms: int = 0,
+          max_bytes: int = 1 << 20, partition_max_bytes: int = 1 << 20, version: int = 11):
+    FT = FetchRequest.FetchTopic
+    resp = client.request(FETCH, version, replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes,
+                          isolation_level=0, session_id=0, session_epoch=-1,
+                          topics=[FT(topic=topic, partitions=[FT.FetchPartition(
+                              partition=partition, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
+                              partition_max_bytes=partition_max_bytes)])],
+                          forgotten_topics_data=[], rack_id="")
+    return resp.responses[0].partitions[0]
+
+
+def list_offset(client: RawClient, topic: str, ts: int, partition: int = 0, version: int = 7):
+    LT = ListOffsetsRequest.ListOffsetsTopic
+    resp = client.request(LIST_OFFSETS, version, replica_id=-1, isolation_level=0, topics=[
+        LT(name=topic, partitions=[LT.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
+                                                           timestamp=ts)])])
+    return resp.topics[0].partitions[0]
+
+
+def batch(n: int, ts: int | None = None, **kw) -> bytearray:
+    now = ts if ts is not None else int(time.time() * 1000)
+    return rb.build_batch([(f"k{i}".encode(), f"v{i}".encode()) for i in range(n)], timestamp_ms=now, **kw)
+
+
+def batches_in(records: bytes) -> list[rb.BatchHeader]:
+    return list(rb.iter_batches(records)) if records else []
+
+
+@pytest.fixture
+def client(samsa_broker: SamsaBroker):
+    with RawClient(samsa_broker.bootstrap_servers) as c:
+        yield c
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_api_versions_advertises_exactly_the_table(client: RawClient, version: int):
+    kw = {"client_software_name": "samsa-tests", "client_software_version": "1"} if version >= 3 else {}
+    resp = client.request(API_VERSIONS, version, **kw)
+    assert resp.error_code == 0
+    assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == SUPPORTED
+
+
+def test_api_versions_newer_than_supported_gets_v0_unsupported_version(client: RawClient):
+    # ApiVersions v9 in a flexible (v2) header: key, version, correlation id, client id, no tags
+    header = struct.pack(">hhih", 18, 9, 77, 4) + b"test" + b"\x00"
+    body = b"\x05samsa\x021\x00"
+    client.send_raw(struct.pack(">i", len(header) + len(body)) + header + body)
+    frame = client.recv_frame()
+    corr, err = struct.unpack_from(">ih", frame)
+    assert (corr, err) == (77, ErrorCode.UNSUPPORTED_VERSION)
+    (count,) = struct.unpack_from(">i", frame, 6)
+    entries = {struct.unpack_from(">hhh", frame, 10 + 6 * i)[0]: struct.unpack_from(">hhh", frame, 10 + 6 * i)[1:]
+               for i in range(count)}
+    assert entries == SUPPORTED
+
+
+def test_unknown_api_key_and_unsupported_version_close_only_that_connection(samsa_broker: SamsaBroker):
+    with RawClient(samsa_broker.bootstrap_servers) as other:
+        for key, version in ((999, 0), (PRODUCE, 2)):
+            with RawClient(samsa_broker.bootstrap_servers) as bad:
+                header = struct.pack(">hhih", key, version, 1, 1) + b"x"
+                bad.send_raw(struct.pack(">i", len(header)) + header)
+                assert bad.is_closed()
+        assert other.request(API_VERSIONS, 0).error_code == 0
+
+
+def test_garbage_and_huge_frames_close_connection_but_broker_keeps_serving(samsa_broker: SamsaBroker):
+    with RawClient(samsa_broker.bootstrap_servers) as good:
+        create(good, "keep")
+        assert produce(good, "keep", batch(3)).error_code == 0
+        for payload in (b"\xff" * 64, struct.pack(">i", 2**31 - 1) + b"abc", struct.pack(">i", 12) + b"\x00" * 12):
+            with RawClient(samsa_broker.bootstrap_servers) as bad:
+                bad.send_raw(payload)
+                assert bad.is_closed()
+        part = fetch(good, "keep", 0)
+        assert part.error_code == 0 and part.high_watermark == 3
+        assert [h.record_count for h in batches_in(part.records)] == [3]
+
+
+def test_corrupt_batch_rejected_and_nothing_appended(client: RawClient):
+    create(client, "crc")
+    assert produce(client, "crc", batch(2)).base_offset == 0
+    bad = batch(4)
+    bad[-1] ^= 0x55
+    resp = produce(client, "crc", bad)
+    assert resp.error_code == ErrorCode.CORRUPT_MESSAGE
+    assert list_offset(client, "crc", -1).offset == 2
+    assert produce(client, "crc", batch(1)).base_offset == 2
+
+
+def test_produce_to_unknown_partition_and_internal_names(client: RawClient):
+    create(client, "known")
+    assert produce(client, "known", batch(1), partition=7).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert produce(client, "never-created", batch(1)).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_metadata_errors(client: RawClient):
+    T = MetadataRequest.MetadataRequestTopic
+    resp = client.request(METADATA, 12, topics=[T(name="bad/name"), T(name="no-auto")],
+                          allow_auto_topic_creation=False)
+    assert [(t.name, t.error_code) for t in resp.topics] == [
+        ("bad/name", ErrorCode.INVALID_TOPIC_EXCEPTION), ("no-auto", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    resp = client.request(METADATA, 12, topics=None, allow_auto_topic_creation=False)
+    assert resp.topics == [] and resp.cluster_id and resp.controller_id == 1
+    assert [(b.node_id, b.host) for b in resp.brokers] == [(1, "127.0.0.1")]
+
+
+def test_metadata_all_versions_describe_partitions(client: RawClient):
+    create(client, "meta")
+    ids = set()
+    for v in range(0, 14):
+        T = MetadataRequest.MetadataRequestTopic
+        resp = client.request(METADATA, v, topics=[T(name="meta")], allow_auto_topic_creation=False)
+        t = resp.topics[0]
+        assert (t.name, t.error_code, len(t.partitions)) == ("meta", 0, 1)
+        p = t.partitions[0]
+        assert (p.leader_id, p.replica_nodes, p.isr_nodes) == (1, [1], [1])
+        if v >= 7:
+            assert p.leader_epoch == 0
+        if v >= 10:
+            ids.add(t.topic_id)
+    assert len(ids) == 1
+
+
+def test_auto_create_disabled_by_config(tmp_path):
+    broker = SamsaBroker(tmp_path / "d", overrides={"auto.create.topics.enable": "false"}).start()
+    try:
+        with RawClient(broker.bootstrap_servers) as c:
+            T = MetadataRequest.MetadataRequestTopic
+            resp = c.request(METADATA, 12, topics=[T(name="x")], allow_auto_topic_creation=True)
+            assert resp.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    finally:
+        broker.stop()
+
+
+def test_latest_offset_is_last_offset_plus_one_and_fetch_inside_batch(client: RawClient):
+    create(client, "lat")
+    assert produce(client, "lat", batch(10)).base_offset == 0
+    assert produce(client, "lat", batch(5)).base_offset == 10
+    assert list_offset(client, "lat", -1).offset == 15
+    assert list_offset(client, "lat", -2).offset == 0
+    part = fetch(client, "lat", 12)
+    hs = batches_in(part.records)
+    assert [(h.base_offset, h.record_count) for h in hs] == [(10, 5)]
+    assert part.high_watermark == 15 and part.log_start_offset == 0
+
+
+def test_fetch_past_end_is_offset_out_of_range_and_at_end_is_empty(client: RawClient):
+    create(client, "oor")
+    produce(client, "oor", batch(3))
+    assert fetch(client, "oor", 4).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    at_end = fetch(client, "oor", 3)
+    assert at_end.error_code == 0 and not at_end.records
+
+
+def test_fetch_max_bytes_and_first_batch_rule(client: RawClient):
+    create(client, "mb")
+    for _ in range(4):
+        produce(client, "mb", batch(20))
+    size = len(batch(20))
+    one = fetch(client, "mb", 0, max_bytes=10, partition_max_bytes=10)
+    assert [h.base_offset for h in batches_in(one.records)] == [0]  # larger than the limit, still returned
+    two = fetch(client, "mb", 0, max_bytes=2 * size + 5)
+    assert [h.base_offset for h in batches_in(two.records)] == [0, 20]
+    assert len(two.records) == 2 * size
+
+
+def test_timestamp_lookup_exact_inside_batch(client: RawClient):
+    create(client, "ts")
+    # records at 1000, 1000 ... built with one timestamp; make distinct ones with kafka-python's builder
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    base = int(time.time() * 1000) - 10_000
+    for i in range(10):
+        b.append(i, timestamp=base + i * 100, key=None, value=b"x", headers=[])
+    assert produce(client, "ts", b.build()).base_offset == 0
+    assert (list_offset(client, "ts", base + 450).offset, list_offset(client, "ts", base + 450).timestamp) == (5, base + 500)
+    assert list_offset(client, "ts", base).offset == 0
+    none = list_offset(client, "ts", base + 5000)
+    assert (none.offset, none.timestamp) == (-1, -1)
+    mx = list_offset(client, "ts", -3)
+    assert (mx.offset, mx.timestamp) == (9, base + 900)
+
+
+def test_long_poll_woken_by_append(samsa_broker: SamsaBroker, client: RawClient):
+    create(client, "lp")
+
+    def later():
+        time.sleep(1.0)
+        with RawClient(samsa_broker.bootstrap_servers) as p:
+            produce(p, "lp", batch(1))
+
+    t = threading.Thread(target=later)
+    start = time.monotonic()
+    t.start()
+    part = fetch(client, "lp", 0, max_wait_ms=10_000)
+    elapsed = time.monotonic() - start
+    t.join()
+    assert [h.record_count for h in batches_in(part.records)] == [1]
+    assert 0.9 <= elapsed < 5.0
+    start = time.monotonic()
+    empty = fetch(client, "lp", 1, max_wait_ms=0)
+    assert not empty.records and time.monotonic() - start < 1.0
+
+
+def test_acks_zero_sends_no_response_but_appends(client: RawClient):
+    create(client, "a0")
+    produce(client, "a0", batch(2), acks=0)
+    produce(client, "a0", batch(3), acks=0)
+    # the next response on this connection answers the ListOffsets, not the produces
+    assert list_offset(client, "a0", -1).offset == 5
+
+
+def test_idempotent_sequences(client: RawClient):
+    create(client, "idem")
+    pid_resp = client.request(INIT_PID, 4, transactional_id=None, transaction_timeout_ms=60000,
+                              producer_id=-1, producer_epoch=-1)
+    assert pid_resp.error_code == 0
+    pid = pid_resp.producer_id
+    first = batch(3, producer_id=pid, producer_epoch=0, base_sequence=0)
+    assert produce(client, "idem", first).base_offset == 0
+    # the retry of the same batch is answered with its original offset and not appended again
+    dup = produce(client, "idem", batch(3, producer_id=pid, producer_epoch=0, base_sequence=0))
+    assert (dup.error_code, dup.base_offset) == (0, 0)
+    assert produce(client, "idem", batch(2, producer_id=pid, producer_epoch=0, base_sequence=3)).base_offset == 3
+    gap = produce(client, "idem", batch(2, producer_id=pid, producer_epoch=0, base_sequence=9))
+    assert gap.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert produce(client, "idem", batch(1, producer_id=pid, producer_epoch=1, base_sequence=0)).base_offset == 5
+    stale = produce(client, "idem", batch(1, producer_id=pid, producer_epoch=0, base_sequence=5))
+    assert stale.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert list_offset(client, "idem", -1).offset == 6
+
+
+def test_message_too_large(tmp_path):
+    broker = SamsaBroker(tmp_path / "d", overrides={"message.max.bytes": "200"}).start()
+    try:
+        with RawClient(broker.bootstrap_servers) as c:
+            create(c, "big")
+            resp = produce(c, "big", rb.build_batch([(None, b"x" * 500)]))
+            assert resp.error_code == ErrorCode.MESSAGE_TOO_LARGE
+            assert produce(c, "big", batch(1)).base_offset == 0
+    finally:
+        broker.stop()
+
+
+def test_pipelined_requests_answered_in_order(client: RawClient):
+    create(client, "pipe")
+    corrs = [client.send(LIST_OFFSETS, 7, replica_id=-1, isolation_level=0, topics=[
+        ListOffsetsRequest.ListOffsetsTopic(name="pipe", partitions=[
+            ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1,
+                                                                     timestamp=-1)])]) for _ in range(20)]
+    got = [client.receive(LIST_OFFSETS, 7).header.correlation_id for _ in corrs]
+    assert got == corrs
