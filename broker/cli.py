@@ -11,6 +11,9 @@ from .config import BrokerConfig
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from protocol.kafka_import import skip_client_package_init
+
+    skip_client_package_init()
     import trio
 
     from . import apis  # noqa: F401  (registers the API handlers)
