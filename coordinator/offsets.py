@@ -1,0 +1,264 @@
+"""Committed offsets of the groups on one ``__consumer_offsets`` partition (Kafka's OffsetMetadataManager).
+
+This module knows storage and the per-partition semantics of OffsetCommit, OffsetFetch,
+OffsetDelete and offset expiry; whether a request may touch a group at all (generation, member,
+group state) is membership logic and lives in :mod:`coordinator.group`. Every mutation returns the
+``(key, value)`` records that make it durable, so replaying those records rebuilds the same store.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import kafka.errors as Errors
+
+from coordinator.offsets_records import OffsetCommitValue, offset_commit_record
+
+Record = tuple[bytes, "bytes | None"]
+
+NO_ERROR = 0
+INVALID_OFFSET = -1
+NO_LEADER_EPOCH = -1
+DEFAULT_RETENTION_TIME = -1   # OffsetCommitRequest.DEFAULT_RETENTION_TIME: use the broker's retention
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """One committed offset as Kafka keeps it in memory."""
+    committed_offset: int
+    leader_epoch: int | None
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int | None = None
+
+    def to_value(self) -> OffsetCommitValue:
+        return OffsetCommitValue(
+            offset=self.committed_offset,
+            metadata=self.metadata,
+            commit_timestamp=self.commit_timestamp_ms,
+            leader_epoch=NO_LEADER_EPOCH if self.leader_epoch is None else self.leader_epoch,
+            expire_timestamp=-1 if self.expire_timestamp_ms is None else self.expire_timestamp_ms,
+        )
+
+    @classmethod
+    def from_value(cls, value: OffsetCommitValue) -> OffsetAndMetadata:
+        return cls(
+            committed_offset=value.offset,
+            leader_epoch=None if value.leader_epoch < 0 else value.leader_epoch,
+            metadata=value.metadata,
+            commit_timestamp_ms=value.commit_timestamp,
+            expire_timestamp_ms=None if value.expire_timestamp == -1 else value.expire_timestamp,
+        )
+
+
+# --------------------------------------------------------------------------- request parts
+
+@dataclass(slots=True)
+class OffsetCommitPartition:
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int = NO_LEADER_EPOCH
+    committed_metadata: str | None = None
+
+
+@dataclass(slots=True)
+class OffsetCommitTopic:
+    name: str
+    partitions: list[OffsetCommitPartition] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TopicPartitions:
+    """A topic and partition indexes, as OffsetFetch and OffsetDelete name them."""
+    name: str
+    partitions: list[int] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- result parts
+
+@dataclass(slots=True)
+class PartitionError:
+    partition_index: int
+    error_code: int = NO_ERROR
+
+
+@dataclass(slots=True)
+class TopicPartitionErrors:
+    name: str
+    partitions: list[PartitionError] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OffsetFetchPartition:
+    partition_index: int
+    committed_offset: int = INVALID_OFFSET
+    committed_leader_epoch: int = NO_LEADER_EPOCH
+    metadata: str | None = ""
+    error_code: int = NO_ERROR
+
+
+@dataclass(slots=True)
+class OffsetFetchTopic:
+    name: str
+    partitions: list[OffsetFetchPartition] = field(default_factory=list)
+
+
+def errors_for_all(topics: Iterable[OffsetCommitTopic], error_code: int) -> list[TopicPartitionErrors]:
+    """The same error for every partition of a commit (a group-level rejection)."""
+    return [TopicPartitionErrors(t.name, [PartitionError(p.partition_index, error_code)
+                                          for p in t.partitions]) for t in topics]
+
+
+def utf16_length(s: str) -> int:
+    """Java's ``String.length`` (UTF-16 code units), which Kafka compares with offset.metadata.max.bytes."""
+    return len(s.encode("utf-16-le")) // 2
+
+
+class OffsetStore:
+    """Committed offsets by group, then (topic, partition); insertion-ordered for stable output."""
+
+    def __init__(self) -> None:
+        self._offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+
+    # ----------------------------------------------------------------- plain access
+
+    def get(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
+        return self._offsets.get(group_id, {}).get((topic, partition))
+
+    def group_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetAndMetadata]:
+        """A copy of the group's offsets."""
+        return dict(self._offsets.get(group_id, {}))
+
+    def has_offsets(self, group_id: str) -> bool:
+        return bool(self._offsets.get(group_id))
+
+    def group_ids(self) -> list[str]:
+        return list(self._offsets)
+
+    def put(self, group_id: str, topic: str, partition: int, oam: OffsetAndMetadata) -> None:
+        self._offsets.setdefault(group_id, {})[(topic, partition)] = oam
+
+    def remove(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
+        offsets = self._offsets.get(group_id)
+        if offsets is None:
+            return None
+        removed = offsets.pop((topic, partition), None)
+        if not offsets:
+            del self._offsets[group_id]
+        return removed
+
+    # ----------------------------------------------------------------- OffsetCommit
+
+    def commit(self, group_id: str, topics: list[OffsetCommitTopic], now_ms: int,
+               retention_time_ms: int = DEFAULT_RETENTION_TIME,
+               metadata_max_bytes: int = 4096) -> tuple[list[TopicPartitionErrors], list[Record]]:
+        """Store an already-validated commit. Partitions whose metadata exceeds
+        ``offset.metadata.max.bytes`` get OFFSET_METADATA_TOO_LARGE and are not stored; a null
+        metadata is stored as the empty string; a retention time (OffsetCommit v2-v4) becomes an
+        explicit expire timestamp."""
+        expire = None if retention_time_ms == DEFAULT_RETENTION_TIME else now_ms + retention_time_ms
+        results: list[TopicPartitionErrors] = []
+        records: list[Record] = []
+        for topic in topics:
+            tres = TopicPartitionErrors(topic.name)
+            results.append(tres)
+            for p in topic.partitions:
+                metadata = p.committed_metadata
+                if metadata is not None and utf16_length(metadata) > metadata_max_bytes:
+                    tres.partitions.append(PartitionError(p.partition_index,
+                                                          Errors.OffsetMetadataTooLargeError.errno))
+                    continue
+                oam = OffsetAndMetadata(
+                    committed_offset=p.committed_offset,
+                    leader_epoch=None if p.committed_leader_epoch < 0 else p.committed_leader_epoch,
+                    metadata=metadata if metadata is not None else "",
+                    commit_timestamp_ms=now_ms,
+                    expire_timestamp_ms=expire,
+                )
+                self.put(group_id, topic.name, p.partition_index, oam)
+                records.append(offset_commit_record(group_id, topic.name, p.partition_index, oam.to_value()))
+                tres.partitions.append(PartitionError(p.partition_index, NO_ERROR))
+        return results, records
+
+    # ----------------------------------------------------------------- OffsetFetch
+
+    def fetch(self, group_id: str, topics: list[TopicPartitions] | None,
+              group_exists: bool = True) -> list[OffsetFetchTopic]:
+        """Offsets for the named partitions (-1, epoch -1, metadata "" where none is committed,
+        as Kafka answers), or every committed offset of the group when ``topics`` is None."""
+        offsets = self._offsets.get(group_id, {}) if group_exists else {}
+        if topics is None:
+            by_topic: dict[str, list[OffsetFetchPartition]] = {}
+            for (topic, partition), oam in sorted(offsets.items()):
+                by_topic.setdefault(topic, []).append(self._fetched(partition, oam))
+            return [OffsetFetchTopic(name, parts) for name, parts in by_topic.items()]
+        out = []
+        for t in topics:
+            out.append(OffsetFetchTopic(t.name, [self._fetched(p, offsets.get((t.name, p)))
+                                                 for p in t.partitions]))
+        return out
+
+    @staticmethod
+    def _fetched(partition: int, oam: OffsetAndMetadata | None) -> OffsetFetchPartition:
+        if oam is None:
+            return OffsetFetchPartition(partition, INVALID_OFFSET, NO_LEADER_EPOCH, "", NO_ERROR)
+        return OffsetFetchPartition(
+            partition, oam.committed_offset,
+            NO_LEADER_EPOCH if oam.leader_epoch is None else oam.leader_epoch,
+            oam.metadata, NO_ERROR)
+
+    # ----------------------------------------------------------------- OffsetDelete / DeleteGroups
+
+    def delete(self, group_id: str, topics: list[TopicPartitions],
+               is_subscribed: Callable[[str], bool]) -> tuple[list[TopicPartitionErrors], list[Record]]:
+        """Kafka's OffsetDelete per topic: a topic the group is subscribed to answers
+        GROUP_SUBSCRIBED_TO_TOPIC for each partition; otherwise each partition answers NONE and a
+        tombstone is written only where an offset exists."""
+        results: list[TopicPartitionErrors] = []
+        records: list[Record] = []
+        for t in topics:
+            tres = TopicPartitionErrors(t.name)
+            results.append(tres)
+            if is_subscribed(t.name):
+                tres.partitions = [PartitionError(p, Errors.GroupSubscribedToTopicError.errno)
+                                   for p in t.partitions]
+                continue
+            for p in t.partitions:
+                tres.partitions.append(PartitionError(p, NO_ERROR))
+                if self.remove(group_id, t.name, p) is not None:
+                    records.append(offset_commit_record(group_id, t.name, p, None))
+        return results, records
+
+    def delete_all(self, group_id: str) -> list[Record]:
+        """Tombstones for every offset of the group (DeleteGroups), removing them."""
+        offsets = self._offsets.pop(group_id, {})
+        return [offset_commit_record(group_id, topic, partition, None) for (topic, partition) in offsets]
+
+    # ----------------------------------------------------------------- expiry
+
+    def expire(self, group_id: str, base_timestamp: Callable[[OffsetAndMetadata], int],
+               is_subscribed: Callable[[str], bool], now_ms: int,
+               retention_ms: int) -> tuple[list[Record], bool]:
+        """Kafka's cleanupExpiredOffsets: drop offsets of topics the group is not subscribed to whose
+        explicit expire timestamp has passed, or, without one, whose base timestamp (commit time, or
+        the time the group became Empty) is at least ``retention_ms`` old. Returns the tombstones and
+        whether no offset is left."""
+        offsets = self._offsets.get(group_id)
+        if not offsets:
+            return [], True
+        records: list[Record] = []
+        all_expired = True
+        for (topic, partition), oam in list(offsets.items()):
+            if is_subscribed(topic):
+                all_expired = False
+                continue
+            if oam.expire_timestamp_ms is not None:
+                expired = now_ms >= oam.expire_timestamp_ms
+            else:
+                expired = now_ms - base_timestamp(oam) >= retention_ms
+            if expired:
+                self.remove(group_id, topic, partition)
+                records.append(offset_commit_record(group_id, topic, partition, None))
+            else:
+                all_expired = False
+        return records, all_expired
