@@ -318,8 +318,10 @@ def _on_signal(signum: int, frame: object) -> None:
 
 
 def install_cleanup() -> None:
-    """Kill brokers at interpreter exit and turn SIGTERM/SIGHUP into KeyboardInterrupt."""
+    """Kill brokers at interpreter exit and turn SIGINT/SIGTERM/SIGHUP into KeyboardInterrupt
+    (SIGINT explicitly: a shell starting us in the background would otherwise leave it ignored)."""
     atexit.register(kill_all)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         try:
             signal.signal(sig, _on_signal)

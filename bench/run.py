@@ -52,11 +52,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="python that runs `-m broker serve` (default: the repo's .venv)")
     ap.add_argument("--start-timeout", type=float, default=20.0,
                     help="seconds a broker may take to answer ApiVersions")
-    ap.add_argument("--produce-mb", type=float, default=48.0, help="MB per produce run")
-    ap.add_argument("--consume-mb", type=float, default=48.0, help="MB per consume run")
+    ap.add_argument("--produce-mb", type=float, default=96.0, help="MB per produce run")
+    ap.add_argument("--consume-mb", type=float, default=96.0, help="MB per consume run")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs per produce/consume figure, each on a fresh broker; median reported")
     ap.add_argument("--partitions", default="1,8", help="partition counts for produce/consume")
     ap.add_argument("--acks", default="1,all", help="acks settings for produce")
-    ap.add_argument("--max-seconds", type=float, default=20.0,
+    ap.add_argument("--max-seconds", type=float, default=10.0,
                     help="cap on one throughput run (MB/s is computed on what completed)")
     ap.add_argument("--latency-rate", type=int, default=1000, help="msg/s for the latency run")
     ap.add_argument("--latency-seconds", type=float, default=5.0, help="measured seconds")
@@ -159,7 +161,26 @@ class BrokerBench:
             self.results.setdefault(f.key, Value(None, reason))
 
     def measure(self, keys: list[str], needs: dict[int, str],
-                body: Callable[[RunningBroker], dict[str, Value]]) -> None:
+                body: Callable[[RunningBroker], dict[str, Value]], repeat: int = 1) -> None:
+        """Run body `repeat` times, each on a fresh broker; keep the median of each figure."""
+        if repeat <= 1:
+            self.measure_once(keys, needs, body)
+            return
+        runs: dict[str, list[float]] = {k: [] for k in keys}
+        for _ in range(repeat):
+            self.measure_once(keys, needs, body)
+            for k in keys:
+                v = self.results.pop(k, None)
+                if v is None or not v.ok:
+                    self.results[k] = v or Value(None, "failed")
+                    return
+                runs[k].append(v.number)
+        for k, xs in runs.items():
+            self.results[k] = Value(statistics.median(xs),
+                                    "runs: " + ", ".join(f"{x:.1f}" for x in xs))
+
+    def measure_once(self, keys: list[str], needs: dict[int, str],
+                     body: Callable[[RunningBroker], dict[str, Value]]) -> None:
         """Start a fresh broker, check the APIs it advertises, run body; record failures as notes."""
         try:
             broker = self.start()
@@ -224,7 +245,7 @@ class BrokerBench:
                     self.say(f"produce {p}p acks={acks}: {r.mb_per_s:.1f} MB/s "
                              f"({r.records} records in {r.seconds:.2f} s) {r.note}")
                     return {key: Value(r.mb_per_s if r.records else None, r.note)}
-                self.measure([key], PRODUCE_APIS, body)
+                self.measure([key], PRODUCE_APIS, body, a.repeat)
 
     def consume(self) -> None:
         a = self.args
@@ -246,7 +267,7 @@ class BrokerBench:
                 self.say(f"consume {p}p: {r.mb_per_s:.1f} MB/s ({r.records} records in "
                          f"{r.seconds:.2f} s) {r.note}")
                 return {key: Value(r.mb_per_s if r.records else None, r.note)}
-            self.measure([key], FETCH_APIS, body)
+            self.measure([key], FETCH_APIS, body, a.repeat)
 
     def latency(self) -> None:
         a = self.args
@@ -364,7 +385,9 @@ def main(argv: list[str] | None = None) -> int:
                 kind = brokers.tansu_kind(tansu)
             else:
                 kind = brokers.samsa_kind(args.samsa_python)
-            results[name] = BrokerBench(kind, args, figs).run()
+            bb = BrokerBench(kind, args, figs)
+            results[name] = bb.results          # partial results survive an interrupt
+            bb.run()
     except KeyboardInterrupt:
         interrupted = True
         print("\ninterrupted: stopping brokers; partial results follow", flush=True)
