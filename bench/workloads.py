@@ -226,7 +226,7 @@ _HDR = struct.Struct(">qq")  # sequence (-1 = warm-up), send time (perf_counter_
 
 
 def e2e_latency(bootstrap: str, topic: str, rate: int, seconds: float,
-                warmup_seconds: float = 1.0) -> Latency:
+                warmup_seconds: float = 1.0, fetch_wait_ms: int = 500) -> Latency:
     """Produce at `rate` msg/s (acks=1, linger 0) while a consumer tails the partition; latency
     is the consumer's receive time minus the producer's send time, both in this process."""
     pad = _payload(RECORD_SIZE - _HDR.size)
@@ -238,7 +238,8 @@ def e2e_latency(bootstrap: str, topic: str, rate: int, seconds: float,
     errors: list[str] = []
 
     def consume() -> None:
-        c = _consumer(bootstrap, f"bench-latency-{uuid.uuid4().hex[:8]}")
+        c = _consumer(bootstrap, f"bench-latency-{uuid.uuid4().hex[:8]}",
+                      **{"fetch.wait.max.ms": fetch_wait_ms})
         try:
             c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
             while not stop.is_set():
@@ -266,7 +267,7 @@ def e2e_latency(bootstrap: str, topic: str, rate: int, seconds: float,
         t_end = time.perf_counter() + 15.0
         while not ready.is_set() and time.perf_counter() < t_end:
             p.produce(topic, _HDR.pack(-1, time.perf_counter_ns()) + pad, partition=0)
-            p.poll(0.05)
+            _wait_until(p, time.perf_counter() + 0.05)
         if not ready.is_set():
             raise WorkloadError(f"consumer saw nothing within 15 s: {errors[:1] or librdkafka_tail()}")
         _paced(p, topic, pad, rate, warmup_seconds, warm=True)
@@ -287,12 +288,18 @@ def _paced(p: Producer, topic: str, pad: bytes, rate: int, seconds: float, warm:
     n = int(rate * seconds)
     t0 = time.perf_counter()
     for i in range(n):
-        due = t0 + i / rate
-        delay = due - time.perf_counter()
-        if delay > 0:
-            p.poll(delay)         # serves delivery reports while waiting
+        _wait_until(p, t0 + i / rate)
         p.produce(topic, _HDR.pack(-1 if warm else i, time.perf_counter_ns()) + pad, partition=0)
         p.poll(0)
+
+
+def _wait_until(p: Producer, due: float) -> None:
+    """Serve delivery reports until `due` (poll() returns early whenever it served one)."""
+    while True:
+        delay = due - time.perf_counter()
+        if delay <= 0:
+            return
+        p.poll(delay)
 
 
 def _percentile(sorted_vals: list[float], pct: float) -> float:
