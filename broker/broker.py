@@ -9,6 +9,7 @@ from typing import Callable
 import trio
 
 from .config import BrokerConfig
+from .group_shell import GroupShell
 from .log.manager import LogManager
 
 PRODUCER_ID_BLOCK = 1000
@@ -63,6 +64,7 @@ class Broker:
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.stopping = trio.Event()
         self.producer_ids: ProducerIdAllocator | None = None
+        self.groups = GroupShell(self)
 
     @property
     def cluster_id(self) -> str:
@@ -71,6 +73,13 @@ class Broker:
     def start(self) -> None:
         self.logs.load()
         self.producer_ids = ProducerIdAllocator(self.logs.log_dir)
+        self.groups.load()
+
+    async def run_services(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+        """Background work that lives as long as the broker: group coordinator timers."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.groups.run_timers)
+            task_status.started()
 
     def now_ms(self) -> int:
         return self.clock()

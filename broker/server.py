@@ -135,6 +135,15 @@ async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_
     broker.start()
     log.info("broker started", node_id=broker.node_id, cluster_id=broker.cluster_id,
              log_dir=broker.logs.log_dir, topics=len(broker.logs.topics))
+    async with trio.open_nursery() as services:
+        await services.start(broker.run_services)
+        await _serve_connections(broker, task_status)
+        services.cancel_scope.cancel()
+    broker.logs.shutdown()
+    log.info("broker stopped")
+
+
+async def _serve_connections(broker: Broker, task_status: trio.TaskStatus) -> None:
     readers: set[trio.CancelScope] = set()
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as conns:
@@ -153,5 +162,3 @@ async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_
             for scope in list(readers):
                 scope.cancel()
             conns.cancel_scope.deadline = trio.current_time() + SHUTDOWN_GRACE_S
-    broker.logs.shutdown()
-    log.info("broker stopped")

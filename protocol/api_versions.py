@@ -17,6 +17,17 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.ApiVersions: (0, 4),
     ApiKey.InitProducerId: (0, 6),
     ApiKey.OffsetForLeaderEpoch: (2, 4),
+    ApiKey.FindCoordinator: (0, 6),
+    ApiKey.JoinGroup: (0, 9),
+    ApiKey.SyncGroup: (0, 5),
+    ApiKey.Heartbeat: (0, 4),
+    ApiKey.LeaveGroup: (0, 5),
+    ApiKey.OffsetCommit: (2, 10),
+    ApiKey.OffsetFetch: (1, 10),
+    ApiKey.OffsetDelete: (0, 0),
+    ApiKey.DescribeGroups: (0, 6),
+    ApiKey.ListGroups: (0, 5),
+    ApiKey.DeleteGroups: (0, 2),
 }
 
 
