@@ -292,3 +292,43 @@ def test_pipelined_requests_answered_in_order(client: RawClient):
                                                                      timestamp=-1)])]) for _ in range(20)]
     got = [client.receive(LIST_OFFSETS, 7).header.correlation_id for _ in corrs]
     assert got == corrs
+
+
+def test_topic_ids_in_produce_v13_and_fetch_v13_plus(client: RawClient):
+    create(client, "byid")
+    meta = client.request(METADATA, 12, topics=None, allow_auto_topic_creation=False)
+    tid = next(t.topic_id for t in meta.topics if t.name == "byid")
+    P = ProduceRequest.TopicProduceData
+    resp = client.request(PRODUCE, 13, transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+        P(topic_id=tid, partition_data=[P.PartitionProduceData(index=0, records=bytes(batch(4)))])])
+    r = resp.responses[0]
+    assert (r.topic_id, r.partition_responses[0].error_code, r.partition_responses[0].base_offset) == (tid, 0, 0)
+    import uuid
+    unknown = client.request(PRODUCE, 13, transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+        P(topic_id=uuid.uuid4(), partition_data=[P.PartitionProduceData(index=0, records=bytes(batch(1)))])])
+    assert unknown.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    FT = FetchRequest.FetchTopic
+    for version in (13, 15, 16, 17, 18):
+        fr = client.request(FETCH, version, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                            isolation_level=0, session_id=0, session_epoch=-1, cluster_id=None,
+                            topics=[FT(topic_id=tid, partitions=[FT.FetchPartition(
+                                partition=0, current_leader_epoch=0, fetch_offset=2, log_start_offset=-1,
+                                partition_max_bytes=1 << 20)])],
+                            forgotten_topics_data=[], rack_id="")
+        part = fr.responses[0].partitions[0]
+        assert fr.responses[0].topic_id == tid and fr.session_id == 0
+        assert (part.error_code, part.high_watermark) == (0, 4)
+        assert [(h.base_offset, h.record_count) for h in batches_in(part.records)] == [(0, 4)]
+
+
+def test_leader_epoch_checks(client: RawClient):
+    create(client, "epochs")
+    FT = FetchRequest.FetchTopic
+    for epoch, expected in ((0, 0), (-1, 0), (1, ErrorCode.UNKNOWN_LEADER_EPOCH)):
+        fr = client.request(FETCH, 12, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                            isolation_level=0, session_id=0, session_epoch=-1,
+                            topics=[FT(topic="epochs", partitions=[FT.FetchPartition(
+                                partition=0, current_leader_epoch=epoch, fetch_offset=0, log_start_offset=-1,
+                                last_fetched_epoch=-1, partition_max_bytes=1 << 20)])],
+                            forgotten_topics_data=[], rack_id="")
+        assert fr.responses[0].partitions[0].error_code == expected
