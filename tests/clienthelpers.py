@@ -1,0 +1,208 @@
+"""Shared pieces of the real-client tests (confluent-kafka, aiokafka, kcat).
+
+Topics are made by auto-creation through Metadata (a raw request, so no client library
+decides for us), on brokers started with ``num.partitions=3``. ``fetch_batches`` reads the
+batch headers exactly as the broker serves them, parsed here with ``struct`` rather than
+with the broker's own parser, so a test can check that batches are stored as sent
+(codec, record count, producer id and sequences) without trusting the code under test.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import crc32c
+import pytest
+from kafka.protocol.consumer import FetchRequest, FetchResponse
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+from broker.testing import SamsaBroker
+
+PARTITIONS = 3
+# Kafka's codec ids in the batch attributes
+CODECS: dict[str, int] = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+# Kafka's error codes the tests expect by number (kafka.errors has the same numbers)
+OFFSET_OUT_OF_RANGE = 1
+
+
+@pytest.fixture(scope="module")
+def broker3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
+    """One broker per test module whose auto-created topics have 3 partitions; tests use
+    their own topics (``new_topic``)."""
+    broker = SamsaBroker(tmp_path_factory.mktemp("samsa") / "data", overrides={"num.partitions": str(PARTITIONS)})
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def own_broker3(tmp_path: Path) -> Iterator[SamsaBroker]:
+    """A broker of the test's own, for tests that restart or kill it."""
+    broker = SamsaBroker(tmp_path / "data", overrides={"num.partitions": str(PARTITIONS)})
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def new_topic(prefix: str = "t") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+class RawConnection:
+    """One blocking connection speaking kafka-python's message classes."""
+
+    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+        host, _, port = bootstrap.rpartition(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.correlation_id = 0
+
+    def __enter__(self) -> "RawConnection":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.sock.close()
+
+    def _recv_exact(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("connection closed by broker")
+            buf += chunk
+        return bytes(buf)
+
+    def request(self, req: Any, response_cls: Any, version: int) -> Any:
+        self.correlation_id += 1
+        req.with_header(correlation_id=self.correlation_id, client_id="samsa-client-tests")
+        self.sock.sendall(bytes(req.encode(version=version, header=True, framed=True)))
+        (size,) = struct.unpack(">i", self._recv_exact(4))
+        resp = response_cls.decode(self._recv_exact(size), version=version, header=True)
+        assert resp.header.correlation_id == self.correlation_id
+        return resp
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
+    """Create ``topic`` by auto-creation (Metadata v4 with allow_auto_topic_creation)."""
+    req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                          allow_auto_topic_creation=True)
+    with RawConnection(bootstrap) as conn:
+        resp = conn.request(req, MetadataResponse, 4)
+    (t,) = resp.topics
+    assert (t.name, t.error_code) == (topic, 0)
+    assert sorted(p.partition_index for p in t.partitions) == list(range(partitions))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A record batch header as served by Fetch."""
+    base_offset: int
+    last_offset_delta: int
+    attributes: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    crc_ok: bool
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & 0x07
+
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")  # record batch v2 header, 61 bytes
+
+
+def parse_batches(data: bytes) -> list[Batch]:
+    out = []
+    pos = 0
+    while pos + _HEADER.size <= len(data):
+        (base, length, _epoch, magic, crc, attrs, lod, base_ts, max_ts, pid, pepoch, seq,
+         count) = _HEADER.unpack_from(data, pos)
+        end = pos + 12 + length
+        if end > len(data):
+            break  # a partial trailing batch (Kafka may send one); clients skip it
+        assert magic == 2, f"magic {magic} at position {pos}"
+        out.append(Batch(base, lod, attrs, base_ts, max_ts, pid, pepoch, seq, count,
+                         crc32c.crc32c(data[pos + 21:end]) == crc))
+        pos = end
+    return out
+
+
+def fetch_batches(bootstrap: str, topic: str, partition: int, offset: int = 0,
+                  max_bytes: int = 64 << 20) -> tuple[int, int, list[Batch]]:
+    """One sessionless Fetch v4: (error code, high watermark, batches)."""
+    fp = FetchRequest.FetchTopic.FetchPartition(partition=partition, fetch_offset=offset,
+                                                partition_max_bytes=max_bytes)
+    req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, isolation_level=0,
+                       topics=[FetchRequest.FetchTopic(topic=topic, partitions=[fp])])
+    with RawConnection(bootstrap) as conn:
+        resp = conn.request(req, FetchResponse, 4)
+    (t,) = resp.responses
+    (p,) = t.partitions
+    return p.error_code, p.high_watermark, parse_batches(bytes(p.records or b""))
+
+
+def all_batches(bootstrap: str, topic: str, partition: int) -> list[Batch]:
+    """Every batch of a partition, fetching on until the high watermark."""
+    out: list[Batch] = []
+    offset = 0
+    while True:
+        err, hw, batches = fetch_batches(bootstrap, topic, partition, offset)
+        assert err == 0
+        if offset >= hw:
+            return out
+        assert batches, f"empty fetch at {offset} below high watermark {hw}"
+        out += batches
+        offset = batches[-1].last_offset + 1
+
+
+def expected_records(n: int, partitions: int = PARTITIONS,
+                     pad: int = 0) -> list[tuple[int, int, bytes, bytes, list[tuple[str, bytes]]]]:
+    """Record i: (partition, offset, key, value, headers), spread round-robin so record i
+    lands at offset i // partitions of partition i % partitions. ``pad`` adds compressible
+    bytes: clients send a batch uncompressed when compression would not shrink it."""
+    return [(i % partitions, i // partitions, f"key-{i}".encode(),
+             f"value-{i}-".encode() * (1 + i % 7) + b"p" * pad,
+             [("idx", str(i).encode()), ("parity", b"even" if i % 2 == 0 else b"odd")])
+            for i in range(n)]
+
+
+def advertised_apis(bootstrap: str) -> dict[int, tuple[int, int]]:
+    """The broker's ApiVersions table (v0 request): api key -> (min, max)."""
+    from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+
+    with RawConnection(bootstrap) as conn:
+        resp = conn.request(ApiVersionsRequest(), ApiVersionsResponse, 0)
+    assert resp.error_code == 0
+    return {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+
+
+PRODUCE, FIND_COORDINATOR = 0, 10
+
+
+def librdkafka_codec_gate(version: tuple[int, ...], codec: str, apis: dict[int, tuple[int, int]]) -> str | None:
+    """Why librdkafka ``version`` sends ``codec`` uncompressed to a broker advertising
+    ``apis`` (a client-side decision made from ApiVersions), or None when it compresses."""
+    if codec == "lz4" and FIND_COORDINATOR not in apis:
+        return ("needs consumer groups (issue 3): librdkafka enables LZ4 only when the broker "
+                "advertises FindCoordinator")
+    produce = apis[PRODUCE]
+    if codec in ("gzip", "snappy", "lz4") and tuple(version) < (2, 11, 1) and produce[0] > 0:
+        return (f"librdkafka {'.'.join(map(str, version))} (before 2.11.1) asks whether Produce v0 is "
+                f"supported before using {codec}; this broker advertises Produce {produce[0]}..{produce[1]} "
+                f"(as Kafka 4.x does; Kafka 3.9 advertises 0..11), so the client sends it uncompressed")
+    return None
