@@ -91,6 +91,16 @@ class ProducerStateTable:
         if is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
 
+    def end_transaction(self, producer_id: int, epoch: int) -> None:
+        """A COMMIT/ABORT marker closed the producer's transaction on this partition."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerEntry(epoch=epoch)
+        if epoch > entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
+        entry.current_txn_first_offset = -1
+
     def to_snapshot(self) -> list[dict]:
         return [{"pid": pid, "epoch": e.epoch, "ts": e.last_timestamp, "txn": e.current_txn_first_offset,
                  "batches": [[b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp]

@@ -125,3 +125,44 @@ def test_segments_roll_and_reads_cross_them(tmp_path):
             assert [o for o, _ in read_all(c, "roll")] == list(range(200))
     finally:
         broker.stop()
+
+
+def test_transaction_markers_lso_and_aborted_index_survive_restart(samsa_broker: SamsaBroker):
+    """Partition-side transaction state: LSO stops at an open transaction; an ABORT marker
+    records the aborted range for read_committed fetches; both are rebuilt on recovery."""
+    import time as _time
+
+    from broker.config import BrokerConfig
+    from broker.log.manager import LogManager
+
+    with RawClient(samsa_broker.bootstrap_servers) as c:
+        create(c, "txn")
+    samsa_broker.stop()
+    # drive the log directly (the transaction coordinator is not involved at this layer)
+    cfg = BrokerConfig({"log.dirs": str(samsa_broker.data_dir)})
+    logs = LogManager(cfg)
+    logs.load()
+    part = logs.partition("txn", 0)
+    now = int(_time.time() * 1000)
+
+    def txn_batch(pid: int, seq: int, n: int) -> None:
+        data = rb.build_batch([(None, b"x")] * n, timestamp_ms=now, producer_id=pid, producer_epoch=0,
+                              base_sequence=seq, transactional=True)
+        assert part.append(data, [rb.parse_header(data)], now).error == 0
+
+    txn_batch(7, 0, 3)                       # offsets 0-2, producer 7
+    assert part.last_stable_offset == 0 and part.high_watermark == 3
+    txn_batch(8, 0, 2)                       # offsets 3-4, producer 8
+    assert part.append_control(7, 0, commit=False, coordinator_epoch=0, now_ms=now) == 5
+    assert part.last_stable_offset == 3      # producer 8 still open
+    assert part.append_control(8, 0, commit=True, coordinator_epoch=0, now_ms=now) == 6
+    assert part.last_stable_offset == 7 == part.high_watermark
+    assert [(a.producer_id, a.first_offset, a.last_offset) for a in part.aborted_in_range(0, 7)] == [(7, 0, 5)]
+    txn_batch(9, 0, 1)                       # offset 7, left open across the crash
+    logs.shutdown()
+    logs = LogManager(cfg)
+    logs.load()
+    part = logs.partition("txn", 0)
+    assert [(a.producer_id, a.first_offset, a.last_offset) for a in part.aborted_in_range(0, 8)] == [(7, 0, 5)]
+    assert part.ongoing_txns == {9: 7} and part.last_stable_offset == 7 and part.high_watermark == 8
+    logs.shutdown()

@@ -55,9 +55,13 @@ def _collect(ctx: RequestContext, req: FetchRequest) -> tuple[list, int]:
                         first = False
                         remaining -= len(records)
                         total += len(records)
+            aborted = [] if req.isolation_level == 1 else None
+            if aborted is not None and records:
+                aborted = [FT.PartitionData.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                           for a in part.aborted_in_range(fp.fetch_offset, upper)]
             parts.append(PD(partition_index=pidx, error_code=err, high_watermark=hw,
                             last_stable_offset=part.last_stable_offset, log_start_offset=part.log_start_offset,
-                            aborted_transactions=[] if req.isolation_level == 1 else None,
+                            aborted_transactions=aborted,
                             preferred_read_replica=-1, records=records))
         out.append(FT(topic=ft.topic if not by_id else None, topic_id=tid if tid is not None else ZERO_UUID,
                       partitions=parts))

@@ -58,6 +58,9 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             except rb.InvalidBatch as exc:
                 parts.append(_error(pd.index, exc.error_code, str(exc)))
                 continue
+            if any(b.is_control for b in batches):
+                parts.append(_error(pd.index, ErrorCode.INVALID_RECORD, "Clients may not write control records"))
+                continue
             result = part.append(data, batches, now)
             if result.error:
                 parts.append(_error(pd.index, result.error, result.message))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -19,6 +20,24 @@ from protocol.errors import ErrorCode
 from .segment import Segment
 
 log = structlog.get_logger("samsa.log")
+
+
+CONTROL_ABORT, CONTROL_COMMIT = 0, 1
+
+
+@dataclass(slots=True)
+class AbortedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int  # offset of the ABORT marker
+
+
+def control_marker(data: bytes | bytearray, h: rb.BatchHeader) -> int | None:
+    """The control type (0 abort, 1 commit) of a control batch's first record."""
+    for r in rb.iter_records(data, h):
+        if r.key is not None and len(r.key) >= 4:
+            return struct.unpack_from(">h", r.key, 2)[0]
+    return None
 
 
 @dataclass(slots=True)
@@ -42,6 +61,9 @@ class Partition:
         self.log_start_offset = 0
         self.producers = ProducerStateTable()
         self.unflushed_messages = 0
+        # transactions: open ones (producer id -> first offset) and aborted ranges for read_committed
+        self.ongoing_txns: dict[int, int] = {}
+        self.aborted_txns: list[AbortedTxn] = []
 
     # -- lifecycle -----------------------------------------------------------------------
     def open(self, clean_shutdown: bool) -> None:
@@ -54,9 +76,11 @@ class Partition:
             last = i == len(bases) - 1
             _, headers = seg.recover(validate_crc=last and not clean_shutdown)
             for h in headers:
-                if h.has_producer_id:
-                    self.producers.update(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
-                                          h.base_offset, h.last_offset, h.max_timestamp, h.is_transactional)
+                control = None
+                if h.is_control:
+                    control = seg.read(h.position, h.size)
+                    h = rb.parse_header(control)
+                self._track_batch(h, control)
             self.segments.append(seg)
         if not self.segments:
             self.segments.append(Segment(self.directory, 0, interval))
@@ -98,6 +122,8 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
+        if self.ongoing_txns:
+            return min(min(self.ongoing_txns.values()), self.high_watermark)
         return self.high_watermark
 
     @property
@@ -142,14 +168,40 @@ class Partition:
         self._maybe_roll(len(data), now_ms)
         self.segments[-1].append(data, batches)
         for h in batches:
-            if h.has_producer_id:
-                self.producers.update(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
-                                      h.base_offset, h.last_offset, h.max_timestamp, h.is_transactional)
+            self._track_batch(h, data if h.is_control else None)
             self.unflushed_messages += h.record_count
         flush_messages = int(self.config("flush.messages"))
         if self.unflushed_messages >= flush_messages:
             self.flush()
         return AppendResult(ErrorCode.NONE, base, now_ms if log_append else -1, self.log_start_offset)
+
+    def _track_batch(self, h: rb.BatchHeader, control_data: bytes | bytearray | None) -> None:
+        """Producer state and transaction bookkeeping for one appended (or recovered) batch."""
+        if not h.has_producer_id:
+            return
+        if h.is_control:
+            marker = control_marker(control_data, h) if control_data is not None else None
+            first = self.ongoing_txns.pop(h.producer_id, None)
+            if marker == CONTROL_ABORT and first is not None:
+                self.aborted_txns.append(AbortedTxn(h.producer_id, first, h.last_offset))
+            self.producers.end_transaction(h.producer_id, h.producer_epoch)
+            return
+        self.producers.update(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
+                              h.base_offset, h.last_offset, h.max_timestamp, h.is_transactional)
+        if h.is_transactional:
+            self.ongoing_txns.setdefault(h.producer_id, h.base_offset)
+
+    def append_control(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                       now_ms: int) -> int:
+        """Write a transaction marker (COMMIT or ABORT control batch); returns its offset."""
+        key = struct.pack(">hh", 0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+        value = struct.pack(">hi", 0, coordinator_epoch)
+        return self.append_internal([(key, value)], now_ms, producer_id=producer_id,
+                                    producer_epoch=producer_epoch, transactional=True, control=True)
+
+    def aborted_in_range(self, start: int, end: int) -> list["AbortedTxn"]:
+        """Aborted transactions overlapping [start, end): what a read_committed fetch needs."""
+        return [a for a in self.aborted_txns if a.last_offset >= start and a.first_offset < end]
 
     def append_internal(self, records: list[tuple[bytes | None, bytes | None]], now_ms: int, **kw: Any) -> int:
         """Append broker-written records (internal topics, markers); returns the base offset."""
