@@ -108,16 +108,22 @@ def markdown_table(figures: list[Figure], results: dict[str, dict[str, Value]]) 
 
 
 def notes(figures: list[Figure], results: dict[str, dict[str, Value]]) -> list[str]:
-    """One line per figure that carries a note (skips, errors, partial runs)."""
+    """Notes per broker: a failure or skip shared by several figures is listed once, naming
+    the sections it covers; measured figures keep their own note (runs, partial results)."""
     out = []
-    seen: set[tuple[str, str]] = set()
     for broker in ("tansu", "samsa"):
+        shared: dict[str, list[str]] = {}
         for fig in figures:
             v = results.get(broker, {}).get(fig.key)
-            if v is not None and v.note:
-                key = (broker, v.note)
-                if not v.ok and key in seen:
-                    continue          # one "skipped: ..." line per reason is enough
-                seen.add(key)
+            if v is None or not v.note:
+                continue
+            if v.ok:
                 out.append(f"{broker}: {fig.label}: {v.note}")
+            else:
+                section = fig.key.split("_")[0]
+                names = shared.setdefault(v.note, [])
+                if section not in names:
+                    names.append(section)
+        for note, sections in shared.items():
+            out.append(f"{broker}: {', '.join(sections)}: {note}")
     return out

@@ -52,8 +52,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="python that runs `-m broker serve` (default: the repo's .venv)")
     ap.add_argument("--start-timeout", type=float, default=20.0,
                     help="seconds a broker may take to answer ApiVersions")
-    ap.add_argument("--produce-mb", type=float, default=96.0, help="MB per produce run")
-    ap.add_argument("--consume-mb", type=float, default=96.0, help="MB per consume run")
+    ap.add_argument("--produce-mb", type=float, default=128.0, help="MB per produce run")
+    ap.add_argument("--consume-mb", type=float, default=192.0, help="MB per consume run")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per produce/consume figure, each on a fresh broker; median reported")
     ap.add_argument("--partitions", default="1,8", help="partition counts for produce/consume")
@@ -120,15 +120,15 @@ def figures_for(args: argparse.Namespace) -> list[Figure]:
             figs.append(Figure(f"consume_p{p}", f"consume, {p} partition{'s' * (p > 1)}", "MB/s",
                                True, target_ratio_min=2.0))
     if "latency" in s:
-        figs.append(Figure("e2e_p50", f"end-to-end latency p50 at {args.latency_rate} msg/s",
+        figs.append(Figure("latency_p50", f"end-to-end latency p50 at {args.latency_rate} msg/s",
                            "ms", False, 2))
-        figs.append(Figure("e2e_p99", f"end-to-end latency p99 at {args.latency_rate} msg/s",
+        figs.append(Figure("latency_p99", f"end-to-end latency p99 at {args.latency_rate} msg/s",
                            "ms", False, 2))
     if "startup" in s:
         figs.append(Figure("startup_ms", "start to first ApiVersions answer", "ms", False, 1,
                            target_max=500.0))
     if "rss" in s:
-        figs.append(Figure("idle_rss_mb", "idle RSS after a metadata request", "MB", False, 1,
+        figs.append(Figure("rss_idle_mb", "idle RSS after a metadata request", "MB", False, 1,
                            target_max=80.0))
     if "rebalance" in s:
         for n in args.group_size_list:
@@ -230,7 +230,7 @@ class BrokerBench:
                                                f"runs: {', '.join(f'{x:.1f}' for x in starts)} ms")
             self.say(f"start to first ApiVersions: median {statistics.median(starts):.1f} ms")
         if "rss" in s:
-            self.results["idle_rss_mb"] = Value(statistics.median(rss))
+            self.results["rss_idle_mb"] = Value(statistics.median(rss))
             self.say(f"idle RSS: {statistics.median(rss):.1f} MB")
 
     def produce(self) -> None:
@@ -259,15 +259,13 @@ class BrokerBench:
                 topic = f"bench-consume-{p}"
                 workloads.create_topic(b.bootstrap, topic, p)
 
-                def fill() -> int:
-                    r = workloads.produce_records(b.bootstrap, topic, p, count, "1",
-                                                  a.max_seconds, warmup=0)
-                    if not r.records:
-                        raise workloads.WorkloadError(f"could not fill the topic: {r.note}")
-                    if r.records < count:
-                        self.say(f"filled only {r.records}/{count} records ({r.note})")
-                    return r.records
-                r = workloads.consume_throughput(b.bootstrap, topic, p, fill, a.max_seconds)
+                fill = workloads.produce_records(b.bootstrap, topic, p, count, "1", a.max_seconds)
+                if not fill.records:
+                    raise workloads.WorkloadError(f"could not fill the topic: {fill.note}")
+                if fill.records < count:
+                    self.say(f"filled only {fill.records}/{count} records ({fill.note})")
+                stored = fill.records + min(200, count)      # the producer's warm-up included
+                r = workloads.consume_throughput(b.bootstrap, topic, p, stored, a.max_seconds)
                 self.say(f"consume {p}p: {r.mb_per_s:.1f} MB/s ({r.records} records in "
                          f"{r.seconds:.2f} s) {r.note}")
                 return {key: Value(r.mb_per_s if r.records else None, r.note)}
@@ -283,8 +281,8 @@ class BrokerBench:
                                       fetch_wait_ms=a.fetch_wait_ms)
             self.say(f"latency at {a.latency_rate} msg/s: p50 {r.p50_ms:.2f} ms, "
                      f"p99 {r.p99_ms:.2f} ms ({r.received}/{r.expected}) {r.note}")
-            return {"e2e_p50": Value(r.p50_ms, r.note), "e2e_p99": Value(r.p99_ms, r.note)}
-        self.measure(["e2e_p50", "e2e_p99"], FETCH_APIS, body)
+            return {"latency_p50": Value(r.p50_ms, r.note), "latency_p99": Value(r.p99_ms, r.note)}
+        self.measure(["latency_p50", "latency_p99"], FETCH_APIS, body)
 
     def rebalance(self) -> None:
         a = self.args
@@ -340,6 +338,8 @@ class BrokerBench:
 def environment(args: argparse.Namespace, tansu: str | None) -> list[str]:
     lines = [f"machine: {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
              f"Python {platform.python_version()}",
+             f"load average at start: {os.getloadavg()[0]:.2f} (other work on the machine "
+             f"makes every figure noisier; use --repeat)",
              f"client: confluent-kafka {confluent_kafka.__version__}, "
              f"librdkafka {confluent_kafka.libversion()[0]}, 1 KB records, no compression"]
     if tansu:

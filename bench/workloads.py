@@ -115,6 +115,7 @@ def produce_records(bootstrap: str, topic: str, partitions: int, count: int, ack
     state = {"ok": 0, "err": 0, "last_err": None}
 
     def on_delivery(err: KafkaError | None, msg: object) -> None:
+        # Counts only the timed records; the warm-up ones are checked by flush().
         if err is None:
             state["ok"] += 1
         else:
@@ -159,39 +160,25 @@ def produce_records(bootstrap: str, topic: str, partitions: int, count: int, ack
 # Consume
 # --------------------------------------------------------------------------------------------
 
-def consume_throughput(bootstrap: str, topic: str, partitions: int, fill: Callable[[], int],
-                       max_seconds: float, warmup: int = 200) -> Throughput:
-    """Fetch throughput of one librdkafka consumer (assign, no group membership).
+def consume_throughput(bootstrap: str, topic: str, partitions: int, count: int,
+                       max_seconds: float) -> Throughput:
+    """Fetch throughput of one fresh librdkafka consumer reading `count` stored records.
 
-    The consumer first reads `warmup` records so that its start-up (librdkafka spends ~0.5 s
-    before its first ListOffsets) is not timed, pauses, lets `fill()` produce the measured records
-    (returns how many), then resumes: timed from resume() to the last record."""
-    p = _producer(bootstrap, acks="1")
-    for i in range(warmup):
-        p.produce(topic, _payload(), partition=i % partitions)
-    if p.flush(30.0) != 0:
-        raise WorkloadError(f"warm-up produce did not complete: {librdkafka_tail()}")
+    The consumer is connected and has the topic's metadata before the clock starts; it is then
+    assigned every partition at the explicit offset 0 (a logical offset such as
+    OFFSET_BEGINNING makes librdkafka idle ~0.5 s before its ListOffsets, which is not the
+    broker's time). Timed from assign() to the last record."""
     c = _consumer(bootstrap, f"bench-consume-{uuid.uuid4().hex[:8]}")
     try:
-        tps = [TopicPartition(topic, i, OFFSET_BEGINNING) for i in range(partitions)]
-        c.assign(tps)
-        seen, errors, first_err = 0, 0, None
-        deadline = time.perf_counter() + 30.0
-        while seen < warmup and time.perf_counter() < deadline:
-            for m in c.consume(num_messages=warmup, timeout=0.1):
-                if m.error() is None:
-                    seen += 1
-        if seen < warmup:
-            raise WorkloadError(f"consumer read {seen}/{warmup} warm-up records in 30 s: "
-                                f"{librdkafka_tail()}")
-        c.pause(tps)
-        count = fill()
-        got = 0
+        c.list_topics(topic=topic, timeout=10.0)
+        got = errors = 0
+        first_err = None
         t0 = time.perf_counter()
-        c.resume(tps)
+        c.assign([TopicPartition(topic, i, 0) for i in range(partitions)])
         deadline = t0 + max_seconds
         while got < count and time.perf_counter() < deadline:
-            for m in c.consume(num_messages=10000, timeout=0.2):
+            # consume() waits for a full batch until its timeout: keep both small.
+            for m in c.consume(num_messages=1000, timeout=0.005):
                 if m.error():
                     if m.error().code() != KafkaError._PARTITION_EOF:
                         errors += 1
@@ -241,9 +228,12 @@ def e2e_latency(bootstrap: str, topic: str, rate: int, seconds: float,
         c = _consumer(bootstrap, f"bench-latency-{uuid.uuid4().hex[:8]}",
                       **{"fetch.wait.max.ms": fetch_wait_ms})
         try:
-            c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            c.assign([TopicPartition(topic, 0, 0)])
             while not stop.is_set():
-                for m in c.consume(num_messages=1000, timeout=0.05):
+                # poll(), not consume(): a batch consume holds records until it is full or
+                # its timeout expires, which would add up to that timeout to every latency.
+                m = c.poll(0.05)
+                if m is not None:
                     now = time.perf_counter_ns()
                     if m.error():
                         if m.error().code() != KafkaError._PARTITION_EOF:
