@@ -61,6 +61,7 @@ __all__ = [
     "ListGroupsResult", "ListedGroup", "DeleteGroupsResult", "DeletableGroupResult",
     "OffsetCommitTopic", "OffsetCommitPartition", "TopicPartitions", "TopicPartitionErrors",
     "PartitionError", "OffsetFetchTopic", "OffsetFetchPartition", "CONSUMER_PROTOCOL_TYPE",
+    "batch_size_of",
 ]
 
 Record = tuple[bytes, "bytes | None"]
@@ -120,6 +121,9 @@ class GroupCoordinatorConfig:
     # Kafka's internal group.classic.new.member.join.timeout.ms: a new member's JoinGroup that the
     # rebalance never completes is dropped after this long.
     new_member_join_timeout_ms: int = 300000
+    # message.max.bytes as it applies to __consumer_offsets: a group metadata record larger than
+    # this fails to append in Kafka (e.g. a member with a 1 MB subscription), see _fits().
+    max_message_bytes: int = 1048588
 
     _KAFKA_NAMES = {
         "group.min.session.timeout.ms": "group_min_session_timeout_ms",
@@ -130,6 +134,7 @@ class GroupCoordinatorConfig:
         "offsets.retention.check.interval.ms": "offsets_retention_check_interval_ms",
         "offset.metadata.max.bytes": "offset_metadata_max_bytes",
         "offsets.topic.num.partitions": "offsets_topic_num_partitions",
+        "message.max.bytes": "max_message_bytes",
     }
 
     @classmethod
@@ -454,6 +459,25 @@ class Member:
         if self.is_new:
             return False
         return self.awaiting_join or self.awaiting_sync
+
+
+def _varint_size(n: int) -> int:
+    z = (n << 1) ^ (n >> 63)        # zigzag, as record fields are encoded
+    size = 1
+    while z >= 0x80:
+        z >>= 7
+        size += 1
+    return size
+
+
+def batch_size_of(record: Record) -> int:
+    """Bytes of a v2 record batch holding just this record, uncompressed: Kafka refuses to append
+    a batch larger than max.message.bytes."""
+    key, value = record
+    klen = len(key)
+    vlen = -1 if value is None else len(value)
+    body = (1 + 1 + 1 + _varint_size(klen) + klen + _varint_size(vlen) + max(vlen, 0) + 1)
+    return 61 + _varint_size(body) + body
 
 
 def _subscribed_topics_of(metadata: bytes) -> set[str]:
@@ -857,6 +881,9 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ helpers
 
+    def _fits(self, record: Record) -> bool:
+        return batch_size_of(record) <= self.config.max_message_bytes
+
     def _owns(self, group_id: str) -> bool:
         return self.partition is None or partition_for_group(
             group_id, self.config.offsets_topic_num_partitions) == self.partition
@@ -1107,6 +1134,7 @@ class GroupCoordinator:
         # Fence the old incarnation if it still has requests parked.
         self._complete_join(group, old, JoinGroupResult(FENCED_INSTANCE_ID, old_id), step)
         self._complete_sync(old, SyncGroupResult(FENCED_INSTANCE_ID), step)
+        old_protocols, old_rebalance, old_session = list(old.protocols), old.rebalance_timeout_ms, old.session_timeout_ms
         member = group.replace_static_member(instance_id, old_id, new_id)
         self._cancel(("heartbeat", group.group_id, old_id))
         self._reschedule_heartbeat(group, member)
@@ -1117,7 +1145,18 @@ class GroupCoordinator:
                 # Same protocol for the next generation: no rebalance, just persist the new id
                 # and give the member the current generation (it keeps its assignment).
                 assignment = {m.member_id: m.assignment for m in group.members.values()}
-                step.records.append(group_metadata_record(group.group_id, group.metadata_value(assignment)))
+                record = group_metadata_record(group.group_id, group.metadata_value(assignment))
+                if not self._fits(record):
+                    # Kafka's failed append: the old member id is restored and the joiner told.
+                    group.update_member(member, old_protocols, old_rebalance, old_session, None)
+                    restored = group.replace_static_member(instance_id, new_id, old_id)
+                    self._cancel(("heartbeat", group.group_id, new_id))
+                    self._reschedule_heartbeat(group, restored)
+                    step.completions.append((req.token, JoinGroupResult(
+                        UNKNOWN_SERVER_ERROR, UNKNOWN_MEMBER_ID, group.generation_id, group.protocol_type,
+                        group.protocol_name, current_leader or "")))
+                    return
+                step.records.append(record)
                 if req.api_version >= 9:
                     # v9+: the leader learns it leads but must skip the assignor (KIP-814).
                     is_leader = group.is_leader(new_id)
@@ -1324,8 +1363,15 @@ class GroupCoordinator:
         if group.is_leader(req.member_id):
             assignment = {mid: bytes(a) for mid, a in req.assignments}
             full = {mid: assignment.get(mid, b"") for mid in group.members}
+            record = group_metadata_record(group.group_id, group.metadata_value(full))
+            if not self._fits(record):
+                # Kafka's failed append: everyone waiting gets the (mapped) error and the group
+                # starts over; nothing is stored.
+                self._reset_and_propagate_assignment_error(group, UNKNOWN_SERVER_ERROR, step)
+                self._maybe_prepare_rebalance_or_complete_join(group, step)
+                return
             # The assignment is durable before anyone hears of it: the record goes first in the step.
-            step.records.append(group_metadata_record(group.group_id, group.metadata_value(full)))
+            step.records.append(record)
             for m in group.members.values():
                 m.assignment = full[m.member_id]
             self._propagate_assignment(group, NONE, step)

@@ -619,3 +619,47 @@ def test_generation_increments_on_every_completed_join() -> None:
     h.leave(a, b)
     assert h.state() == "Empty"
     assert h.co.group("g").generation_id == 3
+
+
+# =========================================================================== oversized metadata
+
+def test_assignment_record_too_large_fails_the_sync_and_restarts_the_rebalance() -> None:
+    # Kafka cannot append a GroupMetadata record over message.max.bytes (here a member joined with a
+    # 1 MB subscription): every waiting SyncGroup gets UNKNOWN_SERVER_ERROR and nothing is stored.
+    h = Harness()
+    (a,), _ = h.stable_group(1)
+    h.commit({("t", 0): 42}, generation=1, member_id=a)
+    big = [("range", b"\x00\x01" + b"x" * (1024 * 1024))]
+    b, tb, _ = h.new_member(protocols=big)
+    ta, step = h.join("g", a)
+    assert [r.generation_id for _, r in step.completions] == [2, 2]
+    tsb, _ = h.sync(b, 2)
+    log_size = len(h.log)
+    tsa, step = h.sync(a, 2, [(a, b"x"), (b, b"y")])
+    assert step.completions == [(tsa, SyncGroupResult(-1)), (tsb, SyncGroupResult(-1))]
+    assert step.records == [] and len(h.log) == log_size
+    assert h.state() == "PreparingRebalance"
+    assert h.fetched() == {("t", 0): (42, -1, "", 0)}
+
+
+def test_batch_size_estimate_matches_a_real_record_batch() -> None:
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from coordinator.group import batch_size_of
+    for key, value in [(b"k", b"v"), (b"k", None), (b"k" * 64, b""), (b"k" * 10, b"v" * 100000)]:
+        builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                            producer_epoch=-1, base_sequence=-1, batch_size=2**30)
+        builder.append(0, timestamp=0, key=key, value=value, headers=[])
+        assert batch_size_of((key, value)) == len(builder.build())
+
+
+def test_static_rejoin_that_cannot_be_stored_keeps_the_old_member() -> None:
+    h = Harness(max_message_bytes=2000)
+    static_group(h, "i1", "i2")
+    token, step = h.join(instance="i2", protocols=[("range", b"\x00\x01" + b"x" * 3000)])
+    assert step.completions == [(token, JoinGroupResult(-1, "", 1, "consumer", "range", "i1-m1"))]
+    assert step.records == []
+    assert list(h.co.group("g").members) == ["i1-m1", "i2-m2"]
+    assert h.heartbeat("i2-m2", 1, instance="i2") == 0
+    assert h.co.group("g").members["i2-m2"].protocols == RANGE
+    assert h.state() == "Stable"
