@@ -66,6 +66,12 @@ def verdict(fig: Figure, r: float | None, samsa: Value | None) -> str:
     return ", ".join(parts)
 
 
+def _fmt_ratio(r: float | None) -> str:
+    if r is None:
+        return "–"
+    return f"{r:.1f}×" if r >= 10 else f"{r:.2f}×" if r >= 0.1 else f"{r:.3f}×"
+
+
 def rows(figures: list[Figure], results: dict[str, dict[str, Value]]) -> list[list[str]]:
     out = []
     for fig in figures:
@@ -75,7 +81,7 @@ def rows(figures: list[Figure], results: dict[str, dict[str, Value]]) -> list[li
             continue
         r = ratio(fig, t, s)
         out.append([f"{fig.label} ({fig.unit})", fmt(fig, t), fmt(fig, s),
-                    f"{r:.2f}×" if r is not None else "–",
+                    _fmt_ratio(r),
                     "higher" if fig.higher_is_better else "lower",
                     fig.target_text(), verdict(fig, r, s)])
     return out
