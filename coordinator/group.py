@@ -799,16 +799,10 @@ class GroupCoordinator:
 
     def load_complete(self, now_ms: int) -> Step:
         """End of loading: start member session timers and the offset-expiry timer; rebalance groups
-        larger than group.max.size (Kafka's onLoaded)."""
+        larger than group.max.size (Kafka's onLoaded). A coordinator that was never put in loading
+        mode does this by itself at its first ``handle``/``tick``."""
         self.loading = False
         step = Step()
-        self._now = now_ms if self._now is None else max(self._now, now_ms)
-        self._start_expiry_timer()
-        for group in list(self._groups.values()):
-            for member in group.members.values():
-                self._reschedule_heartbeat(group, member)
-            if len(group.members) > self.config.group_max_size:
-                self._prepare_rebalance(group, step)
         self._advance(now_ms, step)
         return step
 
@@ -853,7 +847,7 @@ class GroupCoordinator:
         """Fire due timers in deadline order; each fires with the clock at its own deadline."""
         if self._now is None:
             self._now = now_ms
-            self._start_expiry_timer()
+            self._on_loaded(step)
         while self._heap and self._heap[0][0] <= now_ms:
             deadline, seq, key = heapq.heappop(self._heap)
             timer = self._timers.get(key)
@@ -864,10 +858,15 @@ class GroupCoordinator:
             timer[2](step)
         self._now = max(self._now, now_ms)
 
-    def _start_expiry_timer(self) -> None:
-        if ("expire-offsets",) not in self._timers:
-            self._schedule(("expire-offsets",), self.config.offsets_retention_check_interval_ms,
-                           self._expire_offsets)
+    def _on_loaded(self, step: Step) -> None:
+        """The clock starts: sessions of replayed members run from now; the expiry check begins."""
+        self._schedule(("expire-offsets",), self.config.offsets_retention_check_interval_ms,
+                       self._expire_offsets)
+        for group in list(self._groups.values()):
+            for member in group.members.values():
+                self._reschedule_heartbeat(group, member)
+            if len(group.members) > self.config.group_max_size:
+                self._prepare_rebalance(group, step)
 
     def _cancel_group_timers(self, group_id: str) -> None:
         for key in [k for k in self._timers if len(k) > 1 and k[1] == group_id]:

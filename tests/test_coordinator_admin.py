@@ -128,3 +128,17 @@ def test_request_classes_carry_the_shell_fields() -> None:
     hb = Heartbeat(group_id="g", generation_id=1, member_id="m")
     assert (hb.token, hb.api_version, hb.group_instance_id) == (None, 0, None)
     assert SyncGroup(group_id="g", generation_id=1, member_id="m").assignments == []
+
+
+def test_config_defaults_and_kafka_property_names() -> None:
+    from coordinator.group import GroupCoordinatorConfig
+    c = GroupCoordinatorConfig()
+    assert (c.group_min_session_timeout_ms, c.group_max_session_timeout_ms, c.group_initial_rebalance_delay_ms,
+            c.group_max_size, c.offsets_retention_minutes, c.offsets_retention_check_interval_ms) == \
+        (6000, 1800000, 3000, 2147483647, 10080, 600000)
+    assert c.offsets_retention_ms == 10080 * 60000
+    c = GroupCoordinatorConfig.from_properties({
+        "group.initial.rebalance.delay.ms": "0", "group.max.size": 5, "offsets.retention.minutes": "1",
+        "offsets.topic.num.partitions": "3", "unrelated.setting": "x"})
+    assert (c.group_initial_rebalance_delay_ms, c.group_max_size, c.offsets_retention_minutes,
+            c.offsets_topic_num_partitions, c.group_min_session_timeout_ms) == (0, 5, 1, 3, 6000)

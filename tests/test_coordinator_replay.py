@@ -166,3 +166,15 @@ def test_replayed_value_matches_kafka_bytes() -> None:
     for key, value in h.log:
         if value is not None and isinstance(decode_key(key), GroupMetadataKey):
             assert encode_group_metadata_value(decode_group_metadata_value(value)) == value
+
+
+def test_replay_without_loading_mode_starts_sessions_at_the_first_request() -> None:
+    h = build_history()
+    co = GroupCoordinator()
+    for key, value in h.log:
+        co.replay(key, value)
+    assert co.next_deadline() is None                  # no clock yet
+    step = co.tick(50000)
+    assert step.completions == [] and co.next_deadline() == 60000     # session timers from 50000
+    co.tick(60000)
+    assert co.group("g").members == {} and co.group("g").state.value == "Empty"
