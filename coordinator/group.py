@@ -9,8 +9,13 @@ SyncGroup) produce no completion until a later step releases them; ``tick`` fire
 ``next_deadline`` says when to call it. ``replay`` rebuilds state from the partition on start-up.
 
 The rules follow Kafka's own coordinator (GroupMetadataManager/ClassicGroup in Kafka 3.7+, which
-ported GroupCoordinator.scala), including its error codes per API version. Deliberate differences
-are marked ``Deviation`` where they occur.
+ported GroupCoordinator.scala), including its error codes per API version. Where Kafka is not
+deterministic we are: members are kept in join order (Kafka: hash order), which decides the
+fallback leader and member-list order, and a tied protocol vote goes to the earliest voter. Two
+deliberate differences (marked ``Deviation``) make sure no parked request waits forever: a member's
+parked JoinGroup/SyncGroup that a retry supersedes is answered REBALANCE_IN_PROGRESS, and a removed
+member's parked SyncGroup is answered UNKNOWN_MEMBER_ID. A failed append is modelled for the one
+case a client can provoke, a group metadata record over ``max_message_bytes``.
 """
 from __future__ import annotations
 
