@@ -277,7 +277,11 @@ public class SamsaJavaClient {
                     "error_types", errorTypes, "error_samples", errorSamples, "partitions", perPart,
                     "transactional_id", txId, "aborted", txId != null && a.flag("--abort"), "elapsed_ms", elapsedMs));
         }
-        if (acked < n && !txFailed) reportedError = true;
+        if (acked < n && !txFailed) {
+            emit(obj("type", "error", "error", errorTypes.isEmpty() ? "Unacknowledged" : errorTypes.keySet().iterator().next(),
+                    "message", (n - acked) + " of " + n + " records not acknowledged: " + errorSamples, "topic", topic));
+            reportedError = true;
+        }
     }
 
     // ---------------------------------------------------------------- consumers
