@@ -1,0 +1,766 @@
+"""DescribeConfigs v1-v4, AlterConfigs v0-v2, IncrementalAlterConfigs v0-v1.
+
+Kafka's rules, as its ConfigHelper and controller apply them:
+- a topic lists every topic config Kafka 4 has; an override is TOPIC_CONFIG (1), a value
+  that comes from a broker property set in the file or a ``KAFKA_*`` variable is
+  STATIC_BROKER_CONFIG (4), anything else DEFAULT_CONFIG (5). Synonyms follow Kafka's
+  chain, including its quirk that a topic config whose primary broker property
+  (``log.retention.ms``, ``log.roll.ms``, ``log.flush.interval.ms``) is unset reports no
+  synonyms and DEFAULT_CONFIG even when ``log.retention.hours`` is set;
+- a broker (resource name = its node id, or "" for the cluster-wide dynamic defaults,
+  which are always empty here) lists its properties; a name Kafka does not know is typed
+  UNKNOWN and treated as sensitive (value null), as Kafka does;
+- ``configuration_keys`` null or empty means all keys; an unknown topic answers
+  UNKNOWN_TOPIC_OR_PARTITION in that resource only;
+- values are validated with Kafka's types, ranges and messages (INVALID_CONFIG);
+  AlterConfigs replaces all overrides, IncrementalAlterConfigs applies SET/DELETE/APPEND/
+  SUBTRACT (the last two only on LIST configs); an unknown topic answers
+  "The topic 'x' does not exist." after validation, as Kafka's controller does.
+Samsa has no dynamic broker configs: altering BROKER or BROKER_LOGGER resources answers
+INVALID_REQUEST, and broker configs are described as read-only. Topic config changes are
+live: partitions read their configs through ``LogManager.topic_config_value``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+
+import structlog
+from kafka.protocol.admin import (AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest,
+                                  DescribeConfigsResponse, IncrementalAlterConfigsRequest,
+                                  IncrementalAlterConfigsResponse)
+
+from protocol.errors import ErrorCode
+
+from ..config import BROKER_DEFAULTS, TOPIC_CONFIGS, BrokerConfig, ConfigError, validate_topic_config
+from ..dispatch import RequestContext, handles
+from ..log.manager import Topic, topic_name_error
+
+log = structlog.get_logger("samsa.configs")
+
+# ConfigResource.Type ids
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+_RESOURCE_NAMES = {0: "UNKNOWN", TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_LOGGER",
+                   CLIENT_METRICS: "CLIENT_METRICS", GROUP: "GROUP"}
+
+# DescribeConfigsResponse.ConfigSource ids
+TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 1, 4, 5, 6
+
+# DescribeConfigsResponse.ConfigType ids
+CONFIG_TYPE_IDS = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
+                   "list": 7, "class": 8, "password": 9}
+
+# IncrementalAlterConfigs operations
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+LONG_MAX = 9223372036854775807
+DYNAMIC_BROKER_CONFIGS_UNSUPPORTED = (
+    "Samsa does not support dynamic broker configs: set broker properties in server.properties "
+    "or KAFKA_* environment variables and restart the broker.")
+DYNAMIC_LOG_LEVELS_UNSUPPORTED = (
+    "Samsa does not support changing broker log levels at runtime: set SAMSA_LOG_LEVEL and restart.")
+TIERED_STORAGE_DISABLED = ("Tiered Storage functionality is disabled in the broker. "
+                           "Topic cannot be configured with remote log storage.")
+
+
+# -- the topic config schema ---------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TopicConfigDef:
+    """One Kafka topic config: type, LogConfig default, validator bounds, broker synonyms
+    (highest priority first) and a one-line description for include_documentation."""
+    kind: str
+    default: Any
+    synonyms: tuple[str, ...]
+    doc: str
+    at_least: float | None = None
+    at_most: float | None = None
+    valid: tuple[str, ...] | None = None
+
+
+_COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+
+# Kafka 4's LogConfig, with ServerTopicConfigSynonyms. segment.bytes keeps Kafka 3.9's lower
+# bound (14 bytes) rather than 4.0's 1 MiB so tests can roll segments quickly.
+TOPIC_CONFIG_DEFS: dict[str, TopicConfigDef] = {
+    "cleanup.policy": TopicConfigDef(
+        "list", "delete", ("log.cleanup.policy",),
+        "How old log segments are retired: 'delete' removes them by time or size, 'compact' keeps "
+        "the latest record per key; both may be listed.", valid=("compact", "delete")),
+    "compression.gzip.level": TopicConfigDef(
+        "int", -1, ("compression.gzip.level",),
+        "Compression level used when compression.type is gzip."),
+    "compression.lz4.level": TopicConfigDef(
+        "int", 9, ("compression.lz4.level",),
+        "Compression level used when compression.type is lz4.", at_least=1, at_most=17),
+    "compression.type": TopicConfigDef(
+        "string", "producer", ("compression.type",),
+        "Final compression of the topic's data; 'producer' keeps whatever codec the producer used.",
+        valid=_COMPRESSION_TYPES),
+    "compression.zstd.level": TopicConfigDef(
+        "int", 3, ("compression.zstd.level",),
+        "Compression level used when compression.type is zstd.", at_least=-131072, at_most=22),
+    "delete.retention.ms": TopicConfigDef(
+        "long", 86400000, ("log.cleaner.delete.retention.ms",),
+        "How long delete tombstones are kept on compacted topics.", at_least=0),
+    "file.delete.delay.ms": TopicConfigDef(
+        "long", 60000, ("log.segment.delete.delay.ms",),
+        "Delay before a retired segment file is removed from disk.", at_least=0),
+    "flush.messages": TopicConfigDef(
+        "long", LONG_MAX, ("log.flush.interval.messages",),
+        "Number of records appended between forced fsyncs of the log.", at_least=1),
+    "flush.ms": TopicConfigDef(
+        "long", LONG_MAX, ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+        "Maximum time between forced fsyncs of the log.", at_least=0),
+    "follower.replication.throttled.replicas": TopicConfigDef(
+        "list", "", (),
+        "Replicas whose follower replication is throttled ('*' or partition:broker pairs)."),
+    "index.interval.bytes": TopicConfigDef(
+        "int", 4096, ("log.index.interval.bytes",),
+        "Bytes of log between entries of the sparse offset index.", at_least=0),
+    "leader.replication.throttled.replicas": TopicConfigDef(
+        "list", "", (),
+        "Replicas whose leader-side replication is throttled ('*' or partition:broker pairs)."),
+    "local.retention.bytes": TopicConfigDef(
+        "long", -2, ("log.local.retention.bytes",),
+        "Local size limit when tiered storage is enabled; -2 means retention.bytes.", at_least=-2),
+    "local.retention.ms": TopicConfigDef(
+        "long", -2, ("log.local.retention.ms",),
+        "Local time limit when tiered storage is enabled; -2 means retention.ms.", at_least=-2),
+    "max.compaction.lag.ms": TopicConfigDef(
+        "long", LONG_MAX, ("log.cleaner.max.compaction.lag.ms",),
+        "Longest time a record may stay uncompacted.", at_least=1),
+    "max.message.bytes": TopicConfigDef(
+        "int", 1048588, ("message.max.bytes",),
+        "Largest record batch the topic accepts, in bytes.", at_least=0),
+    "message.timestamp.after.max.ms": TopicConfigDef(
+        "long", 3600000, ("log.message.timestamp.after.max.ms",),
+        "How far in the future a CreateTime timestamp may be.", at_least=0),
+    "message.timestamp.before.max.ms": TopicConfigDef(
+        "long", LONG_MAX, ("log.message.timestamp.before.max.ms",),
+        "How far in the past a CreateTime timestamp may be.", at_least=0),
+    "message.timestamp.type": TopicConfigDef(
+        "string", "CreateTime", ("log.message.timestamp.type",),
+        "Whether record timestamps are the producer's (CreateTime) or the broker's append time "
+        "(LogAppendTime).", valid=("CreateTime", "LogAppendTime")),
+    "min.cleanable.dirty.ratio": TopicConfigDef(
+        "double", 0.5, ("log.cleaner.min.cleanable.ratio",),
+        "Share of uncompacted log that makes a compacted topic eligible for cleaning.",
+        at_least=0, at_most=1),
+    "min.compaction.lag.ms": TopicConfigDef(
+        "long", 0, ("log.cleaner.min.compaction.lag.ms",),
+        "Shortest time a record stays uncompacted.", at_least=0),
+    "min.insync.replicas": TopicConfigDef(
+        "int", 1, ("min.insync.replicas",),
+        "Replicas that must acknowledge an acks=all write.", at_least=1),
+    "preallocate": TopicConfigDef(
+        "boolean", False, ("log.preallocate",),
+        "Whether new segment files are preallocated."),
+    "remote.log.copy.disable": TopicConfigDef(
+        "boolean", False, (), "Whether copying segments to tiered storage is stopped."),
+    "remote.log.delete.on.disable": TopicConfigDef(
+        "boolean", False, (), "Whether tiered data is deleted when tiered storage is disabled."),
+    "remote.storage.enable": TopicConfigDef(
+        "boolean", False, (), "Whether the topic uses tiered storage (not available in Samsa)."),
+    "retention.bytes": TopicConfigDef(
+        "long", -1, ("log.retention.bytes",),
+        "Largest size a partition may grow to before old segments are deleted; -1 is unlimited."),
+    "retention.ms": TopicConfigDef(
+        "long", 604800000, ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+        "How long records are kept before old segments are deleted; -1 is forever.", at_least=-1),
+    "segment.bytes": TopicConfigDef(
+        "int", 1073741824, ("log.segment.bytes",),
+        "Size at which a new log segment is started.", at_least=14),
+    "segment.index.bytes": TopicConfigDef(
+        "int", 10485760, ("log.index.size.max.bytes",),
+        "Largest size of a segment's offset index.", at_least=4),
+    "segment.jitter.ms": TopicConfigDef(
+        "long", 0, ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+        "Random jitter subtracted from segment.ms.", at_least=0),
+    "segment.ms": TopicConfigDef(
+        "long", 604800000, ("log.roll.ms", "log.roll.hours"),
+        "Time after which a new log segment is started even if the current one is not full.",
+        at_least=1),
+    "unclean.leader.election.enable": TopicConfigDef(
+        "boolean", False, ("unclean.leader.election.enable",),
+        "Whether an out-of-sync replica may become leader."),
+}
+
+# Broker properties that supply topic defaults but that broker/config.py does not list.
+EXTRA_BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
+    "compression.gzip.level": ("int", -1),
+    "compression.lz4.level": ("int", 9),
+    "compression.zstd.level": ("int", 3),
+    "log.flush.scheduler.interval.ms": ("long", LONG_MAX),
+    "log.index.size.max.bytes": ("int", 10485760),
+    "log.local.retention.bytes": ("long", -2),
+    "log.local.retention.ms": ("long", -2),
+    "log.preallocate": ("boolean", False),
+    "log.roll.jitter.hours": ("int", 0),
+    "log.roll.jitter.ms": ("long", None),
+}
+
+# Kafka's DynamicBrokerConfig.brokerConfigSynonyms: properties that stand for one another.
+_BROKER_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+_UNIT_MS = {"log.roll.hours": 3600000, "log.roll.jitter.hours": 3600000,
+            "log.retention.minutes": 60000, "log.retention.hours": 3600000}
+
+_BROKER_DOCS: dict[str, str] = {
+    "node.id": "Id of this broker.",
+    "process.roles": "Roles this node plays (Samsa is always a combined broker and controller).",
+    "listeners": "Addresses the broker listens on.",
+    "advertised.listeners": "Addresses clients are told to connect to; defaults to listeners.",
+    "log.dirs": "Directory holding the log data (Samsa uses the first entry).",
+    "num.partitions": "Partition count of topics created without one.",
+    "default.replication.factor": "Replication factor of topics created without one.",
+    "auto.create.topics.enable": "Whether Metadata requests for unknown topics create them.",
+    "delete.topic.enable": "Whether DeleteTopics is allowed.",
+    "message.max.bytes": "Largest record batch accepted, unless a topic sets max.message.bytes.",
+    "socket.request.max.bytes": "Largest request frame accepted on a connection.",
+    "log.segment.bytes": "Default segment.bytes of topics.",
+    "log.roll.ms": "Default segment.ms of topics; log.roll.hours applies when unset.",
+    "log.roll.hours": "Default segment time of topics in hours.",
+    "log.retention.ms": "Default retention.ms of topics; minutes and hours apply when unset.",
+    "log.retention.minutes": "Default retention of topics in minutes.",
+    "log.retention.hours": "Default retention of topics in hours.",
+    "log.retention.bytes": "Default retention.bytes of topics.",
+    "log.retention.check.interval.ms": "How often segments are checked for deletion.",
+    "log.index.interval.bytes": "Default index.interval.bytes of topics.",
+    "log.segment.delete.delay.ms": "Default file.delete.delay.ms of topics.",
+    "log.flush.interval.messages": "Default flush.messages of topics.",
+    "log.flush.interval.ms": "Default flush.ms of topics.",
+    "log.cleanup.policy": "Default cleanup.policy of topics.",
+    "log.cleaner.delete.retention.ms": "Default delete.retention.ms of topics.",
+    "log.cleaner.min.compaction.lag.ms": "Default min.compaction.lag.ms of topics.",
+    "log.cleaner.max.compaction.lag.ms": "Default max.compaction.lag.ms of topics.",
+    "log.cleaner.min.cleanable.ratio": "Default min.cleanable.dirty.ratio of topics.",
+    "log.message.timestamp.type": "Default message.timestamp.type of topics.",
+    "log.message.timestamp.before.max.ms": "Default message.timestamp.before.max.ms of topics.",
+    "log.message.timestamp.after.max.ms": "Default message.timestamp.after.max.ms of topics.",
+    "min.insync.replicas": "Default min.insync.replicas of topics.",
+    "compression.type": "Default compression.type of topics.",
+    "unclean.leader.election.enable": "Default unclean.leader.election.enable of topics.",
+    "offsets.topic.num.partitions": "Partition count of __consumer_offsets.",
+    "offsets.topic.replication.factor": "Replication factor of __consumer_offsets.",
+    "offsets.topic.segment.bytes": "segment.bytes of __consumer_offsets.",
+    "offsets.retention.minutes": "How long committed offsets of empty groups are kept.",
+    "offsets.retention.check.interval.ms": "How often expired offsets are removed.",
+    "offsets.commit.timeout.ms": "How long an offset commit may wait to be written.",
+    "offset.metadata.max.bytes": "Largest metadata string of a committed offset.",
+    "transaction.state.log.num.partitions": "Partition count of __transaction_state.",
+    "transaction.state.log.replication.factor": "Replication factor of __transaction_state.",
+    "transaction.max.timeout.ms": "Largest transaction timeout a producer may ask for.",
+    "transactional.id.expiration.ms": "How long an idle transactional id is remembered.",
+    "group.initial.rebalance.delay.ms": "Wait for more members before the first rebalance of a group.",
+    "group.min.session.timeout.ms": "Smallest session timeout a member may ask for.",
+    "group.max.session.timeout.ms": "Largest session timeout a member may ask for.",
+    "group.max.size": "Largest number of members in a group.",
+    "fetch.max.bytes": "Largest response a fetch may get.",
+    "replica.fetch.max.bytes": "Bytes per partition a follower fetches (unused on one node).",
+    "broker.rack": "Rack of this broker.",
+    "cluster.id": "Cluster id to use when formatting a new log directory.",
+    "compression.gzip.level": "Default compression.gzip.level of topics.",
+    "compression.lz4.level": "Default compression.lz4.level of topics.",
+    "compression.zstd.level": "Default compression.zstd.level of topics.",
+    "log.flush.scheduler.interval.ms": "How often logs are checked for a due flush.",
+    "log.index.size.max.bytes": "Default segment.index.bytes of topics.",
+    "log.local.retention.bytes": "Default local.retention.bytes of topics.",
+    "log.local.retention.ms": "Default local.retention.ms of topics.",
+    "log.preallocate": "Default preallocate of topics.",
+    "log.roll.jitter.hours": "Default segment jitter of topics in hours.",
+    "log.roll.jitter.ms": "Default segment.jitter.ms of topics.",
+}
+
+
+# -- value parsing and rendering (Kafka's ConfigDef) --------------------------------------
+_INT_RE = re.compile(r"^[+-]?\d+$")
+_LIST_SPLIT = re.compile(r"\s*,\s*")
+_THROTTLED = re.compile(r"^\d+:\d+$")
+_BOUNDS = {"short": (-(1 << 15), (1 << 15) - 1), "int": (-(1 << 31), (1 << 31) - 1),
+           "long": (-(1 << 63), (1 << 63) - 1)}
+
+
+def _invalid(name: str, raw: Any, why: str | None = None) -> ConfigError:
+    return ConfigError(f"Invalid value {raw} for configuration {name}" + (f": {why}" if why else ""))
+
+
+def parse_config(name: str, kind: str, raw: Any) -> Any:
+    """Parse a config string as Kafka's ConfigDef.parseType does (trimmed; lists split on commas)."""
+    if raw is None or not isinstance(raw, str):
+        return raw
+    s = raw.strip()
+    if kind in _BOUNDS:
+        lo, hi = _BOUNDS[kind]
+        if not _INT_RE.match(s) or not lo <= int(s) <= hi:
+            raise _invalid(name, raw, f"Not a number of type {kind.upper()}")
+        return int(s)
+    if kind == "double":
+        try:
+            return float(s)
+        except ValueError:
+            raise _invalid(name, raw, "Not a number of type DOUBLE") from None
+    if kind == "boolean":
+        if s.lower() not in ("true", "false"):
+            raise _invalid(name, raw, "Expected value to be either true or false")
+        return s.lower() == "true"
+    if kind == "list":
+        return [] if not s else _LIST_SPLIT.split(s)
+    return s
+
+
+def _java_double(v: float) -> str:
+    """Java's Double.toString, which Kafka uses to render DOUBLE configs."""
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "Infinity" if v > 0 else "-Infinity"
+    if v == 0 or 1e-3 <= abs(v) < 1e7:
+        return repr(v)
+    for prec in range(0, 18):  # shortest mantissa that round-trips
+        cand = f"{v:.{prec}e}"
+        if float(cand) == v:
+            break
+    mant, exp = cand.split("e")
+    return f"{mant if '.' in mant else mant + '.0'}E{int(exp)}"
+
+
+def render_config(kind: str, value: Any) -> str | None:
+    """Kafka's ConfigDef.convertToString."""
+    if value is None:
+        return None
+    if kind == "list":
+        if isinstance(value, str):
+            value = [] if not value.strip() else _LIST_SPLIT.split(value.strip())
+        return ",".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if kind == "double" and isinstance(value, (int, float)):
+        return _java_double(float(value))
+    if kind == "boolean" and isinstance(value, str):
+        return value.strip().lower()
+    return str(value).strip() if isinstance(value, str) else str(value)
+
+
+def _check_value(name: str, d: TopicConfigDef, raw: str) -> Any:
+    value = parse_config(name, d.kind, raw)
+    if d.valid is not None:
+        items = value if d.kind == "list" else [value]
+        for item in items:
+            if item not in d.valid:
+                raise _invalid(name, item, "String must be one of: " + ", ".join(d.valid))
+        if d.kind == "list" and not items:
+            raise _invalid(name, "", "String must be one of: " + ", ".join(d.valid))
+    if d.at_least is not None and value < d.at_least:
+        raise _invalid(name, raw.strip(), f"Value must be at least {_num(d.at_least)}")
+    if d.at_most is not None and value > d.at_most:
+        raise _invalid(name, raw.strip(), f"Value must be no more than {_num(d.at_most)}")
+    if name == "compression.gzip.level" and value != -1 and not 1 <= value <= 9:
+        raise _invalid(name, raw.strip(), "Value must be between 1 and 9 or equal to -1")
+    if name.endswith(".replication.throttled.replicas") and value != ["*"]:
+        if any(not _THROTTLED.match(v) for v in value):
+            raise _invalid(name, raw.strip(), f"{name} must be the literal '*' or a list of replicas in the "
+                                               "following format: [partitionId]:[brokerId],[partitionId]:"
+                                               "[brokerId],...")
+    if name == "remote.storage.enable" and value:
+        raise ConfigError(TIERED_STORAGE_DISABLED)
+    return value
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def validate_topic_configs(configs: Mapping[str, str | None], config: BrokerConfig | None = None) -> None:
+    """Check a topic's complete set of overrides the way Kafka's controller does (raises
+    ConfigError with Kafka's message; the caller answers INVALID_CONFIG)."""
+    nulls = [k for k, v in configs.items() if v is None]
+    if nulls:
+        raise ConfigError("Null value not supported for topic configs: " + ",".join(nulls))
+    for name in configs:
+        if name not in TOPIC_CONFIG_DEFS:
+            raise ConfigError(f"Unknown topic config name: {name}")
+    for name, raw in configs.items():
+        _check_value(name, TOPIC_CONFIG_DEFS[name], raw)  # type: ignore[arg-type]
+        if name in TOPIC_CONFIGS:
+            validate_topic_config(name, raw)  # Samsa's own limits, if any are stricter
+    if config is not None:
+        lo = effective_value(config, configs, "min.compaction.lag.ms")
+        hi = effective_value(config, configs, "max.compaction.lag.ms")
+        if lo > hi:
+            raise ConfigError(f"conflict topic config setting min.compaction.lag.ms ({lo}) > "
+                              f"max.compaction.lag.ms ({hi})")
+
+
+# -- effective values and their sources ---------------------------------------------------
+def broker_kind(name: str) -> str | None:
+    if name in BROKER_DEFAULTS:
+        return BROKER_DEFAULTS[name][0]
+    if name in EXTRA_BROKER_DEFAULTS:
+        return EXTRA_BROKER_DEFAULTS[name][0]
+    return None
+
+
+def broker_default(name: str) -> Any:
+    if name in BROKER_DEFAULTS:
+        return BROKER_DEFAULTS[name][1]
+    if name in EXTRA_BROKER_DEFAULTS:
+        return EXTRA_BROKER_DEFAULTS[name][1]
+    return None
+
+
+def broker_value(config: BrokerConfig, name: str) -> Any:
+    """A broker property's current value, typed (defaults when not configured)."""
+    kind = broker_kind(name)
+    if name in config.raw:
+        raw = config.raw[name]
+        try:
+            return parse_config(name, kind or "string", raw)
+        except ConfigError:
+            return raw
+    return broker_default(name)
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    for group in _BROKER_SYNONYM_GROUPS:
+        if name in group:
+            return group
+    if name == "log.flush.interval.ms":
+        return ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
+    return (name,)
+
+
+def effective_value(config: BrokerConfig, overrides: Mapping[str, str | None], name: str) -> Any:
+    """A topic config's value: its override, else the first broker synonym that has a
+    value (configured or default, hours and minutes converted to ms), else LogConfig's default."""
+    d = TOPIC_CONFIG_DEFS[name]
+    if overrides.get(name) is not None:
+        return parse_config(name, d.kind, overrides[name])
+    for syn in d.synonyms:
+        v = broker_value(config, syn)
+        if v is not None:
+            if isinstance(v, list) and d.kind != "list":
+                v = ",".join(v)
+            return v * _UNIT_MS[syn] if syn in _UNIT_MS and isinstance(v, int) else v
+    return d.default
+
+
+def _synonym_chain(config: BrokerConfig, name: str) -> list[tuple[str, str | None, int]]:
+    """Kafka's ConfigHelper.configSynonyms: static then default values of the property's
+    synonyms, dropping everything before ``name`` itself."""
+    names = broker_synonyms(name)
+    chain = [(s, config.raw[s], STATIC_BROKER_CONFIG) for s in names if s in config.raw]
+    chain += [(s, render_config(broker_kind(s) or "string", broker_default(s)), DEFAULT_CONFIG)
+              for s in names if broker_default(s) is not None]
+    while chain and chain[0][0] != name:
+        chain.pop(0)
+    return chain
+
+
+def topic_config_entries(config: BrokerConfig, overrides: Mapping[str, str], names: Iterable[str],
+                         live: Callable[[str], Any] | None = None,
+                         internal: bool = False) -> list[tuple[str, str | None, int, list, str]]:
+    """(name, value, source, synonyms, type) per topic config, as DescribeConfigs shows them.
+    ``live`` gives the value the partitions use, when the topic exists."""
+    out = []
+    for name in names:
+        d = TOPIC_CONFIG_DEFS[name]
+        value = live(name) if live else None
+        if value is None:
+            value = effective_value(config, overrides, name)
+        text = render_config(d.kind, value)
+        overridden = name in overrides
+        if not overridden and internal:
+            # a setting the broker fixes for its internal topics (Kafka stores these as overrides)
+            overridden = text != render_config(d.kind, effective_value(config, {}, name))
+        syns: list[tuple[str, str | None, int]] = []
+        if overridden:
+            syns.append((name, text, TOPIC_CONFIG))
+        if d.synonyms:
+            syns += _synonym_chain(config, d.synonyms[0])
+        source = syns[0][2] if syns else DEFAULT_CONFIG
+        out.append((name, text, source, syns, d.kind))
+    return out
+
+
+def creation_config_entries(config: BrokerConfig, overrides: Mapping[str, str]) -> list[tuple[str, str | None, int]]:
+    """(name, value, source) of every topic config, sorted, as CreateTopics v5+ returns them
+    (Kafka resolves sources there without DescribeConfigs' synonym quirk)."""
+    out = []
+    for name in sorted(TOPIC_CONFIG_DEFS):
+        d = TOPIC_CONFIG_DEFS[name]
+        value = effective_value(config, overrides, name)
+        if name in overrides:
+            source = TOPIC_CONFIG
+        elif any(s in config.raw for s in d.synonyms):
+            source = STATIC_BROKER_CONFIG
+        else:
+            source = DEFAULT_CONFIG
+        out.append((name, render_config(d.kind, value), source))
+    return out
+
+
+# -- DescribeConfigs ----------------------------------------------------------------------
+DR = DescribeConfigsResponse.DescribeConfigsResult
+DC = DR.DescribeConfigsResourceResult
+DS = DC.DescribeConfigsSynonym
+
+
+def _wanted(keys: list[str] | None, names: Iterable[str]) -> list[str]:
+    names = sorted(names)
+    if not keys:
+        return names
+    want = set(keys)
+    return [n for n in names if n in want]
+
+
+def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> DR:
+    logs = ctx.broker.logs
+    topic = logs.topics.get(name)
+    if topic is None:
+        return DR(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=None, resource_type=TOPIC,
+                  resource_name=name, configs=[])
+
+    def live(n: str) -> Any:
+        # what the partitions actually use
+        return logs.topic_config_value(topic, n) if n in TOPIC_CONFIGS else None
+
+    entries = topic_config_entries(ctx.broker.config, topic.configs, _wanted(keys, TOPIC_CONFIG_DEFS), live,
+                                   topic.internal)
+    configs = [DC(name=n, value=v, read_only=False, config_source=src, is_sensitive=False,
+                  synonyms=[DS(name=sn, value=sv, source=ss) for sn, sv, ss in syns] if synonyms else [],
+                  config_type=CONFIG_TYPE_IDS[kind], documentation=TOPIC_CONFIG_DEFS[n].doc if docs else None)
+               for n, v, src, syns, kind in entries]
+    return DR(error_code=0, error_message=None, resource_type=TOPIC, resource_name=name, configs=configs)
+
+
+def _broker_entry(config: BrokerConfig, name: str, synonyms: bool, docs: bool) -> DC:
+    kind = broker_kind(name)
+    if kind is None:
+        # Kafka treats properties it does not know as possibly sensitive
+        syns = [(name, None, STATIC_BROKER_CONFIG)] if name in config.raw else []
+        return DC(name=name, value=None, read_only=True, config_source=syns[0][2] if syns else DEFAULT_CONFIG,
+                  is_sensitive=True, synonyms=[DS(name=a, value=b, source=c) for a, b, c in syns] if synonyms else [],
+                  config_type=0, documentation=None)
+    value = config.raw[name] if name in config.raw and kind == "string" else \
+        render_config(kind, broker_value(config, name))
+    chain = _synonym_chain(config, name)
+    return DC(name=name, value=value, read_only=True, config_source=chain[0][2] if chain else DEFAULT_CONFIG,
+              is_sensitive=False, synonyms=[DS(name=a, value=b, source=c) for a, b, c in chain] if synonyms else [],
+              config_type=CONFIG_TYPE_IDS.get(kind, 0), documentation=_BROKER_DOCS.get(name) if docs else None)
+
+
+def _describe_broker(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> DR:
+    config = ctx.broker.config
+    if name == "":
+        # cluster-wide dynamic defaults: Samsa has none
+        return DR(error_code=0, error_message=None, resource_type=BROKER, resource_name=name, configs=[])
+    err = _broker_id_error(ctx, name, allow_empty=True)
+    if err:
+        return DR(error_code=ErrorCode.INVALID_REQUEST, error_message=err, resource_type=BROKER,
+                  resource_name=name, configs=[])
+    names = set(BROKER_DEFAULTS) | set(EXTRA_BROKER_DEFAULTS) | set(config.raw)
+    configs = [_broker_entry(config, n, synonyms, docs) for n in _wanted(keys, names)]
+    return DR(error_code=0, error_message=None, resource_type=BROKER, resource_name=name, configs=configs)
+
+
+def _log_level_name() -> str:
+    try:
+        level = structlog.get_logger().get_effective_level()  # type: ignore[attr-defined]
+    except Exception:
+        level = 20
+    return {10: "DEBUG", 20: "INFO", 30: "WARN", 40: "ERROR", 50: "FATAL"}.get(level, "INFO")
+
+
+def _describe_broker_logger(ctx: RequestContext, name: str, keys: list[str] | None) -> DR:
+    if not name:
+        return DR(error_code=ErrorCode.INVALID_REQUEST, error_message="Broker id must not be empty",
+                  resource_type=BROKER_LOGGER, resource_name=name, configs=[])
+    err = _broker_id_error(ctx, name, allow_empty=False)
+    if err:
+        return DR(error_code=ErrorCode.INVALID_REQUEST, error_message=err, resource_type=BROKER_LOGGER,
+                  resource_name=name, configs=[])
+    loggers = {"root": _log_level_name()}
+    configs = [DC(name=n, value=loggers[n], read_only=False, config_source=DYNAMIC_BROKER_LOGGER_CONFIG,
+                  is_sensitive=False, synonyms=[], config_type=0, documentation=None)
+               for n in _wanted(keys, loggers)]
+    return DR(error_code=0, error_message=None, resource_type=BROKER_LOGGER, resource_name=name, configs=configs)
+
+
+def _broker_id_error(ctx: RequestContext, name: str, allow_empty: bool) -> str | None:
+    """Kafka's messages for a BROKER / BROKER_LOGGER resource naming another node."""
+    if not _INT_RE.match(name):
+        return f"Broker id must be an integer, but it is: {name}"
+    node = ctx.broker.node_id
+    if int(name) == node:
+        return None
+    if allow_empty:
+        return f"Unexpected broker id, expected {node} or empty string, but received {name}"
+    return f"Unexpected broker id, expected {node} but received {name}"
+
+
+@handles(32)
+async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    synonyms = bool(req.include_synonyms)
+    docs = bool(getattr(req, "include_documentation", False)) and ctx.api_version >= 3
+    results = []
+    for res in req.resources:
+        rtype, name, keys = res.resource_type, res.resource_name, res.configuration_keys
+        if rtype == TOPIC:
+            err = topic_name_error(name)
+            if err:
+                results.append(DR(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, error_message=err,
+                                  resource_type=rtype, resource_name=name, configs=[]))
+            else:
+                results.append(_describe_topic(ctx, name, keys, synonyms, docs))
+        elif rtype == BROKER:
+            results.append(_describe_broker(ctx, name, keys, synonyms, docs))
+        elif rtype == BROKER_LOGGER:
+            results.append(_describe_broker_logger(ctx, name, keys))
+        else:
+            results.append(DR(error_code=ErrorCode.INVALID_REQUEST,
+                              error_message=f"Unsupported resource type: {_RESOURCE_NAMES.get(rtype, rtype)}",
+                              resource_type=rtype, resource_name=name, configs=[]))
+    return ctx.response(throttle_time_ms=0, results=results)
+
+
+# -- AlterConfigs and IncrementalAlterConfigs ---------------------------------------------
+class _Reject(Exception):
+    def __init__(self, code: int, message: str | None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _non_topic_error(rtype: int) -> _Reject:
+    if rtype == BROKER:
+        return _Reject(ErrorCode.INVALID_REQUEST, DYNAMIC_BROKER_CONFIGS_UNSUPPORTED)
+    if rtype == BROKER_LOGGER:
+        return _Reject(ErrorCode.INVALID_REQUEST, DYNAMIC_LOG_LEVELS_UNSUPPORTED)
+    if rtype in _RESOURCE_NAMES and rtype != 0:
+        return _Reject(ErrorCode.INVALID_REQUEST, f"Unexpected resource type {_RESOURCE_NAMES[rtype]}.")
+    return _Reject(ErrorCode.UNSUPPORTED_VERSION, f"Unknown resource type {rtype}.")
+
+
+def _check_topic_resource(name: str) -> None:
+    if not name:
+        raise _Reject(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+    err = topic_name_error(name)
+    if err:
+        raise _Reject(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
+
+
+def _apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str | None], validate_only: bool) -> None:
+    """Validate a topic's complete new overrides, check the topic exists, then store them."""
+    try:
+        validate_topic_configs(new, ctx.broker.config)
+    except ConfigError as exc:
+        raise _Reject(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    topic = ctx.broker.logs.topics.get(name)
+    if topic is None:
+        raise _Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+    if not validate_only and new != topic.configs:
+        ctx.broker.logs.alter_configs(name, {k: v for k, v in new.items() if v is not None})
+        log.info("topic configs altered", topic=name, configs=new)
+
+
+def _list_parts(value: str | None) -> list[str]:
+    return [p for p in (value or "").split(",") if p]
+
+
+def _incremental(topic: Topic | None, configs: list) -> dict[str, str | None]:
+    """The overrides after applying SET/DELETE/APPEND/SUBTRACT (Kafka's incrementalAlterConfigResource)."""
+    current = dict(topic.configs) if topic is not None else {}
+    new: dict[str, str | None] = dict(current)
+    for c in configs:
+        op = c.config_operation
+        if op == SET:
+            new[c.name] = c.value
+        elif op == DELETE:
+            new.pop(c.name, None)
+        else:  # APPEND / SUBTRACT
+            d = TOPIC_CONFIG_DEFS.get(c.name)
+            if d is None or d.kind != "list":
+                raise _Reject(ErrorCode.INVALID_CONFIG,
+                              f"Can't {_OP_NAMES[op]} to key {c.name} because its type is not LIST.")
+            base = new.get(c.name)
+            parts = _list_parts(base if base is not None else render_config("list", d.default))
+            values = (c.value or "").split(",")
+            if op == APPEND:
+                parts += [v for v in dict.fromkeys(values) if v not in parts]
+            else:
+                parts = [p for p in parts if p not in values]
+            new[c.name] = ",".join(parts)
+    return new
+
+
+def _resource_response(cls: type, rtype: int, name: str, code: int = 0, message: str | None = None) -> Any:
+    return cls.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=rtype,
+                                            resource_name=name)
+
+
+def _each_resource(resources: list) -> Iterable[tuple[Any, bool]]:
+    """Each distinct (type, name) resource once, flagged when the request names it twice
+    (Kafka answers a duplicated resource once, with INVALID_REQUEST)."""
+    counts: dict[tuple[int, str], int] = {}
+    for r in resources:
+        key = (r.resource_type, r.resource_name)
+        counts[key] = counts.get(key, 0) + 1
+    done: set[tuple[int, str]] = set()
+    for r in resources:
+        key = (r.resource_type, r.resource_name)
+        if key not in done:
+            done.add(key)
+            yield r, counts[key] > 1
+
+
+@handles(33)
+async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
+    out = []
+    for res, duplicated in _each_resource(req.resources):
+        rtype, name = res.resource_type, res.resource_name
+        try:
+            if duplicated:
+                raise _Reject(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+            if rtype != TOPIC:
+                raise _non_topic_error(rtype)
+            _check_topic_resource(name)
+            new = {c.name: c.value for c in res.configs}
+            _apply_topic_configs(ctx, name, new, bool(req.validate_only))
+            out.append(_resource_response(AlterConfigsResponse, rtype, name))
+        except _Reject as rej:
+            out.append(_resource_response(AlterConfigsResponse, rtype, name, rej.code, rej.message))
+    return ctx.response(throttle_time_ms=0, responses=out)
+
+
+@handles(44)
+async def incremental_alter_configs(ctx: RequestContext,
+                                    req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
+    out = []
+    for res, duplicated in _each_resource(req.resources):
+        rtype, name = res.resource_type, res.resource_name
+        try:
+            if duplicated:
+                raise _Reject(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+            keys = [c.name for c in res.configs]
+            if len(set(keys)) != len(keys):
+                raise _Reject(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+            nulls = [c.name for c in res.configs if c.config_operation != DELETE and c.value is None]
+            if nulls:
+                raise _Reject(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+            bad_ops = [c.config_operation for c in res.configs if c.config_operation not in _OP_NAMES]
+            if bad_ops:
+                raise _Reject(ErrorCode.INVALID_REQUEST, f"Unknown operation type {bad_ops[0]}")
+            if rtype != TOPIC:
+                raise _non_topic_error(rtype)
+            _check_topic_resource(name)
+            new = _incremental(ctx.broker.logs.topics.get(name), list(res.configs))
+            _apply_topic_configs(ctx, name, new, bool(req.validate_only))
+            out.append(_resource_response(IncrementalAlterConfigsResponse, rtype, name))
+        except _Reject as rej:
+            out.append(_resource_response(IncrementalAlterConfigsResponse, rtype, name, rej.code, rej.message))
+    return ctx.response(throttle_time_ms=0, responses=out)
