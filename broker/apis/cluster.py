@@ -1,0 +1,49 @@
+"""DescribeCluster v0-v2.
+
+Kafka's rules: this node is the only broker and the controller; the broker entry is the
+first advertised listener (as in Metadata), never fenced; v1+ asks for an endpoint type and
+a broker answers only BROKERS (1): CONTROLLERS (2) is MISMATCHED_ENDPOINT_TYPE, anything
+else UNSUPPORTED_ENDPOINT_TYPE (both INVALID_REQUEST in v0). Cluster authorized operations
+are -2147483648 (not computed) unless asked for; when asked, a broker without an
+authorizer grants every operation a cluster supports, as Kafka does.
+"""
+from __future__ import annotations
+
+from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
+
+from protocol.errors import ErrorCode
+
+from ..dispatch import RequestContext, handles
+
+BROKERS, CONTROLLERS = 1, 2
+_ENDPOINT_NAMES = {BROKERS: "BROKER", CONTROLLERS: "CONTROLLER"}
+
+# AclOperation codes Kafka supports on the CLUSTER resource: CREATE, ALTER, DESCRIBE,
+# CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE.
+CLUSTER_OPERATIONS = frozenset({5, 7, 8, 9, 10, 11, 12})
+
+
+@handles(60)
+async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterResponse:
+    v = ctx.api_version
+    endpoint = req.endpoint_type if v >= 1 else BROKERS
+    if endpoint not in _ENDPOINT_NAMES:
+        return ctx.response(throttle_time_ms=0,
+                            error_code=ErrorCode.INVALID_REQUEST if v == 0 else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                            error_message=f"Unsupported endpoint type {endpoint}", endpoint_type=BROKERS,
+                            cluster_id="", controller_id=-1, brokers=[], authorized_operations=None)
+    if endpoint != BROKERS:
+        return ctx.response(throttle_time_ms=0,
+                            error_code=ErrorCode.INVALID_REQUEST if v == 0 else ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+                            error_message=f"The request was sent to an endpoint of type BROKER, but we wanted "
+                                          f"an endpoint of type {_ENDPOINT_NAMES[endpoint]}",
+                            endpoint_type=BROKERS, cluster_id="", controller_id=-1, brokers=[],
+                            authorized_operations=None)
+    broker = ctx.broker
+    adv = broker.config.advertised_listeners[0]
+    node = DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.node_id, host=adv.host, port=adv.port,
+                                                         rack=broker.config.get("broker.rack"), is_fenced=False)
+    ops = set(CLUSTER_OPERATIONS) if req.include_cluster_authorized_operations else None
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=BROKERS,
+                        cluster_id=broker.cluster_id, controller_id=broker.node_id, brokers=[node],
+                        authorized_operations=ops)

@@ -1,0 +1,356 @@
+"""CreateTopics v2-v7, DeleteTopics v1-v6, CreatePartitions v0-v3, DeleteRecords v0-v2.
+
+Kafka's rules (its KRaft controller's order of checks and messages):
+- CreateTopics: more than 10,000 partitions in one request fails every topic with
+  POLICY_VIOLATION; a name given twice answers INVALID_REQUEST "Duplicate topic name."
+  once; ``__cluster_metadata`` is dropped from the answer; then per topic: illegal name or a
+  '.'/'_' collision (INVALID_TOPIC_EXCEPTION), TOPIC_ALREADY_EXISTS, null or invalid configs
+  (INVALID_CONFIG), then partitions and replication factor. -1 means ``num.partitions`` /
+  ``default.replication.factor``; a single node can hold only one replica, so a factor above
+  1 is INVALID_REPLICATION_FACTOR with Kafka's placer message. Manual assignments must name
+  this broker once per partition, for partitions 0..n-1. v5+ answers with the partition
+  count, replication factor and every effective config with its source; v7 with the id.
+  validate_only runs every check and creates nothing (the id answered is then zero).
+- DeleteTopics: by name (v1-v5) or by name or id (v6); unknown names answer
+  UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; ``delete.topic.enable=false``
+  answers TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3).
+- CreatePartitions: INVALID_PARTITIONS unless the count grows; assignments must match the
+  number of new partitions.
+- DeleteRecords: offset -1 means the high watermark; above it (or negative) answers
+  OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy lacks 'delete' answers POLICY_VIOLATION;
+  the answer carries the new low watermark (the log start offset), -1 with any error.
+Samsa's own rule: the internal topics (``__consumer_offsets``, ``__transaction_state``) are
+created by the broker with its own layout, so clients may not create, delete, grow or
+truncate them (Kafka itself does not stop a client from creating them).
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import structlog
+from kafka.protocol.admin import (CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
+                                  CreateTopicsResponse, DeleteRecordsRequest, DeleteRecordsResponse,
+                                  DeleteTopicsRequest, DeleteTopicsResponse)
+
+from protocol.errors import ErrorCode
+
+from ..config import ConfigError
+from ..dispatch import RequestContext, handles
+from ..log.manager import INTERNAL_TOPICS, topic_name_error
+from .common import ZERO_UUID
+from .configs import creation_config_entries, validate_topic_configs
+
+log = structlog.get_logger("samsa.topics")
+
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+MAX_PARTITIONS_PER_REQUEST = 10_000  # Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
+
+CT = CreateTopicsResponse.CreatableTopicResult
+CTC = CT.CreatableTopicConfigs
+
+
+class _Reject(Exception):
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _unify(name: str) -> str:
+    """Kafka's Topic.unifyCollisionChars: '.' and '_' may not tell two topics apart."""
+    return name.replace(".", "_")
+
+
+def _check_assignment(ctx: RequestContext, broker_ids: list[int], replication_factor: int | None) -> None:
+    """Kafka's validateManualPartitionAssignment for a cluster of one broker."""
+    if not broker_ids:
+        raise _Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                      "The manual partition assignment includes an empty replica list.")
+    prev = None
+    for b in sorted(broker_ids):
+        if b != ctx.broker.node_id:
+            raise _Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                          f"The manual partition assignment includes broker {b}, but no such broker is registered.")
+        if b == prev:
+            raise _Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                          f"The manual partition assignment includes the broker {prev} more than once.")
+        prev = b
+    if replication_factor is not None and len(broker_ids) != replication_factor:
+        raise _Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                      f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), "
+                      f"but this is not consistent with previous partitions, which have "
+                      f"{replication_factor} replica(s).")
+
+
+def _partition_count(ctx: RequestContext, t: Any) -> int:
+    """Partitions the topic would get, or _Reject with Kafka's error."""
+    if t.assignments:
+        if t.replication_factor != -1:
+            raise _Reject(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                                                     "replication factor was not set to -1.")
+        if t.num_partitions != -1:
+            raise _Reject(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                                                     "numPartitions was not set to -1.")
+        seen: set[int] = set()
+        rf: int | None = None
+        for a in t.assignments:
+            if a.partition_index in seen:
+                raise _Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                              f"Found multiple manual partition assignments for partition {a.partition_index}")
+            _check_assignment(ctx, list(a.broker_ids), rf)
+            rf = len(a.broker_ids)
+            seen.add(a.partition_index)
+        if seen != set(range(len(seen))):
+            raise _Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                          "partitions should be a consecutive 0-based integer sequence")
+        return len(seen)
+    if t.replication_factor < -1 or t.replication_factor == 0:
+        raise _Reject(ErrorCode.INVALID_REPLICATION_FACTOR,
+                      "Replication factor must be larger than 0, or -1 to use the default value.")
+    if t.num_partitions < -1 or t.num_partitions == 0:
+        raise _Reject(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+    config = ctx.broker.config
+    count = int(config["num.partitions"]) if t.num_partitions == -1 else t.num_partitions
+    rf = int(config["default.replication.factor"]) if t.replication_factor == -1 else t.replication_factor
+    if rf > 1:
+        raise _Reject(ErrorCode.INVALID_REPLICATION_FACTOR,
+                      f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
+                      f"cannot be reached because only 1 broker(s) are registered.")
+    return count
+
+
+def _requested_partitions(ctx: RequestContext, t: Any) -> int:
+    if t.assignments:
+        return len(t.assignments)
+    if t.num_partitions == -1:
+        return int(ctx.broker.config["num.partitions"])
+    return max(t.num_partitions, 0)
+
+
+# -- CreateTopics -----------------------------------------------------------------------
+@handles(19)
+async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
+    logs = ctx.broker.logs
+    validate_only = bool(req.validate_only)
+    if sum(_requested_partitions(ctx, t) for t in req.topics) > MAX_PARTITIONS_PER_REQUEST:
+        msg = "Excessively large number of partitions per request."
+        return ctx.response(throttle_time_ms=0, topics=[CT(name=t.name, error_code=ErrorCode.POLICY_VIOLATION,
+                                                           error_message=msg) for t in req.topics])
+    counts: dict[str, int] = {}
+    for t in req.topics:
+        counts[t.name] = counts.get(t.name, 0) + 1
+    collisions = {_unify(name): name for name in logs.topics}
+    results: list[CT] = []
+    for t in req.topics:
+        name = t.name
+        if counts[name] > 1 or name == CLUSTER_METADATA_TOPIC:
+            continue
+        try:
+            err = topic_name_error(name)
+            if err:
+                raise _Reject(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
+            if name not in logs.topics:
+                clash = collisions.get(_unify(name))
+                if clash is not None and clash != name:
+                    raise _Reject(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                  f"Topic '{name}' collides with existing topic: {clash}")
+            if name in logs.topics:
+                raise _Reject(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            if name in INTERNAL_TOPICS:
+                raise _Reject(ErrorCode.INVALID_REQUEST,
+                              f"Topic '{name}' is an internal topic: the broker creates it when it is first needed.")
+            configs = {c.name: c.value for c in t.configs}
+            try:
+                validate_topic_configs(configs, ctx.broker.config)
+            except ConfigError as exc:
+                raise _Reject(ErrorCode.INVALID_CONFIG, str(exc)) from None
+            count = _partition_count(ctx, t)
+        except _Reject as rej:
+            results.append(CT(name=name, error_code=rej.code, error_message=rej.message))
+            continue
+        overrides: dict[str, str] = {k: v for k, v in configs.items() if v is not None}
+        topic_id = ZERO_UUID
+        if not validate_only:
+            topic = logs.create_topic(name, count, overrides)
+            topic_id = topic.topic_id
+        entries = [CTC(name=n, value=v, read_only=False, config_source=src, is_sensitive=False)
+                   for n, v, src in creation_config_entries(ctx.broker.config, overrides)]
+        results.append(CT(name=name, topic_id=topic_id, error_code=0, error_message=None, topic_config_error_code=0,
+                          num_partitions=count, replication_factor=1, configs=entries))
+    for name, n in counts.items():
+        if n > 1:
+            results.append(CT(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."))
+    return ctx.response(throttle_time_ms=0, topics=results)
+
+
+# -- DeleteTopics -----------------------------------------------------------------------
+DT = DeleteTopicsResponse.DeletableTopicResult
+
+
+@handles(20)
+async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    broker = ctx.broker
+    logs = broker.logs
+    v = ctx.api_version
+    requested: list[tuple[str | None, uuid.UUID]] = (
+        [(t.name, t.topic_id if t.topic_id is not None else ZERO_UUID) for t in req.topics] if v >= 6
+        else [(n, ZERO_UUID) for n in req.topic_names])
+    if not broker.config["delete.topic.enable"]:
+        code = ErrorCode.INVALID_REQUEST if v < 3 else ErrorCode.TOPIC_DELETION_DISABLED
+        return ctx.response(throttle_time_ms=0, responses=[DT(name=n, topic_id=i, error_code=code, error_message=None)
+                                                           for n, i in requested])
+    # Kafka shuffles its answers; Samsa keeps the order of first mention, which is one of them.
+    answers: list[tuple[int, DT]] = []
+
+    def answer(at: int, name: str | None, tid: uuid.UUID, code: int = 0, message: str | None = None) -> None:
+        answers.append((at, DT(name=name, topic_id=tid, error_code=code, error_message=message)))
+
+    names: dict[str, int] = {}
+    ids: dict[uuid.UUID, int] = {}
+    dup_names: dict[str, int] = {}
+    dup_ids: dict[uuid.UUID, int] = {}
+    for at, (name, tid) in enumerate(requested):
+        if name is None:
+            if tid == ZERO_UUID:
+                answer(at, None, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
+            elif tid in ids:
+                dup_ids[tid] = ids.pop(tid)
+            elif tid not in dup_ids:
+                ids[tid] = at
+        elif tid != ZERO_UUID:
+            answer(at, name, tid, ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
+        elif name in names:
+            dup_names[name] = names.pop(name)
+        elif name not in dup_names:
+            names[name] = at
+    for name, at in dup_names.items():
+        answer(at, name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+    for tid, at in dup_ids.items():
+        answer(at, None, tid, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+    to_delete: dict[uuid.UUID, tuple[str, int]] = {}
+    for tid, at in ids.items():
+        topic = logs.topics_by_id.get(tid)
+        if topic is None:
+            answer(at, None, tid, ErrorCode.UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID_MESSAGE)
+        else:
+            to_delete[tid] = (topic.name, at)
+    for name, at in names.items():
+        topic = logs.topics.get(name)
+        if topic is None:
+            answer(at, name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+        elif topic.topic_id in to_delete:
+            del to_delete[topic.topic_id]
+            answer(at, name, topic.topic_id, ErrorCode.INVALID_REQUEST,
+                   "The provided topic name maps to an ID that was already supplied.")
+        else:
+            to_delete[topic.topic_id] = (name, at)
+    deleted = False
+    for tid, (name, at) in to_delete.items():
+        if name in INTERNAL_TOPICS:
+            answer(at, name, tid, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete internal topic {name}")
+            continue
+        logs.delete_topic(name)
+        deleted = True
+        answer(at, name, tid)
+    if deleted:
+        broker.appends.notify()  # waiting fetches re-check and see the topic gone
+    answers.sort(key=lambda a: a[0])
+    return ctx.response(throttle_time_ms=0, responses=[dt for _, dt in answers])
+
+
+# -- CreatePartitions -------------------------------------------------------------------
+CP = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+@handles(37)
+async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    logs = ctx.broker.logs
+    counts: dict[str, int] = {}
+    for t in req.topics:
+        counts[t.name] = counts.get(t.name, 0) + 1
+    results: list[CP] = []
+    for t in req.topics:
+        name = t.name
+        if counts[name] > 1:
+            continue
+        try:
+            topic = logs.topics.get(name)
+            if topic is None:
+                raise _Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+            have = len(topic.partitions)
+            if t.count == have:
+                raise _Reject(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partition(s).")
+            if t.count < have:
+                raise _Reject(ErrorCode.INVALID_PARTITIONS, f"The topic {name} currently has {have} partition(s); "
+                                                            f"{t.count} would not be an increase.")
+            additional = t.count - have
+            if t.assignments is not None:
+                if len(t.assignments) != additional:
+                    raise _Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                                  f"Attempted to add {additional} additional partition(s), but only "
+                                  f"{len(t.assignments)} assignment(s) were specified.")
+                for a in t.assignments:
+                    _check_assignment(ctx, list(a.broker_ids), 1)
+            if additional > MAX_PARTITIONS_PER_REQUEST:
+                raise _Reject(ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+            if topic.internal:
+                raise _Reject(ErrorCode.INVALID_REQUEST,
+                              f"Cannot change the number of partitions of internal topic {name}")
+        except _Reject as rej:
+            results.append(CP(name=name, error_code=rej.code, error_message=rej.message))
+            continue
+        if not req.validate_only:
+            logs.add_partitions(name, t.count)
+            log.info("partitions added", topic=name, partitions=t.count)
+        results.append(CP(name=name, error_code=0, error_message=None))
+    for name, n in counts.items():
+        if n > 1:
+            results.append(CP(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."))
+    return ctx.response(throttle_time_ms=0, results=results)
+
+
+# -- DeleteRecords ----------------------------------------------------------------------
+DRT = DeleteRecordsResponse.DeleteRecordsTopicResult
+DRP = DRT.DeleteRecordsPartitionResult
+HIGH_WATERMARK = -1
+
+
+@handles(21)
+async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
+    broker = ctx.broker
+    logs = broker.logs
+    topics = []
+    moved = False
+    for rt in req.topics:
+        topic = logs.topics.get(rt.name)
+        parts = []
+        for rp in rt.partitions:
+            idx = rp.partition_index
+            if topic is None or not 0 <= idx < len(topic.partitions):
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif topic.internal:
+                code = ErrorCode.INVALID_TOPIC_EXCEPTION
+            elif "delete" not in [p.strip() for p in str(
+                    logs.topic_config_value(topic, "cleanup.policy") or "").split(",")]:
+                code = ErrorCode.POLICY_VIOLATION
+            else:
+                part = topic.partitions[idx]
+                offset = part.high_watermark if rp.offset == HIGH_WATERMARK else rp.offset
+                if offset < 0 or offset > part.high_watermark:
+                    code = ErrorCode.OFFSET_OUT_OF_RANGE
+                else:
+                    if offset > part.log_start_offset:
+                        part.delete_records_before(offset)
+                        moved = True
+                        log.info("records deleted", topic=topic.name, partition=idx, log_start_offset=offset)
+                    parts.append(DRP(partition_index=idx, low_watermark=part.log_start_offset, error_code=0))
+                    continue
+            parts.append(DRP(partition_index=idx, low_watermark=-1, error_code=code))
+        topics.append(DRT(name=rt.name, partitions=parts))
+    if moved:
+        broker.appends.notify()  # fetches below the new start must now answer OFFSET_OUT_OF_RANGE
+    return ctx.response(throttle_time_ms=0, topics=topics)
+
