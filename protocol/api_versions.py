@@ -28,6 +28,14 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.DescribeGroups: (0, 6),
     ApiKey.ListGroups: (0, 5),
     ApiKey.DeleteGroups: (0, 2),
+    ApiKey.CreateTopics: (2, 7),
+    ApiKey.DeleteTopics: (1, 6),
+    ApiKey.CreatePartitions: (0, 3),
+    ApiKey.DeleteRecords: (0, 2),
+    ApiKey.DescribeConfigs: (1, 4),
+    ApiKey.AlterConfigs: (0, 2),
+    ApiKey.IncrementalAlterConfigs: (0, 1),
+    ApiKey.DescribeCluster: (0, 2),
 }
 
 
