@@ -50,7 +50,7 @@ def check_handlers() -> None:
         raise RuntimeError(f"advertised APIs without a handler: {missing}")
 
 
-async def dispatch(broker: "Broker", frame: bytes, client_host: str) -> bytes | None:
+async def dispatch(broker: "Broker", frame: bytes, client_host: str) -> bytes | bytearray | None:
     """Answer one request frame. Returns the framed response, None when none is due
     (acks=0), or raises FrameError when Kafka would close the connection."""
     prefix = peek_header(frame)
@@ -73,4 +73,4 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str) -> bytes | 
     if response is None:
         return None
     response.with_header(correlation_id=prefix.correlation_id)
-    return bytes(response.encode(header=True, framed=True))
+    return response.encode(header=True, framed=True)

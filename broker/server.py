@@ -22,7 +22,7 @@ from .dispatch import check_handlers, dispatch
 
 log = structlog.get_logger("samsa.server")
 
-_RECV = 1 << 16
+_RECV = 1 << 18
 _QUEUE = 64
 SHUTDOWN_GRACE_S = 10.0
 
