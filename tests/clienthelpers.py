@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import crc32c
+import kafka.errors
 import pytest
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
@@ -25,8 +26,7 @@ from broker.testing import SamsaBroker
 PARTITIONS = 3
 # Kafka's codec ids in the batch attributes
 CODECS: dict[str, int] = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-# Kafka's error codes the tests expect by number (kafka.errors has the same numbers)
-OFFSET_OUT_OF_RANGE = 1
+OFFSET_OUT_OF_RANGE = kafka.errors.OffsetOutOfRangeError.errno
 
 
 @pytest.fixture(scope="module")
