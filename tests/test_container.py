@@ -1,0 +1,294 @@
+"""The container, tested without a container engine: the image's entrypoint script starts the
+broker from KAFKA_* variables exactly as it does in the image, `samsa healthcheck` (the image's
+HEALTHCHECK) answers 0/1, the files the Dockerfile copies are enough to build and run the
+package, and the Dockerfile and docker-compose.yml say what the README promises.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from kafka import KafkaProducer
+
+from broker.testing import free_port
+from tests.rawclient import RawClient
+
+REPO = Path(__file__).resolve().parent.parent
+ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
+DOCKERFILE = REPO / "Dockerfile"
+COMPOSE = REPO / "docker-compose.yml"
+BIN = Path(sys.executable).parent
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "SAMSA_"))}
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.update(extra)
+    return env
+
+
+def healthcheck(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "samsa"), "healthcheck", *args], env=env or clean_env(),
+                          capture_output=True, text=True, timeout=30)
+
+
+def wait_healthy(bootstrap: str, proc: subprocess.Popen, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"entrypoint exited with {proc.returncode}"
+        if healthcheck("--bootstrap", bootstrap, "--timeout", "0.5").returncode == 0:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"broker on {bootstrap} did not answer within {timeout}s")
+
+
+class Entrypoint:
+    """docker/entrypoint.sh run directly, as the image's ENTRYPOINT runs it."""
+
+    def __init__(self, env: dict[str, str], *args: str, log: Path) -> None:
+        self.log = open(log, "wb")
+        self.proc = subprocess.Popen(["/bin/sh", str(ENTRYPOINT), *args], env=env, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def entrypoints() -> Iterator[list[Entrypoint]]:
+    started: list[Entrypoint] = []
+    yield started
+    for e in started:
+        e.stop()
+
+
+def metadata_brokers(port: int) -> list[tuple[int, str, int]]:
+    """The brokers a Metadata v12 request on this port is told about: (node id, host, port)."""
+    with RawClient(f"127.0.0.1:{port}") as client:
+        resp = client.request(3, 12, topics=[], allow_auto_topic_creation=False,
+                              include_topic_authorized_operations=False)
+    return [(b.node_id, b.host, b.port) for b in resp.brokers]
+
+
+# ---------------------------------------------------------------- entrypoint + healthcheck
+def test_entrypoint_serves_from_kafka_env_and_exits_cleanly(tmp_path: Path, entrypoints: list[Entrypoint]):
+    port = free_port()
+    data = tmp_path / "data"
+    env = clean_env(KAFKA_LISTENERS=f"PLAINTEXT://127.0.0.1:{port}",
+                    KAFKA_ADVERTISED_LISTENERS=f"PLAINTEXT://broker.example:{port}",
+                    KAFKA_LOG_DIRS=str(data), KAFKA_NODE_ID="7")
+    ep = Entrypoint(env, log=tmp_path / "log")
+    entrypoints.append(ep)
+    wait_healthy(f"127.0.0.1:{port}", ep.proc)
+    # The script exec'd the broker: the process the engine would signal is samsa itself.
+    cmdline = Path(f"/proc/{ep.proc.pid}/cmdline").read_bytes().split(b"\0")
+    assert b"serve" in cmdline and not any(c.endswith(b"entrypoint.sh") for c in cmdline)
+    assert metadata_brokers(port) == [(7, "broker.example", port)]
+    assert (data / "meta.properties").is_file()
+    assert healthcheck("--bootstrap", f"127.0.0.1:{port}").returncode == 0
+    assert ep.stop() == 0  # SIGTERM: clean shutdown, exit 0
+
+
+def test_entrypoint_passes_options_to_serve(tmp_path: Path, entrypoints: list[Entrypoint]):
+    port = free_port()
+    env = clean_env(KAFKA_LISTENERS=f"PLAINTEXT://127.0.0.1:{port}",
+                    KAFKA_ADVERTISED_LISTENERS=f"PLAINTEXT://127.0.0.1:{port}", KAFKA_LOG_DIRS=str(tmp_path / "d"))
+    ep = Entrypoint(env, "--override", "num.partitions=3", log=tmp_path / "log")
+    entrypoints.append(ep)
+    wait_healthy(f"127.0.0.1:{port}", ep.proc)
+    producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}")
+    try:
+        assert producer.partitions_for("auto-created") == {0, 1, 2}
+    finally:
+        producer.close(timeout=5)
+
+
+def test_entrypoint_defaults_and_command_pass_through(tmp_path: Path):
+    out = subprocess.run(["/bin/sh", str(ENTRYPOINT), "env"], env=clean_env(), capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 0
+    env = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+    assert (env["KAFKA_LISTENERS"], env["KAFKA_LOG_DIRS"]) == ("PLAINTEXT://0.0.0.0:9092", "/var/lib/samsa/data")
+    assert "KAFKA_ADVERTISED_LISTENERS" not in env  # the broker advertises its listeners
+    mine = subprocess.run(["/bin/sh", str(ENTRYPOINT), "env"], capture_output=True, text=True, timeout=30,
+                          env=clean_env(KAFKA_LISTENERS="PLAINTEXT://:19092"))
+    assert "KAFKA_LISTENERS=PLAINTEXT://:19092" in mine.stdout.splitlines()
+
+
+def test_entrypoint_refuses_an_unwritable_data_dir(tmp_path: Path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    proc = subprocess.run(["/bin/sh", str(ENTRYPOINT)], capture_output=True, text=True, timeout=30,
+                          env=clean_env(KAFKA_LOG_DIRS=f"{blocker}/data", KAFKA_LISTENERS="PLAINTEXT://127.0.0.1:1"))
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (f"samsa: data folder {blocker}/data is not writable by uid {os.getuid()}; "
+                                   "fix the volume's owner or set KAFKA_LOG_DIRS")
+
+
+def test_two_listeners_both_answer(tmp_path: Path, entrypoints: list[Entrypoint]):
+    internal, external = free_port(), free_port()
+    env = clean_env(KAFKA_LISTENERS=f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",
+                    KAFKA_ADVERTISED_LISTENERS=f"INTERNAL://127.0.0.1:{internal},EXTERNAL://localhost:{external}",
+                    KAFKA_LISTENER_SECURITY_PROTOCOL_MAP="INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+                    KAFKA_INTER_BROKER_LISTENER_NAME="INTERNAL", KAFKA_LOG_DIRS=str(tmp_path / "d"))
+    ep = Entrypoint(env, log=tmp_path / "log")
+    entrypoints.append(ep)
+    wait_healthy(f"127.0.0.1:{internal}", ep.proc)
+    assert healthcheck("--bootstrap", f"127.0.0.1:{external}").returncode == 0
+    assert metadata_brokers(internal) == [(1, "127.0.0.1", internal)]
+
+
+@pytest.mark.xfail(strict=True, reason="Metadata advertises the first listener on every listener; compose's "
+                                       "host listener needs the advertised address of the listener asked")
+def test_each_listener_advertises_its_own_address(tmp_path: Path, entrypoints: list[Entrypoint]):
+    internal, external = free_port(), free_port()
+    env = clean_env(KAFKA_LISTENERS=f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",
+                    KAFKA_ADVERTISED_LISTENERS=f"INTERNAL://samsa:{internal},EXTERNAL://localhost:{external}",
+                    KAFKA_LOG_DIRS=str(tmp_path / "d"))
+    ep = Entrypoint(env, log=tmp_path / "log")
+    entrypoints.append(ep)
+    wait_healthy(f"127.0.0.1:{internal}", ep.proc)
+    assert metadata_brokers(internal) == [(1, "samsa", internal)]
+    assert metadata_brokers(external) == [(1, "localhost", external)]
+
+
+def test_healthcheck_exit_codes(tmp_path: Path, entrypoints: list[Entrypoint]):
+    closed = free_port()
+    t0 = time.monotonic()
+    assert healthcheck("--bootstrap", f"127.0.0.1:{closed}").returncode == 1
+    assert time.monotonic() - t0 < 5
+    port = free_port()
+    ep = Entrypoint(clean_env(KAFKA_LISTENERS=f"PLAINTEXT://127.0.0.1:{port}", KAFKA_LOG_DIRS=str(tmp_path / "d")),
+                    log=tmp_path / "log")
+    entrypoints.append(ep)
+    wait_healthy(f"127.0.0.1:{port}", ep.proc)
+    assert healthcheck("--bootstrap", f"127.0.0.1:{port}").returncode == 0
+    # The image's HEALTHCHECK runs `samsa healthcheck` with the address in SAMSA_BOOTSTRAP.
+    assert healthcheck(env=clean_env(SAMSA_BOOTSTRAP=f"127.0.0.1:{port}")).returncode == 0
+    assert healthcheck(env=clean_env(SAMSA_BOOTSTRAP=f"127.0.0.1:{closed}")).returncode == 1
+    # Something that is not Kafka on the port (it accepts and closes): 1, not a hang or a crash.
+    assert ep.stop() == 0
+    assert healthcheck("--bootstrap", f"127.0.0.1:{port}").returncode == 1
+
+
+# ---------------------------------------------------------------- the image's files
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def test_dockerfile_promises():
+    ins = dockerfile_instructions()
+    get = lambda w: [r for k, r in ins if k == w]  # noqa: E731
+    assert re.fullmatch(r"python:3\.\d+-slim", get("FROM")[0])
+    assert get("USER") == ["samsa"]
+    assert get("EXPOSE") == ["9092"]
+    assert get("VOLUME") == ['["/var/lib/samsa/data"]']
+    assert get("ENTRYPOINT") == ['["samsa-entrypoint"]'] and get("CMD") == ['["serve"]']
+    health = get("HEALTHCHECK")[0]
+    assert health.endswith('CMD ["samsa", "healthcheck"]')
+    env = " ".join(get("ENV"))
+    assert "SAMSA_BOOTSTRAP=127.0.0.1:9092" in env and "KAFKA_LOG_DIRS=/var/lib/samsa/data" in env
+    assert "docker/entrypoint.sh /usr/local/bin/samsa-entrypoint" in get("COPY")
+    assert os.access(ENTRYPOINT, os.X_OK)  # COPY keeps the mode: the script must be executable in git
+    assert not any("pyspark" in r for r in get("RUN"))
+
+
+def test_dockerfile_sources_build_and_run_the_broker(tmp_path: Path, entrypoints: list[Entrypoint]):
+    """Copy exactly what the Dockerfile copies, build the wheel `pip install .` would install, and
+    run the entrypoint with that wheel's code only (a missing package would fail here)."""
+    context = tmp_path / "context"
+    copies = [r.split() for k, r in dockerfile_instructions() if k == "COPY"]
+    for args in copies:
+        *sources, _dest = [a for a in args if not a.startswith("--")]
+        for src in sources:
+            if src.startswith("docker/"):
+                continue
+            target = context / src
+            if (REPO / src).is_dir():
+                shutil.copytree(REPO / src, target, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(REPO / src, target)
+    wheels = tmp_path / "wheels"
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                            "--disable-pip-version-check", "-w", str(wheels), str(context)],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = wheels.glob("samsa_broker-*.whl")
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(site)
+        names = zf.namelist()
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "samsa = broker.cli:main" in (site / entry_points).read_text()
+    # A `samsa` launcher that sees only the wheel's code (-I: no cwd, no user site, no PYTHONPATH),
+    # plus the venv's third-party dependencies.
+    deps = [p for p in sys.path if p.endswith("site-packages")]
+    launcher = tmp_path / "bin" / "samsa"
+    launcher.parent.mkdir()
+    launcher.write_text(f"#!{sys.executable} -I\n"
+                        "import sys\n"
+                        f"sys.path[:0] = {[str(site), *deps]!r}\n"
+                        "import broker\n"
+                        "assert broker.__file__.startswith(sys.path[0]), broker.__file__\n"
+                        "from broker.cli import main\n"
+                        "sys.exit(main())\n")
+    launcher.chmod(0o755)
+    port = free_port()
+    env = clean_env(KAFKA_LISTENERS=f"PLAINTEXT://127.0.0.1:{port}", KAFKA_LOG_DIRS=str(tmp_path / "d"),
+                    SAMSA_BIN=str(launcher))
+    ep = Entrypoint(env, log=tmp_path / "log")
+    entrypoints.append(ep)
+    try:
+        wait_healthy(f"127.0.0.1:{port}", ep.proc)
+    except AssertionError:
+        raise AssertionError((tmp_path / "log").read_text()[-4000:]) from None
+    assert metadata_brokers(port) == [(1, "127.0.0.1", port)]
+    assert ep.stop() == 0
+
+
+def test_compose_file_services_and_ports():
+    yaml = pytest.importorskip("yaml", reason="PyYAML is not installed; the compose file is checked with it")
+    doc = yaml.safe_load(COMPOSE.read_text())
+    services = doc["services"]
+    assert set(services) == {"samsa", "spark-master", "spark-worker", "events", "streaming-job"}
+    samsa = services["samsa"]
+    env = samsa["environment"]
+    listeners = dict(item.split("://") for item in env["KAFKA_LISTENERS"].split(","))
+    advertised = dict(item.split("://") for item in env["KAFKA_ADVERTISED_LISTENERS"].split(","))
+    assert listeners == {"INTERNAL": "0.0.0.0:9092", "EXTERNAL": "0.0.0.0:29092"}
+    assert advertised == {"INTERNAL": "samsa:9092", "EXTERNAL": "localhost:29092"}
+    assert samsa["ports"] == ["29092:29092"] and samsa["build"] == "."
+    job = services["streaming-job"]
+    command = " ".join(job["command"])
+    assert "python3 -m spark_jobs.streaming_aggregate" in command
+    assert "--master spark://spark-master:7077 --bootstrap samsa:9092" in command
+    assert "SAMSA_SPARK_KAFKA_JARS" not in command  # the connector comes from spark.jars.packages
+    assert job["depends_on"]["samsa"] == {"condition": "service_healthy"}
+    assert services["spark-worker"]["command"][-1] == "spark://spark-master:7077"
+    assert services["spark-master"]["image"] == services["spark-worker"]["image"] == job["image"]
+    assert re.fullmatch(r"apache/spark:4\.0\.\d+-python3", job["image"])
