@@ -1,0 +1,108 @@
+"""The pytest plugin users get from the ``samsa`` pytest11 entry point, run as a user's own suite:
+a separate pytest process in a folder without this repository's conftest.py, so the fixtures can
+only come from the installed entry point. The README's examples are run verbatim.
+"""
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+import broker.testing
+from broker.cli import healthcheck
+from broker.testing import SamsaBroker
+
+pytest_plugins = ["pytester"]
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+SECTION = "## Using Samsa in your own tests"
+
+
+def readme_examples() -> list[str]:
+    text = README.read_text()
+    section = text[text.index(SECTION):]
+    nxt = section.find("\n## ", len(SECTION))
+    section = section if nxt < 0 else section[:nxt]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def test_entry_point_names_the_fixture_module():
+    eps = [ep for ep in entry_points(group="pytest11") if ep.name == "samsa"]
+    assert [ep.value for ep in eps] == ["broker.testing"], \
+        "the samsa pytest11 entry point is missing: reinstall the package (pip install -e .)"
+    assert eps[0].load() is broker.testing
+
+
+def test_fixtures_are_defined_once_here(pytestconfig: pytest.Config):
+    # The entry point and the top-level conftest.py must not both define them (pytest --fixtures
+    # crashes on duplicates): conftest registers the plugin only when the entry point did not.
+    pm = pytestconfig.pluginmanager
+    assert pm.get_plugin("samsa") is broker.testing
+    assert [p for p in pm.get_plugins() if p is broker.testing] == [broker.testing]
+
+
+def test_readme_examples_run_as_a_users_suite(pytester: pytest.Pytester):
+    examples = readme_examples()
+    assert len(examples) == 2 and "kafka import" in examples[0] and "confluent_kafka import" in examples[1]
+    pytester.makepyfile(test_kafka_python=examples[0], test_confluent_kafka=examples[1])
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_users_suite_gets_all_three_fixtures(pytester: pytest.Pytester):
+    pytester.makepyfile(test_user="""
+        import socket
+        from pathlib import Path
+
+        from broker.cli import healthcheck
+
+        PORTS = Path(__file__).with_name("ports.txt")
+
+        def test_fresh_broker(samsa_broker):
+            host, port = samsa_broker.bootstrap_servers.split(":")
+            assert host == "127.0.0.1" and healthcheck(samsa_broker.bootstrap_servers)
+            with PORTS.open("a") as f:
+                f.write(port + "\\n")
+
+        def test_another_fresh_broker(samsa_broker, samsa_broker_session):
+            assert samsa_broker.bootstrap_servers != samsa_broker_session.bootstrap_servers
+            with PORTS.open("a") as f:
+                f.write(samsa_broker.bootstrap_servers.split(":")[1] + "\\n")
+
+        def test_session_broker_is_shared(samsa_broker_session):
+            assert healthcheck(samsa_broker_session.bootstrap_servers)
+
+        def test_topic_factory(samsa_broker, samsa_topic):
+            from kafka import KafkaConsumer
+            a = samsa_topic(partitions=3)
+            b = samsa_topic(name="named-topic", retention_ms=60000)
+            assert a.startswith("topic-") and b == "named-topic"
+            consumer = KafkaConsumer(bootstrap_servers=samsa_broker.bootstrap_servers)
+            assert (consumer.partitions_for_topic(a), consumer.partitions_for_topic(b)) == ({0, 1, 2}, {0})
+            consumer.close()
+    """)
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    ports = (pytester.path / "ports.txt").read_text().split()
+    assert len(set(ports)) == 2
+    for port in ports:  # each per-test broker was stopped when its test ended
+        assert not healthcheck(f"127.0.0.1:{port}", timeout=1)
+
+
+def test_fixture_start_to_ready_time(tmp_path: Path, record_property):
+    """Start to ready = process spawn until the broker answers ApiVersions (what the fixture waits
+    for). Target 0.5 s; the bound here is looser so a loaded CI machine does not fail it."""
+    times = []
+    for i in range(5):
+        t0 = time.monotonic()
+        b = SamsaBroker(tmp_path / f"d{i}").start()
+        times.append(time.monotonic() - t0)
+        b.stop()
+    median = statistics.median(times)
+    record_property("samsa_start_to_ready_s", [round(t, 3) for t in times])
+    print(f"samsa_broker start to ready: median {median:.3f}s, runs {[round(t, 3) for t in times]}")
+    assert median < 1.5
