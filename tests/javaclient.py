@@ -154,42 +154,76 @@ def _javac_version() -> str:
     return (proc.stdout + proc.stderr).strip()
 
 
+CLIENT_JAR = "samsa-java-client.jar"
+CDS_ARCHIVE = "client.jsa"
+
+
 def compile(version: str) -> Path:
-    """Compile SamsaJavaClient.java against one kafka-clients line; cached by source, version and javac."""
+    """Compile SamsaJavaClient.java against one kafka-clients line into a jar; cached by source, version
+    and javac. Also writes a class-data-sharing archive (JDK 13+) that cuts each JVM start by ~0.4 s."""
     jars = ensure_jars(version)
     digest = hashlib.sha256(SOURCE.read_bytes() + version.encode() + _javac_version().encode()).hexdigest()[:16]
     out = CACHE_ROOT / "classes" / f"{version}-{digest}"
     if (out / ".ok").exists():
-        return out
+        return out / CLIENT_JAR
     with _locked(CACHE_ROOT / f".compile-{version}.lock"):
         if (out / ".ok").exists():
-            return out
+            return out / CLIENT_JAR
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{version}-"))
-        cmd = ["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(tmp),
+        classes = tmp / "classes"
+        cmd = ["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
                "-cp", os.pathsep.join(map(str, jars)), str(SOURCE)]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             raise RuntimeError(f"javac failed for kafka-clients {version}:\n{proc.stdout}\n{proc.stderr}")
-        services = tmp / "META-INF" / "services"
-        services.mkdir(parents=True)
-        # Route the client's slf4j logging to stderr (SAMSA_JAVA_LOG picks the level).
-        (services / "org.slf4j.spi.SLF4JServiceProvider").write_text(f"{MAIN_CLASS}$StderrLogProvider\n")
-        (tmp / ".ok").write_text(digest)
+        # A jar, not a directory: CDS archives accept only jars on the class path.
+        with zipfile.ZipFile(tmp / CLIENT_JAR, "w", zipfile.ZIP_DEFLATED) as zf:
+            for f in sorted(classes.rglob("*.class")):
+                zf.write(f, f.relative_to(classes).as_posix())
+            # Route the client's slf4j logging to stderr (SAMSA_JAVA_LOG picks the level).
+            zf.writestr("META-INF/services/org.slf4j.spi.SLF4JServiceProvider", f"{MAIN_CLASS}$StderrLogProvider\n")
+        shutil.rmtree(classes)
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)
-    return out
+        _write_cds_archive(version, out)
+        (out / ".ok").write_text(digest)
+    return out / CLIENT_JAR
+
+
+def _write_cds_archive(version: str, out: Path) -> None:
+    """Best effort: a JDK without a base CDS archive simply runs without one."""
+    archive = out / CDS_ARCHIVE
+    cmd = ["java", *JVM_OPTS, f"-XX:ArchiveClassesAtExit={archive}", "-cp", _classpath(version, out / CLIENT_JAR),
+           MAIN_CLASS, "train"]
+    try:
+        subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, "SAMSA_JAVA_LOG": "off"})
+    except subprocess.TimeoutExpired:
+        pass
+    if archive.exists() and archive.stat().st_size == 0:
+        archive.unlink()
+
+
+def _classpath(version: str, client_jar: Path) -> str:
+    return os.pathsep.join([str(client_jar), *map(str, ensure_jars(version))])
 
 
 def classpath(version: str) -> str:
-    return os.pathsep.join([str(compile(version)), *map(str, ensure_jars(version))])
+    return _classpath(version, compile(version))
+
+
+def _cds_opts(version: str) -> list[str]:
+    archive = compile(version).parent / CDS_ARCHIVE
+    # -Xshare:auto (the default) falls back silently if the archive does not match this JVM.
+    return [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"] \
+        if archive.exists() else []
 
 
 def java_command(version: str, bootstrap: str, subcommand: str, *args: str,
                  jvm_args: Sequence[str] = ()) -> list[str]:
-    return ["java", *JVM_OPTS, *jvm_args, "-cp", classpath(version), MAIN_CLASS, subcommand,
+    return ["java", *JVM_OPTS, *_cds_opts(version), *jvm_args, "-cp", classpath(version), MAIN_CLASS, subcommand,
             "--bootstrap", bootstrap, *map(str, args)]
 
 

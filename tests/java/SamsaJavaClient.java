@@ -707,20 +707,53 @@ public class SamsaJavaClient {
         ADMIN.put("admin-delete-groups", SamsaJavaClient::adminDeleteGroups);
     }
 
+    /**
+     * Loads the client classes without a broker (everything points at a closed port and gives up fast), so
+     * that a JVM run with -XX:ArchiveClassesAtExit writes a class-data archive that later runs start from.
+     */
+    static void train(Args a) {
+        a.opts.putIfAbsent("--bootstrap", List.of("127.0.0.1:1"));
+        a.opts.put("--prop", List.of("default.api.timeout.ms=400", "request.timeout.ms=300", "max.block.ms=300",
+                "delivery.timeout.ms=600", "linger.ms=0"));
+        TopicPartition tp = new TopicPartition("train", 0);
+        try (Admin admin = admin(a)) {
+            admin.describeCluster().clusterId().get();
+        } catch (Exception e) { /* expected: nothing listens */ }
+        Properties pp = common(a, "samsa-java-train");
+        pp.put("key.serializer", ByteArraySerializer.class.getName());
+        pp.put("value.serializer", ByteArraySerializer.class.getName());
+        overrides(pp, a);
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp)) {
+            producer.send(new ProducerRecord<>("train", bytes("k"), bytes("v")), (md, ex) -> { }).get();
+        } catch (Exception e) { /* expected */ }
+        Properties cp = consumerProps(a, "samsa-java-train");
+        cp.put("group.id", "train");
+        overrides(cp, a);
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(cp)) {
+            c.assign(List.of(tp));
+            c.seek(tp, 0);
+            c.poll(Duration.ofMillis(200));
+        } catch (Exception e) { /* expected */ }
+        emit(obj("type", "trained"));
+        StringBuilder sb = new StringBuilder();
+        json(sb, obj("a", List.of(1, "x", true), "b", Optional.empty()));
+    }
+
     public static void main(String[] argv) {
         int code = 0;
         try {
             if (argv.length == 0) throw new IllegalArgumentException("usage: SamsaJavaClient <subcommand> --bootstrap HOST:PORT ...");
             String cmd = argv[0];
             Args a = new Args(argv, 1);
-            if (cmd.equals("version")) emit(obj("type", "version", "kafka_clients", AppInfoVersion.get()));
+            if (cmd.equals("train")) train(a);
+            else if (cmd.equals("version")) emit(obj("type", "version", "kafka_clients", AppInfoVersion.get()));
             else if (cmd.equals("produce")) produce(a);
             else if (cmd.equals("consume-assign")) consumeAssign(a);
             else if (cmd.equals("consume-group")) consumeGroup(a);
             else if (ADMIN.containsKey(cmd)) {
                 try (Admin admin = admin(a)) { ADMIN.get(cmd).run(admin, a); }
             } else throw new IllegalArgumentException("unknown subcommand " + cmd + "; known: produce, consume-assign, "
-                    + "consume-group, version, " + String.join(", ", ADMIN.keySet()));
+                    + "consume-group, version, train, " + String.join(", ", ADMIN.keySet()));
             if (reportedError) code = 3;
         } catch (IllegalArgumentException e) {
             System.err.println("usage error: " + e.getMessage());
@@ -732,8 +765,8 @@ public class SamsaJavaClient {
         }
         OUT.flush();
         System.err.flush();
-        // Avoid waiting on non-daemon client threads that a failed close may leave behind.
-        Runtime.getRuntime().halt(code);
+        // exit, not return: do not wait on non-daemon client threads that a failed close may leave behind.
+        System.exit(code);
     }
 
     static final class AppInfoVersion {
