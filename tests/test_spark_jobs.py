@@ -30,7 +30,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 from pyspark.sql import DataFrame, Row, SparkSession  # noqa: E402
 
 from broker.testing import SamsaBroker, free_port  # noqa: E402
-from spark_jobs import backfill, common, streaming_aggregate  # noqa: E402
+from spark_jobs import backfill, common, sample_events, streaming_aggregate  # noqa: E402
 from spark_jobs.common import KAFKA_SOURCE_SCHEMA  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -322,6 +322,29 @@ def test_streaming_query_watermark_parquet_sink_and_restart(spark: SparkSession,
                       agg_row("12:02:00", "view", 1, 0, 0)]
     assert run() == second
     assert run() == second  # nothing new: a restart reads and writes nothing again
+
+
+@requires_java
+def test_sample_events_through_the_aggregation(spark: SparkSession, broker: SamsaBroker):
+    """The compose demo's event generator writes events the pipeline aggregates exactly."""
+    topic = f"sample-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.run([sys.executable, "-m", "spark_jobs.sample_events", "--bootstrap", broker.bootstrap_servers,
+                           "--topic", topic, "--count", "20", "--step-ms", "10000"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_rows(broker.bootstrap_servers, topic)
+    assert len(rows) == 20
+    expected: dict[tuple, list[int]] = {}
+    for i in range(20):
+        _, value, ts_ms = sample_events.make_event(i, BASE_MS, 10000)
+        e = json.loads(value)
+        start = dt.datetime.fromtimestamp(ts_ms // 60000 * 60, UTC).replace(tzinfo=None)
+        expected.setdefault((start, e["action"]), []).append(e["amount_cents"])
+    want = sorted((s, s + dt.timedelta(minutes=1), a, len(c), sum(c), max(c)) for (s, a), c in expected.items())
+    got = as_tuples(streaming_aggregate.aggregate(streaming_aggregate.parse_events(kafka_frame(spark, rows))),
+                    ["window_start", "action"])
+    assert got == want
+    assert {r[0] for r in got} == {ts(f"12:0{m}:00") for m in range(4)}
 
 
 # ---------------------------------------------------------------- backfill
