@@ -332,3 +332,34 @@ def test_leader_epoch_checks(client: RawClient):
                                 last_fetched_epoch=-1, partition_max_bytes=1 << 20)])],
                             forgotten_topics_data=[], rack_id="")
         assert fr.responses[0].partitions[0].error_code == expected
+
+
+def test_every_advertised_produce_fetch_list_offsets_version(client: RawClient):
+    create(client, "allv")
+    meta = client.request(METADATA, 12, topics=None, allow_auto_topic_creation=False)
+    tid = next(t.topic_id for t in meta.topics if t.name == "allv")
+    P = ProduceRequest.TopicProduceData
+    expected_offset = 0
+    lo, hi = SUPPORTED[PRODUCE]
+    for v in range(lo, hi + 1):
+        td = P(name="allv", topic_id=tid, partition_data=[P.PartitionProduceData(index=0, records=bytes(batch(2)))])
+        resp = client.request(PRODUCE, v, transactional_id=None, acks=1, timeout_ms=5000, topic_data=[td])
+        pr = resp.responses[0].partition_responses[0]
+        assert (v, pr.error_code, pr.base_offset) == (v, 0, expected_offset)
+        expected_offset += 2
+    FT = FetchRequest.FetchTopic
+    lo, hi = SUPPORTED[FETCH]
+    for v in range(lo, hi + 1):
+        fr = client.request(FETCH, v, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                            isolation_level=0, session_id=0, session_epoch=-1,
+                            topics=[FT(topic="allv", topic_id=tid, partitions=[FT.FetchPartition(
+                                partition=0, current_leader_epoch=-1, fetch_offset=4, log_start_offset=-1,
+                                partition_max_bytes=1 << 20)])],
+                            forgotten_topics_data=[], rack_id="")
+        part = fr.responses[0].partitions[0]
+        assert (v, part.error_code, part.high_watermark) == (v, 0, expected_offset)
+        assert [h.base_offset for h in batches_in(part.records)] == list(range(4, expected_offset, 2))
+    lo, hi = SUPPORTED[LIST_OFFSETS]
+    for v in range(lo, hi + 1):
+        assert (v, list_offset(client, "allv", -1, version=v).offset) == (v, expected_offset)
+        assert (v, list_offset(client, "allv", -2, version=v).offset) == (v, 0)
