@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import shutil
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -172,20 +173,33 @@ def plan_connector(environ: dict[str, str] | None = None, probe_timeout: float =
     return ConnectorPlan("packages", conf)
 
 
-def check_connector(spark: SparkSession) -> None:
-    """Fail with one sentence unless the connector and its dependencies load in the driver."""
+def _load_class(spark: SparkSession, name: str):  # -> py4j JavaObject (java.lang.Class) or None
+    """The class as Spark loads user classes (spark.jars included), or None when it is missing."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    missing = []
-    for cls, jar in CONNECTOR_CLASSES.items():
-        try:
-            jvm.org.apache.spark.util.Utils.classForName(cls, True, False)
-        except Exception:  # py4j wraps ClassNotFoundException
-            missing.append(jar)
+    try:
+        return jvm.org.apache.spark.util.Utils.classForName(name, True, False)
+    except Exception:  # py4j wraps the ClassNotFoundException / NoClassDefFoundError
+        return None
+
+
+def _kafka_clients_version(spark: SparkSession) -> str | None:
+    cls = _load_class(spark, "org.apache.kafka.common.utils.AppInfoParser")
+    if cls is None:
+        return None
+    gateway = spark.sparkContext._gateway
+    jvm = spark.sparkContext._jvm
+    method = cls.getMethod("getVersion", gateway.new_array(jvm.java.lang.Class, 0))
+    return str(method.invoke(None, gateway.new_array(jvm.java.lang.Object, 0)))
+
+
+def check_connector(spark: SparkSession) -> None:
+    """Fail with one sentence unless the connector and its dependencies load in the driver."""
+    missing = [jar for cls, jar in CONNECTOR_CLASSES.items() if _load_class(spark, cls) is None]
     if missing:
         raise ConnectorUnavailable(f"classes from {', '.join(missing)} are missing from the classpath")
-    version = jvm.org.apache.kafka.common.utils.AppInfoParser.getVersion()
-    if not str(version).startswith("3."):
+    version = _kafka_clients_version(spark)
+    if version is not None and not version.startswith("3."):
         raise ConnectorUnavailable(f"kafka-clients {version} is on the classpath, but Spark "
                                    f"{spark.version}'s connector needs kafka-clients 3.x")
 
@@ -203,6 +217,8 @@ def add_spark_args(parser: argparse.ArgumentParser) -> None:
 
 def spark_session(app_name: str, args: argparse.Namespace) -> SparkSession:
     """A SparkSession with the connector on its classpath, or exit with one sentence."""
+    if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
+        raise SystemExit("Spark needs Java 17 or newer: install a JDK or JRE and put java on PATH (or set JAVA_HOME).")
     plan = plan_connector()
     builder = (SparkSession.builder.appName(app_name).master(args.master)
                .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))

@@ -247,10 +247,44 @@ def test_job_without_connector_exits_with_one_sentence(job: str, tmp_path: Path)
 
 @requires_java
 def test_check_connector_names_the_missing_jars(spark: SparkSession):
+    assert common._load_class(spark, "org.apache.spark.sql.SparkSession") is not None  # the check can succeed
+    assert common._kafka_clients_version(spark) is None
     with pytest.raises(SystemExit) as exc:
         common.check_connector(spark)
     assert ("(classes from spark-sql-kafka-0-10, kafka-clients, commons-pool2 are missing from the classpath)"
             in str(exc.value))
+
+
+@requires_java
+def test_jars_route_puts_the_jars_on_the_driver_classpath(tmp_path: Path):
+    """SAMSA_SPARK_KAFKA_JARS reaches Spark as spark.jars and the driver-side checks see those
+    classes: here kafka-clients 4.3.0 alone (from the Java tests' cache), which the check reports."""
+    from tests.javaclient import ensure_jars
+
+    jar = next(j for j in ensure_jars("4.3.0") if j.name == "kafka-clients-4.3.0.jar")
+    script = "\n".join([
+        "import argparse",
+        "from spark_jobs import common",
+        "check = common.check_connector",
+        "common.check_connector = lambda spark: None  # let the session start, then check here",
+        "args = argparse.Namespace(master='local[1]', shuffle_partitions=1, conf=['spark.ui.enabled=false'])",
+        "spark = common.spark_session('jars-route', args)",
+        "print('version', common._kafka_clients_version(spark))",
+        "print('jars', spark.conf.get('spark.jars'))",
+        "try:",
+        "    check(spark)",
+        "except SystemExit as exc:",
+        "    print('exit', exc)",
+        "spark.stop()",
+    ])
+    env = {**os.environ, common.JARS_ENV: str(jar), "SAMSA_SPARK_LOG_LEVEL": "ERROR"}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = proc.stdout.splitlines()
+    assert lines[:2] == ["version 4.3.0", f"jars {jar}"]
+    assert lines[2].startswith("exit Spark's Kafka connector could not be loaded (classes from "
+                               "spark-sql-kafka-0-10, commons-pool2 are missing from the classpath)")
 
 
 # ---------------------------------------------------------------- streaming pipeline transformations
