@@ -10,17 +10,21 @@ once so the test can follow it while the member runs:
   {"type": "assignment", "member_id": M, "generation": G|null, "partitions": [..]}
                                                        whenever (member id, assignment) changes
   {"type": "record", "partition": P, "offset": O, "value": V}
+                                                       every record belongs to the assignment
+                                                       line before it (reported first after a poll)
+  {"type": "positions", "positions": {"P": O, ..}}     after a "positions" command: next offsets
   {"type": "committed", "offsets": {"P": O, ..}}       after a "commit" command, read back
   {"type": "closed"}                                   after a "close" command (clean leave)
   {"type": "error", "error": ...}
-Commands come one per line on stdin: "commit" (commit what was consumed, synchronously) and
-"close". Processes (not threads) so a member can be SIGKILLed and members do not share a GIL.
+Commands come one per line on stdin: "positions", "commit" (commit what was consumed,
+synchronously) and "close". Processes (not threads) so a member can be SIGKILLed and members do not share a GIL.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import os
 import queue
 import sys
 import threading
@@ -80,21 +84,30 @@ def run_kafka_python(a: argparse.Namespace) -> None:
                       auto_offset_reset="earliest", enable_auto_commit=False,
                       session_timeout_ms=a.session_timeout_ms, heartbeat_interval_ms=a.heartbeat_interval_ms,
                       max_poll_interval_ms=a.max_poll_interval_ms, **kwargs)
+    # kafka-python 3.0.12 quirk: when a leader's rejoin was caused by new topic metadata and a
+    # poll() times out between its assignment and the SyncGroup answer, the finished join is
+    # never applied (need_rejoin() is already False) and the member stops heartbeating. Having
+    # the topic's metadata before the first join avoids that rejoin.
+    c.partitions_for_topic(a.topic)
     c.subscribe([a.topic])
     emit(type="ready")
     cmds = stdin_commands()
     rep = Reporter()
     while True:
-        for tp, recs in c.poll(timeout_ms=int(POLL_S * 1000)).items():
+        polled = c.poll(timeout_ms=200)
+        gm = c.group_metadata()  # reported before the records: a rebalance happens inside poll()
+        rep.report(gm.member_id, gm.generation_id, [tp.partition for tp in c.assignment()])
+        for tp, recs in polled.items():
             for r in recs:
                 emit(type="record", partition=r.partition, offset=r.offset, value=r.value.decode())
-        gm = c.group_metadata()
-        rep.report(gm.member_id, gm.generation_id, [tp.partition for tp in c.assignment()])
         try:
             cmd = cmds.get_nowait()
         except queue.Empty:
             continue
-        if cmd == "commit":
+        if cmd == "positions":
+            emit(type="positions", positions={str(tp.partition): c.position(tp, timeout_ms=5000)
+                                              for tp in sorted(c.assignment())})
+        elif cmd == "commit":
             c.commit()
             emit(type="committed", offsets={str(tp.partition): c.committed(tp) for tp in sorted(c.assignment())})
         elif cmd == "close":
@@ -124,17 +137,19 @@ def run_confluent(a: argparse.Namespace) -> None:
     rep = Reporter()
     while True:
         m = c.poll(POLL_S)
+        rep.report(c.memberid() or None, None, [tp.partition for tp in c.assignment()])
         if m is not None:
             if m.error():
                 emit(type="error", error=str(m.error()))
             else:
                 emit(type="record", partition=m.partition(), offset=m.offset(), value=m.value().decode())
-        rep.report(c.memberid() or None, None, [tp.partition for tp in c.assignment()])
         try:
             cmd = cmds.get_nowait()
         except queue.Empty:
             continue
-        if cmd == "commit":
+        if cmd == "positions":
+            emit(type="positions", positions={str(tp.partition): tp.offset for tp in c.position(c.assignment())})
+        elif cmd == "commit":
             try:
                 c.commit(asynchronous=False)
             except KafkaException as e:  # nothing consumed since the last commit
@@ -171,16 +186,21 @@ async def run_aiokafka(a: argparse.Namespace) -> None:
     cmds = stdin_commands()
     rep = Reporter()
     while True:
-        for tp, recs in (await c.getmany(timeout_ms=int(POLL_S * 1000))).items():
+        polled = await c.getmany(timeout_ms=int(POLL_S * 1000))
+        coord = c._coordinator  # aiokafka has no public accessor for the member id / generation
+        # no await between getmany() and here: the assignment cannot change in between
+        rep.report(coord.member_id or None, coord.generation, [tp.partition for tp in c.assignment()])
+        for tp, recs in polled.items():
             for r in recs:
                 emit(type="record", partition=r.partition, offset=r.offset, value=r.value.decode())
-        coord = c._coordinator  # aiokafka has no public accessor for the member id / generation
-        rep.report(coord.member_id or None, coord.generation, [tp.partition for tp in c.assignment()])
         try:
             cmd = cmds.get_nowait()
         except queue.Empty:
             continue
-        if cmd == "commit":
+        if cmd == "positions":
+            emit(type="positions", positions={str(tp.partition): await c.position(tp)
+                                              for tp in sorted(c.assignment())})
+        elif cmd == "commit":
             await c.commit()
             emit(type="committed", offsets={str(tp.partition): await c.committed(tp)
                                             for tp in sorted(c.assignment())})
@@ -203,6 +223,10 @@ def main() -> None:
     p.add_argument("--heartbeat-interval-ms", type=int, default=300)
     p.add_argument("--max-poll-interval-ms", type=int, default=30000)
     a = p.parse_args()
+    if os.environ.get("GROUP_MEMBER_LOG"):  # client logs to stderr, e.g. GROUP_MEMBER_LOG=DEBUG
+        import logging
+        logging.basicConfig(stream=sys.stderr, level=os.environ["GROUP_MEMBER_LOG"],
+                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         if a.client == "kafka-python":
             run_kafka_python(a)

@@ -181,8 +181,14 @@ class Member:
             return None
         return found[-1]["member_id"], tuple(found[-1]["partitions"])
 
-    def received(self) -> set[tuple[int, int]]:
-        return {(r["partition"], r["offset"]) for r in self.of_type("record")}
+    def received(self, since_assignment: bool = False) -> set[tuple[int, int]]:
+        """(partition, offset) of every record, or only of those read under the latest assignment."""
+        with self._cond:
+            lines = list(self.lines)
+        if since_assignment:
+            starts = [i for i, ln in enumerate(lines) if ln["type"] == "assignment"]
+            lines = lines[starts[-1]:] if starts else []
+        return {(r["partition"], r["offset"]) for r in lines if r["type"] == "record"}
 
     def command(self, cmd: str) -> int:
         """Send a command; returns the line index to wait after."""
@@ -196,6 +202,10 @@ class Member:
     def commit(self, timeout: float = 20.0) -> dict[int, int]:
         line = self.wait_for("committed", timeout, after=self.command("commit"))
         return {int(p): o for p, o in line["offsets"].items()}
+
+    def positions(self, timeout: float = 20.0) -> dict[int, int]:
+        line = self.wait_for("positions", timeout, after=self.command("positions"))
+        return {int(p): o for p, o in line["positions"].items()}
 
     def close(self, timeout: float = 20.0) -> None:
         self.wait_for("closed", timeout, after=self.command("close"))

@@ -77,9 +77,21 @@ def start(started: list[Member], *args: Any, **kwargs: Any) -> Member:
     return m
 
 
-def all_partitions_read(m: Member, parts: tuple[int, ...], per_partition: int = PER_PARTITION) -> bool:
-    got = m.received()
+def all_partitions_read(m: Member, parts: tuple[int, ...], per_partition: int = PER_PARTITION,
+                        since_assignment: bool = False) -> bool:
+    got = m.received(since_assignment)
     return all((p, o) in got for p in parts for o in range(per_partition))
+
+
+def wait_read(m: Member, parts: tuple[int, ...], per_partition: int = PER_PARTITION,
+              since_assignment: bool = False, timeout: float = 20) -> None:
+    """Wait until ``m`` has read offsets 0..per_partition-1 of ``parts``."""
+    try:
+        wait_until(f"{m.client} member to read {parts}",
+                   lambda: all_partitions_read(m, parts, per_partition, since_assignment), timeout)
+    except AssertionError as e:
+        summary = [ln if ln["type"] != "record" else (ln["partition"], ln["offset"]) for ln in m.lines]
+        raise AssertionError(f"{e}\nmember lines: {summary}") from None
 
 
 def by_member_id(view_parts: dict[str, tuple[int, ...]]) -> list[tuple[int, ...]]:
@@ -105,7 +117,7 @@ def test_three_members_share_six_partitions_then_two_take_over(
     elif assignor == "roundrobin":
         assert by_member_id(view.partitions()) == [(0, 3), (1, 4), (2, 5)]
     for m in trio:  # each member reads its partitions from the start (nothing committed)
-        wait_until(f"{client} member to read {owned[m]}", lambda m=m: all_partitions_read(m, owned[m]), 20)
+        wait_read(m, owned[m])
 
     leaver, *stay = trio
     before = {m: owned[m] for m in stay}
@@ -126,5 +138,78 @@ def test_three_members_share_six_partitions_then_two_take_over(
             for line in m.of_type("assignment")[marks[m]:]:
                 assert set(before[m]) <= set(line["partitions"]), m.of_type("assignment")
     for m in stay:
-        wait_until(f"{client} survivor to read {owned2[m]}", lambda m=m: all_partitions_read(m, owned2[m]), 20)
+        wait_read(m, owned2[m])
     assert all(not m.errors() for m in trio)
+
+
+# --------------------------------------------------------------------------- SIGKILL: session expiry
+KILL_SESSION_MS = 2000
+HEARTBEAT_S = 0.3  # tests/group_member.py's heartbeat interval
+
+
+@pytest.mark.parametrize("client", PY_CLIENTS)
+def test_sigkilled_member_partitions_move_after_the_session_timeout(
+        gbroker: SamsaBroker, members: list[Member], client: str) -> None:
+    bs = gbroker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, PER_PARTITION)
+    keep, victim = (start(members, client, bs, group, topic, assignor="range", session_timeout_ms=KILL_SESSION_MS)
+                    for _ in range(2))
+    view, owned = converge(bs, group, [keep, victim], PARTITIONS)
+    victim_id = victim.assignment()[0]
+
+    victim.kill()
+    killed_at = time.monotonic()
+    # Kafka does not act on the dropped connection: the member stays until its session expires
+    # (its last heartbeat was at most one interval before the kill).
+    time.sleep(KILL_SESSION_MS / 1000 - HEARTBEAT_S - 0.7)
+    assert describe(bs, group).partitions() == view.partitions()
+
+    view2, owned2 = converge(bs, group, [keep], PARTITIONS, timeout=15)
+    elapsed = time.monotonic() - killed_at
+    assert KILL_SESSION_MS / 1000 - HEARTBEAT_S - 0.2 <= elapsed <= KILL_SESSION_MS / 1000 + 2.5, elapsed
+    assert owned2[keep] == tuple(range(PARTITIONS)) and victim_id not in view2.members
+    wait_read(keep, owned[victim])
+    assert not keep.errors()
+
+
+# --------------------------------------------------------------------------- resume after a broker restart
+FIRST = 5  # records per partition before the restart; as many again after it
+
+RESUME_CASES = [("kafka-python", "SIGTERM"), ("kafka-python", "SIGKILL"), ("confluent", "SIGTERM"),
+                ("aiokafka", "SIGTERM")]
+
+
+@pytest.mark.parametrize("client,how", RESUME_CASES, ids=[f"{c}-{h}" for c, h in RESUME_CASES])
+def test_member_resumes_from_committed_offsets_after_broker_restart(
+        own_broker: SamsaBroker, members: list[Member], client: str, how: str) -> None:
+    bs = own_broker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, FIRST)
+    pair = [start(members, client, bs, group, topic, assignor="range") for _ in range(2)]
+    _, owned = converge(bs, group, pair, PARTITIONS)
+    for m in pair:
+        # caught up: after an eager rebalance some clients re-read, others keep their positions
+        wait_until(f"{client} member to reach offset {FIRST}", lambda m=m: m.positions() == {
+            p: FIRST for p in owned[m]}, 20, interval=0.1)
+        assert m.commit() == {p: FIRST for p in owned[m]}
+    want = {(topic, p): FIRST for p in range(PARTITIONS)}
+    assert {k: v[0] for k, v in committed(bs, group).items()} == want
+    for m in pair:
+        m.close()
+    assert describe(bs, group).state == "Empty"
+
+    own_broker.restart(getattr(__import__("signal"), how))
+    after = committed(bs, group)
+    assert {k: v[0] for k, v in after.items()} == want and all(v[2] == 0 for v in after.values())
+    view = describe(bs, group)
+    assert (view.state, view.protocol_type, view.members) == ("Empty", "consumer", {})
+
+    produce(bs, topic, PARTITIONS, FIRST)  # offsets FIRST..2*FIRST-1
+    solo = start(members, client, bs, group, topic, assignor="range")
+    converge(bs, group, [solo], PARTITIONS)
+    expected = {(p, o) for p in range(PARTITIONS) for o in range(FIRST, 2 * FIRST)}
+    wait_until("the restarted member to read the new records", lambda: expected <= solo.received(), 20)
+    time.sleep(0.5)  # anything re-delivered would arrive first, but give stragglers a chance
+    assert solo.received() == expected  # nothing skipped, nothing before the commit re-delivered
+    assert len(solo.of_type("record")) == len(expected)
