@@ -60,6 +60,7 @@ __all__ = [
     "GroupCoordinator", "GroupCoordinatorConfig", "GroupState", "Step", "ClassicGroup", "Member",
     "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "LeaveGroupMember", "OffsetCommit",
     "OffsetFetch", "OffsetFetchGroup", "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups",
+    "TxnOffsetCommit", "TxnOffsetCommitResult", "TxnRecords",
     "JoinGroupResult", "JoinGroupMember", "SyncGroupResult", "HeartbeatResult", "LeaveGroupResult",
     "LeaveMemberResult", "OffsetCommitResult", "OffsetFetchResult", "OffsetFetchGroupResult",
     "OffsetDeleteResult", "DescribeGroupsResult", "DescribedGroup", "DescribedMember",
@@ -153,16 +154,28 @@ class GroupCoordinatorConfig:
         return self.offsets_retention_minutes * 60 * 1000
 
 
+@dataclass(frozen=True, slots=True)
+class TxnRecords:
+    """Records that must be appended as one transactional batch of this producer (TxnOffsetCommit):
+    they count only once the producer's COMMIT marker follows them in the partition."""
+    producer_id: int
+    producer_epoch: int
+    records: tuple[Record, ...]
+
+
 @dataclass(slots=True)
 class Step:
-    """What one call produced: records to append to this ``__consumer_offsets`` partition first,
-    then results to send, each matched to the waiting request by its token."""
+    """What one call produced: records to append to this ``__consumer_offsets`` partition first
+    (plain ``records``, then each transactional batch of ``txn_records``), then results to send,
+    each matched to the waiting request by its token."""
     completions: list[tuple[Any, Any]] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
+    txn_records: list[TxnRecords] = field(default_factory=list)
 
     def extend(self, other: Step) -> None:
         self.completions.extend(other.completions)
         self.records.extend(other.records)
+        self.txn_records.extend(other.txn_records)
 
 
 # =========================================================================== requests
@@ -231,6 +244,21 @@ class OffsetCommit(_Request):
     member_id: str = UNKNOWN_MEMBER_ID
     group_instance_id: str | None = None
     retention_time_ms: int = DEFAULT_RETENTION_TIME
+
+
+@dataclass(kw_only=True, slots=True)
+class TxnOffsetCommit(_Request):
+    """TxnOffsetCommit: offsets that take effect when the producer's transaction commits. The
+    caller has already checked that the group's partition is in the producer's transaction
+    (KIP-890 verification), so the producer id/epoch here are current."""
+    group_id: str | None
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: list[OffsetCommitTopic]
+    generation_id: int = NO_GENERATION
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -329,6 +357,11 @@ class LeaveGroupResult:
 
 @dataclass(slots=True)
 class OffsetCommitResult:
+    topics: list[TopicPartitionErrors]
+
+
+@dataclass(slots=True)
+class TxnOffsetCommitResult:
     topics: list[TopicPartitionErrors]
 
 
@@ -783,11 +816,19 @@ class GroupCoordinator:
             heapq.heappop(self._heap)
         return None
 
-    def replay(self, key: bytes, value: bytes | None) -> None:
+    def replay(self, key: bytes, value: bytes | None, producer_id: int | None = None) -> None:
         """Apply one record of this partition's log (start-up). Groups come back as Kafka loads
-        them: Stable with their members if the last metadata had members, else Empty."""
+        them: Stable with their members if the last metadata had members, else Empty.
+        ``producer_id`` is set for records of a transactional batch: their offsets stay pending
+        until ``replay_marker`` sees that producer's COMMIT."""
         k = decode_key(key)
-        if isinstance(k, OffsetCommitKey):
+        if isinstance(k, OffsetCommitKey) and producer_id is not None and producer_id >= 0:
+            if value is not None:
+                if k.group not in self._groups:
+                    self._groups[k.group] = ClassicGroup(k.group, GroupState.EMPTY, None)
+                self.offsets.put_pending(k.group, producer_id, k.topic, k.partition,
+                                         OffsetAndMetadata.from_value(decode_offset_commit_value(value)))
+        elif isinstance(k, OffsetCommitKey):
             if value is None:
                 self.offsets.remove(k.group, k.topic, k.partition)
             else:
@@ -801,6 +842,19 @@ class GroupCoordinator:
             else:
                 self._drop_group(k.group)
                 self._groups[k.group] = self._group_from_record(k.group, decode_group_metadata_value(value))
+
+    def replay_marker(self, producer_id: int, commit: bool) -> None:
+        """A COMMIT/ABORT control batch of this partition's log (start-up)."""
+        self.offsets.complete_transaction(producer_id, commit)
+
+    def complete_transaction(self, producer_id: int, commit: bool, now_ms: int) -> Step:
+        """The producer's COMMIT/ABORT marker was just written to this partition (Kafka's
+        scheduleHandleTxnCompletion): its pending offsets become visible or are discarded."""
+        step = Step()
+        if not (self._unloaded or self.loading):
+            self._advance(now_ms, step)
+        self.offsets.complete_transaction(producer_id, commit)
+        return step
 
     def load_complete(self, now_ms: int) -> Step:
         """End of loading: start member session timers and the offset-expiry timer; rebalance groups
@@ -935,6 +989,8 @@ class GroupCoordinator:
             return LeaveGroupResult(err)
         if isinstance(request, OffsetCommit):
             return OffsetCommitResult(errors_for_all(request.topics, err))
+        if isinstance(request, TxnOffsetCommit):
+            return TxnOffsetCommitResult(errors_for_all(request.topics, err))
         if isinstance(request, OffsetFetch):
             return OffsetFetchResult([OffsetFetchGroupResult(g.group_id, err) for g in request.groups])
         if isinstance(request, OffsetDelete):
@@ -1504,6 +1560,37 @@ class GroupCoordinator:
         step.records.extend(records)
         answer(results)
 
+    # ================================================================== TxnOffsetCommit
+
+    def _handle_txn_offset_commit(self, req: TxnOffsetCommit, step: Step) -> None:
+        """Kafka's handleTxnCommitOffsets: members are validated when they identify themselves
+        (generation, member id or instance id, v3+); anyone may commit for an Empty or unknown
+        group (which is created); the offsets stay pending until the transaction ends."""
+        def answer(topics: list[TopicPartitionErrors]) -> None:
+            step.completions.append((req.token, TxnOffsetCommitResult(topics)))
+
+        if not req.group_id:
+            return answer(errors_for_all(req.topics, INVALID_GROUP_ID))
+        if not self._owns(req.group_id):
+            return answer(errors_for_all(req.topics, NOT_COORDINATOR))
+        group = self._groups.get(req.group_id)
+        if group is None:
+            group = ClassicGroup(req.group_id, GroupState.EMPTY, self._now)
+            self._groups[req.group_id] = group
+        if group.state == GroupState.DEAD:
+            return answer(errors_for_all(req.topics, COORDINATOR_NOT_AVAILABLE))
+        if req.generation_id >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
+            err = group.validate_member(req.member_id, req.group_instance_id)
+            if err == NONE and req.generation_id != group.generation_id:
+                err = ILLEGAL_GENERATION
+            if err != NONE:
+                return answer(errors_for_all(req.topics, err))
+        results, records = self.offsets.txn_commit(req.group_id, req.producer_id, req.topics, self._now_ms(),
+                                                   metadata_max_bytes=self.config.offset_metadata_max_bytes)
+        if records:
+            step.txn_records.append(TxnRecords(req.producer_id, req.producer_epoch, tuple(records)))
+        answer(results)
+
     # ================================================================== OffsetFetch
 
     def _handle_offset_fetch(self, req: OffsetFetch, step: Step) -> None:
@@ -1519,7 +1606,8 @@ class GroupCoordinator:
                 # Kafka answers offsets regardless of membership (assign() users commit too); an
                 # unknown group has no offsets: -1 per requested partition, nothing for "all".
                 out.append(OffsetFetchGroupResult(g.group_id, NONE,
-                                                  self.offsets.fetch(g.group_id, g.topics, exists)))
+                                                  self.offsets.fetch(g.group_id, g.topics, exists,
+                                                                     req.require_stable)))
         step.completions.append((req.token, OffsetFetchResult(out)))
 
     # ================================================================== OffsetDelete
@@ -1623,7 +1711,7 @@ class GroupCoordinator:
                 step.records.extend(records)
             else:
                 all_expired = True
-            if all_expired and group.state == GroupState.EMPTY:
+            if all_expired and group.state == GroupState.EMPTY and not self.offsets.has_pending(gid):
                 step.records.append(group_metadata_record(gid, None))
                 group.transition_to(GroupState.DEAD, now)
                 self._drop_group(gid)
@@ -1635,6 +1723,7 @@ class GroupCoordinator:
         Heartbeat: _handle_heartbeat,
         LeaveGroup: _handle_leave,
         OffsetCommit: _handle_offset_commit,
+        TxnOffsetCommit: _handle_txn_offset_commit,
         OffsetFetch: _handle_offset_fetch,
         OffsetDelete: _handle_offset_delete,
         DescribeGroups: _handle_describe,

@@ -1,12 +1,19 @@
 """Committed offsets of the groups on one ``__consumer_offsets`` partition (Kafka's OffsetMetadataManager).
 
-This module knows storage and the per-partition semantics of OffsetCommit, OffsetFetch,
-OffsetDelete and offset expiry; whether a request may touch a group at all (generation, member,
+This module knows storage and the per-partition semantics of OffsetCommit, TxnOffsetCommit,
+OffsetFetch, OffsetDelete and offset expiry; whether a request may touch a group at all (generation, member,
 group state) is membership logic and lives in :mod:`coordinator.group`. Every mutation returns the
 ``(key, value)`` records that make it durable, so replaying those records rebuilds the same store.
+
+Transactional offsets (TxnOffsetCommit) stay pending per (group, producer id) until the producer's
+COMMIT marker reaches this partition (``complete_transaction``) and are dropped on ABORT. As in
+Kafka, a pending offset only replaces the committed one if its record came later in the log, so
+every offset remembers its position in the log order (``_order``, a counter that advances with
+each record this store produces or replays).
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -119,6 +126,11 @@ class OffsetStore:
 
     def __init__(self) -> None:
         self._offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        # log order of each committed offset's record, and transactional offsets not yet committed:
+        # group -> producer id -> (topic, partition) -> (offset, log order)
+        self._order: dict[str, dict[tuple[str, int], int]] = {}
+        self._pending_txn: dict[str, dict[int, dict[tuple[str, int], tuple[OffsetAndMetadata, int]]]] = {}
+        self._seq = itertools.count()
 
     # ----------------------------------------------------------------- plain access
 
@@ -135,17 +147,104 @@ class OffsetStore:
     def group_ids(self) -> list[str]:
         return list(self._offsets)
 
-    def put(self, group_id: str, topic: str, partition: int, oam: OffsetAndMetadata) -> None:
+    def put(self, group_id: str, topic: str, partition: int, oam: OffsetAndMetadata,
+            order: int | None = None) -> None:
+        """Store a committed offset; ``order`` is its record's log position (default: a new
+        record, after every other)."""
         self._offsets.setdefault(group_id, {})[(topic, partition)] = oam
+        self._order.setdefault(group_id, {})[(topic, partition)] = next(self._seq) if order is None else order
 
     def remove(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
         offsets = self._offsets.get(group_id)
         if offsets is None:
             return None
         removed = offsets.pop((topic, partition), None)
+        self._order.get(group_id, {}).pop((topic, partition), None)
         if not offsets:
             del self._offsets[group_id]
+            self._order.pop(group_id, None)
         return removed
+
+    # ----------------------------------------------------------------- transactional offsets
+
+    def put_pending(self, group_id: str, producer_id: int, topic: str, partition: int,
+                    oam: OffsetAndMetadata) -> None:
+        """A transactional offset record (written by TxnOffsetCommit, or replayed)."""
+        self._pending_txn.setdefault(group_id, {}).setdefault(producer_id, {})[(topic, partition)] = \
+            (oam, next(self._seq))
+
+    def has_pending(self, group_id: str) -> bool:
+        return bool(self._pending_txn.get(group_id))
+
+    def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
+        return any((topic, partition) in offs for offs in self._pending_txn.get(group_id, {}).values())
+
+    def pending_producers(self, group_id: str) -> list[int]:
+        return list(self._pending_txn.get(group_id, {}))
+
+    def pending_offsets(self, group_id: str, producer_id: int) -> dict[tuple[str, int], OffsetAndMetadata]:
+        return {tp: oam for tp, (oam, _) in self._pending_txn.get(group_id, {}).get(producer_id, {}).items()}
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> list[str]:
+        """The producer's COMMIT/ABORT marker reached this partition: its pending offsets become
+        committed (unless a later record already committed that partition) or are dropped.
+        Returns the groups that had pending offsets from it."""
+        touched = []
+        for group_id in list(self._pending_txn):
+            by_producer = self._pending_txn[group_id]
+            pending = by_producer.pop(producer_id, None)
+            if pending is None:
+                continue
+            touched.append(group_id)
+            if not by_producer:
+                del self._pending_txn[group_id]
+            if not commit:
+                continue
+            order = self._order.get(group_id, {})
+            for (topic, partition), (oam, seq) in pending.items():
+                current = order.get((topic, partition))
+                if current is None or current < seq:
+                    self.put(group_id, topic, partition, oam, seq)
+        return touched
+
+    def txn_commit(self, group_id: str, producer_id: int, topics: list[OffsetCommitTopic], now_ms: int,
+                   metadata_max_bytes: int = 4096) -> tuple[list[TopicPartitionErrors], list[Record]]:
+        """Store an already-validated TxnOffsetCommit as pending offsets of ``producer_id``; the
+        records go in a transactional batch of that producer (the caller's business)."""
+        results: list[TopicPartitionErrors] = []
+        records: list[Record] = []
+        for topic in topics:
+            tres = TopicPartitionErrors(topic.name)
+            results.append(tres)
+            for p in topic.partitions:
+                metadata = p.committed_metadata
+                if metadata is not None and utf16_length(metadata) > metadata_max_bytes:
+                    tres.partitions.append(PartitionError(p.partition_index,
+                                                          Errors.OffsetMetadataTooLargeError.errno))
+                    continue
+                oam = OffsetAndMetadata(
+                    committed_offset=p.committed_offset,
+                    leader_epoch=None if p.committed_leader_epoch < 0 else p.committed_leader_epoch,
+                    metadata=metadata if metadata is not None else "",
+                    commit_timestamp_ms=now_ms)
+                self.put_pending(group_id, producer_id, topic.name, p.partition_index, oam)
+                records.append(offset_commit_record(group_id, topic.name, p.partition_index, oam.to_value()))
+                tres.partitions.append(PartitionError(p.partition_index, NO_ERROR))
+        return results, records
+
+    def _drop_pending(self, group_id: str, tps: Iterable[tuple[str, int]]) -> None:
+        """Kafka's removeOffsets also forgets pending transactional offsets of those partitions."""
+        by_producer = self._pending_txn.get(group_id)
+        if not by_producer:
+            return
+        tps = set(tps)
+        for pid in list(by_producer):
+            for tp in tps:
+                by_producer[pid].pop(tp, None)
+            if not by_producer[pid]:
+                del by_producer[pid]
+        if not by_producer:
+            del self._pending_txn[group_id]
 
     # ----------------------------------------------------------------- OffsetCommit
 
@@ -183,19 +282,28 @@ class OffsetStore:
     # ----------------------------------------------------------------- OffsetFetch
 
     def fetch(self, group_id: str, topics: list[TopicPartitions] | None,
-              group_exists: bool = True) -> list[OffsetFetchTopic]:
+              group_exists: bool = True, require_stable: bool = False) -> list[OffsetFetchTopic]:
         """Offsets for the named partitions (-1, epoch -1, metadata "" where none is committed,
-        as Kafka answers), or every committed offset of the group when ``topics`` is None."""
+        as Kafka answers), or every committed offset of the group when ``topics`` is None. With
+        ``require_stable`` a partition with a pending transactional offset answers
+        UNSTABLE_OFFSET_COMMIT (the client retries until the transaction completes)."""
         offsets = self._offsets.get(group_id, {}) if group_exists else {}
+        unstable = require_stable and group_exists and self.has_pending(group_id)
+
+        def fetched(topic: str, partition: int) -> OffsetFetchPartition:
+            if unstable and self.is_pending(group_id, topic, partition):
+                return OffsetFetchPartition(partition, INVALID_OFFSET, NO_LEADER_EPOCH, "",
+                                            Errors.UnstableOffsetCommitError.errno)
+            return self._fetched(partition, offsets.get((topic, partition)))
+
         if topics is None:
             by_topic: dict[str, list[OffsetFetchPartition]] = {}
-            for (topic, partition), oam in sorted(offsets.items()):
-                by_topic.setdefault(topic, []).append(self._fetched(partition, oam))
+            for (topic, partition) in sorted(offsets):
+                by_topic.setdefault(topic, []).append(fetched(topic, partition))
             return [OffsetFetchTopic(name, parts) for name, parts in by_topic.items()]
         out = []
         for t in topics:
-            out.append(OffsetFetchTopic(t.name, [self._fetched(p, offsets.get((t.name, p)))
-                                                 for p in t.partitions]))
+            out.append(OffsetFetchTopic(t.name, [fetched(t.name, p) for p in t.partitions]))
         return out
 
     @staticmethod
@@ -225,13 +333,17 @@ class OffsetStore:
                 continue
             for p in t.partitions:
                 tres.partitions.append(PartitionError(p, NO_ERROR))
+                self._drop_pending(group_id, [(t.name, p)])
                 if self.remove(group_id, t.name, p) is not None:
                     records.append(offset_commit_record(group_id, t.name, p, None))
         return results, records
 
     def delete_all(self, group_id: str) -> list[Record]:
-        """Tombstones for every offset of the group (DeleteGroups), removing them."""
+        """Tombstones for every offset of the group (DeleteGroups), removing them (and any
+        pending transactional offsets)."""
         offsets = self._offsets.pop(group_id, {})
+        self._order.pop(group_id, None)
+        self._pending_txn.pop(group_id, None)
         return [offset_commit_record(group_id, topic, partition, None) for (topic, partition) in offsets]
 
     # ----------------------------------------------------------------- expiry

@@ -1,0 +1,693 @@
+"""Kafka's transaction coordinator as a pure state machine (no sockets, no clock, no I/O).
+
+One :class:`TransactionCoordinator` owns the transactional ids hashed onto one
+``__transaction_state`` partition (``abs(javaStringHashCode(id)) % partitions``). The shell feeds
+it requests (dataclasses below) with the current time and gets a :class:`Step`: records to append
+to that partition, ``(token, result)`` completions to send once the records are durable, and
+:class:`MarkerJob` s: COMMIT/ABORT control batches to write to every partition of a transaction.
+When the shell has written a job's markers it calls :meth:`markers_written`, which moves the
+transaction from PrepareCommit/PrepareAbort to CompleteCommit/CompleteAbort (one more record).
+``tick`` aborts transactions that outlive their ``transaction.timeout.ms`` and expires idle
+transactional ids; ``next_deadline`` says when. ``replay`` rebuilds state from the log and
+``load_complete`` re-issues the markers of transactions caught between PREPARE and COMPLETE.
+
+The rules are Kafka's TransactionCoordinator/TransactionMetadata (transaction protocol v1, the
+one clients use unless the ``transaction.version`` feature is finalized), including its error
+codes; API-version mappings (PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH for old clients) are
+the API layer's business. Deviations, for determinism and because markers are written locally:
+a timed-out transaction is aborted at ``start + timeout + 1`` exactly (Kafka scans every 10 s),
+and state transitions are applied when their record is produced (the shell appends it before
+anything else can observe the coordinator), so Kafka's separate "pending state" only exists for
+the epoch fence, which is immediately followed by PrepareAbort in the same step.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import kafka.errors as Errors
+
+from coordinator.hashing import partition_for_group
+from coordinator.transaction_records import (
+    TransactionLogValue,
+    decode_key,
+    decode_value,
+    group_partitions,
+    transaction_record,
+)
+
+__all__ = [
+    "TransactionCoordinator", "TxnCoordinatorConfig", "TxnState", "TxnMetadata", "Step", "MarkerJob",
+    "InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "DescribeTransactions",
+    "ListTransactions", "InitProducerIdResult", "AddPartitionsResult", "EndTxnResult",
+    "DescribedTransaction", "DescribeTransactionsResult", "ListedTransaction", "ListTransactionsResult",
+    "OFFSETS_TOPIC",
+]
+
+Record = tuple[bytes, "bytes | None"]
+TopicPartition = tuple[str, int]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+MAX_EPOCH = 32767
+
+NONE = 0
+INVALID_REQUEST = Errors.InvalidRequestError.errno
+NOT_COORDINATOR = Errors.NotCoordinatorError.errno
+COORDINATOR_LOAD_IN_PROGRESS = Errors.CoordinatorLoadInProgressError.errno
+INVALID_PRODUCER_ID_MAPPING = Errors.InvalidProducerIdMappingError.errno
+INVALID_TXN_STATE = Errors.InvalidTxnStateError.errno
+INVALID_TRANSACTION_TIMEOUT = Errors.InvalidTransactionTimeoutError.errno
+CONCURRENT_TRANSACTIONS = Errors.ConcurrentTransactionsError.errno
+PRODUCER_FENCED = Errors.ProducerFencedError.errno
+TRANSACTIONAL_ID_NOT_FOUND = Errors.TransactionalIdNotFoundError.errno
+
+
+class TxnState(Enum):
+    """Kafka's TransactionState: (id written in the log, name shown by Describe/ListTransactions)."""
+    EMPTY = (0, "Empty")
+    ONGOING = (1, "Ongoing")
+    PREPARE_COMMIT = (2, "PrepareCommit")
+    PREPARE_ABORT = (3, "PrepareAbort")
+    COMPLETE_COMMIT = (4, "CompleteCommit")
+    COMPLETE_ABORT = (5, "CompleteAbort")
+    DEAD = (6, "Dead")
+    PREPARE_EPOCH_FENCE = (7, "PrepareEpochFence")
+
+    @property
+    def id(self) -> int:
+        return self.value[0]
+
+    @property
+    def display(self) -> str:
+        return self.value[1]
+
+    @classmethod
+    def from_id(cls, state_id: int) -> TxnState:
+        for s in cls:
+            if s.id == state_id:
+                return s
+        raise ValueError(f"unknown transaction state id {state_id}")
+
+    @classmethod
+    def from_name(cls, name: str) -> TxnState | None:
+        for s in cls:
+            if s.display == name:
+                return s
+        return None
+
+
+_EXPIRATION_ALLOWED = {TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}
+_VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
+    TxnState.EMPTY: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
+    TxnState.ONGOING: frozenset({TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
+                                 TxnState.COMPLETE_ABORT}),
+    TxnState.PREPARE_COMMIT: frozenset({TxnState.ONGOING}),
+    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE}),
+    TxnState.COMPLETE_COMMIT: frozenset({TxnState.PREPARE_COMMIT}),
+    TxnState.COMPLETE_ABORT: frozenset({TxnState.PREPARE_ABORT}),
+    TxnState.DEAD: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
+    TxnState.PREPARE_EPOCH_FENCE: frozenset({TxnState.ONGOING}),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TxnCoordinatorConfig:
+    """Broker settings that drive the coordinator, with Kafka's defaults."""
+    transaction_max_timeout_ms: int = 900000
+    transactional_id_expiration_ms: int = 604800000
+    transaction_state_log_num_partitions: int = 50
+    remove_expired_transaction_cleanup_interval_ms: int = 3600000
+
+    _KAFKA_NAMES = {
+        "transaction.max.timeout.ms": "transaction_max_timeout_ms",
+        "transactional.id.expiration.ms": "transactional_id_expiration_ms",
+        "transaction.state.log.num.partitions": "transaction_state_log_num_partitions",
+        "transaction.remove.expired.transaction.cleanup.interval.ms":
+            "remove_expired_transaction_cleanup_interval_ms",
+    }
+
+    @classmethod
+    def from_properties(cls, props: dict[str, Any]) -> TxnCoordinatorConfig:
+        """Build from Kafka-named broker properties (unknown names are ignored)."""
+        return cls(**{attr: int(props[name]) for name, attr in cls._KAFKA_NAMES.items()
+                      if props.get(name) is not None})
+
+
+# =========================================================================== requests
+
+@dataclass(kw_only=True, slots=True)
+class _Request:
+    token: Any = None
+    api_version: int = 0
+
+
+@dataclass(kw_only=True, slots=True)
+class InitProducerId(_Request):
+    """InitProducerId with a transactional id (null ids are the idempotent path, not ours).
+    ``producer_id``/``producer_epoch`` are the v3+ fields (-1 when not resuming)."""
+    transactional_id: str
+    transaction_timeout_ms: int
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(kw_only=True, slots=True)
+class AddPartitionsToTxn(_Request):
+    """One transaction of an AddPartitionsToTxn request; ``verify_only`` is the v4+ check that
+    the partitions are already part of the transaction (nothing is added)."""
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    partitions: list[TopicPartition]
+    verify_only: bool = False
+
+
+@dataclass(kw_only=True, slots=True)
+class AddOffsetsToTxn(_Request):
+    """AddOffsetsToTxn: adds the group's ``__consumer_offsets`` partition (computed by the caller,
+    which knows that topic's partition count) to the transaction."""
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+    offsets_partition: int
+
+
+@dataclass(kw_only=True, slots=True)
+class EndTxn(_Request):
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+
+@dataclass(kw_only=True, slots=True)
+class DescribeTransactions(_Request):
+    transactional_ids: list[str]
+
+
+@dataclass(kw_only=True, slots=True)
+class ListTransactions(_Request):
+    state_filters: list[str] = field(default_factory=list)
+    producer_id_filters: list[int] = field(default_factory=list)
+    duration_filter_ms: int = -1
+    transactional_id_pattern: str | None = None
+
+
+# =========================================================================== results
+
+@dataclass(slots=True)
+class InitProducerIdResult:
+    error_code: int
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(slots=True)
+class AddPartitionsResult:
+    """One error for every partition (the add is all or nothing), except for ``verify_only``,
+    where ``partition_errors`` says per partition whether it is in the transaction."""
+    error_code: int
+    partition_errors: dict[TopicPartition, int] = field(default_factory=dict)
+
+    def error_for(self, tp: TopicPartition) -> int:
+        return self.partition_errors.get(tp, self.error_code)
+
+
+@dataclass(slots=True)
+class EndTxnResult:
+    error_code: int
+
+
+@dataclass(slots=True)
+class DescribedTransaction:
+    transactional_id: str
+    error_code: int = NONE
+    # error rows carry Kafka's message defaults (zeros, empty state)
+    state: str = ""
+    timeout_ms: int = 0
+    start_time_ms: int = 0
+    producer_id: int = 0
+    producer_epoch: int = 0
+    topics: list[tuple[str, list[int]]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DescribeTransactionsResult:
+    transactions: list[DescribedTransaction]
+
+
+@dataclass(slots=True)
+class ListedTransaction:
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+@dataclass(slots=True)
+class ListTransactionsResult:
+    error_code: int
+    unknown_state_filters: list[str] = field(default_factory=list)
+    transactions: list[ListedTransaction] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerJob:
+    """Write a COMMIT (``commit``) or ABORT marker for this producer id/epoch to each partition,
+    then report back with :meth:`TransactionCoordinator.markers_written`."""
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(slots=True)
+class Step:
+    """What one call produced: records to append to this ``__transaction_state`` partition first,
+    then completions to release, then marker jobs to carry out."""
+    completions: list[tuple[Any, Any]] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
+    markers: list[MarkerJob] = field(default_factory=list)
+
+    def extend(self, other: Step) -> None:
+        self.completions.extend(other.completions)
+        self.records.extend(other.records)
+        self.markers.extend(other.markers)
+
+
+# =========================================================================== metadata
+
+@dataclass(slots=True)
+class TxnMetadata:
+    """One transactional id's state (Kafka's TransactionMetadata)."""
+    transactional_id: str
+    producer_id: int
+    last_producer_id: int
+    producer_epoch: int
+    last_producer_epoch: int
+    timeout_ms: int
+    state: TxnState
+    partitions: set[TopicPartition] = field(default_factory=set)
+    start_ms: int = -1
+    last_update_ms: int = -1
+
+    def log_value(self) -> TransactionLogValue:
+        return TransactionLogValue(
+            producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+            transaction_timeout_ms=self.timeout_ms, transaction_status=self.state.id,
+            transaction_partitions=None if self.state == TxnState.EMPTY else group_partitions(self.partitions),
+            transaction_last_update_timestamp_ms=self.last_update_ms,
+            transaction_start_timestamp_ms=self.start_ms)
+
+    @property
+    def epoch_exhausted(self) -> bool:
+        return self.producer_epoch >= MAX_EPOCH - 1
+
+
+def _is_epoch_exhausted(epoch: int) -> bool:
+    return epoch >= MAX_EPOCH - 1
+
+
+# =========================================================================== coordinator
+
+class TransactionCoordinator:
+    """The transaction coordinator for the transactional ids of one ``__transaction_state`` partition.
+
+    ``allocate_producer_id`` hands out producer ids (the broker's allocator; tests inject a
+    counter). ``partition`` (optional) enables NOT_COORDINATOR for ids that hash elsewhere. Create
+    with ``loading=True`` to answer COORDINATOR_LOAD_IN_PROGRESS while ``replay`` runs, then call
+    ``load_complete``.
+    """
+
+    def __init__(self, config: TxnCoordinatorConfig | None = None, partition: int | None = None, *,
+                 allocate_producer_id: Callable[[], int], loading: bool = False,
+                 coordinator_epoch: int = 0) -> None:
+        self.config = config or TxnCoordinatorConfig()
+        self.partition = partition
+        self.loading = loading
+        self.coordinator_epoch = coordinator_epoch
+        self._allocate = allocate_producer_id
+        self._txns: dict[str, TxnMetadata] = {}
+        self._now: int | None = None
+        self._next_expiry_check: int | None = None
+
+    # ------------------------------------------------------------------ public API
+
+    def handle(self, request: Any, now_ms: int) -> Step:
+        """Process one request at ``now_ms`` (due timers fire first)."""
+        handler = self._HANDLERS.get(type(request))
+        if handler is None:
+            raise TypeError(f"unsupported request {type(request).__name__}")
+        step = Step()
+        if self.loading:
+            step.completions.append((request.token, self._unavailable(request)))
+            return step
+        self._advance(now_ms, step)
+        handler(self, request, step)
+        return step
+
+    def tick(self, now_ms: int) -> Step:
+        """Abort timed-out transactions and expire idle transactional ids due by ``now_ms``."""
+        step = Step()
+        if not self.loading:
+            self._advance(now_ms, step)
+        return step
+
+    def next_deadline(self) -> int | None:
+        """When ``tick`` has work next (absolute ms), or None."""
+        if self.loading or self._now is None:
+            return None
+        deadlines = [self._timeout_deadline(md) for md in self._txns.values() if md.state == TxnState.ONGOING]
+        if self._next_expiry_check is not None:
+            deadlines.append(self._next_expiry_check)
+        return min(deadlines, default=None)
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Apply one record of this partition's log (start-up)."""
+        tid = decode_key(key)
+        if value is None:
+            self._txns.pop(tid, None)
+            return
+        v = decode_value(value)
+        state = TxnState.from_id(v.transaction_status)
+        self._txns[tid] = TxnMetadata(
+            transactional_id=tid, producer_id=v.producer_id, last_producer_id=v.previous_producer_id,
+            producer_epoch=v.producer_epoch, last_producer_epoch=NO_PRODUCER_EPOCH,
+            timeout_ms=v.transaction_timeout_ms, state=state,
+            partitions=set() if state == TxnState.EMPTY else v.partitions,
+            start_ms=v.transaction_start_timestamp_ms, last_update_ms=v.transaction_last_update_timestamp_ms)
+
+    def load_complete(self, now_ms: int) -> Step:
+        """End of loading: transactions caught between PREPARE and COMPLETE get their markers
+        (again: markers are idempotent); Ongoing ones wait for their timeout."""
+        self.loading = False
+        step = Step()
+        self._advance(now_ms, step)
+        for md in self._txns.values():
+            if md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+                step.markers.append(self._marker_job(md))
+        return step
+
+    def markers_written(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                        now_ms: int) -> Step:
+        """Every marker of the transaction is written: PrepareX -> CompleteX. A stale report (the
+        transaction moved on meanwhile) changes nothing."""
+        step = Step()
+        md = self._txns.get(transactional_id)
+        want = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        if md is None or md.state != want or md.producer_id != producer_id or md.producer_epoch != producer_epoch:
+            return step
+        self._now = max(self._now or now_ms, now_ms)
+        self._transition(md, TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT, step,
+                         partitions=set(), last_update_ms=self._now)
+        return step
+
+    def metadata(self, transactional_id: str) -> TxnMetadata | None:
+        """The live metadata (read-only by convention), for the shell's introspection and tests."""
+        return self._txns.get(transactional_id)
+
+    def transactional_ids(self) -> list[str]:
+        return list(self._txns)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _owns(self, transactional_id: str) -> bool:
+        return self.partition is None or partition_for_group(
+            transactional_id, self.config.transaction_state_log_num_partitions) == self.partition
+
+    @staticmethod
+    def _timeout_deadline(md: TxnMetadata) -> int:
+        # Kafka aborts when start + timeout < now
+        return md.start_ms + md.timeout_ms + 1
+
+    def _advance(self, now_ms: int, step: Step) -> None:
+        if self._now is None:
+            self._now = now_ms
+            self._next_expiry_check = now_ms + self.config.remove_expired_transaction_cleanup_interval_ms
+        self._now = max(self._now, now_ms)
+        now = self._now
+        for md in list(self._txns.values()):
+            if md.state == TxnState.ONGOING and self._timeout_deadline(md) <= now:
+                self._abort_timed_out(md, step)
+        if self._next_expiry_check is not None and self._next_expiry_check <= now:
+            self._expire_transactional_ids(step)
+            self._next_expiry_check = now + self.config.remove_expired_transaction_cleanup_interval_ms
+
+    def _transition(self, md: TxnMetadata, state: TxnState, step: Step, **changes: Any) -> None:
+        """Apply a state change and log it (Kafka's prepareTransitionTo + completeTransitionTo)."""
+        if md.state not in _VALID_PREVIOUS[state]:
+            raise AssertionError(f"transactional id {md.transactional_id}: invalid transition "
+                                 f"{md.state.display} -> {state.display}")
+        previous_pid = md.producer_id
+        for name, value in changes.items():
+            setattr(md, name, value)
+        md.last_producer_id = previous_pid
+        md.state = state
+        step.records.append(transaction_record(md.transactional_id, md.log_value()))
+
+    def _marker_job(self, md: TxnMetadata) -> MarkerJob:
+        return MarkerJob(md.transactional_id, md.producer_id, md.producer_epoch,
+                         md.state == TxnState.PREPARE_COMMIT, self.coordinator_epoch, tuple(sorted(md.partitions)))
+
+    def _unavailable(self, request: Any) -> Any:
+        err = COORDINATOR_LOAD_IN_PROGRESS
+        if isinstance(request, InitProducerId):
+            return InitProducerIdResult(err)
+        if isinstance(request, (AddPartitionsToTxn, AddOffsetsToTxn)):
+            return AddPartitionsResult(err)
+        if isinstance(request, EndTxn):
+            return EndTxnResult(err)
+        if isinstance(request, DescribeTransactions):
+            return DescribeTransactionsResult([DescribedTransaction(t, err) for t in request.transactional_ids])
+        if isinstance(request, ListTransactions):
+            return ListTransactionsResult(err)
+        raise TypeError(type(request).__name__)
+
+    # ================================================================== InitProducerId
+
+    def _handle_init(self, req: InitProducerId, step: Step) -> None:
+        def answer(result: InitProducerIdResult) -> None:
+            step.completions.append((req.token, result))
+
+        tid = req.transactional_id
+        if not tid:
+            return answer(InitProducerIdResult(INVALID_REQUEST))
+        if not self._owns(tid):
+            return answer(InitProducerIdResult(NOT_COORDINATOR))
+        if not 0 < req.transaction_timeout_ms <= self.config.transaction_max_timeout_ms:
+            return answer(InitProducerIdResult(INVALID_TRANSACTION_TIMEOUT))
+        # KafkaApis: both or neither of producer id and epoch
+        if (req.producer_id == NO_PRODUCER_ID) != (req.producer_epoch == NO_PRODUCER_EPOCH):
+            return answer(InitProducerIdResult(INVALID_REQUEST))
+        expected = None if req.producer_id == NO_PRODUCER_ID else (req.producer_id, req.producer_epoch)
+        now = self._now
+        assert now is not None
+        md = self._txns.get(tid)
+        if md is None:
+            md = TxnMetadata(tid, self._allocate(), NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_PRODUCER_EPOCH,
+                             req.transaction_timeout_ms, TxnState.EMPTY, set(), -1, now)
+            self._txns[tid] = md
+
+        def valid_producer_id(pid: int, epoch: int) -> bool:
+            return (md.producer_epoch == NO_PRODUCER_EPOCH or pid == md.producer_id
+                    or (pid == md.last_producer_id and _is_epoch_exhausted(epoch)))
+
+        if expected is not None and not valid_producer_id(*expected):
+            return answer(InitProducerIdResult(PRODUCER_FENCED))
+        if md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            return answer(InitProducerIdResult(CONCURRENT_TRANSACTIONS))
+        if md.state == TxnState.ONGOING:
+            # Fence the current producer and abort its transaction; the client retries (and gets
+            # the epoch bumped once more) when the abort is complete.
+            self._fence_and_abort(md, step)
+            return answer(InitProducerIdResult(CONCURRENT_TRANSACTIONS))
+        # Empty, CompleteCommit, CompleteAbort
+        if md.epoch_exhausted and (expected is None or expected[1] == md.producer_epoch):
+            new_pid = self._allocate()
+            self._transition(md, TxnState.EMPTY, step, producer_id=new_pid, producer_epoch=0,
+                             last_producer_epoch=md.producer_epoch if expected is not None else NO_PRODUCER_EPOCH,
+                             timeout_ms=req.transaction_timeout_ms, partitions=set(), start_ms=-1,
+                             last_update_ms=now)
+            return answer(InitProducerIdResult(NONE, md.producer_id, md.producer_epoch))
+        bumped = md.producer_epoch + 1
+        if expected is None:
+            epoch, last_epoch = bumped, NO_PRODUCER_EPOCH
+        elif md.producer_epoch == NO_PRODUCER_EPOCH or expected[1] == md.producer_epoch:
+            epoch, last_epoch = bumped, md.producer_epoch
+        elif expected[1] == md.last_producer_epoch:
+            epoch, last_epoch = md.producer_epoch, md.last_producer_epoch     # retry of a bump we made
+        else:
+            return answer(InitProducerIdResult(PRODUCER_FENCED))
+        self._transition(md, TxnState.EMPTY, step, producer_epoch=epoch, last_producer_epoch=last_epoch,
+                         timeout_ms=req.transaction_timeout_ms, partitions=set(), start_ms=-1,
+                         last_update_ms=now)
+        answer(InitProducerIdResult(NONE, md.producer_id, md.producer_epoch))
+
+    def _fence_and_abort(self, md: TxnMetadata, step: Step) -> None:
+        """Kafka's prepareFenceProducerEpoch followed by an internal EndTxn(abort) at the bumped
+        epoch: older epochs are fenced everywhere the ABORT marker lands."""
+        epoch = md.producer_epoch if md.producer_epoch == MAX_EPOCH else md.producer_epoch + 1
+        md.state = TxnState.PREPARE_EPOCH_FENCE          # transient, never logged
+        self._transition(md, TxnState.PREPARE_ABORT, step, producer_epoch=epoch,
+                         last_producer_epoch=NO_PRODUCER_EPOCH, last_update_ms=self._now)
+        step.markers.append(self._marker_job(md))
+
+    def _abort_timed_out(self, md: TxnMetadata, step: Step) -> None:
+        self._fence_and_abort(md, step)
+
+    # ================================================================== AddPartitionsToTxn
+
+    def _check_producer(self, tid: str, producer_id: int, producer_epoch: int) -> tuple[int, TxnMetadata | None]:
+        if not tid:
+            return INVALID_REQUEST, None
+        if not self._owns(tid):
+            return NOT_COORDINATOR, None
+        md = self._txns.get(tid)
+        if md is None or md.producer_id != producer_id:
+            return INVALID_PRODUCER_ID_MAPPING, None
+        if md.producer_epoch != producer_epoch:
+            return PRODUCER_FENCED, None
+        return NONE, md
+
+    def _add_partitions(self, tid: str, producer_id: int, producer_epoch: int,
+                        partitions: list[TopicPartition], step: Step) -> int:
+        err, md = self._check_producer(tid, producer_id, producer_epoch)
+        if md is None:
+            return err
+        if md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            return CONCURRENT_TRANSACTIONS
+        wanted = set(partitions)
+        if md.state == TxnState.ONGOING and wanted <= md.partitions:
+            return NONE                                   # nothing new: no record
+        start = self._now if md.state != TxnState.ONGOING else md.start_ms
+        self._transition(md, TxnState.ONGOING, step, partitions=md.partitions | wanted, start_ms=start,
+                         last_update_ms=self._now)
+        return NONE
+
+    def _handle_add_partitions(self, req: AddPartitionsToTxn, step: Step) -> None:
+        if req.verify_only:
+            return self._handle_verify(req, step)
+        err = self._add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                   req.partitions, step)
+        step.completions.append((req.token, AddPartitionsResult(err)))
+
+    def _handle_verify(self, req: AddPartitionsToTxn, step: Step) -> None:
+        """KIP-890 verification: is each partition part of the ongoing transaction?"""
+        err, md = self._check_producer(req.transactional_id, req.producer_id, req.producer_epoch)
+        if md is not None and md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            err, md = CONCURRENT_TRANSACTIONS, None
+        if md is None:
+            step.completions.append((req.token, AddPartitionsResult(err)))
+            return
+        ongoing = md.state == TxnState.ONGOING
+        errors = {tp: NONE if ongoing and tp in md.partitions else INVALID_TXN_STATE for tp in req.partitions}
+        step.completions.append((req.token, AddPartitionsResult(NONE, errors)))
+
+    def _handle_add_offsets(self, req: AddOffsetsToTxn, step: Step) -> None:
+        err = self._add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                   [(OFFSETS_TOPIC, req.offsets_partition)], step)
+        step.completions.append((req.token, AddPartitionsResult(err)))
+
+    # ================================================================== EndTxn
+
+    def _handle_end_txn(self, req: EndTxn, step: Step) -> None:
+        def answer(code: int) -> None:
+            step.completions.append((req.token, EndTxnResult(code)))
+
+        err, md = self._check_producer(req.transactional_id, req.producer_id, req.producer_epoch)
+        if md is None:
+            return answer(err)
+        commit = req.committed
+        state = md.state
+        if state == TxnState.ONGOING:
+            self._transition(md, TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, step,
+                             last_update_ms=self._now)
+            step.markers.append(self._marker_job(md))
+            return answer(NONE)
+        if state == TxnState.COMPLETE_COMMIT:
+            return answer(NONE if commit else INVALID_TXN_STATE)       # a retry of a finished commit
+        if state == TxnState.COMPLETE_ABORT:
+            return answer(NONE if not commit else INVALID_TXN_STATE)
+        if state == TxnState.PREPARE_COMMIT:
+            return answer(CONCURRENT_TRANSACTIONS if commit else INVALID_TXN_STATE)
+        if state == TxnState.PREPARE_ABORT:
+            return answer(CONCURRENT_TRANSACTIONS if not commit else INVALID_TXN_STATE)
+        answer(INVALID_TXN_STATE)                                      # Empty: nothing to end
+
+    # ================================================================== Describe / List
+
+    def _handle_describe(self, req: DescribeTransactions, step: Step) -> None:
+        out = []
+        for tid in req.transactional_ids:
+            if not tid:
+                out.append(DescribedTransaction(tid or "", INVALID_REQUEST))
+                continue
+            if not self._owns(tid):
+                out.append(DescribedTransaction(tid, NOT_COORDINATOR))
+                continue
+            md = self._txns.get(tid)
+            if md is None or md.state == TxnState.DEAD:
+                out.append(DescribedTransaction(tid, TRANSACTIONAL_ID_NOT_FOUND))
+                continue
+            out.append(DescribedTransaction(
+                tid, NONE, md.state.display, md.timeout_ms, md.start_ms, md.producer_id, md.producer_epoch,
+                [(t, list(ps)) for t, ps in group_partitions(md.partitions)]))
+        step.completions.append((req.token, DescribeTransactionsResult(out)))
+
+    def _handle_list(self, req: ListTransactions, step: Step) -> None:
+        unknown = []
+        states: set[TxnState] = set()
+        for name in req.state_filters:
+            s = TxnState.from_name(name)
+            if s is None:
+                unknown.append(name)
+            else:
+                states.add(s)
+        pids = set(req.producer_id_filters)
+        pattern = re.compile(req.transactional_id_pattern) if req.transactional_id_pattern else None
+        now = self._now
+        assert now is not None
+        listed = []
+        for tid, md in self._txns.items():
+            if md.state == TxnState.DEAD:
+                continue
+            if pids and md.producer_id not in pids:
+                continue
+            if req.state_filters and md.state not in states:
+                continue
+            if req.duration_filter_ms >= 0 and now - md.start_ms <= req.duration_filter_ms:
+                continue
+            if pattern is not None and not pattern.fullmatch(tid):
+                continue
+            listed.append(ListedTransaction(tid, md.producer_id, md.state.display))
+        step.completions.append((req.token, ListTransactionsResult(NONE, unknown, listed)))
+
+    # ================================================================== expiry
+
+    def _expire_transactional_ids(self, step: Step) -> None:
+        """Kafka's removeExpiredTransactionalIds: ids idle (Empty/Complete*) for
+        transactional.id.expiration.ms are tombstoned and forgotten."""
+        now = self._now
+        assert now is not None
+        for tid, md in list(self._txns.items()):
+            if md.state in _EXPIRATION_ALLOWED and \
+                    md.last_update_ms + self.config.transactional_id_expiration_ms <= now:
+                md.state = TxnState.DEAD
+                del self._txns[tid]
+                step.records.append(transaction_record(tid, None))
+
+    _HANDLERS: dict[type, Callable[[TransactionCoordinator, Any, Step], None]] = {
+        InitProducerId: _handle_init,
+        AddPartitionsToTxn: _handle_add_partitions,
+        AddOffsetsToTxn: _handle_add_offsets,
+        EndTxn: _handle_end_txn,
+        DescribeTransactions: _handle_describe,
+        ListTransactions: _handle_list,
+    }
