@@ -11,6 +11,7 @@ import trio
 from .config import BrokerConfig
 from .group_shell import GroupShell
 from .log.manager import LogManager
+from .txn_shell import TxnShell
 
 PRODUCER_ID_BLOCK = 1000
 
@@ -65,6 +66,7 @@ class Broker:
         self.stopping = trio.Event()
         self.producer_ids: ProducerIdAllocator | None = None
         self.groups = GroupShell(self)
+        self.txns = TxnShell(self)
 
     @property
     def cluster_id(self) -> str:
@@ -74,11 +76,13 @@ class Broker:
         self.logs.load()
         self.producer_ids = ProducerIdAllocator(self.logs.log_dir)
         self.groups.load()
+        self.txns.load()      # after the groups: finishing a transaction may settle their offsets
 
     async def run_services(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
-        """Background work that lives as long as the broker: group coordinator timers."""
+        """Background work that lives as long as the broker: group and transaction coordinator timers."""
         async with trio.open_nursery() as nursery:
             await nursery.start(self.groups.run_timers)
+            await nursery.start(self.txns.run_timers)
             task_status.started()
 
     def now_ms(self) -> int:

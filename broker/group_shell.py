@@ -18,6 +18,8 @@ from coordinator.group import GroupCoordinator, GroupCoordinatorConfig, Step
 from coordinator.hashing import partition_for_group
 from protocol import records as rb
 
+from .log.partition import CONTROL_COMMIT, control_marker
+
 if TYPE_CHECKING:
     from .broker import Broker
 
@@ -58,13 +60,15 @@ class GroupShell:
             coord = GroupCoordinator(self.coordinator_config, part.index, loading=True)
             for seg in part.segments:
                 for h in seg.iter_headers():
-                    if h.is_control:
-                        continue
                     data = seg.read(h.position, h.size)
                     h.position = 0
+                    if h.is_control:      # a transaction's COMMIT/ABORT: its pending offsets settle
+                        coord.replay_marker(h.producer_id, control_marker(data, h) == CONTROL_COMMIT)
+                        continue
+                    txn_producer = h.producer_id if h.is_transactional else None
                     for r in rb.iter_records(data, h):
                         if r.key is not None:
-                            coord.replay(r.key, r.value)
+                            coord.replay(r.key, r.value, producer_id=txn_producer)
             self.coordinators[part.index] = coord
             self._apply(part.index, coord.load_complete(now))
         log.info("group coordinators loaded", partitions=len(topic.partitions))
@@ -111,10 +115,20 @@ class GroupShell:
         p, _ = self.coordinator_for(group_id or "")
         return await self.call(p, request)
 
+    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A COMMIT/ABORT marker was written to this partition (by the transaction shell)."""
+        coord = self.coordinators.get(partition)
+        if coord is not None:
+            self._apply(partition, coord.complete_transaction(producer_id, commit, self.broker.now_ms()))
+
     def _apply(self, partition: int, step: Step) -> None:
-        if step.records:
+        if step.records or step.txn_records:
             part = self.broker.logs.partition(OFFSETS_TOPIC, partition)
-            part.append_internal(step.records, self.broker.now_ms())
+            if step.records:
+                part.append_internal(step.records, self.broker.now_ms())
+            for batch in step.txn_records:     # TxnOffsetCommit: a transactional batch of the producer
+                part.append_internal(list(batch.records), self.broker.now_ms(), producer_id=batch.producer_id,
+                                     producer_epoch=batch.producer_epoch, transactional=True)
         for token, result in step.completions:
             pending = self._pending.get(token)
             if pending is not None:

@@ -36,6 +36,13 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.AlterConfigs: (0, 2),
     ApiKey.IncrementalAlterConfigs: (0, 1),
     ApiKey.DescribeCluster: (0, 2),
+    ApiKey.AddPartitionsToTxn: (0, 5),
+    ApiKey.AddOffsetsToTxn: (0, 4),
+    ApiKey.EndTxn: (0, 4),
+    ApiKey.TxnOffsetCommit: (0, 4),
+    ApiKey.DescribeTransactions: (0, 0),
+    ApiKey.ListTransactions: (0, 2),
+    ApiKey.DescribeProducers: (0, 0),
 }
 
 

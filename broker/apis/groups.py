@@ -1,8 +1,8 @@
 """Classic consumer-group APIs: FindCoordinator v0-v6, JoinGroup v0-v9, SyncGroup v0-v5,
 Heartbeat v0-v4, LeaveGroup v0-v5, DescribeGroups v0-v6, ListGroups v0-v5, DeleteGroups v0-v2.
 
-Quirks: FindCoordinator v4+ batches keys; transaction coordinators (key type 1) answer
-COORDINATOR_NOT_AVAILABLE until transactions exist. JoinGroup v0 has no rebalance timeout
+Quirks: FindCoordinator v4+ batches keys; key type 1 locates the transaction coordinator
+(the ``__transaction_state`` partition of the id, created on first use). JoinGroup v0 has no rebalance timeout
 (the session timeout is used); LeaveGroup v0-v2 name one member and return one error.
 DescribeGroups reports authorized operations as "not requested" (-2147483648) because
 kafka-python rejects any other bitmask for classic groups. Results come from the pure
@@ -38,7 +38,8 @@ async def find_coordinator(ctx: RequestContext, req: Any) -> Any:
             ctx.broker.groups.coordinator_for(key or "")
             return ErrorCode.NONE, None
         if key_type == TRANSACTION_KEY:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "Transactions are not supported yet"
+            ctx.broker.txns.coordinator_for(key or "")
+            return ErrorCode.NONE, None
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
 
     if ctx.api_version >= 4:
