@@ -465,6 +465,11 @@ def test_operator_apis(broker: SamsaBroker) -> None:
         assert end_txn(c, tid, pid, epoch, True) == 0
         listed = c.request(LIST_TXNS, 0, state_filters=[], producer_id_filters=[pid])
         assert [t.transaction_state for t in listed.transaction_states] == ["CompleteCommit"]
+        listed = c.request(LIST_TXNS, 2, state_filters=[], producer_id_filters=[], duration_filter=-1,
+                           transactional_id_pattern=tid[:4] + ".*")
+        assert [t.transactional_id for t in listed.transaction_states if t.transactional_id == tid] == [tid]
+        assert c.request(LIST_TXNS, 2, state_filters=[], producer_id_filters=[], duration_filter=-1,
+                         transactional_id_pattern="(").error_code == 128     # INVALID_REGULAR_EXPRESSION
 
 
 # =========================================================================== Java client
@@ -487,3 +492,49 @@ def test_java_transactional_producer(broker: SamsaBroker, version: str) -> None:
     assert last(lines, "summary")["positions"] == {str(p): 20 + 1 + 10 + 1 for p in range(PARTITIONS)}
     assert sorted(v for _, _, v in read_all(bs, topic, "read_committed", expect=60)) == \
         sorted(b"v-%d" % i for i in range(60))
+
+
+# =========================================================================== kafka-python and aiokafka
+
+def test_kafka_python_and_aiokafka_transactional_producers(broker: SamsaBroker) -> None:
+    import asyncio
+
+    import aiokafka
+    from kafka import KafkaProducer
+
+    bs = broker.bootstrap_servers
+    kp_topic, aio_topic = name("kp"), name("aio")
+    p = KafkaProducer(bootstrap_servers=bs, transactional_id=name("kp-tx"))
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        for i in range(6):
+            p.send(kp_topic, b"c%d" % i, partition=i % PARTITIONS)
+        p.commit_transaction()
+        p.begin_transaction()
+        for i in range(6):
+            p.send(kp_topic, b"a%d" % i, partition=i % PARTITIONS)
+        p.flush()
+        p.abort_transaction()
+    finally:
+        p.close()
+
+    async def aio() -> None:
+        pr = aiokafka.AIOKafkaProducer(bootstrap_servers=bs, transactional_id=name("aio-tx"))
+        await pr.start()
+        try:
+            async with pr.transaction():
+                for i in range(6):
+                    await pr.send(aio_topic, b"c%d" % i, partition=i % PARTITIONS)
+            with pytest.raises(RuntimeError):
+                async with pr.transaction():
+                    for i in range(6):
+                        await pr.send_and_wait(aio_topic, b"a%d" % i, partition=i % PARTITIONS)
+                    raise RuntimeError("abort")
+        finally:
+            await pr.stop()
+
+    asyncio.run(aio())
+    for topic in (kp_topic, aio_topic):
+        assert sorted(v for _, _, v in read_all(bs, topic, "read_committed", expect=6)) == [b"c%d" % i for i in range(6)]
+        assert len(read_all(bs, topic, "read_uncommitted", expect=12)) == 12

@@ -16,6 +16,7 @@ WriteTxnMarkers is not offered either: this node writes its own markers.
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -205,22 +206,27 @@ async def describe_transactions(ctx: RequestContext, req: Any) -> Any:
 
 # ---------------------------------------------------------------------------- ListTransactions
 
+INVALID_REGULAR_EXPRESSION = 128     # Kafka's Errors.INVALID_REGULAR_EXPRESSION (not in kafka-python)
+
+
 @handles(66)
 async def list_transactions(ctx: RequestContext, req: Any) -> Any:
     shell = ctx.broker.txns
     unknown: list[str] = list(dict.fromkeys(s for s in (req.state_filters or []) if tx.TxnState.from_name(s) is None))
+    pattern = (getattr(req, "transactional_id_pattern", None) if ctx.api_version >= 2 else None) or None
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error:
+            return ctx.response(throttle_time_ms=0, error_code=INVALID_REGULAR_EXPRESSION,
+                                unknown_state_filters=[], transaction_states=[])
     listed: list[tx.ListedTransaction] = []
     error = ErrorCode.NONE
-    pattern = getattr(req, "transactional_id_pattern", None) if ctx.api_version >= 2 else None
     for p in sorted(shell.coordinators):
-        try:
-            r: tx.ListTransactionsResult = await shell.call(p, tx.ListTransactions(
-                state_filters=list(req.state_filters or []), producer_id_filters=list(req.producer_id_filters or []),
-                duration_filter_ms=getattr(req, "duration_filter", -1) if ctx.api_version >= 1 else -1,
-                transactional_id_pattern=pattern or None))
-        except Exception:     # an invalid regular expression
-            return ctx.response(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
-                                unknown_state_filters=[], transaction_states=[])
+        r: tx.ListTransactionsResult = await shell.call(p, tx.ListTransactions(
+            state_filters=list(req.state_filters or []), producer_id_filters=list(req.producer_id_filters or []),
+            duration_filter_ms=getattr(req, "duration_filter", -1) if ctx.api_version >= 1 else -1,
+            transactional_id_pattern=pattern))
         error = error or r.error_code
         listed.extend(r.transactions)
     resp = ctx.response(throttle_time_ms=0, error_code=error, unknown_state_filters=unknown, transaction_states=[])
