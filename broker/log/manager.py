@@ -2,7 +2,15 @@
 
 Topic names, ids, partition counts and config overrides live in one metadata file,
 replaced atomically, so topic ids stay stable across restarts. A ``.kafka_cleanshutdown``
-marker (Kafka's name) lets start-up skip CRC-checking the active segments.
+marker (Kafka's name) lets start-up trust the persisted indexes and producer snapshots and
+skip CRC-checking the active segments.
+
+Samsa-specific properties (not Kafka's, documented in the README):
+- ``samsa.fsync.on.acks.all`` (default false): fsync the written partitions before answering an
+  acks=all produce request (group commit: concurrent requests share one fsync, done in a
+  worker thread so other connections are not blocked).
+- ``samsa.log.max.open.segment.files`` (default: a quarter of the open-file soft limit, at
+  most 8192): how many segment files stay open at once (an LRU; others reopen on use).
 """
 from __future__ import annotations
 
@@ -11,14 +19,16 @@ import os
 import re
 import secrets
 import shutil
+import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import structlog
 
 from ..config import TOPIC_CONFIGS, BrokerConfig, parse_value
-from .partition import Partition
+from .fds import FdCache
+from .partition import LogCorrupt, Partition
 
 log = structlog.get_logger("samsa.log")
 
@@ -62,6 +72,16 @@ class LogManager:
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.cluster_id = ""
         self.node_id = int(config["node.id"])
+        self.clock: Callable[[], int] = lambda: int(time.time() * 1000)
+        max_open = setting(config, "samsa.log.max.open.segment.files", "int", None)
+        self.fds = FdCache(max_open)
+        self.fsync_on_acks_all = bool(setting(config, "samsa.fsync.on.acks.all", "boolean", False))
+
+    def now_ms(self) -> int:
+        return self.clock()
+
+    def all_partitions(self) -> list[Partition]:
+        return [p for t in list(self.topics.values()) for p in t.partitions]
 
     # -- start-up ------------------------------------------------------------------------
     def load(self) -> None:
@@ -76,13 +96,20 @@ class LogManager:
                 meta = json.load(f)
         except FileNotFoundError:
             meta = {"topics": []}
+        started = time.monotonic()
         for t in meta["topics"]:
             topic = Topic(t["name"], uuid.UUID(t["id"]), dict(t.get("configs", {})))
             self._register(topic)
             for p in range(t["partitions"]):
-                topic.partitions.append(self._open_partition(topic, p, clean))
+                try:
+                    topic.partitions.append(self._open_partition(topic, p, clean))
+                except LogCorrupt as exc:
+                    log.error("refusing to start: partition log is inconsistent", error=str(exc))
+                    raise SystemExit(f"refusing to start: {exc}") from None
         if clean:
             os.unlink(marker)
+        log.info("logs loaded", partitions=sum(len(t.partitions) for t in self.topics.values()),
+                 clean_shutdown=clean, seconds=round(time.monotonic() - started, 3))
 
     def _load_meta_properties(self) -> None:
         path = os.path.join(self.log_dir, "meta.properties")
@@ -95,14 +122,28 @@ class LogManager:
                         props[k] = v
         wanted_cluster = self.config.get("cluster.id")
         if props:
-            if int(props.get("node.id", self.node_id)) != self.node_id:
-                raise SystemExit(f"meta.properties in {self.log_dir} has node.id={props.get('node.id')}, "
-                                 f"but this broker is configured with node.id={self.node_id}")
-            if wanted_cluster and props.get("cluster.id") != wanted_cluster:
-                raise SystemExit(f"meta.properties in {self.log_dir} has cluster.id={props.get('cluster.id')}, "
-                                 f"but cluster.id={wanted_cluster} was configured")
+            problem = None
+            if not props.get("cluster.id"):
+                problem = f"meta.properties in {self.log_dir} has no cluster.id"
+            elif not props.get("node.id", str(self.node_id)).strip().lstrip("-").isdigit():
+                problem = f"meta.properties in {self.log_dir} has a malformed node.id={props.get('node.id')}"
+            elif int(props.get("node.id", self.node_id)) != self.node_id:
+                problem = (f"meta.properties in {self.log_dir} has node.id={props.get('node.id')}, "
+                           f"but this broker is configured with node.id={self.node_id}")
+            elif wanted_cluster and props.get("cluster.id") != wanted_cluster:
+                problem = (f"meta.properties in {self.log_dir} has cluster.id={props.get('cluster.id')}, "
+                           f"but cluster.id={wanted_cluster} was configured")
+            if problem:
+                # Kafka refuses too: these logs belong to another cluster or node
+                log.error("refusing to start: log directory belongs to another cluster or node", reason=problem)
+                raise SystemExit(problem)
             self.cluster_id = props["cluster.id"]
             return
+        if os.path.exists(os.path.join(self.log_dir, METADATA_FILE)):
+            problem = (f"{self.log_dir} holds topics but no meta.properties; refusing to adopt it "
+                       "(restore meta.properties or start from an empty directory)")
+            log.error("refusing to start: log directory has data but no meta.properties", reason=problem)
+            raise SystemExit(problem)
         self.cluster_id = wanted_cluster or _new_cluster_id()
         with open(path + ".tmp", "w") as f:
             f.write("#\n#Written by Samsa\nversion=1\n"
@@ -119,7 +160,8 @@ class LogManager:
 
     def _open_partition(self, topic: Topic, p: int, clean: bool) -> Partition:
         part = Partition(topic.name, p, self._partition_dir(topic.name, p),
-                         lambda name, t=topic: self.topic_config_value(t, name))
+                         lambda name, t=topic: self.topic_config_value(t, name), fds=self.fds,
+                         clock=self.now_ms)
         part.open(clean)
         return part
 
@@ -169,6 +211,7 @@ class LogManager:
         for part in topic.partitions:
             for seg in part.segments:
                 seg.close()
+            part.deleted = True
             shutil.rmtree(part.directory, ignore_errors=True)
         log.info("topic deleted", topic=name)
         return topic
@@ -186,16 +229,43 @@ class LogManager:
                 part.flush()
 
     def shutdown(self) -> None:
+        """Flush and close every partition (indexes and producer snapshots written), then leave
+        the clean-shutdown marker, durably, so start-up may trust those files."""
+        ok = True
         for t in self.topics.values():
             for part in t.partitions:
                 try:
                     part.flush()
-                except OSError:
-                    pass
+                except OSError as exc:
+                    ok = False
+                    log.error("flush failed at shutdown", partition=part.name, error=str(exc))
                 part.close()
-        with open(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), "w") as f:
-            f.write("")
+        self.fds.close_all()
+        if not ok:
+            log.warning("not marking the shutdown clean: a flush failed", log_dir=self.log_dir)
+            return
+        path = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
+        with open(path, "w") as f:
+            f.flush()
+            os.fsync(f.fileno())
+        fsync_dir(self.log_dir)
         log.info("log manager shut down cleanly", log_dir=self.log_dir)
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def setting(config: BrokerConfig, name: str, kind: str, default: Any) -> Any:
+    """A broker property that broker/config.py does not list (raw string or absent)."""
+    raw = config.get(name)
+    if raw is None:
+        return default
+    return parse_value(kind, raw) if isinstance(raw, str) else raw
 
 
 def _new_cluster_id() -> str:

@@ -2,14 +2,22 @@
 
 Single node: the leader is the only replica, so the high watermark is the log end offset
 once an append returns. Appends validate every batch before writing any of them.
+
+Storage rules follow Kafka's Log/LogLoader: a segment rolls on ``segment.bytes`` or when the
+incoming batch's timestamp is ``segment.ms`` past the segment's first batch; retention deletes
+whole segments from the oldest (rolling first when every segment has expired, so the active
+one can go too); start-up trusts persisted indexes and producer snapshots where they check
+out and rebuilds from the batches otherwise; an unclean shutdown means the last segment is
+walked with CRC checks and a torn tail cut (the cut bytes are kept beside it).
 """
 from __future__ import annotations
 
 import bisect
 import os
 import struct
+import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import structlog
 
@@ -17,7 +25,14 @@ from coordinator.producer_state import ProducerStateTable
 from protocol import records as rb
 from protocol.errors import ErrorCode
 
-from .segment import Segment
+from . import index as ix
+from .fds import FdCache
+from .segment import Segment, segment_name
+
+LONG_MAX = 9223372036854775807
+MAX_RELATIVE_OFFSET = 0x7FFFFFFF
+SNAPSHOTS_KEPT = 2
+LEFTOVER_SUFFIXES = (".cleaned", ".deleted", ".tmp")
 
 log = structlog.get_logger("samsa.log")
 
@@ -49,42 +64,165 @@ class AppendResult:
     message: str | None = None
 
 
+class LogCorrupt(Exception):
+    """The partition's files contradict each other in a way start-up must not paper over."""
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
 class Partition:
     def __init__(self, topic: str, index: int, directory: str,
-                 config: Callable[[str], Any], leader_epoch: int = 0) -> None:
+                 config: Callable[[str], Any], leader_epoch: int = 0, fds: FdCache | None = None,
+                 clock: Callable[[], int] | None = None) -> None:
         self.topic = topic
         self.index = index
         self.directory = directory
         self.config = config  # effective topic config lookup
         self.leader_epoch = leader_epoch
+        self.fds = fds or FdCache()
+        self.clock = clock or _wall_ms
         self.segments: list[Segment] = []
         self.log_start_offset = 0
         self.producers = ProducerStateTable()
         self.unflushed_messages = 0
+        self.flush_due = False          # flush.messages reached: the produce path syncs before answering
+        self.last_flush_ms = 0
+        self.synced_offset = 0          # everything below is known to be fsynced
+        self.sync_in_flight: Any = None  # a trio.Event while a background fsync runs (broker/log/flush.py)
+        self.cleaning = False           # the cleaner has a pass in flight over this partition
+        self.deleted = False            # its topic was deleted (background tasks skip it)
         # transactions: open ones (producer id -> first offset) and aborted ranges for read_committed
         self.ongoing_txns: dict[int, int] = {}
         self.aborted_txns: list[AbortedTxn] = []
 
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.index}"
+
+    def _interval(self) -> int:
+        return int(self.config("index.interval.bytes"))
+
+    def policies(self) -> set[str]:
+        return {p.strip() for p in str(self.config("cleanup.policy") or "delete").split(",")}
+
+    def _new_segment(self, base: int, created_ms: int | None = None) -> Segment:
+        return Segment(self.directory, base, self._interval(), self.fds, created_ms)
+
     # -- lifecycle -----------------------------------------------------------------------
     def open(self, clean_shutdown: bool) -> None:
+        """Load the segments: persisted indexes where they check out (always for a clean
+        shutdown), a CRC-checked walk of the last segment after an unclean one, then producer
+        state from the newest usable snapshot plus the batches after it."""
         os.makedirs(self.directory, exist_ok=True)
+        self._clean_leftovers()
         bases = sorted(int(f[:-4]) for f in os.listdir(self.directory)
                        if f.endswith(".log") and f[:-4].isdigit())
-        interval = int(self.config("index.interval.bytes"))
         for i, base in enumerate(bases):
-            seg = Segment(self.directory, base, interval)
+            seg = self._new_segment(base)
             last = i == len(bases) - 1
-            _, headers = seg.recover(validate_crc=last and not clean_shutdown)
-            for h in headers:
+            if last and not clean_shutdown:
+                result = seg.rebuild(validate_crc=True)
+            else:
+                why = seg.load(validate_tail_crc=not clean_shutdown)
+                if why is None:
+                    seg.index_dirty = False
+                    self.segments.append(seg)
+                    continue
+                log.warning("rebuilding segment index", segment=seg.path, reason=why)
+                result = seg.rebuild(validate_crc=True)
+            seg.index_dirty = True
+            if result.truncated_bytes and not last:
+                log.error("segment in the middle of the log had a corrupt tail; the cut bytes were saved",
+                          segment=seg.path, missing_from_offset=seg.next_offset,
+                          next_segment_base=bases[i + 1], reason=result.reason)
+            self.segments.append(seg)
+        for a, b in zip(self.segments, self.segments[1:]):
+            if a.next_offset > b.base_offset:
+                raise LogCorrupt(f"{self.directory}: segment {a.path} holds offsets up to {a.next_offset - 1}, "
+                                 f"overlapping the next segment {b.path}; refusing to guess which is right")
+        now = self.clock()
+        if not self.segments:
+            self.segments.append(self._new_segment(0, now))
+            self.segments[-1].index_dirty = True
+        self.log_start_offset = max(self.segments[0].base_offset, self._read_log_start_offset())
+        self._load_producer_state()
+        if not clean_shutdown and self.segments[-1].size:
+            self.segments[-1].flush()  # what was recovered is durable before anything new is acknowledged
+        self.synced_offset = self.log_end_offset
+        self.last_flush_ms = now
+
+    def _clean_leftovers(self) -> None:
+        """Finish or undo what a crash interrupted: temporary and half-cleaned files go,
+        a ``.swap`` (a cleaned segment whose swap-in began) replaces the segments it covers."""
+        names = os.listdir(self.directory)
+        for name in names:
+            if name.endswith(LEFTOVER_SUFFIXES):
+                os.unlink(os.path.join(self.directory, name))
+                log.info("removed leftover file of an interrupted operation", file=name, partition=self.name)
+        for name in sorted(n for n in names if n.endswith(".log.swap")):
+            base = int(name.split(".")[0])
+            swap_path = os.path.join(self.directory, name)
+            swapped = Segment(self.directory, base, self._interval(), self.fds, path=swap_path)
+            swapped.rebuild(validate_crc=True)
+            end = swapped.next_offset
+            swapped.close()
+            for other in os.listdir(self.directory):
+                if other.endswith(".log") and other[:-4].isdigit() and base <= int(other[:-4]) < max(end, base + 1):
+                    os.unlink(os.path.join(self.directory, other))
+                    ix.remove_indexes(os.path.join(self.directory, other[:-4]))
+            ix.remove_indexes(os.path.join(self.directory, segment_name(base)))
+            os.replace(swap_path, os.path.join(self.directory, segment_name(base) + ".log"))
+            log.info("completed an interrupted segment swap", partition=self.name, base_offset=base,
+                     next_offset=end)
+
+    def _load_producer_state(self) -> None:
+        leo = self.log_end_offset
+        start = None
+        for off in reversed(ix.list_snapshots(self.directory)):
+            if off > leo:
+                os.unlink(ix.snapshot_path(self.directory, off))
+                continue
+            try:
+                state = ix.read_snapshot(self.directory, off)
+            except (ix.IndexInvalid, OSError) as exc:
+                log.warning("ignoring producer snapshot", partition=self.name, offset=off, reason=str(exc))
+                continue
+            self.producers = ProducerStateTable.from_snapshot(state["producers"])
+            self.ongoing_txns = {int(p): int(f) for p, f in state.get("ongoing", [])}
+            self.aborted_txns = [AbortedTxn(*a) for a in state.get("aborted", [])]
+            start = off
+            break
+        self._replay(start if start is not None else -1)
+
+    def _replay(self, from_offset: int) -> None:
+        """Producer and transaction state from the batches at or after ``from_offset``."""
+        if from_offset >= self.log_end_offset:
+            return
+        for seg in self.segments[self._segment_index_for(max(from_offset, 0)):]:
+            for h in seg.iter_headers():
+                if h.base_offset < from_offset:
+                    continue
                 control = None
                 if h.is_control:
                     control = seg.read(h.position, h.size)
                     h = rb.parse_header(control)
                 self._track_batch(h, control)
-            self.segments.append(seg)
-        if not self.segments:
-            self.segments.append(Segment(self.directory, 0, interval))
-        self.log_start_offset = max(self.segments[0].base_offset, self._read_log_start_offset())
+
+    def snapshot_state(self) -> dict[str, Any]:
+        return {"producers": self.producers.to_snapshot(),
+                "ongoing": [[p, f] for p, f in self.ongoing_txns.items()],
+                "aborted": [[a.producer_id, a.first_offset, a.last_offset] for a in self.aborted_txns
+                            if a.last_offset >= self.log_start_offset]}
+
+    def _write_snapshot(self, offset: int) -> None:
+        ix.write_snapshot(self.directory, offset, self.snapshot_state())
+        for old in ix.list_snapshots(self.directory)[:-SNAPSHOTS_KEPT]:
+            try:
+                os.unlink(ix.snapshot_path(self.directory, old))
+            except FileNotFoundError:
+                pass
 
     def _read_log_start_offset(self) -> int:
         try:
@@ -100,16 +238,38 @@ class Partition:
         os.replace(tmp, os.path.join(self.directory, "log-start-offset"))
 
     def close(self) -> None:
+        """Persist what start-up needs to skip the walk: indexes of segments that changed and a
+        producer snapshot at the log end."""
         for seg in self.segments:
-            try:
-                seg.write_indexes()
-            except OSError:
-                pass
+            if getattr(seg, "index_dirty", True):
+                try:
+                    seg.write_indexes()
+                    seg.index_dirty = False
+                except OSError as exc:
+                    log.warning("could not write segment index", segment=seg.path, error=str(exc))
+        try:
+            self._write_snapshot(self.log_end_offset)
+        except OSError as exc:
+            log.warning("could not write producer snapshot", partition=self.name, error=str(exc))
+        for seg in self.segments:
             seg.close()
 
+    def unflushed_segments(self) -> list[Segment]:
+        return [s for s in self.segments if s.flushed_size < s.size]
+
     def flush(self) -> None:
-        self.segments[-1].flush()
-        self.unflushed_messages = 0
+        """fsync every segment with unsynced bytes (blocking; the trio shell uses flush.py)."""
+        upto = self.log_end_offset
+        for seg in self.unflushed_segments():
+            seg.flush()
+        self.mark_flushed(upto)
+
+    def mark_flushed(self, upto: int) -> None:
+        self.synced_offset = max(self.synced_offset, upto)
+        if upto >= self.log_end_offset:
+            self.unflushed_messages = 0
+            self.flush_due = False
+        self.last_flush_ms = self.clock()
 
     # -- offsets -------------------------------------------------------------------------
     @property
@@ -165,14 +325,16 @@ class Partition:
             if log_append:
                 h.max_timestamp = now_ms
             next_offset += h.last_offset_delta + 1
-        self._maybe_roll(len(data), now_ms)
-        self.segments[-1].append(data, batches)
+        self._maybe_roll(len(data), max(h.max_timestamp for h in batches), next_offset - 1, now_ms)
+        active = self.segments[-1]
+        active.append(data, batches)
+        active.index_dirty = True
         for h in batches:
             self._track_batch(h, data if h.is_control else None)
             self.unflushed_messages += h.record_count
-        flush_messages = int(self.config("flush.messages"))
-        if self.unflushed_messages >= flush_messages:
-            self.flush()
+        flush_messages = self.config("flush.messages")
+        if flush_messages is not None and self.unflushed_messages >= int(flush_messages):
+            self.flush_due = True  # the produce path (or the flusher task) fsyncs off the event loop
         return AppendResult(ErrorCode.NONE, base, now_ms if log_append else -1, self.log_start_offset)
 
     def _track_batch(self, h: rb.BatchHeader, control_data: bytes | bytearray | None) -> None:
@@ -212,18 +374,35 @@ class Partition:
             raise RuntimeError(f"internal append failed: {result.error} {result.message}")
         return result.base_offset
 
-    def _maybe_roll(self, incoming: int, now_ms: int) -> None:
+    def _maybe_roll(self, incoming: int, max_ts: int, last_offset: int, now_ms: int) -> None:
+        """Kafka's LogSegment.shouldRoll: size, time since the first batch (by record
+        timestamps, else by creation time), or offsets beyond a 32-bit relative index."""
         active = self.segments[-1]
         if active.size == 0:
             return
         if active.size + incoming > int(self.config("segment.bytes")) or \
-                now_ms - active.created_ms > int(self.config("segment.ms")):
-            self.roll()
+                last_offset - active.base_offset > MAX_RELATIVE_OFFSET:
+            self.roll(now_ms)
+            return
+        segment_ms = self.config("segment.ms")
+        if segment_ms is None:
+            return
+        first = active.rolling_timestamp()
+        waited = max_ts - first if first is not None and max_ts >= 0 else now_ms - active.created_ms
+        if waited > int(segment_ms):
+            self.roll(now_ms)
 
-    def roll(self) -> None:
+    def roll(self, now_ms: int | None = None) -> Segment:
+        """Start a new active segment at the log end; the old one's indexes and a producer
+        snapshot at the new base are written so start-up need not walk the old one."""
         active = self.segments[-1]
         active.write_indexes()
-        self.segments.append(Segment(self.directory, active.next_offset, int(self.config("index.interval.bytes"))))
+        active.index_dirty = False
+        seg = self._new_segment(active.next_offset, now_ms if now_ms is not None else self.clock())
+        seg.index_dirty = True
+        self.segments.append(seg)
+        self._write_snapshot(seg.base_offset)
+        return seg
 
     # -- reads ---------------------------------------------------------------------------
     def _segment_index_for(self, offset: int) -> int:
@@ -300,11 +479,11 @@ class Partition:
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         best: Segment | None = None
         for seg in self.segments:
-            if seg.max_timestamp_pos >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
                 best = seg
-        if best is None:
+        if best is None or best.max_timestamp_position() < 0:
             return None
-        h = best.header_at(best.max_timestamp_pos)
+        h = best.header_at(best.max_timestamp_position())
         data = best.read(h.position, h.size)
         h.position = 0
         for r in rb.iter_records(data, h):
@@ -318,14 +497,75 @@ class Partition:
         if offset <= self.log_start_offset:
             return
         self.log_start_offset = offset
-        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
-            self.segments.pop(0).delete_files()
-        if self.segments[0].next_offset <= offset and len(self.segments) == 1 and self.segments[0].size:
-            # everything is below the new start: start an empty segment at it
-            old = self.segments.pop(0)
-            old.delete_files()
-            self.segments.append(Segment(self.directory, offset, int(self.config("index.interval.bytes"))))
+        self._delete_old_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= offset,
+                                  "log start offset", roll_if_all=False)
+        if len(self.segments) == 1 and self.segments[0].size and self.segments[0].next_offset <= offset:
+            # everything is below the new start: roll, then the old active segment can go
+            self._delete_old_segments(lambda seg, nxt: True, "log start offset")
+        self._prune_aborted()
         self._write_log_start_offset()
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Kafka's deleteOldSegments: retention.ms, retention.bytes (for the delete policy),
+        then segments wholly below the log start offset. Returns the segments deleted."""
+        deleted = 0
+        if "delete" in self.policies():
+            retention_ms = self.config("retention.ms")
+            if retention_ms is not None and int(retention_ms) >= 0:
+                limit = int(retention_ms)
+                deleted += self._delete_old_segments(
+                    lambda seg, nxt: now_ms - seg.largest_timestamp > limit, "retention.ms")
+            retention_bytes = self.config("retention.bytes")
+            if retention_bytes is not None and int(retention_bytes) >= 0:
+                excess = [self.size_bytes - int(retention_bytes)]
+
+                def over_size(seg: Segment, nxt: Segment | None) -> bool:
+                    if excess[0] - seg.size >= 0:
+                        excess[0] -= seg.size
+                        return True
+                    return False
+                deleted += self._delete_old_segments(over_size, "retention.bytes")
+        deleted += self._delete_old_segments(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset, "log start offset")
+        return deleted
+
+    def _delete_old_segments(self, predicate: Callable[[Segment, Segment | None], bool], reason: str,
+                             roll_if_all: bool = True) -> int:
+        if self.cleaning:
+            return 0  # the cleaner is rewriting these segments; retention runs again next check
+        deletable: list[Segment] = []
+        for i, seg in enumerate(self.segments):
+            nxt = self.segments[i + 1] if i + 1 < len(self.segments) else None
+            if nxt is None and seg.size == 0:
+                break
+            if not predicate(seg, nxt):
+                break
+            deletable.append(seg)
+        if not deletable:
+            return 0
+        if len(deletable) == len(self.segments):
+            if not roll_if_all:
+                deletable.pop()
+                if not deletable:
+                    return 0
+            else:
+                self.roll()
+        del self.segments[:len(deletable)]
+        for seg in deletable:
+            seg.delete_files()
+        start = max(self.log_start_offset, self.segments[0].base_offset)
+        moved = start != self.log_start_offset
+        self.log_start_offset = start
+        self._prune_aborted()
+        if moved:
+            self._write_log_start_offset()
+        log.info("deleted log segments", partition=self.name, reason=reason, segments=len(deletable),
+                 bytes=sum(s.size for s in deletable), log_start_offset=self.log_start_offset)
+        return len(deletable)
+
+    def _prune_aborted(self) -> None:
+        if self.aborted_txns and self.aborted_txns[0].last_offset < self.log_start_offset:
+            self.aborted_txns = [a for a in self.aborted_txns if a.last_offset >= self.log_start_offset]
 
     def delete(self) -> None:
         for seg in self.segments:

@@ -1,25 +1,34 @@
 """One log segment: a ``<base offset>.log`` file of stored batches plus sparse offset and
-time indexes kept in memory and written beside it as ``.index`` / ``.timeindex``.
+time indexes kept in memory and persisted beside it as ``.index`` / ``.timeindex``.
 
-Reads use ``os.pread`` on one descriptor, so serving a fetch is a seek-free copy of stored
-bytes; appends are one ``os.write`` per produce request and partition.
+Reads use ``os.pread``, so serving a fetch is a seek-free copy of stored bytes; appends are
+one ``os.write`` per produce request and partition. The file descriptor comes from a shared
+LRU (``FdCache``): a segment costs no descriptor until it is read or written.
+
+In memory the offset index holds (base offset, position) of one batch per
+``index.interval.bytes`` (the first batch always), and ``time_ts[i]`` the largest timestamp
+of every batch up to and including index entry ``i``. A timestamp lookup therefore starts at
+the last entry whose running maximum is below the target: every batch before it is older.
 """
 from __future__ import annotations
 
 import bisect
 import os
-import struct
 from dataclasses import dataclass
+from typing import Iterator
 
+import crc32c
 import structlog
 
 from protocol import records as rb
 
+from . import index as ix
+from .fds import FdCache
+
 log = structlog.get_logger("samsa.log")
 
 _SCAN_CHUNK = 1 << 20
-_INDEX_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
+DELETE_HORIZON_MASK = 0x40
 
 
 def segment_name(base_offset: int) -> str:
@@ -30,132 +39,256 @@ def segment_name(base_offset: int) -> str:
 class ScanResult:
     valid_bytes: int
     truncated_bytes: int
+    reason: str = ""
 
 
 class Segment:
-    def __init__(self, directory: str, base_offset: int, index_interval: int = 4096) -> None:
+    def __init__(self, directory: str, base_offset: int, index_interval: int, fds: FdCache,
+                 created_ms: int | None = None, path: str | None = None) -> None:
         self.directory = directory
         self.base_offset = base_offset
-        self.path = os.path.join(directory, segment_name(base_offset) + ".log")
+        self.stem = os.path.join(directory, segment_name(base_offset))
+        self.path = path or self.stem + ".log"  # another path: a .cleaned or .swap file
         self.index_interval = index_interval
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.size = os.fstat(self.fd).st_size
+        self.fds = fds
+        self._fd = -1
+        if not os.path.exists(self.path):
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644))
+        st = os.stat(self.path)
+        self.size = st.st_size
+        self.flushed_size = self.size  # bytes known to be on disk (fsync), for acks=all syncing
         self.next_offset = base_offset
-        # sparse offset index: batch base offsets and their file positions
         self.idx_offsets: list[int] = []
         self.idx_positions: list[int] = []
-        # sparse time index: (max timestamp so far, position of the batch that raised it)
         self.time_ts: list[int] = []
-        self.time_pos: list[int] = []
         self.max_timestamp = -1
-        self.max_timestamp_pos = -1
-        self.first_batch_timestamp = -1
-        self.created_ms = int(os.stat(self.path).st_mtime * 1000)
+        self._max_ts_pos = -1       # position of the batch holding max_timestamp; -1 = not known yet
+        self._max_ts_offset = -1    # or its offset, as read from the time index
+        self._first_ts: int | None = None
+        self.created_ms = created_ms if created_ms is not None else int(st.st_mtime * 1000)
+        self.mtime_ms = int(st.st_mtime * 1000)
         self._bytes_since_index = index_interval  # index the first batch
+        self.index_dirty = True  # in-memory indexes differ from the files
+
+    def __repr__(self) -> str:
+        return f"Segment({self.path}, size={self.size}, next_offset={self.next_offset})"
+
+    @property
+    def fd(self) -> int:
+        return self.fds.get(self)
 
     # -- building state ------------------------------------------------------------------
+    def _reset(self) -> None:
+        self.idx_offsets = []
+        self.idx_positions = []
+        self.time_ts = []
+        self.max_timestamp = -1
+        self._max_ts_pos = -1
+        self._max_ts_offset = -1
+        self._first_ts = None
+        self.next_offset = self.base_offset
+        self._bytes_since_index = self.index_interval
+
     def _track(self, pos: int, base: int, last: int, max_ts: int, size: int) -> None:
+        if max_ts > self.max_timestamp:
+            self.max_timestamp = max_ts
+            self._max_ts_pos = pos
+            self._max_ts_offset = -1
         if self._bytes_since_index >= self.index_interval:
             self.idx_offsets.append(base)
             self.idx_positions.append(pos)
+            self.time_ts.append(self.max_timestamp)
             self._bytes_since_index = 0
         self._bytes_since_index += size
-        if max_ts > self.max_timestamp:
-            self.max_timestamp = max_ts
-            self.max_timestamp_pos = pos
-            self.time_ts.append(max_ts)
-            self.time_pos.append(pos)
-        if self.first_batch_timestamp < 0:
-            self.first_batch_timestamp = max_ts
+        if pos == 0:
+            self._first_ts = max_ts
         self.next_offset = last + 1
 
-    def recover(self, validate_crc: bool) -> tuple[ScanResult, list[rb.BatchHeader]]:
-        """Walk every batch header (checking CRCs when the shutdown was unclean), rebuild the
-        indexes and truncate a torn or corrupt tail. Returns the headers for producer state."""
-        headers: list[rb.BatchHeader] = []
-        pos = 0
+    def scan(self, start: int = 0, validate_crc: bool = False, expect_offset: int | None = None,
+             chunk: int = _SCAN_CHUNK) -> Iterator[rb.BatchHeader]:
+        """Walk batch headers from ``start`` in 1 MiB reads, stopping at the first thing that is
+        not a whole, well-formed batch (``self.scan_stop`` = (position, reason) afterwards).
+        Offsets must increase; with ``validate_crc`` every batch's CRC-32C is checked."""
         size = self.size
+        pos = start
+        buf = b""
+        buf_start = start
+        expected = self.base_offset if expect_offset is None else expect_offset
+        reason = ""
         while pos < size:
-            head = os.pread(self.fd, rb.HEADER_SIZE, pos)
-            if len(head) < rb.HEADER_SIZE or head[rb.OFF_MAGIC] != rb.MAGIC_V2:
+            off = pos - buf_start
+            if off + rb.HEADER_SIZE > len(buf):
+                # self.fd each time: while this generator is suspended the LRU may close it
+                buf = os.pread(self.fd, max(chunk, rb.HEADER_SIZE), pos)
+                buf_start, off = pos, 0
+                if len(buf) < rb.HEADER_SIZE:
+                    reason = f"truncated batch header ({len(buf)} bytes) at position {pos}"
+                    break
+            if buf[off + rb.OFF_MAGIC] != rb.MAGIC_V2:
+                reason = f"bad magic byte {buf[off + rb.OFF_MAGIC]} at position {pos}"
                 break
-            h = rb.parse_header(head)
-            if h.length < rb.HEADER_SIZE - rb.LOG_OVERHEAD or pos + h.size > size:
+            h = rb.parse_header(buf, off)
+            if h.length < rb.HEADER_SIZE - rb.LOG_OVERHEAD or h.last_offset_delta < 0 or h.record_count < 0:
+                reason = f"malformed batch header at position {pos}"
+                break
+            if pos + h.size > size:
+                reason = f"batch at position {pos} ends past the file end ({pos + h.size} > {size})"
+                break
+            if h.base_offset < expected:
+                reason = f"batch at position {pos} has offset {h.base_offset}, expected at least {expected}"
                 break
             if validate_crc:
-                whole = os.pread(self.fd, h.size, pos)
-                try:
-                    rb.validate_batch(whole, h)
-                except rb.InvalidBatch:
+                if off + h.size <= len(buf):
+                    crc = crc32c.crc32c(memoryview(buf)[off + rb.CRC_START:off + h.size])
+                else:
+                    whole = os.pread(self.fd, h.size, pos)
+                    crc = crc32c.crc32c(memoryview(whole)[rb.CRC_START:]) if len(whole) == h.size else -1
+                if crc != h.crc:
+                    reason = f"CRC mismatch in batch at position {pos} (offset {h.base_offset})"
                     break
             h.position = pos
-            headers.append(h)
-            self._track(pos, h.base_offset, h.last_offset, h.max_timestamp, h.size)
+            expected = h.last_offset + 1
+            yield h
             pos += h.size
-        truncated = size - pos
+        self.scan_stop = (pos, reason)
+
+    def rebuild(self, validate_crc: bool) -> ScanResult:
+        """Rebuild the in-memory indexes from the log (checking CRCs when asked) and cut a torn
+        or corrupt tail. The cut bytes are kept in ``<base>.log.corrupt-<position>``."""
+        self._reset()
+        for h in self.scan(0, validate_crc):
+            self._track(h.position, h.base_offset, h.last_offset, h.max_timestamp, h.size)
+        pos, reason = self.scan_stop
+        truncated = self.size - pos
         if truncated:
-            log.warning("truncating torn segment tail", segment=self.path, valid_bytes=pos,
-                        truncated_bytes=truncated)
-            os.ftruncate(self.fd, pos)
-            self.size = pos
-        return ScanResult(pos, truncated), headers
+            self._cut_tail(pos, reason)
+        return ScanResult(pos, truncated, reason)
+
+    def _cut_tail(self, pos: int, reason: str) -> None:
+        truncated = self.size - pos
+        keep = f"{self.path}.corrupt-{pos}"
+        with open(keep, "wb") as f:
+            at = pos
+            while at < self.size:
+                piece = os.pread(self.fd, min(_SCAN_CHUNK, self.size - at), at)
+                if not piece:
+                    break
+                f.write(piece)
+                at += len(piece)
+        log.warning("truncating torn segment tail", segment=self.path, valid_bytes=pos,
+                    truncated_bytes=truncated, reason=reason, saved_to=keep)
+        os.ftruncate(self.fd, pos)
+        self.size = pos
+        self.flushed_size = min(self.flushed_size, pos)
+
+    def load(self, validate_tail_crc: bool) -> str | None:
+        """Load the persisted indexes, then walk only the batches after the last index entry.
+        Returns None on success, else why the indexes cannot be trusted (nothing changed)."""
+        try:
+            offsets, positions, times, max_ts, max_off = ix.read_indexes(self.stem, self.base_offset, self.size)
+        except ix.IndexInvalid as exc:
+            return str(exc)
+        self._reset()
+        if not offsets:
+            return None
+        head = os.pread(self.fd, rb.HEADER_SIZE, positions[-1])
+        if len(head) < rb.HEADER_SIZE or head[rb.OFF_MAGIC] != rb.MAGIC_V2 or \
+                rb.parse_header(head).base_offset != offsets[-1]:
+            return f"last index entry (offset {offsets[-1]}, position {positions[-1]}) is not a batch start"
+        # keep all but the last entry, then re-walk from it: that re-adds it and covers the tail
+        self.idx_offsets, self.idx_positions, self.time_ts = offsets[:-1], positions[:-1], times[:-1]
+        self.max_timestamp = times[-1]
+        for h in self.scan(positions[-1], validate_tail_crc, expect_offset=offsets[-1]):
+            self._track(h.position, h.base_offset, h.last_offset, h.max_timestamp, h.size)
+        pos, reason = self.scan_stop
+        if pos != self.size:
+            self._reset()
+            return f"log after the last index entry is not whole batches: {reason}"
+        if self.max_timestamp != max_ts:
+            self._reset()
+            return f"time index says largest timestamp {max_ts}, the log says {self.max_timestamp}"
+        if not (self.base_offset <= max_off < self.next_offset):
+            self._reset()
+            return f"time index names offset {max_off} outside the segment"
+        if self._max_ts_pos < 0 or self._max_ts_pos < positions[-1]:
+            self._max_ts_pos, self._max_ts_offset = -1, max_off
+        return None
 
     # -- writes --------------------------------------------------------------------------
     def append(self, data: bytes | bytearray, batches: list[rb.BatchHeader]) -> None:
         start = self.size
-        written = os.write(self.fd, data)
+        fd = self.fd
+        written = os.write(fd, data)
         if written != len(data):  # pragma: no cover - disk full
-            os.ftruncate(self.fd, start)
+            os.ftruncate(fd, start)
             raise OSError("short write to segment")
         for h in batches:
             self._track(start + h.position, h.base_offset, h.last_offset, h.max_timestamp, h.size)
         self.size = start + len(data)
 
     def flush(self) -> None:
-        os.fsync(self.fd)
+        if self.flushed_size < self.size:
+            size = self.size
+            os.fsync(self.fd)
+            self.flushed_size = max(self.flushed_size, size)
 
     def truncate_to_position(self, pos: int) -> None:
         os.ftruncate(self.fd, pos)
         self.size = pos
 
     def close(self) -> None:
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        self.fds.release(self)
 
-    def write_indexes(self) -> None:
-        """Write Kafka-layout index files (relative offset/position, timestamp/relative offset)."""
-        with open(os.path.join(self.directory, segment_name(self.base_offset) + ".index"), "wb") as f:
-            f.write(b"".join(_INDEX_ENTRY.pack(o - self.base_offset, p)
-                             for o, p in zip(self.idx_offsets, self.idx_positions)))
-        with open(os.path.join(self.directory, segment_name(self.base_offset) + ".timeindex"), "wb") as f:
-            f.write(b"".join(_TIME_ENTRY.pack(t, self._offset_at(p) - self.base_offset)
-                             for t, p in zip(self.time_ts, self.time_pos)))
+    def write_indexes(self, fsync: bool = False) -> None:
+        ix.write_indexes(self.stem, self.base_offset, self.idx_offsets, self.idx_positions, self.time_ts,
+                         self.max_timestamp, self.max_timestamp_offset(), fsync)
 
     def delete_files(self) -> None:
         self.close()
         for ext in (".log", ".index", ".timeindex"):
             try:
-                os.unlink(os.path.join(self.directory, segment_name(self.base_offset) + ext))
+                os.unlink(self.stem + ext)
             except FileNotFoundError:
                 pass
 
     # -- reads ---------------------------------------------------------------------------
-    def _offset_at(self, pos: int) -> int:
-        return rb.parse_header(os.pread(self.fd, rb.HEADER_SIZE, pos)).base_offset
+    @property
+    def largest_timestamp(self) -> int:
+        """Kafka's LogSegment.largestTimestamp: the largest record timestamp, or the file's
+        modification time when no record carries one (what time retention compares)."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        return self.mtime_ms
+
+    def rolling_timestamp(self) -> int | None:
+        """The first batch's largest timestamp (Kafka's rollingBasedTimestamp), or None."""
+        if self._first_ts is None and self.size:
+            self._first_ts = self.header_at(0).max_timestamp
+        return self._first_ts if self._first_ts is not None and self._first_ts >= 0 else None
 
     def header_at(self, pos: int) -> rb.BatchHeader:
         h = rb.parse_header(os.pread(self.fd, rb.HEADER_SIZE, pos))
         h.position = pos
         return h
 
+    def _index_ok(self, i: int, h: rb.BatchHeader) -> bool:
+        if h.magic == rb.MAGIC_V2 and h.base_offset == self.idx_offsets[i]:
+            return True
+        log.error("offset index entry does not match the log; rebuilding the segment's index",
+                  segment=self.path, offset=self.idx_offsets[i], position=self.idx_positions[i])
+        self.rebuild(validate_crc=True)
+        return False
+
     def find_batch(self, offset: int) -> rb.BatchHeader | None:
         """The stored batch that contains ``offset`` (or the first one after it)."""
         i = bisect.bisect_right(self.idx_offsets, offset) - 1
         pos = self.idx_positions[i] if i >= 0 else 0
+        first = True
         while pos < self.size:
             h = self.header_at(pos)
+            if first and i >= 0 and not self._index_ok(i, h):
+                return self.find_batch(offset)
+            first = False
             if h.last_offset >= offset:
                 return h
             pos += h.size
@@ -164,18 +297,31 @@ class Segment:
     def read(self, pos: int, length: int) -> bytes:
         return os.pread(self.fd, length, pos)
 
-    def iter_headers(self, pos: int = 0):
-        while pos < self.size:
-            h = self.header_at(pos)
-            yield h
-            pos += h.size
+    def iter_headers(self, pos: int = 0, chunk: int = _SCAN_CHUNK) -> Iterator[rb.BatchHeader]:
+        return self.scan(pos, expect_offset=-1, chunk=chunk)
 
     def first_batch_with_timestamp(self, ts: int) -> rb.BatchHeader | None:
-        i = bisect.bisect_left(self.time_ts, ts)
-        if i >= len(self.time_ts):
+        """The first batch whose largest timestamp is >= ts (None if none)."""
+        if self.max_timestamp < ts:
             return None
-        # time_ts is the running maximum, so every batch before time_pos[i] is older than ts
-        for h in self.iter_headers(self.time_pos[i]):
+        k = bisect.bisect_left(self.time_ts, ts) - 1
+        start = self.idx_positions[k] if k >= 0 else 0
+        for h in self.iter_headers(start, chunk=1 << 14):
             if h.max_timestamp >= ts:
                 return h
         return None
+
+    def max_timestamp_position(self) -> int:
+        if self._max_ts_pos < 0 and self.max_timestamp >= 0:
+            h = self.first_batch_with_timestamp(self.max_timestamp)
+            self._max_ts_pos = h.position if h is not None else -1
+        return self._max_ts_pos
+
+    def max_timestamp_offset(self) -> int:
+        if self._max_ts_offset >= 0:
+            return self._max_ts_offset
+        pos = self.max_timestamp_position() if self.size else -1
+        if pos < 0:
+            return self.base_offset
+        self._max_ts_offset = self.header_at(pos).base_offset
+        return self._max_ts_offset
