@@ -119,13 +119,13 @@ def _expand_jars(value: str) -> list[str]:
     return jars
 
 
-def _ivy_cached(coords: str) -> bool:
+def _ivy_cached(coords: str, ivy_dir: str | None = None) -> bool:
     """True when Ivy or the local Maven repository already holds the connector (no network needed)."""
     group, artifact, version = coords.split(":")
     home = Path.home()
     candidates = [home / ".m2" / "repository" / Path(*group.split(".")) / artifact / version /
                   f"{artifact}-{version}.jar"]
-    for ivy in (home / ".ivy2.5.2", home / ".ivy2"):
+    for ivy in ([Path(ivy_dir)] if ivy_dir else [home / ".ivy2.5.2", home / ".ivy2"]):
         candidates.append(ivy / "jars" / f"{group}_{artifact}-{version}.jar")
         candidates.append(ivy / "cache" / group / artifact / "jars" / f"{artifact}-{version}.jar")
     return any(c.is_file() for c in candidates)
@@ -154,8 +154,10 @@ def _reachable(url: str, timeout: float) -> bool:
     return bool(result and result[0])
 
 
-def plan_connector(environ: dict[str, str] | None = None, probe_timeout: float = PROBE_TIMEOUT_S) -> ConnectorPlan:
-    """Choose how Spark gets the connector, failing fast with one sentence when it cannot."""
+def plan_connector(environ: dict[str, str] | None = None, probe_timeout: float = PROBE_TIMEOUT_S,
+                   spark_conf: dict[str, str] | None = None) -> ConnectorPlan:
+    """Choose how Spark gets the connector, failing fast with one sentence when it cannot
+    (``spark_conf``: the job's ``--conf`` settings, for ``spark.jars.ivy``)."""
     env = os.environ if environ is None else environ
     jars = env.get(JARS_ENV, "").strip()
     if jars:
@@ -165,7 +167,7 @@ def plan_connector(environ: dict[str, str] | None = None, probe_timeout: float =
     conf = {"spark.jars.packages": coords}
     if repos:
         conf["spark.jars.repositories"] = ",".join(repos)
-    if not _ivy_cached(coords):
+    if not _ivy_cached(coords, (spark_conf or {}).get("spark.jars.ivy")):
         probe = repos or [MAVEN_CENTRAL]
         if not any(_reachable(u, probe_timeout) for u in probe):
             shown = ", ".join(probe)
@@ -219,14 +221,15 @@ def spark_session(app_name: str, args: argparse.Namespace) -> SparkSession:
     """A SparkSession with the connector on its classpath, or exit with one sentence."""
     if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
         raise SystemExit("Spark needs Java 17 or newer: install a JDK or JRE and put java on PATH (or set JAVA_HOME).")
-    plan = plan_connector()
+    extra = parse_pairs(args.conf, "--conf")
+    plan = plan_connector(spark_conf=extra)
     builder = (SparkSession.builder.appName(app_name).master(args.master)
                .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.showConsoleProgress", "false"))
     for key, value in plan.conf.items():
         builder = builder.config(key, value)
-    for key, value in parse_pairs(args.conf, "--conf").items():
+    for key, value in extra.items():
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()

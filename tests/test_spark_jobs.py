@@ -226,6 +226,16 @@ def test_packages_route_with_a_reachable_repository(tmp_path: Path):
                          "spark.jars.repositories": tmp_path.as_uri()}
 
 
+def test_packages_route_needs_no_repository_when_ivy_has_the_connector(tmp_path: Path):
+    group, artifact, version = common.connector_coordinates().split(":")
+    jar = tmp_path / "ivy" / "jars" / f"{group}_{artifact}-{version}.jar"
+    jar.parent.mkdir(parents=True)
+    jar.write_bytes(b"")
+    closed = f"http://127.0.0.1:{free_port()}/maven2/"
+    plan = common.plan_connector({common.REPOSITORIES_ENV: closed}, spark_conf={"spark.jars.ivy": str(tmp_path / "ivy")})
+    assert (plan.route, plan.conf["spark.jars.packages"]) == ("packages", f"{group}:{artifact}:{version}")
+
+
 @pytest.mark.parametrize("job", ["streaming_aggregate", "backfill"])
 def test_job_without_connector_exits_with_one_sentence(job: str, tmp_path: Path):
     closed = f"http://127.0.0.1:{free_port()}/maven2/"
