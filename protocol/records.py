@@ -2,7 +2,8 @@
 
 Produce validates each batch from its 61-byte header and CRC-32C, the log stamps the
 base offset in place, and Fetch serves the stored bytes. Only timestamp lookups and
-the cleaner ever walk individual records (``iter_record_positions``).
+the log cleaner ever walk individual records (``iter_record_spans``), and only the
+cleaner recompresses (``compress``, ``assemble_batch``).
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40  # KIP-534: base timestamp holds the time tombstones/markers may go
 
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
@@ -217,6 +219,95 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
     if codec == CODEC_ZSTD:
         return bytes(cramjam.zstd.decompress(bytes(data)))
     raise InvalidBatch(UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {codec}")
+
+
+_XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK = 32 * 1024
+
+
+def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
+    """Compress a batch's records section the way the Java client writes it: gzip, snappy in
+    xerial framing (32 KiB blocks), an LZ4 frame with independent blocks and no content
+    checksum (what KafkaLZ4BlockInputStream reads), zstd."""
+    raw = bytes(data)
+    if codec == CODEC_NONE:
+        return raw
+    if codec == CODEC_GZIP:
+        return bytes(cramjam.gzip.compress(raw))
+    if codec == CODEC_SNAPPY:
+        out = bytearray(_XERIAL_HEADER)
+        for i in range(0, len(raw), _XERIAL_BLOCK):
+            block = bytes(cramjam.snappy.compress_raw(raw[i:i + _XERIAL_BLOCK]))
+            out += struct.pack(">i", len(block)) + block
+        return bytes(out)
+    if codec == CODEC_LZ4:
+        c = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
+        c.compress(raw)
+        return bytes(c.finish())
+    if codec == CODEC_ZSTD:
+        return bytes(cramjam.zstd.compress(raw))
+    raise InvalidBatch(UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {codec}")
+
+
+def records_section(buf: bytes | bytearray | memoryview, h: BatchHeader) -> bytes:
+    """The (decompressed) records section of the batch at ``h.position`` in ``buf``."""
+    return decompress(h.compression, memoryview(buf)[h.position + HEADER_SIZE:h.position + h.size])
+
+
+@dataclass(slots=True)
+class RecordSpan:
+    """Where one record sits in a decompressed records section, for copying it unchanged."""
+    start: int          # first byte of the length varint
+    rest: int           # first byte after the offset delta (key length onwards)
+    end: int
+    timestamp_delta: int
+    offset_delta: int
+    key: bytes | None
+    has_value: bool
+
+
+def iter_record_spans(data: bytes, count: int) -> Iterator[RecordSpan]:
+    pos = 0
+    for _ in range(count):
+        start = pos
+        length, pos = _varint(data, pos)
+        end = pos + length
+        pos += 1  # attributes
+        ts_delta, pos = _varint(data, pos)
+        off_delta, pos = _varint(data, pos)
+        rest = pos
+        klen, pos = _varint(data, pos)
+        key = None
+        if klen >= 0:
+            key = bytes(data[pos:pos + klen])
+            pos += klen
+        vlen, pos = _varint(data, pos)
+        if end > len(data):
+            raise InvalidBatch(CORRUPT_MESSAGE, "record runs past the batch")
+        yield RecordSpan(start, rest, end, ts_delta, off_delta, key, vlen >= 0)
+        pos = end
+
+
+def encode_record(attributes: int, timestamp_delta: int, offset_delta: int,
+                  rest: bytes | memoryview) -> bytes:
+    """One record from its parts; ``rest`` is the key/value/headers bytes as stored."""
+    body = bytes((attributes & 0xFF,)) + _zigzag(timestamp_delta) + _zigzag(offset_delta) + bytes(rest)
+    return _zigzag(len(body)) + body
+
+
+def assemble_batch(base_offset: int, leader_epoch: int, attributes: int, last_offset_delta: int,
+                   base_timestamp: int, max_timestamp: int, producer_id: int, producer_epoch: int,
+                   base_sequence: int, record_count: int, records: bytes | bytearray) -> bytearray:
+    """A v2 batch from an uncompressed records section, compressed with the codec named in
+    ``attributes``, with its CRC computed."""
+    body = compress(attributes & COMPRESSION_MASK, records) if record_count else b""
+    length = HEADER_SIZE - LOG_OVERHEAD + len(body)
+    buf = bytearray(_HEADER.pack(base_offset, length, leader_epoch, MAGIC_V2, 0, attributes, last_offset_delta,
+                                 base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                                 record_count))
+    buf += body
+    struct.pack_into(">I", buf, OFF_CRC, crc32c.crc32c(memoryview(buf)[CRC_START:]))
+    return buf
 
 
 @dataclass(slots=True)

@@ -90,7 +90,7 @@ def read_indexes(stem: str, base: int, log_size: int) -> tuple[list[int], list[i
         offsets.append(base + rel)
         positions.append(pos)
         prev_o, prev_p = rel, pos
-    if n and (positions[0] != 0 or offsets[0] != base):
+    if n and positions[0] != 0:
         raise IndexInvalid("first index entry is not the segment's first batch")
     times: list[int] = []
     max_ts, max_off = -1, base

@@ -80,6 +80,12 @@ class LogManager:
     def now_ms(self) -> int:
         return self.clock()
 
+    async def after_append(self, parts: list[Partition], acks: int) -> None:
+        """Awaited by Produce before answering (fsync for acks=all or flush.messages)."""
+        if self.fsync_on_acks_all or any(p.flush_due for p in parts):
+            from .flush import after_append
+            await after_append(self, parts, acks)
+
     def all_partitions(self) -> list[Partition]:
         return [p for t in list(self.topics.values()) for p in t.partitions]
 

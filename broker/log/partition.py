@@ -55,6 +55,13 @@ def control_marker(data: bytes | bytearray, h: rb.BatchHeader) -> int | None:
     return None
 
 
+def _all_keyed(data: bytes | bytearray, h: rb.BatchHeader) -> bool:
+    """Kafka's LogValidator rule for compacted topics (the one per-record walk on produce,
+    and only for compacted topics)."""
+    section = rb.records_section(data, h)
+    return all(span.key is not None for span in rb.iter_record_spans(section, h.record_count))
+
+
 @dataclass(slots=True)
 class AppendResult:
     error: int = ErrorCode.NONE
@@ -298,6 +305,12 @@ class Partition:
             if h.size > max_bytes:
                 return AppendResult(ErrorCode.MESSAGE_TOO_LARGE,
                                     message=f"batch of {h.size} bytes exceeds max.message.bytes {max_bytes}")
+        if "compact" in self.policies():
+            for h in batches:
+                if not h.is_control and not _all_keyed(data, h):
+                    return AppendResult(ErrorCode.INVALID_RECORD,
+                                        message=f"Compacted topic cannot accept message without key in topic "
+                                                f"partition {self.name}.")
         log_append = self.config("message.timestamp.type") == "LogAppendTime"
         if not log_append:
             after = int(self.config("message.timestamp.after.max.ms"))

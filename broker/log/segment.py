@@ -198,6 +198,9 @@ class Segment:
         # keep all but the last entry, then re-walk from it: that re-adds it and covers the tail
         self.idx_offsets, self.idx_positions, self.time_ts = offsets[:-1], positions[:-1], times[:-1]
         self.max_timestamp = times[-1]
+        if rb.parse_header(os.pread(self.fd, rb.HEADER_SIZE, 0)).base_offset != offsets[0]:
+            self._reset()
+            return "first index entry does not name the first batch"
         for h in self.scan(positions[-1], validate_tail_crc, expect_offset=offsets[-1]):
             self._track(h.position, h.base_offset, h.last_offset, h.max_timestamp, h.size)
         pos, reason = self.scan_stop
