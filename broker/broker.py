@@ -10,6 +10,7 @@ import trio
 
 from .config import BrokerConfig
 from .group_shell import GroupShell
+from .log import cleaner, flush, retention
 from .log.manager import LogManager
 from .txn_shell import TxnShell
 
@@ -63,6 +64,7 @@ class Broker:
         self.logs = LogManager(config)
         self.appends = AppendNotifier()
         self.clock = clock or (lambda: int(time.time() * 1000))
+        self.logs.clock = self.now_ms  # segments, retention and the cleaner use the injected clock
         self.stopping = trio.Event()
         self.producer_ids: ProducerIdAllocator | None = None
         self.groups = GroupShell(self)
@@ -83,6 +85,10 @@ class Broker:
         async with trio.open_nursery() as nursery:
             await nursery.start(self.groups.run_timers)
             await nursery.start(self.txns.run_timers)
+            # storage: retention, flush.ms, log compaction (broker/log/)
+            await nursery.start(retention.run_retention, self)
+            await nursery.start(flush.run_flusher, self)
+            await nursery.start(cleaner.run_cleaner, self)
             task_status.started()
 
     def now_ms(self) -> int:

@@ -130,11 +130,11 @@ def topic_metadata(bootstrap: str, topic: str) -> Any:
     return t
 
 
-def produce(bootstrap: str, topic: str, partition: int, values: list[bytes]) -> None:
+def produce(bootstrap: str, topic: str, partition: int, values: list[bytes], key: bytes | None = None) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     errors: list[Any] = []
     for v in values:
-        p.produce(topic, v, partition=partition, on_delivery=lambda err, msg: errors.append(err) if err else None)
+        p.produce(topic, v, key=key, partition=partition, on_delivery=lambda err, msg: errors.append(err) if err else None)
     assert p.flush(15) == 0
     assert errors == []
     del p  # librdkafka closes the client when the object goes
@@ -425,7 +425,7 @@ def test_create_partitions_and_delete_records_protocol_details(samsa_broker: Sam
             (topic, INVALID_REPLICA_ASSIGNMENT, "Attempted to add 2 additional partition(s), but only 1 "
                                                 "assignment(s) were specified.")]
     produce(bootstrap, topic, 0, [b"a", b"b", b"c"])
-    produce(bootstrap, compacted, 0, [b"x"])
+    produce(bootstrap, compacted, 0, [b"x"], key=b"k")  # compacted topics reject keyless records, as Kafka's do
     D = DeleteRecordsRequest.DeleteRecordsTopic
     DP = D.DeleteRecordsPartition
     req = DeleteRecordsRequest(topics=[

@@ -31,6 +31,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     acks = req.acks
     responses = []
     appended = False
+    written = []
     for td in req.topic_data:
         tid = getattr(td, "topic_id", None)
         by_id = ctx.api_version >= 13
@@ -66,6 +67,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 parts.append(_error(pd.index, result.error, result.message))
                 continue
             appended = True
+            written.append(part)
             parts.append(PR(index=pd.index, error_code=0, base_offset=result.base_offset,
                             log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset,
                             record_errors=[], error_message=None))
@@ -73,6 +75,8 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                             topic_id=tid if tid is not None else ZERO_UUID, partition_responses=parts))
     if appended:
         broker.appends.notify()
+        # fsync before answering when samsa.fsync.on.acks.all (acks=all) or flush.messages asks for it
+        await broker.logs.after_append(written, acks)
     if acks == 0:
         return None
     return ctx.response(responses=responses, throttle_time_ms=0, node_endpoints=[])
