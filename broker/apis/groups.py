@@ -66,7 +66,7 @@ async def join_group(ctx: RequestContext, req: Any) -> Any:
                           protocol_type=req.protocol_type,
                           protocols=[(p.name, bytes(p.metadata)) for p in req.protocols],
                           reason=req.reason, **_common(ctx))
-    r: g.JoinGroupResult = await ctx.broker.groups.call_for_group(req.group_id, request)
+    r: g.JoinGroupResult = await ctx.broker.groups.call_for(req.group_id, request)
     members = [JoinGroupResponse.JoinGroupResponseMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
                                                       metadata=m.metadata) for m in r.members]
     protocol_name = r.protocol_name
@@ -85,7 +85,7 @@ async def sync_group(ctx: RequestContext, req: Any) -> Any:
                           protocol_name=req.protocol_name if ctx.api_version >= 5 else None,
                           assignments=[(a.member_id, bytes(a.assignment)) for a in req.assignments],
                           **_common(ctx))
-    r: g.SyncGroupResult = await ctx.broker.groups.call_for_group(req.group_id, request)
+    r: g.SyncGroupResult = await ctx.broker.groups.call_for(req.group_id, request)
     return ctx.response(throttle_time_ms=0, error_code=r.error_code, protocol_type=r.protocol_type,
                         protocol_name=r.protocol_name, assignment=r.assignment)
 
@@ -94,7 +94,7 @@ async def sync_group(ctx: RequestContext, req: Any) -> Any:
 async def heartbeat(ctx: RequestContext, req: Any) -> Any:
     request = g.Heartbeat(group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id,
                           group_instance_id=req.group_instance_id, **_common(ctx))
-    r: g.HeartbeatResult = await ctx.broker.groups.call_for_group(req.group_id, request)
+    r: g.HeartbeatResult = await ctx.broker.groups.call_for(req.group_id, request)
     return ctx.response(throttle_time_ms=0, error_code=r.error_code)
 
 
@@ -105,7 +105,7 @@ async def leave_group(ctx: RequestContext, req: Any) -> Any:
                    for m in req.members]
     else:
         members = [g.LeaveGroupMember(req.member_id)]
-    r: g.LeaveGroupResult = await ctx.broker.groups.call_for_group(
+    r: g.LeaveGroupResult = await ctx.broker.groups.call_for(
         req.group_id, g.LeaveGroup(group_id=req.group_id, members=members, **_common(ctx)))
     if ctx.api_version < 3:
         return ctx.response(throttle_time_ms=0, error_code=r.legacy_error_code)

@@ -50,7 +50,7 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
             topics.append(OffsetCommitTopic(name, keep))
     errors: dict[tuple[str, int], int] = {}
     if topics:
-        r: g.OffsetCommitResult = await ctx.broker.groups.call_for_group(req.group_id, g.OffsetCommit(
+        r: g.OffsetCommitResult = await ctx.broker.groups.call_for(req.group_id, g.OffsetCommit(
             group_id=req.group_id, topics=topics, generation_id=req.generation_id_or_member_epoch,
             member_id=req.member_id or "", group_instance_id=req.group_instance_id,
             retention_time_ms=req.retention_time_ms if req.retention_time_ms is not None else -1, **_common(ctx)))
@@ -135,7 +135,7 @@ async def offset_delete(ctx: RequestContext, req: Any) -> Any:
                 keep.append(p.partition_index)
         if keep:
             topics.append(TopicPartitions(t.name, keep))
-    r: g.OffsetDeleteResult = await ctx.broker.groups.call_for_group(
+    r: g.OffsetDeleteResult = await ctx.broker.groups.call_for(
         req.group_id, g.OffsetDelete(group_id=req.group_id, topics=topics, **_common(ctx)))
     errors = {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
     resp = ctx.response(throttle_time_ms=0, error_code=r.error_code, topics=[])

@@ -145,7 +145,7 @@ async def txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
     verify_errors = _verify_offsets_partition(ctx, req, topics) if topics else {}
     errors.update(verify_errors)
     if topics and not verify_errors:
-        r: g.TxnOffsetCommitResult = await ctx.broker.groups.call_for_group(req.group_id, g.TxnOffsetCommit(
+        r: g.TxnOffsetCommitResult = await ctx.broker.groups.call_for(req.group_id, g.TxnOffsetCommit(
             group_id=req.group_id, transactional_id=req.transactional_id, producer_id=req.producer_id,
             producer_epoch=req.producer_epoch, topics=topics,
             generation_id=getattr(req, "generation_id", -1), member_id=getattr(req, "member_id", "") or "",

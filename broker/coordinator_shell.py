@@ -1,0 +1,153 @@
+"""What the group and transaction shells share: one pure coordinator per partition of an
+internal, compacted topic, stepped by requests and by a timer task.
+
+A request is stepped through its partition's coordinator; the step's records are appended
+to that partition *before* any completion is released, so nobody hears of an assignment,
+commit or transaction state that a crash could lose. Parked requests wait on an event until
+a later step completes them. The timer task sleeps until the earliest deadline any
+coordinator reports. Start-up replays the topic, then ends each coordinator's loading.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import trio
+
+from coordinator.hashing import partition_for_group
+from protocol import records as rb
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+C = TypeVar("C")
+
+
+class _Pending:
+    __slots__ = ("event", "result")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.result: Any = None
+
+
+class CoordinatorShell(Generic[C]):
+    topic: str = ""
+
+    def __init__(self, broker: "Broker", num_partitions: int) -> None:
+        self.broker = broker
+        self.num_partitions = num_partitions
+        self.coordinators: dict[int, C] = {}
+        self._pending: dict[int, _Pending] = {}
+        self._next_token = 0
+        self._deadline_changed = trio.Event()
+
+    # -- what subclasses define ----------------------------------------------------------
+    def new_coordinator(self, partition: int) -> C:
+        raise NotImplementedError
+
+    def topic_configs(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def replay_batch(self, coord: C, data: bytes, h: rb.BatchHeader) -> None:
+        """Feed one stored batch (``h.position`` is 0 in ``data``) to the coordinator."""
+        if h.is_control:
+            return
+        for r in rb.iter_records(data, h):
+            if r.key is not None:
+                coord.replay(r.key, r.value)  # type: ignore[attr-defined]
+
+    def write_step(self, partition: int, step: Any) -> None:
+        if step.records:
+            self.broker.logs.partition(self.topic, partition).append_internal(step.records, self.broker.now_ms())
+
+    def after_step(self, partition: int, step: Any) -> None:
+        """Work a step asks for once its records are written and its results released."""
+
+    # -- start-up ------------------------------------------------------------------------
+    def load(self) -> int:
+        """Replay the topic if it exists (it is created on first use); returns partitions loaded."""
+        topic = self.broker.logs.topics.get(self.topic)
+        if topic is None:
+            return 0
+        self.num_partitions = len(topic.partitions)
+        for part in topic.partitions:
+            coord = self.new_coordinator(part.index)
+            for seg in part.segments:
+                for h in seg.iter_headers():
+                    data = seg.read(h.position, h.size)
+                    h.position = 0
+                    self.replay_batch(coord, data, h)
+            self.coordinators[part.index] = coord
+        now = self.broker.now_ms()
+        for p, coord in self.coordinators.items():
+            self._apply(p, coord.load_complete(now))  # type: ignore[attr-defined]
+        return len(topic.partitions)
+
+    def _ensure_topic(self) -> None:
+        if self.coordinators:
+            return
+        logs = self.broker.logs
+        if self.topic not in logs.topics:
+            logs.create_topic(self.topic, self.num_partitions, self.topic_configs())
+        now = self.broker.now_ms()
+        for p in range(self.num_partitions):
+            coord = self.coordinators[p] = self.new_coordinator(p)
+            self._apply(p, coord.load_complete(now))  # type: ignore[attr-defined]
+
+    # -- requests ------------------------------------------------------------------------
+    def partition_for(self, key: str) -> int:
+        return partition_for_group(key, self.num_partitions)
+
+    def coordinator_for(self, key: str) -> tuple[int, C]:
+        self._ensure_topic()
+        p = self.partition_for(key)
+        return p, self.coordinators[p]
+
+    async def call(self, partition: int, request: Any) -> Any:
+        """Step ``request`` through the partition's coordinator and wait for its result."""
+        self._ensure_topic()
+        self._next_token += 1
+        token = self._next_token
+        pending = self._pending[token] = _Pending()
+        request.token = token
+        try:
+            self._apply(partition, self.coordinators[partition].handle(  # type: ignore[attr-defined]
+                request, self.broker.now_ms()))
+            await pending.event.wait()
+            return pending.result
+        finally:
+            self._pending.pop(token, None)
+
+    async def call_for(self, key: str, request: Any) -> Any:
+        p, _ = self.coordinator_for(key or "")
+        return await self.call(p, request)
+
+    def _apply(self, partition: int, step: Any) -> None:
+        self.write_step(partition, step)
+        for token, result in step.completions:
+            pending = self._pending.get(token)
+            if pending is not None:
+                pending.result = result
+                pending.event.set()
+        self.after_step(partition, step)
+        self._deadline_changed.set()
+
+    # -- timers --------------------------------------------------------------------------
+    async def run_timers(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            self._deadline_changed = trio.Event()
+            now = self.broker.now_ms()
+            earliest: int | None = None
+            for p, coord in list(self.coordinators.items()):
+                deadline = coord.next_deadline()  # type: ignore[attr-defined]
+                if deadline is not None and deadline <= now:
+                    self._apply(p, coord.tick(now))  # type: ignore[attr-defined]
+                    deadline = coord.next_deadline()  # type: ignore[attr-defined]
+                if deadline is not None and (earliest is None or deadline < earliest):
+                    earliest = deadline
+            if self._deadline_changed.is_set():
+                continue  # a tick changed something: recompute before sleeping
+            wait = float("inf") if earliest is None else max(0.0, (earliest - self.broker.now_ms()) / 1000)
+            with trio.move_on_after(wait):
+                await self._deadline_changed.wait()
