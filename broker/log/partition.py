@@ -88,7 +88,7 @@ class Partition:
         self.directory = directory
         self.config = config  # effective topic config lookup
         self.leader_epoch = leader_epoch
-        self.fds = fds or FdCache()
+        self.fds = fds if fds is not None else FdCache()
         self.clock = clock or _wall_ms
         self.segments: list[Segment] = []
         self.log_start_offset = 0

@@ -69,6 +69,7 @@ class Segment:
         self.mtime_ms = int(st.st_mtime * 1000)
         self._bytes_since_index = index_interval  # index the first batch
         self.index_dirty = True  # in-memory indexes differ from the files
+        self.loaded_from = "new"  # "index" (persisted indexes trusted) or "scan" (rebuilt from the log)
 
     def __repr__(self) -> str:
         return f"Segment({self.path}, size={self.size}, next_offset={self.next_offset})"
@@ -156,6 +157,7 @@ class Segment:
         """Rebuild the in-memory indexes from the log (checking CRCs when asked) and cut a torn
         or corrupt tail. The cut bytes are kept in ``<base>.log.corrupt-<position>``."""
         self._reset()
+        self.loaded_from = "scan"
         for h in self.scan(0, validate_crc):
             self._track(h.position, h.base_offset, h.last_offset, h.max_timestamp, h.size)
         pos, reason = self.scan_stop
@@ -190,6 +192,7 @@ class Segment:
             return str(exc)
         self._reset()
         if not offsets:
+            self.loaded_from = "index"
             return None
         head = os.pread(self.fd, rb.HEADER_SIZE, positions[-1])
         if len(head) < rb.HEADER_SIZE or head[rb.OFF_MAGIC] != rb.MAGIC_V2 or \
@@ -213,8 +216,9 @@ class Segment:
         if not (self.base_offset <= max_off < self.next_offset):
             self._reset()
             return f"time index names offset {max_off} outside the segment"
-        if self._max_ts_pos < 0 or self._max_ts_pos < positions[-1]:
-            self._max_ts_pos, self._max_ts_offset = -1, max_off
+        if self._max_ts_pos < 0:
+            self._max_ts_offset = max_off
+        self.loaded_from = "index"
         return None
 
     # -- writes --------------------------------------------------------------------------
