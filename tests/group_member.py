@@ -28,6 +28,7 @@ import os
 import queue
 import sys
 import threading
+import time
 import traceback
 from typing import Any
 
@@ -84,12 +85,15 @@ def run_kafka_python(a: argparse.Namespace) -> None:
                       auto_offset_reset="earliest", enable_auto_commit=False,
                       session_timeout_ms=a.session_timeout_ms, heartbeat_interval_ms=a.heartbeat_interval_ms,
                       max_poll_interval_ms=a.max_poll_interval_ms, **kwargs)
-    # kafka-python 3.0.12 quirk: when a leader's rejoin was caused by new topic metadata and a
-    # poll() times out between its assignment and the SyncGroup answer, the finished join is
-    # never applied (need_rejoin() is already False) and the member stops heartbeating. Having
-    # the topic's metadata before the first join avoids that rejoin.
-    c.partitions_for_topic(a.topic)
     c.subscribe([a.topic])
+    # kafka-python 3.0.12 bug: when a leader rejoins because topic metadata arrived after its
+    # first join, and poll() times out between its assignment and the SyncGroup answer, the
+    # finished join is never applied (need_rejoin() is already False): the member keeps its old
+    # assignment and stops heartbeating. Joining only once the subscribed topic's metadata is
+    # in (the IO thread fetches it after subscribe()) avoids that rejoin.
+    deadline = time.monotonic() + 10
+    while not c._coordinator._metadata_snapshot.get(a.topic) and time.monotonic() < deadline:
+        time.sleep(0.01)
     emit(type="ready")
     cmds = stdin_commands()
     rep = Reporter()

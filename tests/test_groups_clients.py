@@ -163,7 +163,10 @@ def test_sigkilled_member_partitions_move_after_the_session_timeout(
     # Kafka does not act on the dropped connection: the member stays until its session expires
     # (its last heartbeat was at most one interval before the kill).
     time.sleep(KILL_SESSION_MS / 1000 - HEARTBEAT_S - 0.7)
-    assert describe(bs, group).partitions() == view.partitions()
+    still = describe(bs, group)
+    assert set(still.members) == set(view.members), still
+    if still.state == "Stable":
+        assert still.partitions() == view.partitions()
 
     view2, owned2 = converge(bs, group, [keep], PARTITIONS, timeout=15)
     elapsed = time.monotonic() - killed_at
@@ -213,3 +216,390 @@ def test_member_resumes_from_committed_offsets_after_broker_restart(
     time.sleep(0.5)  # anything re-delivered would arrive first, but give stragglers a chance
     assert solo.received() == expected  # nothing skipped, nothing before the commit re-delivered
     assert len(solo.of_type("record")) == len(expected)
+
+
+# --------------------------------------------------------------------------- static membership
+STATIC_ID = "static-b"
+
+
+def assignment_lines(m: Member) -> list[tuple[Any, ...]]:
+    return [(ln["member_id"], ln["generation"], tuple(ln["partitions"])) for ln in m.of_type("assignment")]
+
+
+@pytest.mark.parametrize("client", PY_CLIENTS)
+def test_static_member_rejoins_without_a_rebalance(gbroker: SamsaBroker, members: list[Member], client: str) -> None:
+    """A static member (group.instance.id) that closes without LeaveGroup and comes back within
+    its session timeout gets a new member id and its old assignment, and the group keeps its
+    generation: the other member sees nothing."""
+    bs = gbroker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, 1)
+    dynamic = start(members, "kafka-python", bs, group, topic, assignor="range")
+    converge(bs, group, [dynamic], PARTITIONS)
+    static = start(members, client, bs, group, topic, assignor="range", instance_id=STATIC_ID)
+    view, owned = converge(bs, group, [dynamic, static], PARTITIONS)
+    old_id = static.assignment()[0]
+    assert view.members[old_id].group_instance_id == STATIC_ID
+    seen_by_dynamic = assignment_lines(dynamic)
+
+    static.close()  # a static member does not send LeaveGroup
+    assert describe(bs, group) == view
+
+    again = start(members, client, bs, group, topic, assignor="range", instance_id=STATIC_ID)
+    mine = wait_until("the static member to get its assignment back",
+                      lambda: (a := again.assignment()) and a[1] and a, 20)
+    new_id, parts = mine
+    assert parts == owned[static] and new_id != old_id
+    after = describe(bs, group)
+    assert after.state == "Stable" and set(after.members) == {dynamic.assignment()[0], new_id}
+    assert after.members[new_id].group_instance_id == STATIC_ID and after.members[new_id].partitions == parts
+    if client != "confluent":  # librdkafka does not expose the generation
+        assert again.of_type("assignment")[-1]["generation"] == seen_by_dynamic[-1][1]
+    time.sleep(1.0)  # a rebalance would reach the dynamic member through its heartbeat (every 0.3 s)
+    assert assignment_lines(dynamic) == seen_by_dynamic and describe(bs, group) == after
+
+
+# --------------------------------------------------------------------------- admin APIs
+ADMINS = ["kafka-python", "confluent", "java"]
+
+
+class GroupAdmin:
+    """list / describe / offsets / delete through one client's admin API, normalised to
+    (state, protocol, members) tuples so one test can assert the same outcomes for each."""
+
+    def __init__(self, kind: str, bootstrap: str) -> None:
+        self.kind, self.bs = kind, bootstrap
+        if kind == "kafka-python":
+            from kafka.admin import KafkaAdminClient
+            self.admin: Any = KafkaAdminClient(bootstrap_servers=bootstrap)
+        elif kind == "confluent":
+            from confluent_kafka.admin import AdminClient
+            self.admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def close(self) -> None:
+        if self.kind == "kafka-python":
+            self.admin.close()
+
+    def java(self, *args: Any) -> list[dict[str, Any]]:
+        from tests.javaclient import run_java
+        return run_java(JAVA_ADMIN_VERSION, self.bs, *args, allow_errors=True)
+
+    def list(self) -> dict[str, str]:
+        """group id -> state"""
+        if self.kind == "kafka-python":
+            return {g["group_id"]: g["group_state"] for g in self.admin.list_groups()}
+        if self.kind == "confluent":
+            res = self.admin.list_consumer_groups().result()
+            assert not res.errors
+            return {g.group_id: g.state.name for g in res.valid}
+        return {g["group_id"]: g["state"] for g in self.java("admin-list-groups") if g["type"] == "group"}
+
+    def describe(self, group: str) -> tuple[str, str, dict[str, tuple[str, str, tuple[int, ...]]]] | str:
+        """(state, assignor, {member id: (client id, host, partitions)}) or the error's name."""
+        if self.kind == "kafka-python":
+            d = self.admin.describe_groups([group])[group]
+            if d["error"]:
+                return d["error"]
+            return d["group_state"], d["protocol_data"], {
+                m["member_id"]: (m["client_id"], m["client_host"],
+                                 tuple(sorted(p for t in m["member_assignment"]["assigned_partitions"]
+                                              for p in t["partitions"])) if m["member_assignment"] else ())
+                for m in d["members"]}
+        if self.kind == "confluent":
+            from confluent_kafka import KafkaException
+            try:
+                d = self.admin.describe_consumer_groups([group])[group].result()
+            except KafkaException as e:
+                return e.args[0].name()
+            return d.state.name, d.partition_assignor, {
+                m.member_id: (m.client_id, m.host, tuple(sorted(tp.partition for tp in m.assignment.topic_partitions)))
+                for m in d.members}
+        lines = self.java("admin-describe-groups", "--group", group)
+        (d,) = lines
+        if d["type"] == "error":
+            return d["error"]
+        return d["state"], d["assignor"], {
+            m["member_id"]: (m["client_id"], m["host"], tuple(sorted(tp["partition"] for tp in m["assignment"])))
+            for m in d["members"]}
+
+    def offsets(self, group: str) -> dict[tuple[str, int], int]:
+        if self.kind == "kafka-python":
+            return {(tp.topic, tp.partition): o.offset for tp, o in self.admin.list_group_offsets(group)[group].items()}
+        if self.kind == "confluent":
+            from confluent_kafka import ConsumerGroupTopicPartitions
+            res = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result()
+            return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions}
+        return {(o["topic"], o["partition"]): o["offset"]
+                for o in self.java("admin-list-group-offsets", "--group", group) if o["type"] == "group_offset"}
+
+    def delete(self, group: str) -> str:
+        """"OK" or the error's name."""
+        if self.kind == "kafka-python":
+            return self.admin.delete_groups([group])[group]
+        if self.kind == "confluent":
+            from confluent_kafka import KafkaException
+            try:
+                self.admin.delete_consumer_groups([group])[group].result()
+                return "OK"
+            except KafkaException as e:
+                return e.args[0].name()
+        (line,) = self.java("admin-delete-groups", "--group", group)
+        return "OK" if line["type"] == "deleted_group" else line["error"]
+
+
+JAVA_ADMIN_VERSION = "4.3.0"
+# what each admin API calls Kafka's states and errors
+# (DescribeGroups v6+ answers GROUP_ID_NOT_FOUND for a group that does not exist, older versions
+# state Dead with no error: librdkafka asks in v5 and shows DEAD.)
+NAMES = {
+    "kafka-python": {"Stable": "Stable", "Empty": "Empty", "NON_EMPTY_GROUP": "NonEmptyGroupError",
+                     "GROUP_ID_NOT_FOUND": "GroupIdNotFoundError",
+                     "gone": "[Error 69] GroupIdNotFoundError: Group {} not found."},
+    "confluent": {"Stable": "STABLE", "Empty": "EMPTY", "NON_EMPTY_GROUP": "NON_EMPTY_GROUP",
+                  "GROUP_ID_NOT_FOUND": "GROUP_ID_NOT_FOUND", "gone": ("DEAD", "", {})},
+    "java": {"Stable": "Stable", "Empty": "Empty", "NON_EMPTY_GROUP": "GroupNotEmptyException",
+             "GROUP_ID_NOT_FOUND": "GroupIdNotFoundException", "gone": "GroupIdNotFoundException"},
+}
+
+
+@pytest.mark.parametrize("admin_kind", ADMINS)
+def test_admin_list_describe_offsets_and_delete_groups(gbroker: SamsaBroker, members: list[Member],
+                                                       admin_kind: str) -> None:
+    if admin_kind == "java":
+        from tests.javaclient import compile, java_available
+        if not java_available():
+            pytest.skip("java and javac are not on PATH")
+        compile(JAVA_ADMIN_VERSION)
+    names = NAMES[admin_kind]
+    bs = gbroker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, 2)
+    pair = [start(members, "kafka-python", bs, group, topic, assignor="range") for _ in range(2)]
+    view, owned = converge(bs, group, pair, PARTITIONS)
+    for m in pair:
+        wait_until("members to catch up", lambda m=m: m.positions() == {p: 2 for p in owned[m]}, 20, 0.1)
+        m.commit()
+    want_offsets = {(topic, p): 2 for p in range(PARTITIONS)}
+    want_members = {mid: (v.client_id, "/127.0.0.1", v.partitions) for mid, v in view.members.items()}
+    assert {v.client_id for v in view.members.values()} == {m.client_id for m in pair}
+
+    adm = GroupAdmin(admin_kind, bs)
+    try:
+        assert adm.list()[group] == names["Stable"]
+        assert adm.describe(group) == (names["Stable"], "range", want_members)
+        assert adm.offsets(group) == want_offsets
+        assert adm.delete(group) == names["NON_EMPTY_GROUP"]
+        assert describe(bs, group) == view and committed(bs, group).keys() == want_offsets.keys()
+
+        for m in pair:
+            m.close()
+        assert adm.list()[group] == names["Empty"]
+        assert adm.describe(group) == (names["Empty"], "", {})
+        assert adm.offsets(group) == want_offsets
+        assert adm.delete(group) == "OK"
+        assert group not in adm.list()
+        raw = describe(bs, group)
+        assert (raw.error_code, raw.state, raw.protocol_type, raw.members) == (0, "Dead", "", {})
+        assert committed(bs, group) == {}
+        assert adm.offsets(group) == {}
+        gone = names["gone"]
+        assert adm.describe(group) == (gone.format(group) if isinstance(gone, str) else gone)
+        assert adm.delete(group) == names["GROUP_ID_NOT_FOUND"]
+    finally:
+        adm.close()
+
+
+# --------------------------------------------------------------------------- the Java client
+JAVA_LATEST = "4.3.0"
+
+
+def java_ready(version: str) -> None:
+    from tests.javaclient import compile, java_available
+    if not java_available():
+        pytest.skip("java and javac (a JDK) are not on PATH")
+    compile(version)
+
+
+def java_group_args(topic: str, group: str, *extra: Any) -> list[Any]:
+    return ["consume-group", "--topic", topic, "--group", group, *extra]
+
+
+def tp_partitions(tps: list[dict[str, Any]]) -> tuple[int, ...]:
+    return tuple(sorted(tp["partition"] for tp in tps))
+
+
+def stable_view(bs: str, group: str, n: int, also: Any = lambda v: True, timeout: float = 30) -> Any:
+    """The coordinator's view once Stable with ``n`` members that own all partitions."""
+    def check() -> Any:
+        v = describe(bs, group)
+        ok = (v.state == "Stable" and len(v.members) == n
+              and sorted(p for ps in v.partitions().values() for p in ps) == list(range(PARTITIONS)))
+        return v if ok and also(v) else None
+    return wait_until(f"{group} to be Stable with {n} members", check, timeout)
+
+
+def held_in_order(lines: list[dict[str, Any]], shares: list[tuple[int, ...]]) -> bool:
+    """The member's assignment (from its assigned/revoked callbacks) was each of ``shares`` in turn."""
+    owned: set[int] = set()
+    want = list(shares)
+    for ln in lines:
+        if ln["type"] in ("assigned", "revoked"):
+            parts = set(tp_partitions(ln["partitions"]))
+            owned = owned | parts if ln["type"] == "assigned" else owned - parts
+            if want and owned == set(want[0]):
+                want.pop(0)
+    return not want
+
+
+def never_revoked_after_holding(lines: list[dict[str, Any]], share: tuple[int, ...]) -> bool:
+    """Cooperative rebalancing: once the member held ``share``, no revocation touched it
+    (until its summary: closing revokes everything)."""
+    owned: set[int] = set()
+    holding = False
+    for ln in lines:
+        if ln["type"] == "summary":
+            break
+        if ln["type"] not in ("assigned", "revoked"):
+            continue
+        parts = set(tp_partitions(ln["partitions"]))
+        if ln["type"] == "revoked" and holding and parts & set(share):
+            return False
+        owned = owned | parts if ln["type"] == "assigned" else owned - parts
+        holding = holding or set(share) <= owned
+    return holding
+
+
+JAVA_ASSIGNOR_CASES = [(JAVA_LATEST, "cooperative-sticky"), ("3.9.0", "range")]
+
+
+@pytest.mark.java
+@pytest.mark.parametrize("jv,assignor", JAVA_ASSIGNOR_CASES, ids=[f"{v}-{a}" for v, a in JAVA_ASSIGNOR_CASES])
+def test_java_three_members_share_six_partitions_then_two_take_over(
+        gbroker: SamsaBroker, jv: str, assignor: str) -> None:
+    from tests.javaclient import last, start_java
+    java_ready(jv)
+    bs = gbroker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, PER_PARTITION)
+    # members poll for 12 s, 12 s and 6 s from their start: the third leaves (LeaveGroup) midway
+    procs = [start_java(jv, bs, *java_group_args(topic, group, "--assignor", assignor, "--quiet",
+                                                 "--client-id", f"java-{i}", "--timeout-ms", ms))
+             for i, ms in enumerate((12000, 12000, 6000))]
+    try:
+        view3 = stable_view(bs, group, 3)
+        by_client = {v.client_id: mid for mid, v in view3.members.items()}
+        leaver = by_client["java-2"]
+        view2 = stable_view(bs, group, 2, lambda v: leaver not in v.members)
+        results = [p.result(timeout=60) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert view3.protocol == view2.protocol == assignor
+    assert sorted(len(p) for p in view3.partitions().values()) == [2, 2, 2]
+    assert sorted(len(p) for p in view2.partitions().values()) == [3, 3]
+    if assignor == "range":
+        assert by_member_id(view3.partitions()) == [(0, 1), (2, 3), (4, 5)]
+        assert by_member_id(view2.partitions()) == [(0, 1, 2), (3, 4, 5)]
+    summaries = [last(r, "summary") for r in results]
+    assert tp_partitions(summaries[2]["assignment"]) == view3.partitions()[leaver]
+    for i in (0, 1):  # (the first survivor to finish leaves too: the other may rebalance once more)
+        s = summaries[i]
+        share3, share2 = view3.partitions()[s["member_id"]], view2.partitions()[s["member_id"]]
+        assert held_in_order(results[i], [share3, share2]), results[i]
+        assert {int(p): o for p, o in s["last_offsets"].items() if int(p) in share2} == {
+            p: PER_PARTITION - 1 for p in share2}
+        if assignor == "cooperative-sticky":
+            assert set(share3) < set(share2)
+            assert never_revoked_after_holding(results[i], share3), results[i]
+
+
+@pytest.mark.java
+def test_java_member_sigkilled_partitions_move_after_the_session_timeout(
+        gbroker: SamsaBroker, members: list[Member]) -> None:
+    from tests.javaclient import start_java
+    java_ready(JAVA_LATEST)
+    bs = gbroker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, PER_PARTITION)
+    keep = start(members, "kafka-python", bs, group, topic, assignor="range", session_timeout_ms=KILL_SESSION_MS)
+    converge(bs, group, [keep], PARTITIONS)
+    victim = start_java(JAVA_LATEST, bs, *java_group_args(
+        topic, group, "--assignor", "range", "--quiet", "--client-id", "java-victim", "--timeout-ms", 60000,
+        "--session-timeout-ms", KILL_SESSION_MS, "--prop", f"heartbeat.interval.ms={int(HEARTBEAT_S * 1000)}"))
+    try:
+        view = stable_view(bs, group, 2, lambda v: (a := keep.assignment()) is not None
+                           and a[0] in v.members and v.members[a[0]].partitions == a[1])
+        victim_id = next(mid for mid, v in view.members.items() if v.client_id == "java-victim")
+        victim.kill()
+        killed_at = time.monotonic()
+    finally:
+        victim.kill()
+    time.sleep(KILL_SESSION_MS / 1000 - HEARTBEAT_S - 0.7)
+    assert set(describe(bs, group).members) == set(view.members)
+    view2, owned2 = converge(bs, group, [keep], PARTITIONS, timeout=15)
+    elapsed = time.monotonic() - killed_at
+    assert KILL_SESSION_MS / 1000 - HEARTBEAT_S - 0.2 <= elapsed <= KILL_SESSION_MS / 1000 + 2.5, elapsed
+    assert owned2[keep] == tuple(range(PARTITIONS)) and victim_id not in view2.members
+    wait_read(keep, view.members[victim_id].partitions)
+
+
+@pytest.mark.java
+def test_java_member_resumes_from_committed_offsets_after_broker_restart(own_broker: SamsaBroker) -> None:
+    from tests.javaclient import last, of_type, run_java
+    java_ready(JAVA_LATEST)
+    bs = own_broker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, FIRST)
+    total = PARTITIONS * FIRST
+    first = run_java(JAVA_LATEST, bs, *java_group_args(topic, group, "--max", total, "--commit", "--quiet",
+                                                       "--timeout-ms", 20000))
+    assert last(first, "summary")["count"] == total
+    assert last(first, "committed")["offsets"] == {str(p): FIRST for p in range(PARTITIONS)}
+    want = {(topic, p): FIRST for p in range(PARTITIONS)}
+    assert {k: v[0] for k, v in committed(bs, group).items()} == want
+
+    own_broker.restart()
+    assert {k: v[0] for k, v in committed(bs, group).items()} == want
+    produce(bs, topic, PARTITIONS, FIRST)
+    second = run_java(JAVA_LATEST, bs, *java_group_args(topic, group, "--timeout-ms", 5000))
+    got = [(r["partition"], r["offset"]) for r in of_type(second, "record")]
+    assert sorted(got) == sorted((p, o) for p in range(PARTITIONS) for o in range(FIRST, 2 * FIRST))
+
+
+@pytest.mark.java
+def test_java_static_member_rejoins_without_a_rebalance(gbroker: SamsaBroker, members: list[Member]) -> None:
+    """Kafka's static membership with the Java client: a member with group.instance.id that
+    exits (no LeaveGroup) and restarts within its session timeout gets a new member id, the
+    same generation and the same partitions; the other member sees no rebalance."""
+    from tests.javaclient import last, of_type, run_java, start_java
+    java_ready(JAVA_LATEST)
+    bs = gbroker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, 1)
+    dynamic = start(members, "kafka-python", bs, group, topic, assignor="range")
+    converge(bs, group, [dynamic], PARTITIONS)
+    args = java_group_args(topic, group, "--assignor", "range", "--quiet", "--group-instance-id", STATIC_ID,
+                           "--session-timeout-ms", 10000)
+    first = start_java(JAVA_LATEST, bs, *args, "--timeout-ms", 4000)
+    try:
+        view = stable_view(bs, group, 2, lambda v: (a := dynamic.assignment()) is not None
+                           and a[0] in v.members and v.members[a[0]].partitions == a[1])
+        s1 = last(first.result(timeout=60), "summary")
+    finally:
+        first.kill()
+    seen_by_dynamic = assignment_lines(dynamic)
+    assert s1["group_instance_id"] == STATIC_ID and view.members[s1["member_id"]].group_instance_id == STATIC_ID
+    assert tp_partitions(s1["assignment"]) == view.members[s1["member_id"]].partitions
+    assert s1["generation_id"] == seen_by_dynamic[-1][1]
+    assert describe(bs, group) == view  # gone without LeaveGroup: still a member until its session ends
+
+    second = run_java(JAVA_LATEST, bs, *args, "--timeout-ms", 3000)
+    s2 = last(second, "summary")
+    assert s2["member_id"] != s1["member_id"]
+    assert (s2["generation_id"], s2["assignment"]) == (s1["generation_id"], s1["assignment"])
+    assert [tp_partitions(a["partitions"]) for a in of_type(second, "assigned")] == [tp_partitions(s1["assignment"])]
+    after = describe(bs, group)
+    assert after.state == "Stable" and set(after.members) == {dynamic.assignment()[0], s2["member_id"]}
+    assert after.partitions() == {**{k: v for k, v in view.partitions().items() if k != s1["member_id"]},
+                                  s2["member_id"]: tp_partitions(s1["assignment"])}
+    assert assignment_lines(dynamic) == seen_by_dynamic
