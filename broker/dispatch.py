@@ -15,6 +15,7 @@ from protocol.messages import REQUESTS, RESPONSES
 
 if TYPE_CHECKING:
     from .broker import Broker
+    from .config import Listener
 
 log = structlog.get_logger("samsa.dispatch")
 
@@ -27,6 +28,13 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     client_host: str
+    listener: str = ""
+
+    @property
+    def advertised(self) -> "Listener":
+        """This broker's address as advertised on the listener the request arrived on."""
+        advertised = self.broker.config.advertised_listeners
+        return next((a for a in advertised if a.name == self.listener), advertised[0])
 
     def response(self, **fields: Any) -> ApiMessage:
         """A response object of this request's API and version."""
@@ -50,7 +58,8 @@ def check_handlers() -> None:
         raise RuntimeError(f"advertised APIs without a handler: {missing}")
 
 
-async def dispatch(broker: "Broker", frame: bytes, client_host: str) -> bytes | bytearray | None:
+async def dispatch(broker: "Broker", frame: bytes, client_host: str,
+                   listener: str = "") -> bytes | bytearray | None:
     """Answer one request frame. Returns the framed response, None when none is due
     (acks=0), or raises FrameError when Kafka would close the connection."""
     prefix = peek_header(frame)
@@ -68,7 +77,7 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str) -> bytes | 
     except Exception as exc:  # malformed body: Kafka closes the connection
         raise FrameError(f"cannot decode {req_cls.__name__} v{version}: {exc!r}") from None
     header = request.header
-    ctx = RequestContext(broker, key, version, prefix.correlation_id, header.client_id, client_host)
+    ctx = RequestContext(broker, key, version, prefix.correlation_id, header.client_id, client_host, listener)
     response = await HANDLERS[key](ctx, request)
     if response is None:
         return None

@@ -58,13 +58,13 @@ async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
 
 
 async def _answer(broker: Broker, stream: trio.SocketStream, receive: trio.MemoryReceiveChannel,
-                  peer: str, host: str, cancel: trio.CancelScope) -> None:
+                  peer: str, host: str, listener: str, cancel: trio.CancelScope) -> None:
     async with receive:
         async for frame in receive:
             if isinstance(frame, FrameError):
                 break
             try:
-                response = await dispatch(broker, frame, host)
+                response = await dispatch(broker, frame, host, listener)
             except FrameError as exc:
                 log.warning("closing connection: bad request", peer=peer, reason=str(exc))
                 break
@@ -79,7 +79,7 @@ async def _answer(broker: Broker, stream: trio.SocketStream, receive: trio.Memor
     cancel.cancel()
 
 
-async def handle_connection(broker: Broker, stream: trio.SocketStream,
+async def handle_connection(broker: Broker, stream: trio.SocketStream, listener: str,
                             readers: set[trio.CancelScope]) -> None:
     try:
         addr = stream.socket.getpeername()
@@ -95,7 +95,7 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream,
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_read_frames, stream, decoder, send, peer, readers)
-            nursery.start_soon(_answer, broker, stream, receive, peer, host, nursery.cancel_scope)
+            nursery.start_soon(_answer, broker, stream, receive, peer, host, listener, nursery.cancel_scope)
     finally:
         with trio.CancelScope(shield=True):
             await stream.aclose()
@@ -111,10 +111,10 @@ async def run_listener(broker: Broker, listener: Listener, conn_nursery: trio.Nu
     task_status.started(bound)
     async with trio.open_nursery() as nursery:
         for lst in listeners:
-            nursery.start_soon(_accept_loop, broker, lst, conn_nursery, readers)
+            nursery.start_soon(_accept_loop, broker, lst, listener.name, conn_nursery, readers)
 
 
-async def _accept_loop(broker: Broker, lst: trio.SocketListener, conn_nursery: trio.Nursery,
+async def _accept_loop(broker: Broker, lst: trio.SocketListener, listener: str, conn_nursery: trio.Nursery,
                        readers: set[trio.CancelScope]) -> None:
     async with lst:
         while True:
@@ -126,7 +126,7 @@ async def _accept_loop(broker: Broker, lst: trio.SocketListener, conn_nursery: t
                     await trio.sleep(0.1)
                     continue
                 raise
-            conn_nursery.start_soon(handle_connection, broker, stream, readers)
+            conn_nursery.start_soon(handle_connection, broker, stream, listener, readers)
 
 
 async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:

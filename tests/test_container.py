@@ -155,8 +155,6 @@ def test_two_listeners_both_answer(tmp_path: Path, entrypoints: list[Entrypoint]
     assert metadata_brokers(internal) == [(1, "127.0.0.1", internal)]
 
 
-@pytest.mark.xfail(strict=True, reason="Metadata advertises the first listener on every listener; compose's "
-                                       "host listener needs the advertised address of the listener asked")
 def test_each_listener_advertises_its_own_address(tmp_path: Path, entrypoints: list[Entrypoint]):
     internal, external = free_port(), free_port()
     env = clean_env(KAFKA_LISTENERS=f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",

@@ -1,7 +1,7 @@
 """DescribeCluster v0-v2.
 
 Kafka's rules: this node is the only broker and the controller; the broker entry is the
-first advertised listener (as in Metadata), never fenced; v1+ asks for an endpoint type and
+advertised listener of the connection (as in Metadata), never fenced; v1+ asks for an endpoint type and
 a broker answers only BROKERS (1): CONTROLLERS (2) is MISMATCHED_ENDPOINT_TYPE, anything
 else UNSUPPORTED_ENDPOINT_TYPE (both INVALID_REQUEST in v0). Cluster authorized operations
 are -2147483648 (not computed) unless asked for; when asked, a broker without an
@@ -40,7 +40,7 @@ async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> 
                             endpoint_type=BROKERS, cluster_id="", controller_id=-1, brokers=[],
                             authorized_operations=None)
     broker = ctx.broker
-    adv = broker.config.advertised_listeners[0]
+    adv = ctx.advertised
     node = DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.node_id, host=adv.host, port=adv.port,
                                                          rack=broker.config.get("broker.rack"), is_fenced=False)
     ops = set(CLUSTER_OPERATIONS) if req.include_cluster_authorized_operations else None

@@ -30,7 +30,7 @@ def _common(ctx: RequestContext) -> dict[str, Any]:
 
 @handles(10)
 async def find_coordinator(ctx: RequestContext, req: Any) -> Any:
-    adv = ctx.broker.config.advertised_listeners[0]
+    adv = ctx.advertised
     key_type = req.key_type or GROUP_KEY
 
     def locate(key: str) -> tuple[int, str | None]:

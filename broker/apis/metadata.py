@@ -20,7 +20,7 @@ P = T.MetadataResponsePartition
 
 
 def broker_entries(ctx: RequestContext) -> list:
-    adv = ctx.broker.config.advertised_listeners[0]
+    adv = ctx.advertised
     return [MetadataResponse.MetadataResponseBroker(node_id=ctx.broker.node_id, host=adv.host,
                                                     port=adv.port, rack=ctx.broker.config.get("broker.rack"))]
 
