@@ -27,7 +27,7 @@ from bench import brokers, report, workloads  # noqa: E402
 from bench.brokers import BrokerKind, BrokerUnavailable, RunningBroker  # noqa: E402
 from bench.report import Figure, Value  # noqa: E402
 
-SECTIONS = ("startup", "rss", "produce", "consume", "latency", "groups")
+SECTIONS = ("startup", "rss", "produce", "consume", "latency", "groups", "txn")
 GROUP_SUBSECTIONS = ("rebalance", "commits")
 
 # API keys each section needs the broker to advertise.
@@ -36,6 +36,7 @@ FETCH_APIS = {**PRODUCE_APIS, 1: "Fetch", 2: "ListOffsets"}
 GROUP_APIS = {**PRODUCE_APIS, 10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat",
               14: "SyncGroup", 13: "LeaveGroup"}
 COMMIT_APIS = {**PRODUCE_APIS, 10: "FindCoordinator", 8: "OffsetCommit", 9: "OffsetFetch"}
+TXN_APIS = {**PRODUCE_APIS, 10: "FindCoordinator", 22: "InitProducerId", 24: "AddPartitionsToTxn", 26: "EndTxn"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -76,6 +77,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="seconds before a rebalance run gives up")
     ap.add_argument("--commit-groups", type=int, default=100, help="groups committing at once")
     ap.add_argument("--commit-seconds", type=float, default=3.0, help="measured seconds")
+    ap.add_argument("--txn-seconds", type=float, default=3.0, help="measured seconds of transactions")
     ap.add_argument("--quick", action="store_true",
                     help="small sizes for a smoke run (4 MB, 2 s latency, groups 1,5, 10 commit groups)")
     ap.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
@@ -89,6 +91,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.group_sizes = "1,5"
         args.commit_groups = 10
         args.commit_seconds = 1.0
+        args.txn_seconds = 1.0
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     unknown = only - set(SECTIONS) - set(GROUP_SUBSECTIONS)
     if unknown:
@@ -138,6 +141,10 @@ def figures_for(args: argparse.Namespace) -> list[Figure]:
     if "commits" in s:
         figs.append(Figure("commits_per_s", f"offset commits, {args.commit_groups} groups",
                            "commits/s", True, 0))
+    if "txn" in s:
+        figs.append(Figure("txn_per_s", "transactions (10 records each, commit)", "txn/s", True, 0))
+        figs.append(Figure("endtxn_p50", "EndTxn (commit) latency p50", "ms", False, 2))
+        figs.append(Figure("endtxn_p99", "EndTxn (commit) latency p99", "ms", False, 2))
     return figs
 
 
@@ -316,6 +323,21 @@ class BrokerBench:
             return {"commits_per_s": Value(r.per_second if r.commits else None, r.note)}
         self.measure(["commits_per_s"], COMMIT_APIS, body)
 
+    def txn(self) -> None:
+        a = self.args
+
+        def body(b: RunningBroker):
+            topic = "bench-txn"
+            workloads.create_topic(b.bootstrap, topic, 1)
+            r = workloads.transaction_rate(b.bootstrap, topic, a.txn_seconds)
+            self.say(f"transactions: {r.per_second:.0f}/s, EndTxn p50 {r.p50_ms:.2f} ms, "
+                     f"p99 {r.p99_ms:.2f} ms ({r.count} in {a.txn_seconds:.1f} s) {r.note}")
+            ok = r.count > 0
+            return {"txn_per_s": Value(r.per_second if ok else None, r.note),
+                    "endtxn_p50": Value(r.p50_ms if ok else None, r.note),
+                    "endtxn_p99": Value(r.p99_ms if ok else None, r.note)}
+        self.measure(["txn_per_s", "endtxn_p50", "endtxn_p99"], TXN_APIS, body)
+
     def run(self) -> dict[str, Value]:
         s = self.args.sections
         try:
@@ -329,7 +351,7 @@ class BrokerBench:
             self.say(reason)
             self.skip_all(reason.splitlines()[0])
             return self.results
-        for name in ("produce", "consume", "latency", "rebalance", "commits"):
+        for name in ("produce", "consume", "latency", "rebalance", "commits", "txn"):
             if name in s:
                 getattr(self, name)()
         return self.results

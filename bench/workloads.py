@@ -477,3 +477,38 @@ def offset_commit_rate(bootstrap: str, topic: str, groups: int, seconds: float) 
     finally:
         stop.set()
         _close_all(consumers)
+
+
+@dataclass
+class TxnRate:
+    per_second: float
+    count: int
+    p50_ms: float
+    p99_ms: float
+    note: str = ""
+
+
+def transaction_rate(bootstrap: str, topic: str, seconds: float, records: int = 10) -> TxnRate:
+    """One transactional producer committing transactions of `records` 1 KB records in a loop.
+    EndTxn latency is the commit call alone, timed after the records were flushed."""
+    p = Producer({**_base(bootstrap), "transactional.id": f"bench-txn-{uuid.uuid4().hex[:8]}",
+                  "linger.ms": 0, "transaction.timeout.ms": 60000}, logger=RDK_LOG)
+    pad = _payload()
+    try:
+        p.init_transactions(30)
+        commits: list[float] = []
+        t0 = time.perf_counter()
+        deadline = t0 + seconds
+        while time.perf_counter() < deadline:
+            p.begin_transaction()
+            for _ in range(records):
+                p.produce(topic, pad)
+            p.flush(30)
+            c0 = time.perf_counter()
+            p.commit_transaction(30)
+            commits.append((time.perf_counter() - c0) * 1000)
+        elapsed = time.perf_counter() - t0
+    except KafkaException as e:
+        return TxnRate(0.0, 0, 0.0, 0.0, f"transactions failed: {e}")
+    commits.sort()
+    return TxnRate(len(commits) / elapsed, len(commits), _percentile(commits, 50), _percentile(commits, 99))
