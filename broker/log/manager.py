@@ -102,6 +102,12 @@ class LogManager:
                 meta = json.load(f)
         except FileNotFoundError:
             meta = {"topics": []}
+        written_for = meta.get("cluster_id")
+        if written_for and written_for != self.cluster_id:
+            problem = (f"meta.properties in {self.log_dir} says cluster.id={self.cluster_id}, but its topics were "
+                       f"written by cluster {written_for}; refusing to mix logs of two clusters")
+            log.error("refusing to start: log directory belongs to another cluster or node", reason=problem)
+            raise SystemExit(problem)
         started = time.monotonic()
         for t in meta["topics"]:
             topic = Topic(t["name"], uuid.UUID(t["id"]), dict(t.get("configs", {})))
@@ -172,7 +178,7 @@ class LogManager:
         return part
 
     def _save(self) -> None:
-        meta = {"topics": [{"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions),
+        meta = {"cluster_id": self.cluster_id, "topics": [{"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions),
                             "configs": t.configs} for t in self.topics.values()]}
         path = os.path.join(self.log_dir, METADATA_FILE)
         with open(path + ".tmp", "w") as f:
