@@ -33,13 +33,14 @@ async def find_coordinator(ctx: RequestContext, req: Any) -> Any:
     adv = ctx.advertised
     key_type = req.key_type or GROUP_KEY
 
+    # Kafka fills error_message with Errors.message() even on success, which for NONE is "NONE".
     def locate(key: str) -> tuple[int, str | None]:
         if key_type == GROUP_KEY:
             ctx.broker.groups.coordinator_for(key or "")
-            return ErrorCode.NONE, None
+            return ErrorCode.NONE, "NONE"
         if key_type == TRANSACTION_KEY:
             ctx.broker.txns.coordinator_for(key or "")
-            return ErrorCode.NONE, None
+            return ErrorCode.NONE, "NONE"
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
 
     if ctx.api_version >= 4:

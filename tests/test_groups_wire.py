@@ -1,0 +1,351 @@
+"""Consumer-group APIs with hand-built requests (tests/rawclient.py): Kafka's exact error codes.
+
+FindCoordinator v0-v6 (batched keys from v4), MEMBER_ID_REQUIRED on a first v4+ join and
+generations from 1, the default 3 s initial rebalance delay and its extension, and bad input
+-- an empty group id, a 1 MB member metadata blob, SyncGroup from a non-member, a heartbeat for
+an unknown group, OffsetCommit for an unknown topic -- each answered with Kafka's code while a
+live group and its committed offsets stay exactly as they were.
+
+Expected codes follow Kafka's own group coordinator (GroupCoordinatorService and
+GroupMetadataManager in Kafka 4): e.g. a heartbeat or SyncGroup for a group that does not exist
+is UNKNOWN_MEMBER_ID (the GroupIdNotFoundException is rethrown as UnknownMemberIdException).
+"""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kafka.errors as Errors
+import pytest
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+
+from broker.testing import SamsaBroker
+from protocol.messages import REQUESTS
+from tests.groups_support import committed, describe, produce, unique
+from tests.rawclient import RawClient
+
+OFFSET_COMMIT, OFFSET_FETCH, METADATA, FIND_COORDINATOR = 8, 9, 3, 10
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, LIST_GROUPS, DESCRIBE_GROUPS = 11, 12, 13, 14, 16, 15
+JoinReq, SyncReq, CommitReq = REQUESTS[JOIN_GROUP], REQUESTS[SYNC_GROUP], REQUESTS[OFFSET_COMMIT]
+
+NONE = 0
+UNKNOWN_SERVER_ERROR = -1
+UNKNOWN_TOPIC_OR_PARTITION = Errors.UnknownTopicOrPartitionError.errno   # 3
+ILLEGAL_GENERATION = Errors.IllegalGenerationError.errno                 # 22
+INVALID_GROUP_ID = Errors.InvalidGroupIdError.errno                      # 24
+UNKNOWN_MEMBER_ID = Errors.UnknownMemberIdError.errno                    # 25
+REBALANCE_IN_PROGRESS = Errors.RebalanceInProgressError.errno            # 27
+MEMBER_ID_REQUIRED = Errors.MemberIdRequiredError.errno                  # 79
+UNKNOWN_TOPIC_ID = Errors.UnknownTopicIdError.errno                      # 100
+
+PARTITIONS = 6
+SESSION_MS = 30000  # the raw members never heartbeat unless a test says so
+OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions default
+
+
+@pytest.fixture(scope="module")
+def wbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
+    broker = SamsaBroker(tmp_path_factory.mktemp("groups-wire") / "data", overrides={
+        "group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000",
+        "num.partitions": str(PARTITIONS)}).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def client(wbroker: SamsaBroker) -> Iterator[RawClient]:
+    with RawClient(wbroker.bootstrap_servers) as c:
+        yield c
+
+
+def subscription(topic: str) -> bytes:
+    return ConsumerProtocolSubscription(version=0, topics=[topic], user_data=None).encode()
+
+
+def assignment(topic: str, parts: list[int]) -> bytes:
+    return ConsumerProtocolAssignment(version=0, assigned_partitions=[
+        ConsumerProtocolAssignment.TopicPartition(topic=topic, partitions=parts)], user_data=None).encode()
+
+
+def join_fields(group: str | None, member_id: str = "", metadata: bytes = b"", *, session_ms: int = SESSION_MS,
+                protocol: str = "range", instance_id: str | None = None) -> dict[str, Any]:
+    return dict(group_id=group, session_timeout_ms=session_ms, rebalance_timeout_ms=30000, member_id=member_id,
+                group_instance_id=instance_id, protocol_type="consumer", reason=None,
+                protocols=[JoinReq.JoinGroupRequestProtocol(name=protocol, metadata=metadata)])
+
+
+def sync_fields(group: str | None, generation: int, member_id: str,
+                assignments: dict[str, bytes] | None = None) -> dict[str, Any]:
+    return dict(group_id=group, generation_id=generation, member_id=member_id, group_instance_id=None,
+                protocol_type="consumer", protocol_name="range",
+                assignments=[SyncReq.SyncGroupRequestAssignment(member_id=m, assignment=a)
+                             for m, a in (assignments or {}).items()])
+
+
+def commit_fields(group: str, generation: int, member_id: str, offsets: dict[tuple[str, int], int]) -> dict[str, Any]:
+    T = CommitReq.OffsetCommitRequestTopic
+    topics: dict[str, list[Any]] = {}
+    for (t, p), o in offsets.items():
+        topics.setdefault(t, []).append(T.OffsetCommitRequestPartition(
+            partition_index=p, committed_offset=o, committed_leader_epoch=-1, committed_metadata=f"m{o}"))
+    return dict(group_id=group, generation_id_or_member_epoch=generation, member_id=member_id,
+                group_instance_id=None, retention_time_ms=-1,
+                topics=[T(name=t, topic_id=None, partitions=ps) for t, ps in topics.items()])
+
+
+class LiveGroup:
+    """A Stable one-member group built with raw requests, with committed offsets."""
+
+    def __init__(self, client: RawClient, bootstrap: str) -> None:
+        self.client, self.bs = client, bootstrap
+        self.topic, self.group = unique("t"), unique("g")
+        produce(bootstrap, self.topic, PARTITIONS, 3)
+        first = client.request(JOIN_GROUP, 9, **join_fields(self.group, "", subscription(self.topic)))
+        assert first.error_code == MEMBER_ID_REQUIRED
+        self.member_id = first.member_id
+        joined = client.request(JOIN_GROUP, 9, **join_fields(self.group, self.member_id, subscription(self.topic)))
+        assert (joined.error_code, joined.generation_id, joined.leader) == (NONE, 1, self.member_id)
+        self.generation = joined.generation_id
+        synced = client.request(SYNC_GROUP, 5, **sync_fields(self.group, 1, self.member_id, {
+            self.member_id: assignment(self.topic, list(range(PARTITIONS)))}))
+        assert synced.error_code == NONE
+        self.offsets = {(self.topic, p): p + 1 for p in range(PARTITIONS)}
+        resp = client.request(OFFSET_COMMIT, 9, **commit_fields(self.group, 1, self.member_id, self.offsets))
+        assert [p.error_code for t in resp.topics for p in t.partitions] == [NONE] * PARTITIONS
+        self.snapshot = self.state()
+        assert self.snapshot[0].state == "Stable"
+
+    def state(self) -> tuple[Any, Any]:
+        return describe(self.client, self.group), committed(self.client, self.group)
+
+    def assert_unaffected(self) -> None:
+        assert self.state() == self.snapshot
+        hb = self.client.request(HEARTBEAT, 4, group_id=self.group, generation_id=self.generation,
+                                 member_id=self.member_id, group_instance_id=None)
+        assert hb.error_code == NONE  # still a member of the same generation
+
+
+@pytest.fixture
+def live(wbroker: SamsaBroker, client: RawClient) -> LiveGroup:
+    return LiveGroup(client, wbroker.bootstrap_servers)
+
+
+# --------------------------------------------------------------------------- FindCoordinator
+@pytest.mark.parametrize("version", range(0, 7))
+def test_find_coordinator_every_version(wbroker: SamsaBroker, client: RawClient, version: int) -> None:
+    host, port = "127.0.0.1", wbroker.port
+    if version >= 4:  # batched keys, answered one by one in order
+        keys = [unique("g"), unique("g"), "x" * 200]
+        r = client.request(FIND_COORDINATOR, version, key_type=0, coordinator_keys=keys)
+        assert [(c.key, c.node_id, c.host, c.port, c.error_code, c.error_message) for c in r.coordinators] == [
+            (k, 1, host, port, NONE, "NONE") for k in keys]  # Kafka sends Errors.NONE.message() = "NONE"
+        return
+    fields: dict[str, Any] = {"key": unique("g")}
+    if version >= 1:
+        fields["key_type"] = 0
+    r = client.request(FIND_COORDINATOR, version, **fields)
+    assert (r.error_code, r.node_id, r.host, r.port) == (NONE, 1, host, port)
+    if version >= 1:
+        assert r.error_message == "NONE"
+
+
+def test_offsets_topic_is_internal_compacted_with_fifty_partitions(wbroker: SamsaBroker, client: RawClient) -> None:
+    client.request(FIND_COORDINATOR, 0, key=unique("g"))  # created on first use at the latest
+    md = client.request(METADATA, 12, topics=None, allow_auto_topic_creation=False,
+                        include_topic_authorized_operations=False)
+    (t,) = [t for t in md.topics if t.name == "__consumer_offsets"]
+    assert (t.error_code, t.is_internal, len(t.partitions)) == (NONE, True, OFFSETS_PARTITIONS)
+    listed = client.request(METADATA, 12, topics=None, allow_auto_topic_creation=False,
+                            include_topic_authorized_operations=False)
+    assert any(x.name == "__consumer_offsets" for x in listed.topics)
+
+
+# --------------------------------------------------------------------------- JoinGroup basics
+@pytest.mark.parametrize("version", range(0, 10))
+def test_first_join_member_id_required_from_v4_and_generation_starts_at_one(client: RawClient, version: int) -> None:
+    group, topic = unique("g"), unique("t")
+    meta = subscription(topic)
+    fields = join_fields(group, "", meta)
+    r = client.request(JOIN_GROUP, version, **fields)
+    if version >= 4:
+        assert (r.error_code, r.generation_id, r.leader, list(r.members)) == (MEMBER_ID_REQUIRED, -1, "", [])
+        assert r.member_id.startswith("samsa-tests-")  # Kafka: client id + "-" + a UUID
+        member_id = r.member_id
+        r = client.request(JOIN_GROUP, version, **join_fields(group, member_id, meta))
+        assert r.member_id == member_id
+    assert (r.error_code, r.generation_id, r.leader) == (NONE, 1, r.member_id)
+    assert [(m.member_id, bytes(m.metadata)) for m in r.members] == [(r.member_id, meta)]
+    assert r.protocol_name == "range"
+    if version >= 7:
+        assert r.protocol_type == "consumer"
+
+
+def create_topic(client: RawClient, topic: str) -> None:
+    """Auto-create ``topic`` (num.partitions) with a Metadata request."""
+    md = client.request(METADATA, 12, topics=[REQUESTS[METADATA].MetadataRequestTopic(name=topic, topic_id=None)],
+                        allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+    assert [t.name for t in md.topics] == [topic]
+
+
+def test_generation_increments_on_every_completed_join(client: RawClient, wbroker: SamsaBroker) -> None:
+    group, topic = unique("g"), unique("t")
+    create_topic(client, topic)
+    meta = subscription(topic)
+    a = client.request(JOIN_GROUP, 9, **join_fields(group, "", meta)).member_id
+    r = client.request(JOIN_GROUP, 9, **join_fields(group, a, meta))
+    assert (r.error_code, r.generation_id) == (NONE, 1)
+    assert client.request(SYNC_GROUP, 5, **sync_fields(group, 1, a, {a: b""})).error_code == NONE
+    with RawClient(wbroker.bootstrap_servers) as other:
+        b = other.request(JOIN_GROUP, 9, **join_fields(group, "", meta)).member_id
+        other.send(JOIN_GROUP, 9, **join_fields(group, b, meta))          # parked until a rejoins
+        hb = client.request(HEARTBEAT, 4, group_id=group, generation_id=1, member_id=a, group_instance_id=None)
+        assert hb.error_code == REBALANCE_IN_PROGRESS
+        ra = client.request(JOIN_GROUP, 9, **join_fields(group, a, meta))
+        rb = other.receive(JOIN_GROUP, 9)
+    assert (ra.error_code, ra.generation_id, ra.leader, rb.generation_id, rb.leader) == (NONE, 2, a, 2, a)
+    assert sorted(m.member_id for m in ra.members) == sorted([a, b]) and list(rb.members) == []
+    # a commit with the old generation is refused
+    resp = client.request(OFFSET_COMMIT, 9, **commit_fields(group, 1, a, {(topic, 0): 1}))
+    assert resp.topics[0].partitions[0].error_code == ILLEGAL_GENERATION
+
+
+def test_default_initial_rebalance_delay_is_three_seconds_and_extends_for_new_members(tmp_path: Path) -> None:
+    """Kafka's InitialDelayedJoin: a new group waits group.initial.rebalance.delay.ms (3 s by
+    default); a member added during the wait extends it by another delay (bounded by the
+    rebalance timeout). Here: join at t=0 and t=1 s, both answered together at t=6 s, generation 1."""
+    broker = SamsaBroker(tmp_path / "data", overrides={"num.partitions": str(PARTITIONS)}).start()
+    try:
+        group, topic = unique("g"), unique("t")
+        meta = subscription(topic)
+        with RawClient(broker.bootstrap_servers, timeout=20) as a, RawClient(broker.bootstrap_servers, timeout=20) as b:
+            ida = a.request(JOIN_GROUP, 9, **join_fields(group, "", meta)).member_id  # MEMBER_ID_REQUIRED: at once
+            idb = b.request(JOIN_GROUP, 9, **join_fields(group, "", meta)).member_id
+            answered: dict[str, float] = {}
+
+            def wait(c: RawClient, name: str) -> None:
+                r = c.receive(JOIN_GROUP, 9)
+                answered[name] = time.monotonic()
+                assert (r.error_code, r.generation_id) == (NONE, 1)
+
+            t0 = time.monotonic()
+            a.send(JOIN_GROUP, 9, **join_fields(group, ida, meta))
+            ta = threading.Thread(target=wait, args=(a, "a"))
+            ta.start()
+            time.sleep(1.0)
+            b.send(JOIN_GROUP, 9, **join_fields(group, idb, meta))
+            wait(b, "b")
+            ta.join(10)
+        assert set(answered) == {"a", "b"}
+        for name, at in answered.items():
+            assert 5.9 <= at - t0 <= 7.0, (name, at - t0)
+    finally:
+        broker.stop()
+
+
+# --------------------------------------------------------------------------- bad input, group unaffected
+@pytest.mark.parametrize("version", [0, 3, 5, 9])
+def test_join_with_empty_group_id_is_invalid_group_id(live: LiveGroup, version: int) -> None:
+    c = live.client
+    r = c.request(JOIN_GROUP, version, **join_fields("", "", subscription(live.topic)))
+    assert (r.error_code, r.member_id, r.generation_id, r.leader, list(r.members)) == (
+        INVALID_GROUP_ID, "", -1, "", [])  # Kafka echoes the request's member id
+    r = c.request(JOIN_GROUP, version, **join_fields("", "some-member", subscription(live.topic)))
+    assert (r.error_code, r.member_id) == (INVALID_GROUP_ID, "some-member")
+    listed = c.request(LIST_GROUPS, 4, states_filter=[])
+    assert "" not in [g.group_id for g in listed.groups]
+    live.assert_unaffected()
+
+
+def test_heartbeat_and_sync_with_empty_group_id_are_invalid_group_id(live: LiveGroup) -> None:
+    c = live.client
+    hb = c.request(HEARTBEAT, 4, group_id="", generation_id=1, member_id=live.member_id, group_instance_id=None)
+    assert hb.error_code == INVALID_GROUP_ID
+    sy = c.request(SYNC_GROUP, 5, **sync_fields("", 1, live.member_id))
+    assert sy.error_code == INVALID_GROUP_ID
+    live.assert_unaffected()
+
+
+def test_one_megabyte_member_metadata_is_answered(live: LiveGroup) -> None:
+    """A 1 MiB subscription blob (in another group) is accepted and echoed to the leader; its
+    SyncGroup must store a group record over the offsets topic's 1048588-byte limit, which Kafka
+    answers with UNKNOWN_SERVER_ERROR (RecordTooLargeException mapped by the coordinator).
+    Nothing leaks into the live group, and the broker keeps serving."""
+    c = live.client
+    blob = bytes(range(256)) * 4096
+    assert len(blob) == 1 << 20
+    big = unique("big")
+    r = c.request(JOIN_GROUP, 9, **join_fields(big, "", blob))
+    assert r.error_code == MEMBER_ID_REQUIRED
+    member = r.member_id
+    r = c.request(JOIN_GROUP, 9, **join_fields(big, member, blob))
+    assert (r.error_code, r.generation_id, r.leader) == (NONE, 1, member)
+    assert [(m.member_id, bytes(m.metadata)) for m in r.members] == [(member, blob)]
+    s = c.request(SYNC_GROUP, 5, **sync_fields(big, 1, member, {member: assignment(live.topic, [0])}))
+    assert s.error_code == UNKNOWN_SERVER_ERROR
+    assert describe(c, big).state == "PreparingRebalance"  # Kafka rebalances after a failed store
+    live.assert_unaffected()
+
+
+@pytest.mark.parametrize("version", [0, 3, 5])
+def test_sync_group_from_a_non_member_is_unknown_member_id(live: LiveGroup, version: int) -> None:
+    c = live.client
+    fields = sync_fields(live.group, live.generation, "not-a-member")
+    r = c.request(SYNC_GROUP, version, **fields)
+    assert r.error_code == UNKNOWN_MEMBER_ID
+    # also when it claims to be the leader and hands out assignments
+    fields = sync_fields(live.group, live.generation, "not-a-member", {"not-a-member": assignment(live.topic, [0])})
+    assert c.request(SYNC_GROUP, version, **fields).error_code == UNKNOWN_MEMBER_ID
+    # and for a group that does not exist
+    assert c.request(SYNC_GROUP, version, **sync_fields(unique("nogroup"), 1, "m")).error_code == UNKNOWN_MEMBER_ID
+    live.assert_unaffected()
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_heartbeat_for_an_unknown_group_is_unknown_member_id(live: LiveGroup, version: int) -> None:
+    c = live.client
+    r = c.request(HEARTBEAT, version, group_id=unique("nogroup"), generation_id=1, member_id=live.member_id,
+                  group_instance_id=None)
+    assert r.error_code == UNKNOWN_MEMBER_ID
+    r = c.request(HEARTBEAT, version, group_id=live.group, generation_id=live.generation, member_id="not-a-member",
+                  group_instance_id=None)
+    assert r.error_code == UNKNOWN_MEMBER_ID
+    live.assert_unaffected()
+
+
+@pytest.mark.parametrize("version", [2, 5, 8, 9])
+def test_offset_commit_for_an_unknown_topic_is_unknown_topic_or_partition(live: LiveGroup, version: int) -> None:
+    c = live.client
+    bad = {(unique("nosuchtopic"), 0): 5, (live.topic, PARTITIONS): 5, (live.topic, 99): 5}
+    fields = commit_fields(live.group, live.generation, live.member_id, bad)
+    r = c.request(OFFSET_COMMIT, version, **fields)
+    got = {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
+    assert got == {k: UNKNOWN_TOPIC_OR_PARTITION for k in bad}
+    live.assert_unaffected()
+
+
+def test_offset_commit_v10_for_an_unknown_topic_id_is_unknown_topic_id(live: LiveGroup) -> None:
+    import uuid
+    c = live.client
+    T = CommitReq.OffsetCommitRequestTopic
+    r = c.request(OFFSET_COMMIT, 10, group_id=live.group, generation_id_or_member_epoch=live.generation,
+                  member_id=live.member_id, group_instance_id=None, retention_time_ms=-1, topics=[
+                      T(name="", topic_id=uuid.uuid4(), partitions=[T.OffsetCommitRequestPartition(
+                          partition_index=0, committed_offset=5, committed_leader_epoch=-1, committed_metadata="")])])
+    assert [p.error_code for t in r.topics for p in t.partitions] == [UNKNOWN_TOPIC_ID]
+    live.assert_unaffected()
+
+
+def test_garbage_after_bad_requests_broker_still_serves(wbroker: SamsaBroker, live: LiveGroup) -> None:
+    """An undecodable JoinGroup closes that connection (as Kafka does) and nothing else."""
+    with socket.create_connection(("127.0.0.1", wbroker.port), timeout=5) as s:
+        body = b"\x00\x0b\x00\x09\x00\x00\x00\x01\x00\x04abcd" + b"\xff" * 11
+        s.sendall(len(body).to_bytes(4, "big") + body)
+        s.settimeout(5)
+        assert s.recv(1) == b""
+    live.assert_unaffected()
