@@ -41,7 +41,7 @@ async def sync_partition(part: Partition) -> None:
             for seg in part.unflushed_segments():
                 jobs.append((seg, seg.size, os.dup(seg.fd)))
             for seg, size, fd in jobs:
-                await trio.to_thread.run_sync(os.fsync, fd)
+                await trio.to_thread.run_sync(os.fdatasync, fd)  # data and the size: what a read needs
                 seg.flushed_size = max(seg.flushed_size, size)
             part.mark_flushed(upto)
         except OSError as exc:

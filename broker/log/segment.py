@@ -236,7 +236,7 @@ class Segment:
     def flush(self) -> None:
         if self.flushed_size < self.size:
             size = self.size
-            os.fsync(self.fd)
+            os.fdatasync(self.fd)
             self.flushed_size = max(self.flushed_size, size)
 
     def truncate_to_position(self, pos: int) -> None:
