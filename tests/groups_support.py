@@ -147,8 +147,10 @@ class Member:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             if line.startswith("{"):
+                obj = json.loads(line)
+                obj["_t"] = time.monotonic()  # arrival time, for latency checks
                 with self._cond:
-                    self.lines.append(json.loads(line))
+                    self.lines.append(obj)
                     self._cond.notify_all()
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:

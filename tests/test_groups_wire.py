@@ -349,3 +349,128 @@ def test_garbage_after_bad_requests_broker_still_serves(wbroker: SamsaBroker, li
         s.settimeout(5)
         assert s.recv(1) == b""
     live.assert_unaffected()
+
+
+@pytest.mark.parametrize("case", ["protocol-type", "protocol-name", "session-too-short", "session-too-long"])
+def test_join_that_cannot_fit_the_group_is_refused(live: LiveGroup, case: str) -> None:
+    """INCONSISTENT_GROUP_PROTOCOL (checked before MEMBER_ID_REQUIRED) and INVALID_SESSION_TIMEOUT
+    (group.min/max.session.timeout.ms: 1000 here / 1800000), answered at once, nobody added."""
+    c = live.client
+    fields = join_fields(live.group, "", subscription(live.topic))
+    expected = Errors.InconsistentGroupProtocolError.errno
+    if case == "protocol-type":
+        fields["protocol_type"] = "connect"
+    elif case == "protocol-name":
+        fields["protocols"] = [JoinReq.JoinGroupRequestProtocol(name="roundrobin", metadata=b"")]
+    else:
+        fields["session_timeout_ms"] = 999 if case == "session-too-short" else 1800001
+        expected = Errors.InvalidSessionTimeoutError.errno
+    r = c.request(JOIN_GROUP, 9, **fields)
+    assert (r.error_code, r.member_id, r.generation_id) == (expected, "", -1)
+    live.assert_unaffected()
+
+
+def test_leave_while_join_is_pending_does_not_wedge_the_group(wbroker: SamsaBroker, client: RawClient) -> None:
+    """A new member leaves while its JoinGroup is parked: Kafka answers that JoinGroup with
+    UNKNOWN_MEMBER_ID and the rebalance completes with those who stay."""
+    group, topic = unique("g"), unique("t")
+    create_topic(client, topic)
+    meta = subscription(topic)
+    a = client.request(JOIN_GROUP, 9, **join_fields(group, "", meta)).member_id
+    assert client.request(JOIN_GROUP, 9, **join_fields(group, a, meta)).generation_id == 1
+    assert client.request(SYNC_GROUP, 5, **sync_fields(group, 1, a, {a: b""})).error_code == NONE
+    with RawClient(wbroker.bootstrap_servers) as joiner, RawClient(wbroker.bootstrap_servers) as leaver:
+        b = joiner.request(JOIN_GROUP, 9, **join_fields(group, "", meta)).member_id
+        joiner.send(JOIN_GROUP, 9, **join_fields(group, b, meta))  # parked: a has not rejoined
+        time.sleep(0.2)
+        assert describe(client, group).state == "PreparingRebalance"
+        left = leaver.request(LEAVE_GROUP, 5, group_id=group, members=[
+            REQUESTS[LEAVE_GROUP].MemberIdentity(member_id=b, group_instance_id=None, reason="bye")])
+        assert (left.error_code, [(m.member_id, m.error_code) for m in left.members]) == (NONE, [(b, NONE)])
+        parked = joiner.receive(JOIN_GROUP, 9)
+        assert (parked.error_code, parked.member_id) == (UNKNOWN_MEMBER_ID, "")
+    r = client.request(JOIN_GROUP, 9, **join_fields(group, a, meta))
+    assert (r.error_code, r.generation_id, [m.member_id for m in r.members]) == (NONE, 2, [a])
+    assert client.request(SYNC_GROUP, 5, **sync_fields(group, 2, a, {a: assignment(topic, [0])})).error_code == NONE
+    view = describe(client, group)
+    assert (view.state, list(view.members)) == ("Stable", [a])
+
+
+def test_member_that_misses_the_rebalance_timeout_is_removed(wbroker: SamsaBroker, client: RawClient) -> None:
+    """Members that do not rejoin within the rebalance timeout are dropped and the join completes
+    with the others (Kafka's DelayedJoin expiry)."""
+    group, topic = unique("g"), unique("t")
+    create_topic(client, topic)
+    meta = subscription(topic)
+    fields = lambda mid: {**join_fields(group, mid, meta), "rebalance_timeout_ms": 1500}  # noqa: E731
+    a = client.request(JOIN_GROUP, 9, **fields("")).member_id
+    assert client.request(JOIN_GROUP, 9, **fields(a)).generation_id == 1
+    assert client.request(SYNC_GROUP, 5, **sync_fields(group, 1, a, {a: b""})).error_code == NONE
+    with RawClient(wbroker.bootstrap_servers, timeout=10) as other:
+        b = other.request(JOIN_GROUP, 9, **fields("")).member_id
+        t0 = time.monotonic()
+        r = other.request(JOIN_GROUP, 9, **fields(b))  # a never rejoins
+        waited = time.monotonic() - t0
+    assert 1.4 <= waited <= 3.0, waited
+    assert (r.error_code, r.generation_id, r.leader, [m.member_id for m in r.members]) == (NONE, 2, b, [b])
+    hb = client.request(HEARTBEAT, 4, group_id=group, generation_id=1, member_id=a, group_instance_id=None)
+    assert hb.error_code == UNKNOWN_MEMBER_ID
+
+
+def test_committed_offset_metadata_and_leader_epoch_survive_restart(tmp_path: Path) -> None:
+    broker = SamsaBroker(tmp_path / "data", overrides={"group.initial.rebalance.delay.ms": "0",
+                                                     "num.partitions": "2"}).start()
+    try:
+        group, topic = unique("g"), unique("t")
+        T = CommitReq.OffsetCommitRequestTopic
+        with RawClient(broker.bootstrap_servers) as c:
+            create_topic(c, topic)
+            # a commit from a group with no members (what assign()-only clients send)
+            r = c.request(OFFSET_COMMIT, 9, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                          group_instance_id=None, retention_time_ms=-1, topics=[T(name=topic, topic_id=None, partitions=[
+                              T.OffsetCommitRequestPartition(partition_index=0, committed_offset=42,
+                                                             committed_leader_epoch=0, committed_metadata="spark-batch-7"),
+                              T.OffsetCommitRequestPartition(partition_index=1, committed_offset=7,
+                                                             committed_leader_epoch=-1, committed_metadata="")])])
+            assert [p.error_code for t in r.topics for p in t.partitions] == [NONE, NONE]
+            before = fetch_all(c, group)
+        broker.restart()
+        with RawClient(broker.bootstrap_servers) as c:
+            after = fetch_all(c, group)
+            view = describe(c, group)
+    finally:
+        broker.stop()
+    assert before == after == {(topic, 0): (42, 0, "spark-batch-7", NONE), (topic, 1): (7, -1, "", NONE)}
+    assert (view.state, view.protocol_type, view.members) == ("Empty", "", {})
+
+
+def fetch_all(c: RawClient, group: str) -> dict[tuple[str, int], tuple[int, int, str | None, int]]:
+    """OffsetFetch v9 with a null topic list: (offset, leader epoch, metadata, error) per partition."""
+    G = REQUESTS[OFFSET_FETCH].OffsetFetchRequestGroup
+    r = c.request(OFFSET_FETCH, 9, groups=[G(group_id=group, member_id=None, member_epoch=-1, topics=None)],
+                  require_stable=True)
+    (g,) = r.groups
+    assert (g.group_id, g.error_code) == (group, NONE)
+    return {(t.name, p.partition_index): (p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
+            for t in g.topics for p in t.partitions}
+
+
+def test_list_groups_state_filter_and_describe_of_unknown_group(live: LiveGroup) -> None:
+    c = live.client
+    stable = c.request(LIST_GROUPS, 4, states_filter=["Stable"])
+    empty = c.request(LIST_GROUPS, 4, states_filter=["Empty"])
+    assert [(g.group_id, g.protocol_type, g.group_state) for g in stable.groups if g.group_id == live.group] == [
+        (live.group, "consumer", "Stable")]
+    assert live.group not in [g.group_id for g in empty.groups]
+    typed = c.request(LIST_GROUPS, 5, states_filter=[], types_filter=["classic"])
+    assert [(g.group_id, g.group_type) for g in typed.groups if g.group_id == live.group] == [(live.group, "classic")]
+    nobody = unique("nogroup")
+    v5 = c.request(DESCRIBE_GROUPS, 5, groups=[nobody], include_authorized_operations=False).groups[0]
+    assert (v5.error_code, v5.group_state, v5.protocol_type, list(v5.members)) == (NONE, "Dead", "", [])
+    v6 = c.request(DESCRIBE_GROUPS, 6, groups=[nobody], include_authorized_operations=False).groups[0]
+    assert (v6.error_code, v6.error_message) == (Errors.GroupIdNotFoundError.errno, f"Group {nobody} not found.")
+    gone = c.request(42, 2, groups_names=[nobody]).results
+    assert [(x.group_id, x.error_code) for x in gone] == [(nobody, Errors.GroupIdNotFoundError.errno)]
+    busy = c.request(42, 2, groups_names=[live.group]).results
+    assert [(x.group_id, x.error_code) for x in busy] == [(live.group, Errors.NonEmptyGroupError.errno)]
+    live.assert_unaffected()
