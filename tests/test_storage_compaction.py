@@ -266,3 +266,31 @@ def test_cleaner_task_pass_runs_in_a_thread_and_swaps(tmp_path):
     trio.run(main)
     recs = [r for r in read_all(lg.part) if r[0] < lg.part.segments[-1].base_offset]
     assert len(recs) <= 2
+
+
+def test_max_compaction_lag_forces_cleaning_below_the_dirty_ratio(tmp_path):
+    lg = Log(tmp_path, **dict(COMPACT, min_cleanable_dirty_ratio=0.99, max_compaction_lag_ms=60_000))
+    for i in range(60):
+        lg.put([(b"k%d" % (i % 3), b"x" * 60)])
+    compact(lg)
+    for i in range(10):
+        lg.put([(b"k%d" % (i % 3), b"y" * 60)])
+    lg.part.roll()
+    cand = cleaner.candidate(lg.part, lg.clock.now)
+    assert cand is None                                  # little dirty data, ratio far below 0.99
+    lg.clock.now += 61_000                               # its oldest batch is now past the max lag
+    cand = cleaner.candidate(lg.part, lg.clock.now)
+    assert cand is not None and cand.forced and cand.ratio < 0.99
+
+
+def test_compact_delete_policy_both_compacts_and_retains(tmp_path):
+    lg = Log(tmp_path, **dict(COMPACT, cleanup_policy="compact,delete", retention_ms=60_000))
+    for i in range(40):
+        lg.put([(b"k%d" % (i % 4), b"v" * 60)], ts=lg.clock.now - 120_000 if i < 20 else lg.clock.now)
+    assert lg.part.apply_retention(lg.clock.now) > 0     # old segments go by retention.ms
+    start = lg.part.log_start_offset
+    assert start > 0
+    compact(lg)
+    recs = read_all(lg.part)
+    assert recs[0][0] >= start
+    assert latest_by_key(recs) == {b"k%d" % k: (36 + k, b"v" * 60) for k in range(4)}

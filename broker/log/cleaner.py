@@ -65,11 +65,18 @@ class CleanerCancelled(Exception):
 # -- choosing ---------------------------------------------------------------------------
 
 def read_checkpoint(part: Partition) -> int:
+    """Where the dirty part of the log starts (Kafka's cleaner-offset-checkpoint, kept per
+    partition in its directory and cached on the partition)."""
+    cached = getattr(part, "cleaner_checkpoint", None)
+    if cached is not None:
+        return cached
     try:
         with open(os.path.join(part.directory, CHECKPOINT_FILE)) as f:
-            return int(f.read().strip() or 0)
+            value = int(f.read().strip() or 0)
     except (FileNotFoundError, ValueError):
-        return 0
+        value = 0
+    part.cleaner_checkpoint = value
+    return value
 
 
 def write_checkpoint(part: Partition, offset: int) -> None:
@@ -77,6 +84,7 @@ def write_checkpoint(part: Partition, offset: int) -> None:
     with open(path + ".tmp", "w") as f:
         f.write(str(offset))
     os.replace(path + ".tmp", path)
+    part.cleaner_checkpoint = offset
 
 
 def _segment_containing(segments: list[Segment], offset: int) -> int:
