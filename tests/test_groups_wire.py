@@ -474,3 +474,34 @@ def test_list_groups_state_filter_and_describe_of_unknown_group(live: LiveGroup)
     busy = c.request(42, 2, groups_names=[live.group]).results
     assert [(x.group_id, x.error_code) for x in busy] == [(live.group, Errors.NonEmptyGroupError.errno)]
     live.assert_unaffected()
+
+
+@pytest.mark.parametrize("case", ["old-generation", "unknown-member", "outsider"])
+def test_offset_commit_that_does_not_belong_to_the_generation_is_refused(live: LiveGroup, case: str) -> None:
+    """Kafka's ClassicGroup.validateOffsetCommit: the member is checked first (UNKNOWN_MEMBER_ID),
+    then the generation (ILLEGAL_GENERATION); a commit with generation -1 and no member id is
+    only accepted while the group is Empty (otherwise UNKNOWN_MEMBER_ID)."""
+    generation, member, expected = {
+        "old-generation": (live.generation + 1, live.member_id, ILLEGAL_GENERATION),
+        "unknown-member": (live.generation, "not-a-member", UNKNOWN_MEMBER_ID),
+        "outsider": (-1, "", UNKNOWN_MEMBER_ID),
+    }[case]
+    r = live.client.request(OFFSET_COMMIT, 9, **commit_fields(live.group, generation, member,
+                                                             {(live.topic, p): 100 for p in range(PARTITIONS)}))
+    assert [p.error_code for t in r.topics for p in t.partitions] == [expected] * PARTITIONS
+    live.assert_unaffected()
+
+
+def test_heartbeat_with_wrong_generation_and_leave_of_a_non_member(live: LiveGroup) -> None:
+    c = live.client
+    hb = c.request(HEARTBEAT, 4, group_id=live.group, generation_id=live.generation + 1,
+                   member_id=live.member_id, group_instance_id=None)
+    assert hb.error_code == ILLEGAL_GENERATION
+    Identity = REQUESTS[LEAVE_GROUP].MemberIdentity
+    r = c.request(LEAVE_GROUP, 5, group_id=live.group, members=[
+        Identity(member_id="not-a-member", group_instance_id=None, reason=None)])
+    assert (r.error_code, [(m.member_id, m.error_code) for m in r.members]) == (
+        NONE, [("not-a-member", UNKNOWN_MEMBER_ID)])
+    r = c.request(LEAVE_GROUP, 1, group_id=live.group, member_id="not-a-member")
+    assert r.error_code == UNKNOWN_MEMBER_ID
+    live.assert_unaffected()
