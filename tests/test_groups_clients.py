@@ -243,6 +243,29 @@ def test_member_resumes_from_committed_offsets_after_broker_restart(
     assert len(solo.of_type("record")) == len(expected)
 
 
+LIVE_RESTART_CASES = [("kafka-python", "SIGKILL"), ("confluent", "SIGTERM")]
+
+
+@pytest.mark.parametrize("client,how", LIVE_RESTART_CASES, ids=[f"{c}-{h}" for c, h in LIVE_RESTART_CASES])
+def test_live_group_survives_a_broker_restart_without_a_rebalance(
+        own_broker: SamsaBroker, members: list[Member], client: str, how: str) -> None:
+    """The group's metadata is replayed from __consumer_offsets: after a restart the members
+    keep heartbeating in their generation (sessions restart at load) and nothing moves, even
+    well past the session timeout."""
+    import signal
+    bs = own_broker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, 1)
+    pair = [start(members, client, bs, group, topic, assignor="range", session_timeout_ms=3000) for _ in range(2)]
+    view, _ = converge(bs, group, pair, PARTITIONS)
+    lines = [m.of_type("assignment") for m in pair]
+    own_broker.restart(getattr(signal, how))
+    assert describe(bs, group) == view
+    time.sleep(5)  # > session timeout: only heartbeats in the replayed generation keep them
+    assert describe(bs, group) == view
+    assert [m.of_type("assignment") for m in pair] == lines and not any(m.errors() for m in pair)
+
+
 # --------------------------------------------------------------------------- static membership
 STATIC_ID = "static-b"
 
