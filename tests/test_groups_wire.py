@@ -161,9 +161,12 @@ def test_offsets_topic_is_internal_compacted_with_fifty_partitions(wbroker: Sams
                         include_topic_authorized_operations=False)
     (t,) = [t for t in md.topics if t.name == "__consumer_offsets"]
     assert (t.error_code, t.is_internal, len(t.partitions)) == (NONE, True, OFFSETS_PARTITIONS)
-    listed = client.request(METADATA, 12, topics=None, allow_auto_topic_creation=False,
-                            include_topic_authorized_operations=False)
-    assert any(x.name == "__consumer_offsets" for x in listed.topics)
+    R = REQUESTS[32].DescribeConfigsResource  # DescribeConfigs
+    cfg = client.request(32, 4, resources=[R(resource_type=2, resource_name="__consumer_offsets",
+                                             configuration_keys=["cleanup.policy"])],
+                         include_synonyms=False, include_documentation=False)
+    (res,) = cfg.results
+    assert (res.error_code, [(c.name, c.value) for c in res.configs]) == (NONE, [("cleanup.policy", "compact")])
 
 
 # --------------------------------------------------------------------------- JoinGroup basics
