@@ -294,3 +294,58 @@ def test_compact_delete_policy_both_compacts_and_retains(tmp_path):
     recs = read_all(lg.part)
     assert recs[0][0] >= start
     assert latest_by_key(recs) == {b"k%d" % k: (36 + k, b"v" * 60) for k in range(4)}
+
+
+def test_crash_in_the_middle_of_a_swap_is_completed_at_start_up(tmp_path, monkeypatch):
+    lg = Log(tmp_path, **dict(COMPACT, segment_bytes=600))
+    for i in range(150):
+        lg.put([(b"k%d" % (i % 4), b"v%d" % i + b"." * 60)])
+    compact(lg)                                                      # small cleaned segments now
+    for i in range(60):
+        lg.put([(b"k%d" % (i % 4), b"w%d" % i + b"." * 60)])
+    before = read_all(lg.part)
+    cand = cleaner.candidate(lg.part, lg.clock.now)
+    plan = cleaner.make_plan(cand, lg.clock.now, 10**6)
+    result = cleaner.clean(plan)
+    assert any(len(out.replaces) > 1 for out in result.segments)    # groups of several segments
+    real_replace = os.replace
+    calls = []
+
+    def crash_after_commit(src, dst):
+        calls.append(src)
+        if src.endswith(".swap"):
+            raise KeyboardInterrupt("power cut")                      # after .cleaned -> .swap
+        real_replace(src, dst)
+    monkeypatch.setattr(os, "replace", crash_after_commit)
+    with pytest.raises(KeyboardInterrupt):
+        cleaner.swap_in(lg.part, plan, result)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert list(tmp_path.glob("*.swap")) and list(tmp_path.glob("*.replaces"))
+    lg.reopen(clean=False)
+    part = lg.part
+    assert not list(tmp_path.glob("*.swap")) and not list(tmp_path.glob("*.replaces"))
+    after = read_all(part)
+    assert latest_by_key(after) == latest_by_key(before)
+    first = result.segments[0]
+    kept = [r for r in after if r[0] < (result.segments[1].base_offset if len(result.segments) > 1 else 10**9)]
+    assert len(kept) <= 4 and all(r[0] >= first.base_offset for r in kept)   # the first group was swapped in
+    assert [o for o, *_ in after] == sorted(o for o, *_ in after)
+
+
+def test_a_corrupt_batch_makes_the_partition_uncleanable_not_rewritten(tmp_path, capsys):
+    lg = Log(tmp_path, **COMPACT)
+    for i in range(60):
+        lg.put([(b"k%d" % (i % 3), b"v" * 60)])
+    seg = lg.part.segments[1]
+    with open(seg.path, "r+b") as f:
+        f.seek(rb.HEADER_SIZE + 5)
+        f.write(b"\xee")
+    raw = open(seg.path, "rb").read()
+
+    async def main():
+        cand = cleaner.pick([lg.part], lg.clock.now)
+        assert await cleaner.clean_partition(lg.part, cand, lg.clock.now, 10**6) is None
+    trio.run(main)
+    assert lg.part.uncleanable and cleaner.candidate(lg.part, lg.clock.now) is None
+    assert open(seg.path, "rb").read() == raw and not list(tmp_path.glob("*.cleaned"))
+    assert "partition marked uncleanable" in capsys.readouterr().out

@@ -29,6 +29,7 @@ replaced segments removed -> ``.log``. Start-up deletes ``.cleaned`` files and c
 """
 from __future__ import annotations
 
+import json
 import os
 import struct
 import time
@@ -36,6 +37,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
+import crc32c
 import structlog
 import trio
 
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("samsa.cleaner")
 
 CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+REPLACES_SUFFIX = ".replaces"
 LONG_MAX = 9223372036854775807
 DEDUPE_ENTRY_BYTES = 24        # Kafka's SkimpyOffsetMap: 16-byte hash + 8-byte offset per slot
 DEDUPE_LOAD_FACTOR = 0.9
@@ -60,6 +63,11 @@ _WRITE_CHUNK = 4 << 20
 
 class CleanerCancelled(Exception):
     pass
+
+
+class CorruptBatch(OSError):
+    """A stored batch whose CRC does not match: the partition is left alone (Kafka marks such a
+    partition uncleanable) rather than rewriting it with a fresh, misleading CRC."""
 
 
 # -- choosing ---------------------------------------------------------------------------
@@ -110,7 +118,7 @@ class Candidate:
 
 def candidate(part: Partition, now_ms: int) -> Candidate | None:
     """Kafka's LogToClean for one partition, or None when there is nothing to clean."""
-    if part.deleted or part.cleaning or "compact" not in part.policies():
+    if part.deleted or part.cleaning or getattr(part, "uncleanable", False) or "compact" not in part.policies():
         return None
     segs = part.segments
     if len(segs) < 2:
@@ -183,9 +191,9 @@ class CleanedSegment:
     path: str                          # the .cleaned file
     size: int = 0
     next_offset: int = 0
-    idx_offsets: list[int] = field(default_factory=list)
-    idx_positions: list[int] = field(default_factory=list)
-    time_ts: list[int] = field(default_factory=list)
+    idx_offsets: Any = field(default_factory=ix.offsets_array)
+    idx_positions: Any = field(default_factory=ix.offsets_array)
+    time_ts: Any = field(default_factory=ix.offsets_array)
     max_timestamp: int = -1
     max_timestamp_offset: int = -1
 
@@ -218,7 +226,8 @@ def make_plan(cand: Candidate, now_ms: int, map_capacity: int) -> Plan:
 
 # -- worker-thread side -----------------------------------------------------------------
 
-def _iter_file_batches(path: str, size: int, plan: Plan) -> Iterator[tuple[rb.BatchHeader, memoryview]]:
+def _iter_file_batches(path: str, size: int, plan: Plan,
+                       check_crc: bool = False) -> Iterator[tuple[rb.BatchHeader, memoryview]]:
     """(header, whole batch bytes) for each batch of a segment file, read in large chunks."""
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -244,6 +253,8 @@ def _iter_file_batches(path: str, size: int, plan: Plan) -> Iterator[tuple[rb.Ba
                 if len(buf) < h.size:
                     raise OSError(f"{path}: batch at {pos} runs past the end")
             view = memoryview(buf)[off:off + h.size]
+            if check_crc and crc32c.crc32c(view[rb.CRC_START:]) != h.crc:
+                raise CorruptBatch(f"{path}: CRC mismatch in the batch at position {pos} (offset {h.base_offset})")
             h.position = 0
             yield h, view
             pos += h.size
@@ -312,7 +323,7 @@ def build_offset_map(plan: Plan, result: Result) -> tuple[dict[bytes, int], int,
         nxt = plan.segments[i + 1].base_offset if i + 1 < len(plan.segments) else end
         if nxt <= start:
             continue
-        for h, batch in _iter_file_batches(seg.path, seg.size, plan):
+        for h, batch in _iter_file_batches(seg.path, seg.size, plan, check_crc=True):
             if h.last_offset < start:
                 continue
             if h.base_offset >= end:
@@ -391,6 +402,13 @@ def _groups(plan: Plan) -> list[list[SegmentInput]]:
 
 def clean(plan: Plan) -> Result:
     """Carry out a plan (in a worker thread): build the map, write the .cleaned files."""
+    try:
+        return _clean(plan)
+    except (rb.InvalidBatch, IndexError, struct.error) as exc:
+        raise CorruptBatch(f"{plan.name}: undecodable records ({exc})") from None
+
+
+def _clean(plan: Plan) -> Result:
     started = time.monotonic()
     result = Result([], plan.first_uncleanable)
     offsets, latest, full = build_offset_map(plan, result)
@@ -411,7 +429,7 @@ def clean(plan: Plan) -> Result:
             writer = _Writer(out, plan.index_interval)
             try:
                 for seg in group:
-                    for h, batch in _iter_file_batches(seg.path, seg.size, plan):
+                    for h, batch in _iter_file_batches(seg.path, seg.size, plan, check_crc=True):
                         result.bytes_read += h.size
                         result.records_read += h.record_count
                         kept = _clean_batch(h, batch, offsets, latest, txns, plan, now)
@@ -531,6 +549,9 @@ def swap_in(part: Partition, plan: Plan, result: Result) -> bool:
         olds = [by_base[b] for b in out.replaces]
         first = olds[0]
         swap = first.stem + ".log.swap"
+        # which segments the swap replaces, for a start-up that finds the .swap (written first)
+        with open(swap + REPLACES_SUFFIX, "w") as f:
+            json.dump(out.replaces, f)
         os.replace(out.path, swap)                      # the commit point
         for old in olds:
             part.fds.release(old)
@@ -538,6 +559,7 @@ def swap_in(part: Partition, plan: Plan, result: Result) -> bool:
         for old in olds[1:]:
             os.unlink(old.path)
         os.replace(swap, first.path)
+        os.unlink(swap + REPLACES_SUFFIX)
         seg = Segment(part.directory, out.base_offset, plan.index_interval, part.fds, created_ms=first.created_ms)
         seg.next_offset = out.next_offset
         seg.idx_offsets, seg.idx_positions, seg.time_ts = out.idx_offsets, out.idx_positions, out.time_ts
@@ -589,6 +611,10 @@ async def clean_partition(part: Partition, cand: Candidate, now_ms: int, capacit
     except (CleanerCancelled, FileNotFoundError) as exc:
         if not part.deleted:
             log.warning("cleaning abandoned", partition=part.name, error=str(exc))
+        return None
+    except CorruptBatch as exc:
+        part.uncleanable = True
+        log.error("partition marked uncleanable: a stored batch is corrupt", partition=part.name, error=str(exc))
         return None
     finally:
         part.cleaning = False

@@ -20,10 +20,13 @@ start-up replays batch headers only from the newest usable snapshot on.
 from __future__ import annotations
 
 import json
+import operator
 import os
 import struct
+import sys
 import zlib
-from typing import Any
+from array import array
+from typing import Any, Iterable
 
 INDEX_ENTRY = struct.Struct(">ii")
 TIME_ENTRY = struct.Struct(">qi")
@@ -44,23 +47,34 @@ def _atomic_write(path: str, data: bytes, fsync: bool) -> None:
     os.replace(tmp, path)
 
 
-def write_indexes(stem: str, base: int, offsets: list[int], positions: list[int], times: list[int],
+def offsets_array(values: Iterable[int] = ()) -> array:
+    """In-memory index columns are 8-byte arrays, not lists of ints: ~16 bytes per entry, so a
+    1 GB segment's indexes (one entry per 4 KiB) take ~4 MB."""
+    return array("q", values)
+
+
+def _big_endian(arr: array) -> array:
+    if sys.byteorder == "little":
+        arr.byteswap()
+    return arr
+
+
+def write_indexes(stem: str, base: int, offsets: array, positions: array, times: array,
                   max_timestamp: int, max_timestamp_offset: int, fsync: bool = False) -> None:
     """Write ``<stem>.index`` and ``<stem>.timeindex`` (time index first: a crash between the
     two leaves an offset index that no longer matches it, which the checks reject)."""
-    tdata = bytearray()
-    for t, o in zip(times, offsets):
-        tdata += TIME_ENTRY.pack(t, o - base)
-    if offsets:
-        tdata += TIME_ENTRY.pack(max_timestamp, max_timestamp_offset - base)
-    _atomic_write(stem + ".timeindex", bytes(tdata), fsync)
-    idata = bytearray()
-    for o, p in zip(offsets, positions):
-        idata += INDEX_ENTRY.pack(o - base, p)
-    _atomic_write(stem + ".index", bytes(idata), fsync)
+    pack = TIME_ENTRY.pack
+    tdata = b"".join([pack(t, o - base) for t, o in zip(times, offsets)])
+    if len(offsets):
+        tdata += pack(max_timestamp, max_timestamp_offset - base)
+    _atomic_write(stem + ".timeindex", tdata, fsync)
+    flat = array("i", [0]) * (2 * len(offsets))
+    flat[0::2] = array("i", (o - base for o in offsets))
+    flat[1::2] = array("i", positions)
+    _atomic_write(stem + ".index", _big_endian(flat).tobytes(), fsync)
 
 
-def read_indexes(stem: str, base: int, log_size: int) -> tuple[list[int], list[int], list[int], int, int]:
+def read_indexes(stem: str, base: int, log_size: int) -> tuple[array, array, array, int, int]:
     """Read and check both index files: (offsets, positions, times, max timestamp, its offset).
     Raises IndexInvalid with the reason when either is missing or inconsistent."""
     try:
@@ -79,35 +93,31 @@ def read_indexes(stem: str, base: int, log_size: int) -> tuple[list[int], list[i
         raise IndexInvalid(f"index has {n} entries for a log of {log_size} bytes")
     if n and len(tdata) // TIME_ENTRY.size != n + 1:
         raise IndexInvalid(f"time index has {len(tdata) // TIME_ENTRY.size} entries for {n} index entries")
-    offsets: list[int] = []
-    positions: list[int] = []
-    prev_o, prev_p = -1, -1
-    for rel, pos in INDEX_ENTRY.iter_unpack(idata):
-        if rel <= prev_o or pos <= prev_p or rel < 0:
-            raise IndexInvalid(f"index entries out of order at relative offset {rel}, position {pos}")
-        if pos >= log_size:
-            raise IndexInvalid(f"index entry points at position {pos}, past the log end {log_size}")
-        offsets.append(base + rel)
-        positions.append(pos)
-        prev_o, prev_p = rel, pos
-    if n and positions[0] != 0:
-        raise IndexInvalid("first index entry is not the segment's first batch")
-    times: list[int] = []
-    max_ts, max_off = -1, base
-    prev_t = None
-    for i, (ts, rel) in enumerate(TIME_ENTRY.iter_unpack(tdata)):
-        if prev_t is not None and ts < prev_t:
-            raise IndexInvalid(f"time index timestamps decrease at entry {i}")
-        prev_t = ts
-        if i < n:
-            if base + rel != offsets[i]:
-                raise IndexInvalid(f"time index entry {i} names offset {base + rel}, index says {offsets[i]}")
-            times.append(ts)
-        else:
-            max_ts, max_off = ts, base + rel
-            if rel < 0:
-                raise IndexInvalid("time index final entry names an offset below the segment base")
-    return offsets, positions, times, max_ts, max_off
+    flat = array("i")
+    flat.frombytes(idata)
+    _big_endian(flat)
+    rel, pos = flat[0::2], flat[1::2]
+    if n:
+        if rel[0] < 0 or not all(map(operator.lt, rel, rel[1:])) or not all(map(operator.lt, pos, pos[1:])):
+            raise IndexInvalid("index entries out of order")
+        if pos[-1] >= log_size:
+            raise IndexInvalid(f"index entry points at position {pos[-1]}, past the log end {log_size}")
+        if pos[0] != 0:
+            raise IndexInvalid("first index entry is not the segment's first batch")
+    offsets = offsets_array(base + r for r in rel)
+    positions = offsets_array(pos)
+    tflat = struct.unpack(">" + "qi" * (len(tdata) // TIME_ENTRY.size), tdata)
+    times = offsets_array(tflat[0:2 * n:2])
+    if n:
+        if tflat[1:2 * n:2] != tuple(rel):
+            raise IndexInvalid("time index entries name other offsets than the index")
+        max_ts, max_rel = tflat[2 * n], tflat[2 * n + 1]
+        if not all(map(operator.le, times, times[1:])) or max_ts < times[-1]:
+            raise IndexInvalid("time index timestamps decrease")
+        if max_rel < 0:
+            raise IndexInvalid("time index final entry names an offset below the segment base")
+        return offsets, positions, times, max_ts, base + max_rel
+    return offsets, positions, times, -1, base
 
 
 def remove_indexes(stem: str) -> None:

@@ -13,6 +13,7 @@ walked with CRC checks and a torn tail cut (the cut bytes are kept beside it).
 from __future__ import annotations
 
 import bisect
+import json
 import os
 import struct
 import time
@@ -171,18 +172,31 @@ class Partition:
         for name in sorted(n for n in names if n.endswith(".log.swap")):
             base = int(name.split(".")[0])
             swap_path = os.path.join(self.directory, name)
-            swapped = Segment(self.directory, base, self._interval(), self.fds, path=swap_path)
-            swapped.rebuild(validate_crc=True)
-            end = swapped.next_offset
-            swapped.close()
-            for other in os.listdir(self.directory):
-                if other.endswith(".log") and other[:-4].isdigit() and base <= int(other[:-4]) < max(end, base + 1):
-                    os.unlink(os.path.join(self.directory, other))
-                    ix.remove_indexes(os.path.join(self.directory, other[:-4]))
-            ix.remove_indexes(os.path.join(self.directory, segment_name(base)))
+            replaces_path = swap_path + ".replaces"
+            try:
+                with open(replaces_path) as f:
+                    replaced = [int(b) for b in json.load(f)]
+            except (OSError, ValueError):
+                # no record of the group: Kafka's rule, the segments starting inside the swap's range
+                swapped = Segment(self.directory, base, self._interval(), self.fds, path=swap_path)
+                swapped.rebuild(validate_crc=True)
+                end = max(swapped.next_offset, base + 1)
+                swapped.close()
+                replaced = [int(n[:-4]) for n in os.listdir(self.directory)
+                            if n.endswith(".log") and n[:-4].isdigit() and base <= int(n[:-4]) < end]
+            for b in replaced:
+                stem = os.path.join(self.directory, segment_name(b))
+                if b != base and os.path.exists(stem + ".log"):
+                    os.unlink(stem + ".log")
+                ix.remove_indexes(stem)
             os.replace(swap_path, os.path.join(self.directory, segment_name(base) + ".log"))
+            if os.path.exists(replaces_path):
+                os.unlink(replaces_path)
             log.info("completed an interrupted segment swap", partition=self.name, base_offset=base,
-                     next_offset=end)
+                     replaced=replaced)
+        for name in names:
+            if name.endswith(".log.swap.replaces") and name[:-len(".replaces")] not in names:
+                os.unlink(os.path.join(self.directory, name))  # written before a swap that never happened
 
     def _load_producer_state(self) -> None:
         leo = self.log_end_offset

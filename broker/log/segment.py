@@ -58,9 +58,9 @@ class Segment:
         self.size = st.st_size
         self.flushed_size = self.size  # bytes known to be on disk (fsync), for acks=all syncing
         self.next_offset = base_offset
-        self.idx_offsets: list[int] = []
-        self.idx_positions: list[int] = []
-        self.time_ts: list[int] = []
+        self.idx_offsets = ix.offsets_array()
+        self.idx_positions = ix.offsets_array()
+        self.time_ts = ix.offsets_array()
         self.max_timestamp = -1
         self._max_ts_pos = -1       # position of the batch holding max_timestamp; -1 = not known yet
         self._max_ts_offset = -1    # or its offset, as read from the time index
@@ -80,9 +80,9 @@ class Segment:
 
     # -- building state ------------------------------------------------------------------
     def _reset(self) -> None:
-        self.idx_offsets = []
-        self.idx_positions = []
-        self.time_ts = []
+        self.idx_offsets = ix.offsets_array()
+        self.idx_positions = ix.offsets_array()
+        self.time_ts = ix.offsets_array()
         self.max_timestamp = -1
         self._max_ts_pos = -1
         self._max_ts_offset = -1
@@ -191,7 +191,7 @@ class Segment:
         except ix.IndexInvalid as exc:
             return str(exc)
         self._reset()
-        if not offsets:
+        if not len(offsets):
             self.loaded_from = "index"
             return None
         head = os.pread(self.fd, rb.HEADER_SIZE, positions[-1])
