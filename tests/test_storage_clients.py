@@ -18,6 +18,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from broker.testing import SamsaBroker
+from protocol import records as rb
 from protocol.errors import ErrorCode
 from tests.javaclient import java_available, last, of_type, run_java
 from tests.rawclient import RawClient
@@ -321,3 +322,28 @@ def test_list_offsets_by_timestamp_exact_across_segments_and_restarts(tmp_path: 
         assert lookups() == want
     finally:
         b.stop()
+
+
+def test_empty_batch_kept_for_an_idempotent_producer_is_skipped_by_every_client(broker: SamsaBroker,
+                                                                                admin: KafkaAdminClient):
+    """All records of an idempotent producer's last batch are superseded: the cleaner keeps the
+    batch, empty, for its sequence numbers (Kafka's rule); consumers must step over it."""
+    from confluent_kafka import Producer
+    topic = new_topic(admin, "empty-batch", **COMPACTED)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "enable.idempotence": True, "linger.ms": 50})
+    for k in range(10):
+        p.produce(topic, key=b"k%d" % k, value=b"idempotent", partition=0)
+    p.flush(10)
+    del p
+    produce(broker, topic, [(b"k%d" % k, b"plain-%d" % k + b"." * 40) for k in range(10)] +
+            [(b"pad", b"x" * 60) for _ in range(60)])
+    wait_for(lambda: cleaned_once(broker, topic), what="the cleaner")
+    with RawClient(broker.bootstrap_servers) as c:
+        first = rb.parse_header(fetch(c, topic, 0).records)
+        assert first.record_count == 0 and first.producer_id >= 0   # the kept, empty batch
+    want = [(k, v) for _, k, v in read_partition(broker, topic)]
+    assert [k for k, _ in want[:10]] == [b"k%d" % k for k in range(10)]
+    assert all(v.startswith(b"plain") for _, v in want[:10])
+    assert [(k, v) for _, k, v in confluent_read(broker, topic)] == want
+    if java_available():
+        assert [(k, v) for _, k, v in java_read(broker, topic)] == [(k.decode(), v.decode()) for k, v in want]
