@@ -95,8 +95,9 @@ def throughput(args: argparse.Namespace, rows: list[Row]) -> None:
         columns["samsa fsync acks=all"] = samsa_kind(**{"samsa.fsync.on.acks.all": "true"})
     records = int(args.mb * 1e6 / workloads.RECORD_SIZE)
     for n in (int(x) for x in args.partitions.split(",")):
-        prow = Row(f"produce, {n} partitions (MB/s)")
-        crow = Row(f"consume, {n} partitions (MB/s)")
+        parts = f"{n:,} partition{'s' if n != 1 else ''}"
+        prow = Row(f"produce, {parts} (MB/s)")
+        crow = Row(f"consume, {parts} (MB/s)")
         for name, kind in columns.items():
             acks = "all" if "fsync" in name else "1"
             try:

@@ -76,6 +76,10 @@ class LogCorrupt(Exception):
     """The partition's files contradict each other in a way start-up must not paper over."""
 
 
+def _base_offset(seg: Segment) -> int:
+    return seg.base_offset
+
+
 def _wall_ms() -> int:
     return int(time.time() * 1000)
 
@@ -433,7 +437,7 @@ class Partition:
 
     # -- reads ---------------------------------------------------------------------------
     def _segment_index_for(self, offset: int) -> int:
-        i = bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1
+        i = bisect.bisect_right(self.segments, offset, key=_base_offset) - 1
         return max(i, 0)
 
     def read(self, offset: int, max_bytes: int, upper_offset: int, min_one: bool = True) -> bytes:
