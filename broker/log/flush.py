@@ -26,6 +26,14 @@ if TYPE_CHECKING:
 log = structlog.get_logger("samsa.log")
 
 
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 async def sync_partition(part: Partition) -> None:
     """Return once every byte appended before the call is fsynced."""
     target = part.log_end_offset
@@ -43,6 +51,11 @@ async def sync_partition(part: Partition) -> None:
             for seg, size, fd in jobs:
                 await trio.to_thread.run_sync(os.fdatasync, fd)  # data and the size: what a read needs
                 seg.flushed_size = max(seg.flushed_size, size)
+            if any(not seg.dir_synced for seg, _, _ in jobs):
+                # a segment created since the last sync: its directory entry must be durable too
+                await trio.to_thread.run_sync(_fsync_dir, part.directory)
+                for seg, _, _ in jobs:
+                    seg.dir_synced = True
             part.mark_flushed(upto)
         except OSError as exc:
             log.error("fsync failed", partition=part.name, error=str(exc))

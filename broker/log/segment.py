@@ -52,8 +52,10 @@ class Segment:
         self.index_interval = index_interval
         self.fds = fds
         self._fd = -1
+        self.dir_synced = True  # the directory entry of the file is known to be on disk
         if not os.path.exists(self.path):
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644))
+            self.dir_synced = False
         st = os.stat(self.path)
         self.size = st.st_size
         self.flushed_size = self.size  # bytes known to be on disk (fsync), for acks=all syncing
