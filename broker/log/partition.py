@@ -198,6 +198,12 @@ class Partition:
                 os.unlink(replaces_path)
             log.info("completed an interrupted segment swap", partition=self.name, base_offset=base,
                      replaced=replaced)
+        current = os.listdir(self.directory)
+        logs = {n[:-4] for n in current if n.endswith(".log")}
+        for name in current:
+            stem, _, ext = name.partition(".")
+            if ext in ("index", "timeindex") and stem not in logs:
+                os.unlink(os.path.join(self.directory, name))  # left by a deletion cut short
         for name in names:
             if name.endswith(".log.swap.replaces") and name[:-len(".replaces")] not in names:
                 os.unlink(os.path.join(self.directory, name))  # written before a swap that never happened

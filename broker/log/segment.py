@@ -254,7 +254,7 @@ class Segment:
 
     def delete_files(self) -> None:
         self.close()
-        for ext in (".log", ".index", ".timeindex"):
+        for ext in (".index", ".timeindex", ".log"):  # the log last: a crash leaves no orphan index
             try:
                 os.unlink(self.stem + ext)
             except FileNotFoundError:
