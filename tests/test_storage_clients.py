@@ -199,6 +199,24 @@ def cleaned_once(broker: SamsaBroker, topic: str, n: int = 1) -> bool:
                if "log cleaned" in line and f"partition={topic}-0 " in line + " ") >= n
 
 
+def passes(broker: SamsaBroker, topic: str) -> int:
+    return sum(1 for line in broker.read_log().splitlines()
+               if "log cleaned" in line and f"partition={topic}-0 " in line + " ")
+
+
+def wait_cleaned_and_settled(broker: SamsaBroker, topic: str, quiet_s: float = 1.0) -> None:
+    """At least one cleaning pass, then none for ``quiet_s`` (the cleaner backs off 100 ms), so
+    every client below reads the same log."""
+    wait_for(lambda: cleaned_once(broker, topic), what="the cleaner")
+    seen, since = passes(broker, topic), time.monotonic()
+    deadline = since + 30
+    while time.monotonic() - since < quiet_s and time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = passes(broker, topic)
+        if now != seen:
+            seen, since = now, time.monotonic()
+
+
 def java_read(broker: SamsaBroker, topic: str) -> list[tuple[int, str | None, str | None]]:
     lines = run_java(JAVA_VERSION, broker.bootstrap_servers, "consume-assign", "--topic", topic,
                      "--from", "earliest", "--to", "latest", "--timeout-ms", "20000")
@@ -213,7 +231,7 @@ def test_compaction_keeps_the_last_value_per_key_and_drops_tombstones(broker: Sa
     offsets = produce(broker, topic, writes)
     assert offsets == list(range(len(writes)))
     produced = [(o, k, v) for o, (k, v) in zip(offsets, writes)]
-    wait_for(lambda: cleaned_once(broker, topic), what="the cleaner")
+    wait_cleaned_and_settled(broker, topic)
     got = read_partition(broker, topic)
     active_base = max(int(p.stem) for p in (broker.data_dir / f"{topic}-0").glob("*.log"))
     cleaned = [r for r in got if r[0] < active_base]
@@ -249,7 +267,7 @@ def test_compacted_compressed_topic_read_by_java_and_kafka_python(broker: SamsaB
         if i % 10 == 9:
             p.flush(10)
     p.flush(10)
-    wait_for(lambda: cleaned_once(broker, topic), what="the cleaner")
+    wait_cleaned_and_settled(broker, topic)
     got = confluent_read(broker, topic)
     assert {k: v for _, k, v in got} == {b"k%02d" % k: b"%s-%d" % (codec.encode(), 285 + k) + b"!" * 30
                                          for k in range(15)}
@@ -337,7 +355,7 @@ def test_empty_batch_kept_for_an_idempotent_producer_is_skipped_by_every_client(
     del p
     produce(broker, topic, [(b"k%d" % k, b"plain-%d" % k + b"." * 40) for k in range(10)] +
             [(b"pad", b"x" * 60) for _ in range(60)])
-    wait_for(lambda: cleaned_once(broker, topic), what="the cleaner")
+    wait_cleaned_and_settled(broker, topic)
     with RawClient(broker.bootstrap_servers) as c:
         first = rb.parse_header(fetch(c, topic, 0).records)
         assert first.record_count == 0 and first.producer_id >= 0   # the kept, empty batch
