@@ -39,6 +39,7 @@ log = structlog.get_logger("samsa.log")
 
 
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1
+_OFFSET_AND_LENGTH = struct.Struct(">qi")  # a batch's base offset and length field
 
 
 @dataclass(slots=True)
@@ -470,14 +471,23 @@ class Partition:
                 return b""
             want = h.size
         chunk = seg.read(h.position, want)
-        # keep whole batches below the upper offset
-        pos = 0
         n = len(chunk)
+        everything_below_upper = upper_offset >= seg.next_offset
+        if everything_below_upper and h.position + n == seg.size:
+            return chunk  # the whole tail of the segment: complete batches, nothing to trim
+        # Trim to whole batches below the upper offset. When only the size limit cuts, start
+        # walking at the last indexed batch boundary inside the chunk, not at its beginning.
+        pos = 0
+        if everything_below_upper:
+            j = bisect.bisect_right(seg.idx_positions, h.position + n) - 1
+            if j >= 0 and seg.idx_positions[j] > h.position:
+                pos = seg.idx_positions[j] - h.position
         while pos + rb.LOG_OVERHEAD <= n:
-            b = rb.parse_header(chunk, pos) if pos + rb.HEADER_SIZE <= n else None
-            if b is None or pos + b.size > n or b.base_offset >= upper_offset:
+            base, length = _OFFSET_AND_LENGTH.unpack_from(chunk, pos)
+            end = pos + rb.LOG_OVERHEAD + length
+            if end > n or base >= upper_offset:
                 break
-            pos += b.size
+            pos = end
         return chunk[:pos] if pos < n else chunk
 
     def batch_containing(self, offset: int) -> tuple[Segment, rb.BatchHeader] | None:
