@@ -211,26 +211,9 @@ class OffsetStore:
                    metadata_max_bytes: int = 4096) -> tuple[list[TopicPartitionErrors], list[Record]]:
         """Store an already-validated TxnOffsetCommit as pending offsets of ``producer_id``; the
         records go in a transactional batch of that producer (the caller's business)."""
-        results: list[TopicPartitionErrors] = []
-        records: list[Record] = []
-        for topic in topics:
-            tres = TopicPartitionErrors(topic.name)
-            results.append(tres)
-            for p in topic.partitions:
-                metadata = p.committed_metadata
-                if metadata is not None and utf16_length(metadata) > metadata_max_bytes:
-                    tres.partitions.append(PartitionError(p.partition_index,
-                                                          Errors.OffsetMetadataTooLargeError.errno))
-                    continue
-                oam = OffsetAndMetadata(
-                    committed_offset=p.committed_offset,
-                    leader_epoch=None if p.committed_leader_epoch < 0 else p.committed_leader_epoch,
-                    metadata=metadata if metadata is not None else "",
-                    commit_timestamp_ms=now_ms)
-                self.put_pending(group_id, producer_id, topic.name, p.partition_index, oam)
-                records.append(offset_commit_record(group_id, topic.name, p.partition_index, oam.to_value()))
-                tres.partitions.append(PartitionError(p.partition_index, NO_ERROR))
-        return results, records
+        return self._store(group_id, topics, now_ms, metadata_max_bytes, None,
+                           lambda topic, partition, oam: self.put_pending(group_id, producer_id, topic,
+                                                                          partition, oam))
 
     def _drop_pending(self, group_id: str, tps: Iterable[tuple[str, int]]) -> None:
         """Kafka's removeOffsets also forgets pending transactional offsets of those partitions."""
@@ -256,6 +239,15 @@ class OffsetStore:
         metadata is stored as the empty string; a retention time (OffsetCommit v2-v4) becomes an
         explicit expire timestamp."""
         expire = None if retention_time_ms == DEFAULT_RETENTION_TIME else now_ms + retention_time_ms
+        return self._store(group_id, topics, now_ms, metadata_max_bytes, expire,
+                           lambda topic, partition, oam: self.put(group_id, topic, partition, oam))
+
+    @staticmethod
+    def _store(group_id: str, topics: list[OffsetCommitTopic], now_ms: int, metadata_max_bytes: int,
+               expire: int | None, store: Callable[[str, int, OffsetAndMetadata], None],
+               ) -> tuple[list[TopicPartitionErrors], list[Record]]:
+        """What OffsetCommit and TxnOffsetCommit share: the metadata size check, the stored
+        form of each offset and its __consumer_offsets record; ``store`` says where it goes."""
         results: list[TopicPartitionErrors] = []
         records: list[Record] = []
         for topic in topics:
@@ -274,7 +266,7 @@ class OffsetStore:
                     commit_timestamp_ms=now_ms,
                     expire_timestamp_ms=expire,
                 )
-                self.put(group_id, topic.name, p.partition_index, oam)
+                store(topic.name, p.partition_index, oam)
                 records.append(offset_commit_record(group_id, topic.name, p.partition_index, oam.to_value()))
                 tres.partitions.append(PartitionError(p.partition_index, NO_ERROR))
         return results, records
