@@ -88,6 +88,12 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener:
         host = peer = "unknown"
     try:
         stream.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # -1 keeps the OS default, as in Kafka
+        for prop, opt in (("socket.send.buffer.bytes", socket.SO_SNDBUF),
+                          ("socket.receive.buffer.bytes", socket.SO_RCVBUF)):
+            size = int(broker.config[prop])
+            if size > 0:
+                stream.socket.setsockopt(socket.SOL_SOCKET, opt, size)
     except OSError:
         pass
     decoder = FrameDecoder(int(broker.config["socket.request.max.bytes"]))
