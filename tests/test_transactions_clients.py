@@ -538,3 +538,22 @@ def test_kafka_python_and_aiokafka_transactional_producers(broker: SamsaBroker) 
     for topic in (kp_topic, aio_topic):
         assert sorted(v for _, _, v in read_all(bs, topic, "read_committed", expect=6)) == [b"c%d" % i for i in range(6)]
         assert len(read_all(bs, topic, "read_uncommitted", expect=12)) == 12
+
+
+def test_transactional_produce_outside_the_transaction_is_refused(broker: SamsaBroker) -> None:
+    """KIP-890 verification: a transactional batch for a partition not added to the ongoing
+    transaction answers INVALID_TXN_STATE and is not appended; after AddPartitionsToTxn it is."""
+    tid, topic = name("verify-tid"), name("verify")
+    with RawClient(broker.bootstrap_servers) as c:
+        create(c, topic)
+        r = init_pid(c, tid)
+        pid, epoch = r.producer_id, r.producer_epoch
+        refused = produce_txn(c, tid, topic, pid, epoch, 0, 3)
+        assert refused.error_code == 48          # INVALID_TXN_STATE: no transaction yet
+        assert add_partitions(c, tid, pid, epoch, {topic: [0]}) == {(topic, 0): 0}
+        stale = produce_txn(c, tid, topic, pid, epoch - 1 if epoch else epoch + 5, 0, 3)
+        assert stale.error_code == 47            # INVALID_PRODUCER_EPOCH
+        ok = produce_txn(c, tid, topic, pid, epoch, 0, 3)
+        assert (ok.error_code, ok.base_offset) == (0, 0)
+        assert end_txn(c, tid, pid, epoch, commit=True) == 0
+        assert values(fetch_committed(c, topic).records) == [f"{topic}-{i}".encode() for i in range(3)]

@@ -3,12 +3,16 @@
 Quirks: acks=0 gets no response at all (the Java client fails on one); v13 names topics
 by id (UNKNOWN_TOPIC_ID when unknown); batches are validated from their headers and CRC
 and stored as sent (compression untouched); a retried idempotent batch is answered with
-its original base offset; clients may not write to internal topics.
+its original base offset; clients may not write to internal topics. A transactional batch
+is verified with the transaction coordinator first (KIP-890, Kafka 3.6+'s
+transaction.partition.verification.enable default): a partition that is not part of the
+producer's ongoing transaction answers INVALID_TXN_STATE and nothing is appended.
 """
 from __future__ import annotations
 
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
+from coordinator import transactions as tx
 from protocol import records as rb
 from protocol.errors import ErrorCode
 
@@ -22,6 +26,21 @@ PR = TR.PartitionProduceResponse
 def _error(index: int, code: int, message: str | None = None) -> PR:
     return PR(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1,
               record_errors=[], error_message=message)
+
+
+def _verify_transaction(ctx: RequestContext, transactional_id: str | None, topic: str, partition: int,
+                        batch: rb.BatchHeader) -> int:
+    """Is (topic, partition) in the ongoing transaction of the batch's producer? Answered within
+    this step (no await), so the transaction cannot end between the check and the append."""
+    if not transactional_id:
+        return ErrorCode.NONE        # Kafka verifies only requests that name their transaction
+    r: tx.AddPartitionsResult = ctx.broker.txns.call_now(transactional_id, tx.AddPartitionsToTxn(
+        transactional_id=transactional_id, producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+        partitions=[(topic, partition)], verify_only=True))
+    code = r.error_for((topic, partition))
+    if code == ErrorCode.PRODUCER_FENCED:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH       # Kafka's AddPartitionsToTxnManager mapping
+    return code
 
 
 @handles(0)
@@ -62,6 +81,12 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             if any(b.is_control for b in batches):
                 parts.append(_error(pd.index, ErrorCode.INVALID_RECORD, "Clients may not write control records"))
                 continue
+            if batches[0].is_transactional:
+                err = _verify_transaction(ctx, req.transactional_id, topic.name, pd.index, batches[0])
+                if err:
+                    parts.append(_error(pd.index, err, "Partition is not part of an ongoing transaction"
+                                        if err == ErrorCode.INVALID_TXN_STATE else None))
+                    continue
             result = part.append(data, batches, now)
             if result.error:
                 parts.append(_error(pd.index, result.error, result.message))
