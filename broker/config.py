@@ -91,13 +91,6 @@ TOPIC_CONFIGS: dict[str, tuple[str, str | None]] = {
     "unclean.leader.election.enable": ("boolean", "unclean.leader.election.enable"),
 }
 
-_ENUMS = {
-    "cleanup.policy": {"delete", "compact"},
-    "compression.type": {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"},
-    "message.timestamp.type": {"CreateTime", "LogAppendTime"},
-}
-
-
 class ConfigError(ValueError):
     """An invalid config value (Kafka answers INVALID_CONFIG)."""
 
@@ -118,36 +111,6 @@ def parse_value(kind: str, raw: Any) -> Any:
     except ValueError:
         raise ConfigError(f"Invalid value {raw!r}: expected {kind}") from None
     return s
-
-
-def render_value(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def validate_topic_config(name: str, raw: str | None) -> Any:
-    """Parse and check one topic config value, raising ConfigError the way Kafka rejects it."""
-    if name not in TOPIC_CONFIGS:
-        raise ConfigError(f"Unknown topic config name: {name}")
-    if raw is None:
-        raise ConfigError(f"Null value not supported for topic config {name}")
-    kind, _ = TOPIC_CONFIGS[name]
-    value = parse_value(kind, raw)
-    if name in _ENUMS:
-        parts = [p.strip() for p in str(value).split(",")] if name == "cleanup.policy" else [value]
-        if not parts or any(p not in _ENUMS[name] for p in parts):
-            raise ConfigError(f"Invalid value {raw} for configuration {name}")
-    if kind in ("int", "long") and name not in ("retention.ms", "retention.bytes") and value < 0 \
-            and name not in ("flush.ms",):
-        raise ConfigError(f"Invalid value {raw} for configuration {name}: must be >= 0")
-    if name == "segment.bytes" and value < 14:
-        raise ConfigError(f"Invalid value {raw} for configuration segment.bytes")
-    if name == "min.cleanable.dirty.ratio" and not 0 <= value <= 1:
-        raise ConfigError(f"Invalid value {raw} for configuration {name}")
-    return value
 
 
 def env_to_property(name: str) -> str | None:
@@ -249,10 +212,6 @@ class BrokerConfig:
         if broker_key == "log.roll.ms":
             return self.log_roll_ms
         return self.values.get(broker_key)
-
-    def topic_defaults(self) -> dict[str, Any]:
-        return {name: self.broker_value_for_topic_default(bk) for name, (_, bk) in TOPIC_CONFIGS.items()
-                if bk is not None}
 
     @property
     def listeners(self) -> list[Listener]:

@@ -33,7 +33,7 @@ from kafka.protocol.admin import (AlterConfigsRequest, AlterConfigsResponse, Des
 
 from protocol.errors import ErrorCode
 
-from ..config import BROKER_DEFAULTS, TOPIC_CONFIGS, BrokerConfig, ConfigError, validate_topic_config
+from ..config import BROKER_DEFAULTS, TOPIC_CONFIGS, BrokerConfig, ConfigError
 from ..dispatch import RequestContext, handles
 from ..log.manager import Topic, topic_name_error
 
@@ -386,8 +386,6 @@ def validate_topic_configs(configs: Mapping[str, str | None], config: BrokerConf
             raise ConfigError(f"Unknown topic config name: {name}")
     for name, raw in configs.items():
         _check_value(name, TOPIC_CONFIG_DEFS[name], raw)  # type: ignore[arg-type]
-        if name in TOPIC_CONFIGS:
-            validate_topic_config(name, raw)  # Samsa's own limits, if any are stricter
     if config is not None:
         lo = effective_value(config, configs, "min.compaction.lag.ms")
         hi = effective_value(config, configs, "max.compaction.lag.ms")

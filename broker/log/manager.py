@@ -235,11 +235,6 @@ class LogManager:
         return t.partitions[p]
 
     # -- shutdown ------------------------------------------------------------------------
-    def flush_all(self) -> None:
-        for t in self.topics.values():
-            for part in t.partitions:
-                part.flush()
-
     def shutdown(self) -> None:
         """Flush and close every partition (indexes and producer snapshots written), then leave
         the clean-shutdown marker, durably, so start-up may trust those files."""

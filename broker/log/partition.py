@@ -18,7 +18,7 @@ import os
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import structlog
 
@@ -489,14 +489,6 @@ class Partition:
                 break
             pos = end
         return chunk[:pos] if pos < n else chunk
-
-    def batch_containing(self, offset: int) -> tuple[Segment, rb.BatchHeader] | None:
-        i = self._segment_index_for(offset)
-        for seg in self.segments[i:]:
-            h = seg.find_batch(offset)
-            if h is not None:
-                return seg, h
-        return None
 
     def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
         """First record at or after the log start with timestamp >= ts: (offset, timestamp)."""
