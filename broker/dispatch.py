@@ -12,6 +12,9 @@ from kafka.protocol.api_message import ApiMessage
 from protocol.api_versions import SUPPORTED, supported
 from protocol.frame import FrameError, peek_header
 from protocol.messages import REQUESTS, RESPONSES
+from protocol.splice import splice
+
+from .log.region import FileRegion
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -41,7 +44,17 @@ class RequestContext:
         return RESPONSES[self.api_key](version=self.api_version, **fields)
 
 
-Handler = Callable[[RequestContext, ApiMessage], Awaitable[ApiMessage | None]]
+@dataclass(slots=True)
+class Spliced:
+    """A handler's answer whose ``records`` fields are placeholders for file regions
+    (protocol/splice.py): the regions are sent from the files, never copied into the frame."""
+
+    message: ApiMessage
+    regions: list[FileRegion]
+
+
+Parts = list  # encoded bytes and FileRegions, in sending order
+Handler = Callable[[RequestContext, ApiMessage], Awaitable[ApiMessage | Spliced | None]]
 HANDLERS: dict[int, Handler] = {}
 
 
@@ -59,9 +72,10 @@ def check_handlers() -> None:
 
 
 async def dispatch(broker: "Broker", frame: bytes, client_host: str,
-                   listener: str = "") -> bytes | bytearray | None:
-    """Answer one request frame. Returns the framed response, None when none is due
-    (acks=0), or raises FrameError when Kafka would close the connection."""
+                   listener: str = "") -> bytes | bytearray | Parts | None:
+    """Answer one request frame. Returns the framed response (or its parts, when records
+    are sent from files), None when none is due (acks=0), or raises FrameError when Kafka
+    would close the connection."""
     prefix = peek_header(frame)
     key, version = prefix.api_key, prefix.api_version
     if key == ApiKey.ApiVersions and not supported(key, version):
@@ -81,5 +95,12 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str,
     response = await HANDLERS[key](ctx, request)
     if response is None:
         return None
+    if isinstance(response, Spliced):
+        message = response.message
+        message.with_header(correlation_id=prefix.correlation_id)
+        frame = message.encode(header=True, framed=True)
+        if not response.regions:
+            return frame
+        return splice(frame, response.regions, message.flexible_version_q(version))
     response.with_header(correlation_id=prefix.correlation_id)
     return response.encode(header=True, framed=True)

@@ -19,6 +19,7 @@ from protocol.frame import FrameDecoder, FrameError
 from .broker import Broker
 from .config import Listener
 from .dispatch import check_handlers, dispatch
+from .sendfile import send_parts
 
 log = structlog.get_logger("samsa.server")
 
@@ -73,7 +74,10 @@ async def _answer(broker: Broker, stream: trio.SocketStream, receive: trio.Memor
                 break
             if response is not None:
                 try:
-                    await stream.send_all(response)
+                    if isinstance(response, list):
+                        await send_parts(stream, response)
+                    else:
+                        await stream.send_all(response)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     break
     cancel.cancel()

@@ -3,7 +3,8 @@
 Quirks: sessionless answers only (session id 0, KIP-227 allows it: clients fall back to
 full fetches); v13+ names topics by id; the first batch is returned even when larger than
 the limits; batches are served as stored bytes, whole, starting with the one that holds
-the fetch offset; a fetch past the log end answers OFFSET_OUT_OF_RANGE; the long poll is
+the fetch offset; reads of 32 KiB and more are spliced into the encoded answer and sent
+from the segment files (sendfile, see protocol/splice.py), smaller ones copied; a fetch past the log end answers OFFSET_OUT_OF_RANGE; the long poll is
 woken by appends, never by a timer loop.
 """
 from __future__ import annotations
@@ -12,16 +13,42 @@ import trio
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from protocol.errors import ErrorCode
+from protocol.splice import placeholder
 
-from ..dispatch import RequestContext, handles
+from ..dispatch import RequestContext, Spliced, handles
+from ..log.region import FileRegion
+from ..log.segment import Segment
 from .common import ZERO_UUID, check_leader_epoch, find_topic
 
 FT = FetchResponse.FetchableTopicResponse
 PD = FT.PartitionData
 
 
-def _collect(ctx: RequestContext, req: FetchRequest) -> tuple[list, int]:
+# Reads this small are copied (cheaper than a descriptor and a sendfile call); at most this
+# many regions per answer, so a fetch of thousands of partitions cannot exhaust descriptors.
+SPLICE_MIN_BYTES = 32 * 1024
+MAX_REGIONS = 64
+
+
+def _records(found: tuple[Segment, int, int], regions: list[FileRegion]) -> tuple[bytes, int]:
+    """The records field for a located read: a placeholder for a file region, or the bytes."""
+    seg, pos, length = found
+    if length >= SPLICE_MIN_BYTES and len(regions) < MAX_REGIONS:
+        try:
+            region = FileRegion(seg.fd, pos, length)
+        except OSError:  # out of descriptors: copy instead
+            pass
+        else:
+            regions.append(region)
+            return placeholder(len(regions) - 1), length
+    return seg.read(pos, length), length
+
+
+def _collect(ctx: RequestContext, req: FetchRequest) -> tuple[list, list[FileRegion], int]:
+    """The answer's topics (records as placeholders), the file regions behind them, and
+    the number of record bytes."""
     broker = ctx.broker
+    regions: list[FileRegion] = []
     by_id = ctx.api_version >= 13
     remaining = req.max_bytes if req.max_bytes and req.max_bytes > 0 else 0x7FFFFFFF
     total = 0
@@ -50,11 +77,12 @@ def _collect(ctx: RequestContext, req: FetchRequest) -> tuple[list, int]:
                     err = ErrorCode.OFFSET_OUT_OF_RANGE
                 elif off < upper:
                     limit = min(fp.partition_max_bytes, remaining)
-                    records = part.read(off, limit, upper, min_one=first)
-                    if records:
+                    found = part.locate(off, limit, upper, min_one=first)
+                    if found is not None:
+                        records, size = _records(found, regions)
                         first = False
-                        remaining -= len(records)
-                        total += len(records)
+                        remaining -= size
+                        total += size
             aborted = [] if req.isolation_level == 1 else None
             if aborted is not None and records:
                 aborted = [FT.PartitionData.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
@@ -65,7 +93,7 @@ def _collect(ctx: RequestContext, req: FetchRequest) -> tuple[list, int]:
                             preferred_read_replica=-1, records=records))
         out.append(FT(topic=ft.topic if not by_id else None, topic_id=tid if tid is not None else ZERO_UUID,
                       partitions=parts))
-    return out, total
+    return out, regions, total
 
 
 def _has_error(topics: list) -> bool:
@@ -73,16 +101,17 @@ def _has_error(topics: list) -> bool:
 
 
 @handles(1)
-async def fetch(ctx: RequestContext, req: FetchRequest) -> FetchResponse:
+async def fetch(ctx: RequestContext, req: FetchRequest) -> Spliced:
     broker = ctx.broker
-    topics, total = _collect(ctx, req)
+    topics, regions, total = _collect(ctx, req)
     min_bytes = max(req.min_bytes, 1)
     if total < min_bytes and req.max_wait_ms > 0 and not _has_error(topics) and not broker.stopping.is_set():
         # every append notifies, so the last collection is current when the wait times out
         with trio.move_on_after(req.max_wait_ms / 1000):
             while not broker.stopping.is_set():
                 await broker.appends.wait()
-                topics, total = _collect(ctx, req)
+                topics, regions, total = _collect(ctx, req)
                 if total >= min_bytes or _has_error(topics):
                     break
-    return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=topics, node_endpoints=[])
+    return Spliced(ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=topics,
+                                node_endpoints=[]), regions)

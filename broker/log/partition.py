@@ -85,6 +85,35 @@ def _wall_ms() -> int:
     return int(time.time() * 1000)
 
 
+
+_WALK_READ = 1 << 16
+
+
+def _last_boundary(seg: Segment, first: int, end: int, upper_offset: int) -> int:
+    """The end of the last whole batch at or before ``end`` whose base offset is below
+    ``upper_offset``, walking from the nearest indexed batch (never from ``first`` when the
+    index knows a later boundary). The batch at ``first`` is taken to qualify."""
+    j = min(bisect.bisect_right(seg.idx_positions, end),
+            bisect.bisect_left(seg.idx_offsets, upper_offset)) - 1
+    pos = max(first, seg.idx_positions[j]) if j >= 0 else first
+    if end - pos <= _WALK_READ:
+        buf = os.pread(seg.fd, end - pos, pos)
+        at = 0
+        while at + rb.LOG_OVERHEAD <= len(buf):
+            base, length = _OFFSET_AND_LENGTH.unpack_from(buf, at)
+            nxt = at + rb.LOG_OVERHEAD + length
+            if pos + nxt > end or (base >= upper_offset and pos + at > first):
+                break
+            at = nxt
+        return pos + at
+    while pos + rb.LOG_OVERHEAD <= end:
+        base, length = _OFFSET_AND_LENGTH.unpack(os.pread(seg.fd, rb.LOG_OVERHEAD, pos))
+        nxt = pos + rb.LOG_OVERHEAD + length
+        if nxt > end or (base >= upper_offset and pos > first):
+            break
+        pos = nxt
+    return pos
+
 class Partition:
     def __init__(self, topic: str, index: int, directory: str,
                  config: Callable[[str], Any], leader_epoch: int = 0, fds: FdCache | None = None,
@@ -451,8 +480,18 @@ class Partition:
         """Whole stored batches starting with the one that contains ``offset``, below
         ``upper_offset``, at most ``max_bytes`` unless the first batch alone is larger and
         ``min_one`` is set (Kafka's first-batch rule)."""
-        if offset >= upper_offset:
+        found = self.locate(offset, max_bytes, upper_offset, min_one)
+        if found is None:
             return b""
+        seg, pos, length = found
+        return seg.read(pos, length)
+
+    def locate(self, offset: int, max_bytes: int, upper_offset: int,
+               min_one: bool = True) -> tuple[Segment, int, int] | None:
+        """(segment, position, length) of the batches :meth:`read` returns, or None; Fetch
+        sends them from the file without reading them."""
+        if offset >= upper_offset:
+            return None
         i = self._segment_index_for(offset)
         while i < len(self.segments):
             seg = self.segments[i]
@@ -461,34 +500,18 @@ class Partition:
                 break
             i += 1
         else:
-            return b""
+            return None
         if h.base_offset >= upper_offset:
-            return b""
-        available = seg.size - h.position
-        want = min(max_bytes, available)
+            return None
+        want = min(max_bytes, seg.size - h.position)
         if want < h.size:
             if not min_one:
-                return b""
+                return None
             want = h.size
-        chunk = seg.read(h.position, want)
-        n = len(chunk)
-        everything_below_upper = upper_offset >= seg.next_offset
-        if everything_below_upper and h.position + n == seg.size:
-            return chunk  # the whole tail of the segment: complete batches, nothing to trim
-        # Trim to whole batches below the upper offset. When only the size limit cuts, start
-        # walking at the last indexed batch boundary inside the chunk, not at its beginning.
-        pos = 0
-        if everything_below_upper:
-            j = bisect.bisect_right(seg.idx_positions, h.position + n) - 1
-            if j >= 0 and seg.idx_positions[j] > h.position:
-                pos = seg.idx_positions[j] - h.position
-        while pos + rb.LOG_OVERHEAD <= n:
-            base, length = _OFFSET_AND_LENGTH.unpack_from(chunk, pos)
-            end = pos + rb.LOG_OVERHEAD + length
-            if end > n or base >= upper_offset:
-                break
-            pos = end
-        return chunk[:pos] if pos < n else chunk
+        end = h.position + want
+        if upper_offset < seg.next_offset or end < seg.size:
+            end = _last_boundary(seg, h.position, end, upper_offset)
+        return seg, h.position, end - h.position
 
     def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
         """First record at or after the log start with timestamp >= ts: (offset, timestamp)."""
