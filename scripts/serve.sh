@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/samsa ] || { "$PY" -m venv .venv && .venv/bin/python -m pip install -q --disable-pip-version-check -e .; }
+# byte-compile as a regular install would (quiet, and a no-op when nothing changed)
+.venv/bin/python -m compileall -q broker protocol coordinator >/dev/null || true
 exec .venv/bin/samsa serve "$@"
