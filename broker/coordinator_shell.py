@@ -40,6 +40,7 @@ class CoordinatorShell(Generic[C]):
         self._pending: dict[int, _Pending] = {}
         self._next_token = 0
         self._deadline_changed = trio.Event()
+        self._sleep_until: int | None = None  # the timer task's wake-up deadline; None = none
 
     # -- what subclasses define ----------------------------------------------------------
     def new_coordinator(self, partition: int) -> C:
@@ -130,7 +131,13 @@ class CoordinatorShell(Generic[C]):
                 pending.result = result
                 pending.event.set()
         self.after_step(partition, step)
-        self._deadline_changed.set()
+        # Wake the timer task only for a deadline earlier than the one it sleeps until: a
+        # later or removed one is found when it wakes anyway. (Waking it on every step made it
+        # poll every partition's coordinator on every commit.)
+        coord = self.coordinators.get(partition)
+        deadline = coord.next_deadline() if coord is not None else None  # type: ignore[attr-defined]
+        if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
+            self._deadline_changed.set()
 
     # -- timers --------------------------------------------------------------------------
     async def run_timers(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
@@ -148,6 +155,7 @@ class CoordinatorShell(Generic[C]):
                     earliest = deadline
             if self._deadline_changed.is_set():
                 continue  # a tick changed something: recompute before sleeping
+            self._sleep_until = earliest
             wait = float("inf") if earliest is None else max(0.0, (earliest - self.broker.now_ms()) / 1000)
             with trio.move_on_after(wait):
                 await self._deadline_changed.wait()
