@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from coordinator.group import GroupCoordinator, GroupCoordinatorConfig, Step
+from coordinator.group import GroupCoordinator, GroupCoordinatorConfig, Step, TopicsDeleted
 from protocol import records as rb
 
 from .coordinator_shell import CoordinatorShell
@@ -61,6 +61,14 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
             for batch in step.txn_records:     # TxnOffsetCommit: a transactional batch of the producer
                 part.append_internal(list(batch.records), self.broker.now_ms(), producer_id=batch.producer_id,
                                      producer_epoch=batch.producer_epoch, transactional=True)
+
+    async def topics_deleted(self, topics: list[str]) -> int:
+        """Remove every group's offsets for deleted topics (tombstones written); returns how many."""
+        removed = 0
+        for p in list(self.coordinators):   # none yet: no group has ever committed anything
+            result = await self.call(p, TopicsDeleted(topics=topics))
+            removed += result.offsets_removed
+        return removed
 
     def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
         """A COMMIT/ABORT marker was written to this partition (by the transaction shell)."""

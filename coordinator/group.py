@@ -60,6 +60,7 @@ __all__ = [
     "GroupCoordinator", "GroupCoordinatorConfig", "GroupState", "Step", "ClassicGroup", "Member",
     "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "LeaveGroupMember", "OffsetCommit",
     "OffsetFetch", "OffsetFetchGroup", "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups",
+    "TopicsDeleted", "TopicsDeletedResult",
     "TxnOffsetCommit", "TxnOffsetCommitResult", "TxnRecords",
     "JoinGroupResult", "JoinGroupMember", "SyncGroupResult", "HeartbeatResult", "LeaveGroupResult",
     "LeaveMemberResult", "OffsetCommitResult", "OffsetFetchResult", "OffsetFetchGroupResult",
@@ -299,6 +300,12 @@ class DeleteGroups(_Request):
     groups: list[str | None]
 
 
+@dataclass(kw_only=True, slots=True)
+class TopicsDeleted(_Request):
+    """Not a client request: the broker deleted these topics (Kafka's onPartitionsDeleted)."""
+    topics: list[str]
+
+
 # =========================================================================== results
 
 @dataclass(slots=True)
@@ -382,6 +389,12 @@ class OffsetFetchResult:
 class OffsetDeleteResult:
     error_code: int
     topics: list[TopicPartitionErrors] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TopicsDeletedResult:
+    error_code: int
+    offsets_removed: int = 0
 
 
 @dataclass(slots=True)
@@ -1001,6 +1014,8 @@ class GroupCoordinator:
             return ListGroupsResult(err)
         if isinstance(request, DeleteGroups):
             return DeleteGroupsResult([DeletableGroupResult(g, err) for g in request.groups])
+        if isinstance(request, TopicsDeleted):
+            return TopicsDeletedResult(err)
         raise TypeError(type(request).__name__)
 
     @staticmethod
@@ -1694,6 +1709,13 @@ class GroupCoordinator:
                 out.append(DeletableGroupResult(gid, NONE))
         step.completions.append((req.token, DeleteGroupsResult(out)))
 
+    # ================================================================== deleted topics
+
+    def _handle_topics_deleted(self, req: TopicsDeleted, step: Step) -> None:
+        records = self.offsets.delete_topics(set(req.topics))
+        step.records.extend(records)
+        step.completions.append((req.token, TopicsDeletedResult(NONE, len(records))))
+
     # ================================================================== offset expiry
 
     def _expire_offsets(self, step: Step) -> None:
@@ -1729,4 +1751,5 @@ class GroupCoordinator:
         DescribeGroups: _handle_describe,
         ListGroups: _handle_list,
         DeleteGroups: _handle_delete_groups,
+        TopicsDeleted: _handle_topics_deleted,
     }

@@ -338,6 +338,18 @@ class OffsetStore:
         self._pending_txn.pop(group_id, None)
         return [offset_commit_record(group_id, topic, partition, None) for (topic, partition) in offsets]
 
+    def delete_topics(self, topics: set[str]) -> list[Record]:
+        """Kafka's onPartitionsDeleted: the offsets of deleted topics go from every group, with
+        tombstones for the committed ones; pending transactional offsets for them are dropped."""
+        records: list[Record] = []
+        for gid in list(self._offsets):
+            for topic, partition in [tp for tp in self._offsets[gid] if tp[0] in topics]:
+                self.remove(gid, topic, partition)
+                records.append(offset_commit_record(gid, topic, partition, None))
+        for gid in list(self._pending_txn):
+            self._drop_pending(gid, [tp for by in self._pending_txn[gid].values() for tp in by if tp[0] in topics])
+        return records
+
     # ----------------------------------------------------------------- expiry
 
     def expire(self, group_id: str, base_timestamp: Callable[[OffsetAndMetadata], int],

@@ -236,3 +236,23 @@ def test_no_offset_expires_while_a_group_rebalances() -> None:
     assert group.offset_expiration_base() is None
     group.protocol_type = None
     assert group.offset_expiration_base() is not None      # simple groups always expire by commit time
+
+
+# =========================================================================== deleted topics
+
+def test_deleting_a_topic_removes_its_offsets_from_every_group_with_tombstones() -> None:
+    from coordinator.group import TopicsDeleted
+    h = Harness()
+    h.commit({("gone", 0): 1, ("gone", 1): 2, ("kept", 0): 3}, "g1")
+    h.commit({("gone", 0): 4}, "g2")
+    h.commit({("kept", 1): 5}, "g3")
+    token, step = h.send(TopicsDeleted(topics=["gone", "never-committed"]))
+    assert (h.result(token, step).error_code, h.result(token, step).offsets_removed) == (0, 3)
+    assert decode_records(step.records) == [(OffsetCommitKey("g1", "gone", 0), None),
+                                            (OffsetCommitKey("g1", "gone", 1), None),
+                                            (OffsetCommitKey("g2", "gone", 0), None)]
+    assert h.fetched("g1") == {("kept", 0): (3, -1, "", 0)}
+    assert h.fetched("g2") == {}
+    assert h.fetched("g3") == {("kept", 1): (5, -1, "", 0)}
+    # the groups themselves stay until the periodic cleanup finds them empty
+    assert (h.state("g1"), h.state("g2")) == ("Empty", "Empty")

@@ -687,3 +687,29 @@ def test_java_static_member_rejoins_without_a_rebalance(gbroker: SamsaBroker, me
     assert after.partitions() == {**{k: v for k, v in view.partitions().items() if k != s1["member_id"]},
                                   s2["member_id"]: tp_partitions(s1["assignment"])}
     assert assignment_lines(dynamic) == seen_by_dynamic
+
+
+def test_deleting_a_topic_drops_its_committed_offsets_even_after_recreation_and_restart(own_broker: SamsaBroker) -> None:
+    """Kafka removes a deleted topic's offsets from every group: a topic created again under the
+    same name starts without them, and the tombstones keep it so across a restart."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    bootstrap = own_broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    gone, kept, group = unique("gone"), unique("kept"), unique("g")
+    for fut in admin.create_topics([NewTopic(gone, 2, 1), NewTopic(kept, 1, 1)]).values():
+        fut.result(timeout=15)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(gone, 0, 7), TopicPartition(gone, 1, 8), TopicPartition(kept, 0, 9)],
+                 asynchronous=False)
+    finally:
+        c.close()
+    assert committed(bootstrap, group) == {(gone, 0): (7, "", 0), (gone, 1): (8, "", 0), (kept, 0): (9, "", 0)}
+    admin.delete_topics([gone])[gone].result(timeout=15)
+    assert committed(bootstrap, group) == {(kept, 0): (9, "", 0)}
+    for fut in admin.create_topics([NewTopic(gone, 2, 1)]).values():
+        fut.result(timeout=15)
+    own_broker.restart()
+    assert committed(own_broker.bootstrap_servers, group) == {(kept, 0): (9, "", 0)}

@@ -247,16 +247,19 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
                    "The provided topic name maps to an ID that was already supplied.")
         else:
             to_delete[topic.topic_id] = (name, at)
-    deleted = False
+    deleted: list[str] = []
     for tid, (name, at) in to_delete.items():
         if name in INTERNAL_TOPICS:
             answer(at, name, tid, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete internal topic {name}")
             continue
         logs.delete_topic(name)
-        deleted = True
+        deleted.append(name)
         answer(at, name, tid)
     if deleted:
         broker.appends.notify()  # waiting fetches re-check and see the topic gone
+        # as Kafka's onPartitionsDeleted: committed offsets of the topics go from every group,
+        # so a topic created again under the name does not inherit them
+        await broker.groups.topics_deleted(deleted)
     answers.sort(key=lambda a: a[0])
     return ctx.response(throttle_time_ms=0, responses=[dt for _, dt in answers])
 
