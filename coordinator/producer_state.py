@@ -30,6 +30,7 @@ class ProducerEntry:
     batches: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     last_timestamp: int = -1
     current_txn_first_offset: int = -1  # first offset of the open transaction, if any
+    coordinator_epoch: int = -1  # of the transaction coordinator that wrote the last marker
 
     @property
     def last_seq(self) -> int:
@@ -91,7 +92,7 @@ class ProducerStateTable:
         if is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
 
-    def end_transaction(self, producer_id: int, epoch: int) -> None:
+    def end_transaction(self, producer_id: int, epoch: int, coordinator_epoch: int = -1) -> None:
         """A COMMIT/ABORT marker closed the producer's transaction on this partition."""
         entry = self.producers.get(producer_id)
         if entry is None:
@@ -100,9 +101,11 @@ class ProducerStateTable:
             entry.epoch = epoch
             entry.batches.clear()
         entry.current_txn_first_offset = -1
+        entry.coordinator_epoch = coordinator_epoch
 
     def to_snapshot(self) -> list[dict]:
         return [{"pid": pid, "epoch": e.epoch, "ts": e.last_timestamp, "txn": e.current_txn_first_offset,
+                 "ce": e.coordinator_epoch,
                  "batches": [[b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp]
                              for b in e.batches]}
                 for pid, e in self.producers.items()]
@@ -112,7 +115,8 @@ class ProducerStateTable:
         table = cls()
         for row in rows:
             entry = ProducerEntry(epoch=row["epoch"], last_timestamp=row["ts"],
-                                  current_txn_first_offset=row.get("txn", -1))
+                                  current_txn_first_offset=row.get("txn", -1),
+                                  coordinator_epoch=row.get("ce", -1))
             for b in row["batches"]:
                 entry.batches.append(BatchMetadata(*b))
             table.producers[row["pid"]] = entry

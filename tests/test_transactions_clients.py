@@ -459,12 +459,16 @@ def test_operator_apis(broker: SamsaBroker) -> None:
         T = REQUESTS[DESCRIBE_PRODUCERS].TopicRequest
         dp = c.request(DESCRIBE_PRODUCERS, 0, topics=[T(name=topic, partition_indexes=[0, 7])]).topics[0]
         p0, p7 = dp.partitions
-        assert [(s.producer_id, s.producer_epoch, s.last_sequence, s.current_txn_start_offset)
-                for s in p0.active_producers] == [(pid, epoch, 3, 0)]
+        assert [(s.producer_id, s.producer_epoch, s.last_sequence, s.current_txn_start_offset, s.coordinator_epoch)
+                for s in p0.active_producers] == [(pid, epoch, 3, 0, -1)]    # no marker written yet
         assert p7.error_code == 3
         assert end_txn(c, tid, pid, epoch, True) == 0
         listed = c.request(LIST_TXNS, 0, state_filters=[], producer_id_filters=[pid])
         assert [t.transaction_state for t in listed.transaction_states] == ["CompleteCommit"]
+        # the COMMIT marker carries the coordinator's epoch (0: the only leader of its partition)
+        dp = c.request(DESCRIBE_PRODUCERS, 0, topics=[T(name=topic, partition_indexes=[0])]).topics[0]
+        assert [(s.producer_id, s.current_txn_start_offset, s.coordinator_epoch)
+                for s in dp.partitions[0].active_producers] == [(pid, -1, 0)]
         listed = c.request(LIST_TXNS, 2, state_filters=[], producer_id_filters=[], duration_filter=-1,
                            transactional_id_pattern=tid[:4] + ".*")
         assert [t.transactional_id for t in listed.transaction_states if t.transactional_id == tid] == [tid]

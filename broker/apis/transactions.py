@@ -252,7 +252,7 @@ async def describe_producers(ctx: RequestContext, req: Any) -> Any:
                 continue
             producers = [PR.ProducerState(
                 producer_id=pid, producer_epoch=e.epoch, last_sequence=e.last_seq, last_timestamp=e.last_timestamp,
-                coordinator_epoch=-1, current_txn_start_offset=part.ongoing_txns.get(pid, -1))
+                coordinator_epoch=e.coordinator_epoch, current_txn_start_offset=part.ongoing_txns.get(pid, -1))
                 for pid, e in sorted(part.producers.producers.items())]
             parts.append(PR(partition_index=idx, error_code=0, error_message=None, active_producers=producers))
         resp.topics.append(TR(name=t.name, partitions=parts))

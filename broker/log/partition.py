@@ -51,10 +51,17 @@ class AbortedTxn:
 
 def control_marker(data: bytes | bytearray, h: rb.BatchHeader) -> int | None:
     """The control type (0 abort, 1 commit) of a control batch's first record."""
+    return control_record(data, h)[0]
+
+
+def control_record(data: bytes | bytearray, h: rb.BatchHeader) -> tuple[int | None, int]:
+    """(control type, coordinator epoch) of a control batch's first record; the epoch is -1
+    unless the value is an end-transaction marker (version int16, coordinator epoch int32)."""
     for r in rb.iter_records(data, h):
         if r.key is not None and len(r.key) >= 4:
-            return struct.unpack_from(">h", r.key, 2)[0]
-    return None
+            epoch = struct.unpack_from(">i", r.value, 2)[0] if r.value is not None and len(r.value) >= 6 else -1
+            return struct.unpack_from(">h", r.key, 2)[0], epoch
+    return None, -1
 
 
 def _all_keyed(data: bytes | bytearray, h: rb.BatchHeader) -> bool:
@@ -409,11 +416,11 @@ class Partition:
         if not h.has_producer_id:
             return
         if h.is_control:
-            marker = control_marker(control_data, h) if control_data is not None else None
+            marker, coordinator_epoch = control_record(control_data, h) if control_data is not None else (None, -1)
             first = self.ongoing_txns.pop(h.producer_id, None)
             if marker == CONTROL_ABORT and first is not None:
                 self.aborted_txns.append(AbortedTxn(h.producer_id, first, h.last_offset))
-            self.producers.end_transaction(h.producer_id, h.producer_epoch)
+            self.producers.end_transaction(h.producer_id, h.producer_epoch, coordinator_epoch)
             return
         self.producers.update(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
                               h.base_offset, h.last_offset, h.max_timestamp, h.is_transactional)
