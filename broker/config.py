@@ -40,6 +40,9 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "log.cleaner.min.compaction.lag.ms": ("long", 0),
     "log.cleaner.max.compaction.lag.ms": ("long", 9223372036854775807),
     "log.cleaner.min.cleanable.ratio": ("double", 0.5),
+    "log.cleaner.enable": ("boolean", True),
+    "log.cleaner.backoff.ms": ("long", 15000),
+    "log.cleaner.dedupe.buffer.size": ("long", 134217728),
     "log.message.timestamp.type": ("string", "CreateTime"),
     "log.message.timestamp.before.max.ms": ("long", 9223372036854775807),
     "log.message.timestamp.after.max.ms": ("long", 3600000),
@@ -55,6 +58,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "offset.metadata.max.bytes": ("int", 4096),
     "transaction.state.log.num.partitions": ("int", 50),
     "transaction.state.log.replication.factor": ("short", 1),
+    "transaction.state.log.segment.bytes": ("int", 104857600),
     "transaction.max.timeout.ms": ("int", 900000),
     "transactional.id.expiration.ms": ("int", 604800000),
     "group.initial.rebalance.delay.ms": ("int", 3000),
@@ -65,6 +69,9 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "replica.fetch.max.bytes": ("int", 1048576),
     "broker.rack": ("string", None),
     "cluster.id": ("string", None),
+    # Samsa's own (no Kafka equivalent; see the README's configuration section)
+    "samsa.fsync.on.acks.all": ("boolean", False),
+    "samsa.log.max.open.segment.files": ("int", None),
 }
 
 # Topic config -> (type, broker property that supplies its default)

@@ -517,6 +517,16 @@ def test_describe_broker_configs(samsa_broker: SamsaBroker) -> None:
     ms = cfg["log.retention.ms"]
     assert (ms.value, ms.config_source, list(ms.synonyms), ms.config_type) == (None, DEFAULT_CONFIG, [], LONG)
     assert cfg["log.cleanup.policy"].value == "delete"
+    # the cleaner's and Samsa's own properties are described too, with their defaults
+    assert {n: (cfg[n].value, cfg[n].config_source, cfg[n].config_type) for n in (
+        "log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
+        "transaction.state.log.segment.bytes", "samsa.fsync.on.acks.all")} == {
+        "log.cleaner.enable": ("true", DEFAULT_CONFIG, BOOLEAN),
+        "log.cleaner.backoff.ms": ("15000", DEFAULT_CONFIG, LONG),
+        "log.cleaner.dedupe.buffer.size": ("134217728", DEFAULT_CONFIG, LONG),
+        "transaction.state.log.segment.bytes": ("104857600", DEFAULT_CONFIG, INT),
+        "samsa.fsync.on.acks.all": ("false", DEFAULT_CONFIG, BOOLEAN)}
+    assert all(cfg[n].documentation for n in ("log.cleaner.enable", "samsa.log.max.open.segment.files"))
     assert all(not c.is_sensitive for c in broker.configs)
     assert (defaults.error_code, list(defaults.configs)) == (0, [])
     assert (other.error_code, other.error_message) == (
