@@ -11,7 +11,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from protocol.api_versions import SUPPORTED, supported
 from protocol.frame import FrameError, peek_header
-from protocol.messages import REQUESTS, RESPONSES
+from protocol.messages import REQUESTS, RESPONSES, decode_request
 from protocol.splice import splice
 
 from .log.region import FileRegion
@@ -87,7 +87,7 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str,
         raise FrameError(f"unsupported api key {key} version {version}")
     req_cls = REQUESTS[key]
     try:
-        request = req_cls.decode(frame, version=version, header=True)
+        request = decode_request(req_cls, frame, version)
     except Exception as exc:  # malformed body: Kafka closes the connection
         raise FrameError(f"cannot decode {req_cls.__name__} v{version}: {exc!r}") from None
     header = request.header

@@ -23,7 +23,6 @@ from .sendfile import send_parts
 
 log = structlog.get_logger("samsa.server")
 
-_RECV = 1 << 18
 _QUEUE = 64
 SHUTDOWN_GRACE_S = 10.0
 
@@ -40,16 +39,20 @@ async def _read_frames(stream: trio.SocketStream, decoder: FrameDecoder,
 
 
 async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
-                 send: trio.MemorySendChannel, peer: str) -> None:
+                     send: trio.MemorySendChannel, peer: str) -> None:
+    sock = stream.socket
     while True:
+        into = decoder.buffer()
         try:
-            data = await stream.receive_some(_RECV)
+            n = await sock.recv_into(into)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return
-        if not data:
+        finally:
+            into.release()
+        if not n:
             return
         try:
-            frames = decoder.feed(data)
+            frames = decoder.consumed(n)
         except FrameError as exc:
             log.warning("closing connection: bad frame", peer=peer, reason=str(exc))
             await send.send(exc)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 _SIZE = struct.Struct(">i")
 _HEADER_PREFIX = struct.Struct(">hhi")
+_INT16 = struct.Struct(">h")
 
 
 class FrameError(Exception):
@@ -13,33 +14,112 @@ class FrameError(Exception):
 
 
 class FrameDecoder:
-    """Accumulates bytes and yields complete frame payloads (without the size prefix)."""
+    """Size-prefixed frames out of a byte stream, with as few copies as the stream allows.
 
-    def __init__(self, max_frame_size: int) -> None:
+    The caller reads into :meth:`buffer` and reports the count to :meth:`consumed` (or hands
+    bytes to :meth:`feed`). Small frames are cut from a shared scratch read. A frame larger
+    than ``own_buffer_from`` gets a buffer of its own size as soon as its prefix is seen, and
+    the rest of it is read straight into that buffer: a 1 MB produce request is then copied
+    once, by the kernel, instead of being accumulated, sliced and copied again.
+    """
+
+    def __init__(self, max_frame_size: int, scratch: int = 1 << 18, own_buffer_from: int = 1 << 16) -> None:
         self.max_frame_size = max_frame_size
-        self._buf = bytearray()
+        self.own_buffer_from = own_buffer_from
+        self._scratch = bytearray(scratch)
+        self._buf = bytearray()                 # bytes of frames not yet complete (small ones)
+        self._frame: bytearray | None = None    # a large frame being filled in place
+        self._filled = 0
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def buffer(self) -> memoryview:
+        """Where the next read should go (release it before the next call)."""
+        if self._frame is not None:
+            return memoryview(self._frame)[self._filled:]
+        return memoryview(self._scratch)
+
+    def consumed(self, n: int) -> list[bytes | bytearray]:
+        """``n`` bytes were read into the last :meth:`buffer`; returns the frames completed."""
+        if self._frame is not None:
+            self._filled += n
+            if self._filled < len(self._frame):
+                return []
+            frame, self._frame = self._frame, None
+            return [frame]
+        with memoryview(self._scratch) as view:
+            return self.feed(view[:n])
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | bytearray]:
+        """Bytes from the stream, in order; returns the frame payloads completed (no size prefix)."""
+        frames: list[bytes | bytearray] = []
+        if self._frame is not None:
+            take = min(len(self._frame) - self._filled, len(data))
+            self._frame[self._filled:self._filled + take] = data[:take]
+            self._filled += take
+            if self._filled < len(self._frame):
+                return frames
+            frames.append(self._frame)
+            self._frame = None
+            data = data[take:]
         self._buf += data
-        frames: list[bytes] = []
         buf = self._buf
         pos = 0
         n = len(buf)
-        while n - pos >= 4:
-            (size,) = _SIZE.unpack_from(buf, pos)
-            if size < 8 or size > self.max_frame_size:
-                raise FrameError(f"frame size {size} outside 8..{self.max_frame_size}")
-            if n - pos - 4 < size:
-                break
-            frames.append(bytes(buf[pos + 4:pos + 4 + size]))
-            pos += 4 + size
+        with memoryview(buf) as view:
+            while n - pos >= 4:
+                (size,) = _SIZE.unpack_from(buf, pos)
+                if size < 8 or size > self.max_frame_size:
+                    raise FrameError(f"frame size {size} outside 8..{self.max_frame_size}")
+                have = n - pos - 4
+                if have < size:
+                    if size >= self.own_buffer_from:
+                        frame = bytearray(size)
+                        frame[:have] = view[pos + 4:n]
+                        self._frame, self._filled = frame, have
+                        pos = n
+                    break
+                frames.append(bytes(view[pos + 4:pos + 4 + size]))
+                pos += 4 + size
         if pos:
             del buf[:pos]
         return frames
 
     @property
     def pending(self) -> int:
-        return len(self._buf)
+        return len(self._buf) + (self._filled if self._frame is not None else 0)
+
+
+def request_header_length(frame: bytes | bytearray | memoryview, flexible: bool) -> int:
+    """Bytes of the request header (v1, or v2 when ``flexible``) at the start of ``frame``.
+
+    kafka-python's ``decode(header=True)`` copies the whole frame to read the header; knowing
+    its length lets the header be read from its own bytes and the body decoded in place."""
+    n = len(frame)
+    if n < 10:
+        raise FrameError("request shorter than its header")
+    (client_id_len,) = _INT16.unpack_from(frame, 8)
+    pos = 10 + max(client_id_len, 0)
+    if flexible:
+        count, pos = _uvarint(frame, pos, n)
+        for _ in range(count):
+            _, pos = _uvarint(frame, pos, n)
+            size, pos = _uvarint(frame, pos, n)
+            pos += size
+    if pos > n:
+        raise FrameError("request header longer than the request")
+    return pos
+
+
+def _uvarint(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= end or shift > 28:
+            raise FrameError("bad varint in request header")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
 
 
 @dataclass(slots=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import io
 
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
@@ -16,4 +17,19 @@ for _pkg in ("admin", "consumer", "metadata", "producer"):
         if isinstance(_cls, type) and issubclass(_cls, ApiMessage) and _cls.API_KEY is not None:
             (REQUESTS if _cls.is_request() else RESPONSES)[_cls.API_KEY] = _cls
 
-__all__ = ["ApiKey", "REQUESTS", "RESPONSES"]
+
+
+def decode_request(cls: type[ApiMessage], frame: bytes | bytearray, version: int) -> ApiMessage:
+    """``cls.decode(frame, version=version, header=True)`` without its copy of the whole frame:
+    the header is read from its own bytes, the body decoded from a view of the frame."""
+    from .frame import request_header_length
+
+    view = memoryview(frame)
+    end = request_header_length(view, cls.flexible_version_q(version))
+    header = cls.parse_header(io.BytesIO(bytes(view[:end])), version=version)
+    request = cls.decode(view[end:], version=version)
+    request._header = header
+    return request
+
+
+__all__ = ["ApiKey", "REQUESTS", "RESPONSES", "decode_request"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import cramjam
 import crc32c
@@ -177,6 +177,24 @@ def stamp(buf: bytearray, pos: int, base_offset: int, leader_epoch: int,
         length = struct.unpack_from(">i", buf, pos + OFF_LENGTH)[0]
         end = pos + LOG_OVERHEAD + length
         struct.pack_into(">I", buf, pos + OFF_CRC, crc32c.crc32c(memoryview(buf)[pos + CRC_START:end]))
+
+
+_STAMP_HEAD = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
+
+
+def stamped_parts(data: bytes | bytearray | memoryview, headers: Iterable[BatchHeader],
+                  leader_epoch: int) -> list[bytes | bytearray | memoryview]:
+    """What :func:`stamp` does without log-append time, but for data that is not ours to change
+    (a produce request's records as kafka-python decoded them) and without copying it: per
+    batch, a stamped copy of its first 16 bytes (base offset from ``h.base_offset``, length,
+    leader epoch; none of it covered by the CRC) and a view of the rest, ready for writev."""
+    view = memoryview(data)
+    parts: list[bytes | bytearray | memoryview] = []
+    for h in headers:
+        pos = h.position
+        parts.append(_STAMP_HEAD.pack(h.base_offset, h.size - LOG_OVERHEAD, leader_epoch))
+        parts.append(view[pos + OFF_MAGIC:pos + h.size])
+    return parts
 
 
 # ---------------------------------------------------------------------------------------

@@ -89,6 +89,22 @@ def test_stamp_keeps_crc_valid_and_log_append_time_rewrites_it():
     assert [r.offset for r in ref] == [99, 100]
 
 
+def test_stamped_parts_write_what_stamp_writes_in_place():
+    payload = bytes(kp_batch(2) + kp_batch(3) + kp_batch(1))
+    headers = list(rb.iter_batches(payload))
+    offset = 500
+    for h in headers:
+        h.base_offset = offset
+        offset += h.last_offset_delta + 1
+    parts = rb.stamped_parts(payload, headers, leader_epoch=7)
+    in_place = bytearray(payload)
+    for h in headers:
+        rb.stamp(in_place, h.position, h.base_offset, 7)
+    assert b"".join(bytes(p) for p in parts) == bytes(in_place)
+    assert [(h.base_offset, h.leader_epoch) for h in rb.iter_batches(in_place)] == \
+        [(500, 7), (502, 7), (505, 7)]
+
+
 def test_build_batch_readable_by_kafka_python():
     buf = rb.build_batch([(b"a", b"1"), (None, b"2")], base_offset=10, timestamp_ms=77)
     ref = DefaultRecordBatch(bytes(buf))
@@ -107,3 +123,29 @@ def test_frame_decoder_splits_and_limits():
         FrameDecoder(100).feed(struct.pack(">i", 2**31 - 1))
     with pytest.raises(FrameError):
         FrameDecoder(100).feed(struct.pack(">i", -5))
+
+
+@pytest.mark.parametrize("way", ["feed", "read-into"])
+def test_frame_decoder_large_frames_in_their_own_buffer_any_chunking(way):
+    """Small and large frames, cut at random points, come out whole and in order, whether the
+    bytes are fed or read into the decoder's buffers (large ones: straight into their own)."""
+    import random
+    rnd = random.Random(way)
+    bodies = [rnd.randbytes(rnd.choice([8, 50, 3000, 70_000, 300_000, 1_000_000])) for _ in range(40)]
+    stream = b"".join(struct.pack(">i", len(b)) + b for b in bodies)
+    dec = FrameDecoder(2_000_000, scratch=4096, own_buffer_from=1000)
+    out: list = []
+    pos = 0
+    while pos < len(stream):
+        n = rnd.choice([1, 3, 100, 5000, 70_000, 400_000])
+        if way == "feed":
+            out += dec.feed(stream[pos:pos + n])
+            pos += n
+        else:
+            with dec.buffer() as into:
+                n = min(n, len(into), len(stream) - pos)
+                into[:n] = stream[pos:pos + n]
+            out += dec.consumed(n)
+            pos += n
+    assert [bytes(f) for f in out] == bodies
+    assert dec.pending == 0

@@ -72,7 +72,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 parts.append(_error(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             part = topic.partitions[pd.index]
-            data = bytearray(pd.records or b"")
+            data = pd.records or b""  # not copied: Partition.append writes it with stamped heads
             try:
                 batches = list(rb.iter_batches(data))
             except rb.InvalidBatch as exc:

@@ -359,8 +359,10 @@ class Partition:
         return sum(s.size for s in self.segments)
 
     # -- append --------------------------------------------------------------------------
-    def append(self, data: bytearray, batches: list[rb.BatchHeader], now_ms: int) -> AppendResult:
-        """Append validated batches from one produce request (``data`` is mutated in place)."""
+    def append(self, data: bytes | bytearray, batches: list[rb.BatchHeader], now_ms: int) -> AppendResult:
+        """Append validated batches from one produce request. A bytearray is stamped in place;
+        immutable bytes are written with stamped heads beside views of the rest (no copy),
+        unless log-append time means rewriting timestamps and CRCs."""
         max_bytes = int(self.config("max.message.bytes"))
         for h in batches:
             if h.size > max_bytes:
@@ -393,15 +395,19 @@ class Partition:
                     return AppendResult(v.error, message=v.message or None)
         next_offset = self.log_end_offset
         base = next_offset
+        if log_append and not isinstance(data, bytearray):
+            data = bytearray(data)
+        in_place = isinstance(data, bytearray)
         for h in batches:
-            rb.stamp(data, h.position, next_offset, self.leader_epoch, now_ms if log_append else None)
+            if in_place:
+                rb.stamp(data, h.position, next_offset, self.leader_epoch, now_ms if log_append else None)
             h.base_offset = next_offset
             if log_append:
                 h.max_timestamp = now_ms
             next_offset += h.last_offset_delta + 1
         self._maybe_roll(len(data), max(h.max_timestamp for h in batches), next_offset - 1, now_ms)
         active = self.segments[-1]
-        active.append(data, batches)
+        active.append(data if in_place else rb.stamped_parts(data, batches, self.leader_epoch), batches)
         active.index_dirty = True
         for h in batches:
             self._track_batch(h, data if h.is_control else None)

@@ -42,6 +42,9 @@ class ScanResult:
     reason: str = ""
 
 
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)
+
+
 class Segment:
     def __init__(self, directory: str, base_offset: int, index_interval: int, fds: FdCache,
                  created_ms: int | None = None, path: str | None = None) -> None:
@@ -224,16 +227,24 @@ class Segment:
         return None
 
     # -- writes --------------------------------------------------------------------------
-    def append(self, data: bytes | bytearray, batches: list[rb.BatchHeader]) -> None:
+    def append(self, data: bytes | bytearray | list, batches: list[rb.BatchHeader]) -> None:
+        """Write the batches: one buffer, or a list of pieces (rb.stamped_parts) for writev."""
         start = self.size
         fd = self.fd
-        written = os.write(fd, data)
-        if written != len(data):  # pragma: no cover - disk full
+        if isinstance(data, list):
+            length = sum(len(p) for p in data)
+            written = 0
+            for i in range(0, len(data), _IOV_MAX):
+                written += os.writev(fd, data[i:i + _IOV_MAX])
+        else:
+            length = len(data)
+            written = os.write(fd, data)
+        if written != length:  # pragma: no cover - disk full
             os.ftruncate(fd, start)
             raise OSError("short write to segment")
         for h in batches:
             self._track(start + h.position, h.base_offset, h.last_offset, h.max_timestamp, h.size)
-        self.size = start + len(data)
+        self.size = start + length
 
     def flush(self) -> None:
         if self.flushed_size < self.size:
