@@ -114,7 +114,8 @@ class CoordinatorShell(Generic[C]):
         try:
             self._apply(partition, self.coordinators[partition].handle(  # type: ignore[attr-defined]
                 request, self.broker.now_ms()))
-            await pending.event.wait()
+            if not pending.event.is_set():  # most requests are answered by their own step
+                await pending.event.wait()
             return pending.result
         finally:
             self._pending.pop(token, None)
