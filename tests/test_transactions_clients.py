@@ -498,6 +498,22 @@ def test_java_transactional_producer(broker: SamsaBroker, version: str) -> None:
         sorted(b"v-%d" % i for i in range(60))
 
 
+@pytest.mark.java
+@requires_java
+@pytest.mark.parametrize("version", ["3.9.0", "4.3.0"])
+def test_java_producer_fenced_by_a_younger_instance(broker: SamsaBroker, version: str) -> None:
+    """initTransactions of a second producer with the same transactional id aborts the first one's
+    open transaction and fences it: its next send fails, and readers never see its records."""
+    bs, topic, tid = broker.bootstrap_servers, name("jfence"), name("jfence-tx")
+    done = last(run_java(version, bs, "fence", "--topic", topic, "--transactional-id", tid), "fence")
+    assert done["older_stage"] in ("send", "commit"), done
+    assert done["older_failure"] in ("ProducerFencedException", "InvalidProducerEpochException"), done
+    assert [v for _, _, v in read_all(bs, topic, "read_committed", expect=1)] == [b"younger-1"]
+    with RawClient(bs) as c:
+        d = describe(c, tid)
+        assert (d.transaction_state, d.producer_epoch >= 1) == ("CompleteCommit", True)
+
+
 # =========================================================================== kafka-python and aiokafka
 
 def test_kafka_python_and_aiokafka_transactional_producers(broker: SamsaBroker) -> None:

@@ -284,6 +284,42 @@ public class SamsaJavaClient {
         }
     }
 
+    /** Two producers with one transactional id: the younger one's initTransactions fences the
+     *  older, whose open transaction is aborted and whose next send or commit must fail. */
+    static void fence(Args a) throws Exception {
+        String topic = a.req("--topic");
+        String txId = a.req("--transactional-id");
+        Properties p = common(a, "samsa-java-fence");
+        p.put("key.serializer", ByteArraySerializer.class.getName());
+        p.put("value.serializer", ByteArraySerializer.class.getName());
+        p.put("transactional.id", txId);
+        p.put("max.block.ms", "20000");
+        p.put("delivery.timeout.ms", "30000");
+        overrides(p, a);
+        String stage = "none", failure = null;
+        try (KafkaProducer<byte[], byte[]> older = new KafkaProducer<>(p)) {
+            older.initTransactions();
+            older.beginTransaction();
+            older.send(new ProducerRecord<>(topic, 0, null, bytes("older-1"))).get();
+            try (KafkaProducer<byte[], byte[]> younger = new KafkaProducer<>(p)) {
+                younger.initTransactions();
+                younger.beginTransaction();
+                younger.send(new ProducerRecord<>(topic, 0, null, bytes("younger-1"))).get();
+                younger.commitTransaction();
+            }
+            try {
+                stage = "send";
+                older.send(new ProducerRecord<>(topic, 0, null, bytes("older-2"))).get();
+                stage = "commit";
+                older.commitTransaction();
+                stage = "committed";
+            } catch (ExecutionException | KafkaException e) {
+                failure = unwrap(e).getClass().getSimpleName();
+            }
+        }
+        emit(obj("type", "fence", "older_stage", stage, "older_failure", failure));
+    }
+
     // ---------------------------------------------------------------- consumers
     static Map<String, Object> recordJson(ConsumerRecord<byte[], byte[]> r) {
         List<Object> hs = new ArrayList<>();
@@ -748,11 +784,12 @@ public class SamsaJavaClient {
             if (cmd.equals("train")) train(a);
             else if (cmd.equals("version")) emit(obj("type", "version", "kafka_clients", AppInfoVersion.get()));
             else if (cmd.equals("produce")) produce(a);
+            else if (cmd.equals("fence")) fence(a);
             else if (cmd.equals("consume-assign")) consumeAssign(a);
             else if (cmd.equals("consume-group")) consumeGroup(a);
             else if (ADMIN.containsKey(cmd)) {
                 try (Admin admin = admin(a)) { ADMIN.get(cmd).run(admin, a); }
-            } else throw new IllegalArgumentException("unknown subcommand " + cmd + "; known: produce, consume-assign, "
+            } else throw new IllegalArgumentException("unknown subcommand " + cmd + "; known: produce, fence, consume-assign, "
                     + "consume-group, version, train, " + String.join(", ", ADMIN.keySet()));
             if (reportedError) code = 3;
         } catch (IllegalArgumentException e) {
