@@ -21,7 +21,7 @@ from protocol.api_versions import SUPPORTED
 from protocol.splice import placeholder, splice
 from tests.rawclient import RawClient
 from tests.test_storage_log import Log
-from tests.test_wire_protocol import batches_in, produce
+from tests.test_wire_protocol import batches_in, create, produce
 
 FT = FetchResponse.FetchableTopicResponse
 PD = FT.PartitionData
@@ -220,3 +220,77 @@ def test_fetch_of_more_partitions_than_regions_per_answer(samsa_broker):
             (rec,) = rb.iter_records(part.records, h)
             got[part.partition_index] = (part.error_code, rec.key, rec.value)
         assert got == {p: (0, b"p%d" % p, bytes([p]) * value) for p in range(n)}
+
+
+def test_no_descriptor_outlives_its_fetch_answer(samsa_broker):
+    """Every region's duplicated descriptor is closed: after answers sent whole, long polls that
+    re-collected their regions, and answers to clients that reset the connection mid-send, the
+    broker holds exactly the file descriptors it held before."""
+    import socket
+    import struct
+    import time
+
+    bs = samsa_broker.bootstrap_servers
+    pid = samsa_broker.proc.pid
+    # 9 batches of ~900 KB: more than the 4 MiB send buffer, so a client that leaves early
+    # leaves the broker in the middle of sendfile
+    batches = [rb.build_batch([(b"k", bytes([i]) * 900_000)], timestamp_ms=1) for i in range(9)]
+    F = FetchRequest.FetchTopic
+
+    def fetch_fields(offset: int, wait_ms: int = 0, min_bytes: int = 1) -> dict:
+        return dict(replica_id=-1, max_wait_ms=wait_ms, min_bytes=min_bytes, max_bytes=1 << 24, isolation_level=0,
+                    session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
+                    topics=[F(topic="fds", partitions=[F.FetchPartition(
+                        partition=0, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
+                        partition_max_bytes=1 << 24)])])
+
+    with RawClient(bs) as client:
+        r = client.request(19, 4, topics=[CT(name="fds", num_partitions=1, replication_factor=1, assignments=[],
+                                              configs=[])], timeout_ms=5000, validate_only=False)
+        assert r.topics[0].error_code == 0
+        create(client, "fds-other")
+        for data in batches:
+            assert produce(client, "fds", data, acks=1).error_code == 0
+        total = sum(len(b) for b in batches)
+        client.request(FETCH, 12, **fetch_fields(0))          # warm: segment file open, indexes read
+        assert produce_other(bs, -1) == 0                       # and the other topic's segment file
+
+        def open_fds() -> list[str]:
+            """The broker's descriptors of files (sockets come and go with connections)."""
+            paths = []
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    paths.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+                except FileNotFoundError:
+                    continue
+            return sorted(p for p in paths if p.startswith("/") and not p.startswith("/dev/"))
+
+        before = open_fds()
+        for _ in range(30):
+            got = client.request(FETCH, 12, **fetch_fields(0))
+            assert len(got.responses[0].partitions[0].records) == total
+        # long polls that wake on appends too small to satisfy them, then time out with a region
+        for i in range(5):
+            client.send(FETCH, 12, **fetch_fields(0, wait_ms=300, min_bytes=10 << 20))
+            assert produce_other(bs, i) == 0
+            client.receive(FETCH, 12)
+        # clients that ask and leave before the answer is read
+        for _ in range(20):
+            host, port = bs.rsplit(":", 1)
+            with socket.create_connection((host, int(port))) as s:
+                req = FetchRequest(version=12, **fetch_fields(0))
+                req.with_header(correlation_id=1, client_id="leaver")
+                s.sendall(req.encode(header=True, framed=True))
+                s.recv(10)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        deadline = time.monotonic() + 10
+        while open_fds() != before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert open_fds() == before
+        assert any(p.endswith("fds-0/00000000000000000000.log") for p in before)
+
+
+def produce_other(bootstrap: str, i: int) -> int:
+    """A small append to another topic: wakes long polls without satisfying them."""
+    with RawClient(bootstrap) as c:
+        return produce(c, "fds-other", rb.build_batch([(b"o", b"%d" % i)], timestamp_ms=1), acks=1).error_code
