@@ -17,15 +17,20 @@ class FrameDecoder:
     """Size-prefixed frames out of a byte stream, with as few copies as the stream allows.
 
     The caller reads into :meth:`buffer` and reports the count to :meth:`consumed` (or hands
-    bytes to :meth:`feed`). Small frames are cut from a shared scratch read. A frame larger
-    than ``own_buffer_from`` gets a buffer of its own size as soon as its prefix is seen, and
+    bytes to :meth:`feed`). Small frames are cut from a shared scratch read. A frame of
+    ``own_buffer_from`` bytes or more gets a buffer of its own size as soon as its prefix is seen, and
     the rest of it is read straight into that buffer: a 1 MB produce request is then copied
     once, by the kernel, instead of being accumulated, sliced and copied again.
     """
 
-    def __init__(self, max_frame_size: int, scratch: int = 1 << 18, own_buffer_from: int = 1 << 16) -> None:
+    def __init__(self, max_frame_size: int, scratch: int = 1 << 18, own_buffer_from: int = 1 << 16,
+                 own_buffer_to: int = 1 << 24) -> None:
         self.max_frame_size = max_frame_size
         self.own_buffer_from = own_buffer_from
+        # A frame's own buffer is allocated (and zero-filled, so resident) when its size prefix
+        # arrives; above this size the bytes must arrive before memory is spent on them, so a
+        # client cannot pin socket.request.max.bytes of memory with four bytes.
+        self.own_buffer_to = own_buffer_to
         self._scratch = bytearray(scratch)
         self._buf = bytearray()                 # bytes of frames not yet complete (small ones)
         self._frame: bytearray | None = None    # a large frame being filled in place
@@ -71,7 +76,7 @@ class FrameDecoder:
                     raise FrameError(f"frame size {size} outside 8..{self.max_frame_size}")
                 have = n - pos - 4
                 if have < size:
-                    if size >= self.own_buffer_from:
+                    if self.own_buffer_from <= size <= self.own_buffer_to:
                         frame = bytearray(size)
                         frame[:have] = view[pos + 4:n]
                         self._frame, self._filled = frame, have

@@ -133,7 +133,7 @@ def test_frame_decoder_large_frames_in_their_own_buffer_any_chunking(way):
     rnd = random.Random(way)
     bodies = [rnd.randbytes(rnd.choice([8, 50, 3000, 70_000, 300_000, 1_000_000])) for _ in range(40)]
     stream = b"".join(struct.pack(">i", len(b)) + b for b in bodies)
-    dec = FrameDecoder(2_000_000, scratch=4096, own_buffer_from=1000)
+    dec = FrameDecoder(2_000_000, scratch=4096, own_buffer_from=1000, own_buffer_to=500_000)
     out: list = []
     pos = 0
     while pos < len(stream):
@@ -149,3 +149,11 @@ def test_frame_decoder_large_frames_in_their_own_buffer_any_chunking(way):
             pos += n
     assert [bytes(f) for f in out] == bodies
     assert dec.pending == 0
+
+
+def test_frame_decoder_spends_no_memory_on_a_bare_size_prefix():
+    """A client announcing a huge frame gets no buffer of that size until the bytes arrive."""
+    dec = FrameDecoder(100 << 20)
+    assert dec.feed(struct.pack(">i", 90 << 20) + b"x" * 100) == []
+    assert dec.pending == 104
+    assert len(dec.buffer()) == 1 << 18      # reads still go to the scratch buffer
