@@ -19,11 +19,16 @@ for _pkg in ("admin", "consumer", "metadata", "producer"):
 
 
 
+_COPY_IS_CHEAP = 1 << 16  # below this, kafka-python's own path (one copy) is the faster one
+
+
 def decode_request(cls: type[ApiMessage], frame: bytes | bytearray, version: int) -> ApiMessage:
     """``cls.decode(frame, version=version, header=True)`` without its copy of the whole frame:
     the header is read from its own bytes, the body decoded from a view of the frame."""
     from .frame import request_header_length
 
+    if len(frame) < _COPY_IS_CHEAP:
+        return cls.decode(frame, version=version, header=True)
     view = memoryview(frame)
     end = request_header_length(view, cls.flexible_version_q(version))
     header = cls.parse_header(io.BytesIO(bytes(view[:end])), version=version)

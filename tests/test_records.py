@@ -157,3 +157,24 @@ def test_frame_decoder_spends_no_memory_on_a_bare_size_prefix():
     assert dec.feed(struct.pack(">i", 90 << 20) + b"x" * 100) == []
     assert dec.pending == 104
     assert len(dec.buffer()) == 1 << 18      # reads still go to the scratch buffer
+
+
+@pytest.mark.parametrize("version", range(3, 14))
+def test_decode_request_of_a_large_frame_matches_kafka_python(version):
+    """Large requests are decoded from a view of the frame with the header read on its own
+    (flexible versions: header v2 with tagged fields); the result is kafka-python's."""
+    from kafka.protocol.producer import ProduceRequest
+
+    from protocol.messages import decode_request
+
+    P = ProduceRequest.TopicProduceData
+    data = bytes(rb.build_batch([(b"k", b"v" * 100_000)], timestamp_ms=1))
+    req = ProduceRequest(version=version, transactional_id="tx", acks=-1, timeout_ms=5000, topic_data=[
+        P(name="t", partition_data=[P.PartitionProduceData(index=3, records=data)])])
+    req.with_header(correlation_id=77, client_id="a-client-id")
+    frame = bytearray(req.encode(header=True, framed=True))[4:]
+    ours = decode_request(ProduceRequest, frame, version)
+    theirs = ProduceRequest.decode(bytes(frame), version=version, header=True)
+    assert (ours.header.correlation_id, ours.header.client_id) == (77, "a-client-id")
+    assert ours == theirs
+    assert bytes(ours.topic_data[0].partition_data[0].records) == data
