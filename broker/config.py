@@ -95,6 +95,7 @@ TOPIC_CONFIGS: dict[str, tuple[str, str | None]] = {
     "retention.ms": ("long", "log.retention.ms"),
     "segment.bytes": ("int", "log.segment.bytes"),
     "segment.ms": ("long", "log.roll.ms"),
+    "segment.jitter.ms": ("long", "log.roll.jitter.ms"),
     "unclean.leader.election.enable": ("boolean", "unclean.leader.election.enable"),
 }
 
@@ -218,6 +219,9 @@ class BrokerConfig:
             return self.log_retention_ms
         if broker_key == "log.roll.ms":
             return self.log_roll_ms
+        if broker_key == "log.roll.jitter.ms":   # not in BROKER_DEFAULTS: raw values, if set
+            ms, hours = self.values.get("log.roll.jitter.ms"), self.values.get("log.roll.jitter.hours")
+            return int(ms) if ms is not None else int(hours or 0) * 3600000
         return self.values.get(broker_key)
 
     @property

@@ -314,3 +314,32 @@ def test_open_descriptors_stay_within_the_lru_bound(tmp_path):
         assert len(fds) <= 16
     assert len(os.listdir("/proc/self/fd")) <= proc_fds + 1
     assert fds.opened > 16  # files were closed and reopened on demand
+
+
+# -- time-based rolling ----------------------------------------------------------------------
+
+def test_segment_ms_rolls_by_record_time_less_each_segments_jitter(tmp_path):
+    """Kafka's shouldRoll: a new segment once the incoming records are more than segment.ms
+    minus the segment's random jitter (below segment.jitter.ms) past its first batch."""
+    log = Log(tmp_path, segment_bytes=1 << 30, segment_ms=10_000, segment_jitter_ms=8_000)
+    jitters = []
+    ts = T0
+    for _ in range(12):
+        log.put([(b"k", b"v")], ts=ts)
+        seg = log.part.segments[-1]
+        log.put([(b"k", b"v")], ts=ts + 1)              # draws the jitter, never rolls
+        jitter = seg.roll_jitter_ms
+        assert 0 <= jitter < 8_000
+        jitters.append(jitter)
+        log.put([(b"k", b"v")], ts=ts + 10_000 - jitter)
+        assert log.part.segments[-1] is seg              # exactly segment.ms - jitter: not yet
+        log.put([(b"k", b"v")], ts=ts + 10_000 - jitter + 1)
+        assert log.part.segments[-1] is not seg          # one ms more: rolled
+        ts = ts + 10_000 - jitter + 1
+    assert len(set(jitters)) > 1                         # drawn per segment
+    plain = Log(tmp_path / "plain", segment_bytes=1 << 30, segment_ms=10_000)
+    plain.put([(b"k", b"v")], ts=T0)
+    plain.put([(b"k", b"v")], ts=T0 + 10_000)
+    assert (len(plain.part.segments), plain.part.segments[-1].roll_jitter_ms) == (1, 0)
+    plain.put([(b"k", b"v")], ts=T0 + 10_001)
+    assert len(plain.part.segments) == 2

@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import random
 import struct
 import time
 from dataclasses import dataclass
@@ -456,7 +457,8 @@ class Partition:
 
     def _maybe_roll(self, incoming: int, max_ts: int, last_offset: int, now_ms: int) -> None:
         """Kafka's LogSegment.shouldRoll: size, time since the first batch (by record
-        timestamps, else by creation time), or offsets beyond a 32-bit relative index."""
+        timestamps, else by creation time) beyond segment.ms less the segment's jitter, or
+        offsets beyond a 32-bit relative index."""
         active = self.segments[-1]
         if active.size == 0:
             return
@@ -467,9 +469,14 @@ class Partition:
         segment_ms = self.config("segment.ms")
         if segment_ms is None:
             return
+        segment_ms = int(segment_ms)
+        if active.roll_jitter_ms is None:
+            # Kafka's randomSegmentJitter: drawn once per segment, below both limits
+            jitter = int(self.config("segment.jitter.ms") or 0)
+            active.roll_jitter_ms = random.randrange(min(jitter, segment_ms)) if jitter > 0 else 0
         first = active.rolling_timestamp()
         waited = max_ts - first if first is not None and max_ts >= 0 else now_ms - active.created_ms
-        if waited > int(segment_ms):
+        if waited > segment_ms - active.roll_jitter_ms:
             self.roll(now_ms)
 
     def roll(self, now_ms: int | None = None) -> Segment:

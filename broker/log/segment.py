@@ -74,6 +74,7 @@ class Segment:
         self.mtime_ms = int(st.st_mtime * 1000)
         self._bytes_since_index = index_interval  # index the first batch
         self.index_dirty = True  # in-memory indexes differ from the files
+        self.roll_jitter_ms: int | None = None  # drawn by the partition on its first roll check
         self.loaded_from = "new"  # "index" (persisted indexes trusted) or "scan" (rebuilt from the log)
 
     def __repr__(self) -> str:
