@@ -43,6 +43,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "log.cleaner.enable": ("boolean", True),
     "log.cleaner.backoff.ms": ("long", 15000),
     "log.cleaner.dedupe.buffer.size": ("long", 134217728),
+    "log.cleaner.io.max.bytes.per.second": ("double", 1.7976931348623157e308),
     "log.message.timestamp.type": ("string", "CreateTime"),
     "log.message.timestamp.before.max.ms": ("long", 9223372036854775807),
     "log.message.timestamp.after.max.ms": ("long", 3600000),

@@ -526,6 +526,8 @@ def test_describe_broker_configs(samsa_broker: SamsaBroker) -> None:
         "log.cleaner.dedupe.buffer.size": ("134217728", DEFAULT_CONFIG, LONG),
         "transaction.state.log.segment.bytes": ("104857600", DEFAULT_CONFIG, INT),
         "samsa.fsync.on.acks.all": ("false", DEFAULT_CONFIG, BOOLEAN)}
+    throttle = cfg["log.cleaner.io.max.bytes.per.second"]
+    assert (throttle.value, throttle.config_type) == ("1.7976931348623157E308", DOUBLE)
     assert all(cfg[n].documentation for n in ("log.cleaner.enable", "samsa.log.max.open.segment.files"))
     assert all(not c.is_sensitive for c in broker.configs)
     assert (defaults.error_code, list(defaults.configs)) == (0, [])

@@ -3,6 +3,7 @@ record (what a consumer reading the whole partition would get), plus crash lefto
 from __future__ import annotations
 
 import os
+import time
 
 import crc32c
 import pytest
@@ -349,3 +350,46 @@ def test_a_corrupt_batch_makes_the_partition_uncleanable_not_rewritten(tmp_path,
     assert lg.part.uncleanable and cleaner.candidate(lg.part, lg.clock.now) is None
     assert open(seg.path, "rb").read() == raw and not list(tmp_path.glob("*.cleaned"))
     assert "partition marked uncleanable" in capsys.readouterr().out
+
+
+def test_throttler_sleeps_the_observed_rate_down_to_the_desired_one():
+    """Kafka's Throttler arithmetic: checked once the interval has passed, sleeping
+    observed/desired - elapsed."""
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(round(s, 6))
+        now[0] += s
+    t = cleaner.Throttler(1000.0, check_interval_s=0.3, clock=lambda: now[0], sleep=sleep)
+    t(500)                      # before the interval: nothing
+    now[0] = 0.31
+    t(100)                      # 600 bytes in 0.31 s: 1935 B/s -> sleep until 0.6 s
+    assert slept == [0.29]
+    now[0] += 0.5
+    t(200)                      # 200 bytes in 0.5 s: under the rate, no sleep
+    assert slept == [0.29]
+    assert cleaner.throttler_for({}) is None
+    assert cleaner.throttler_for({"log.cleaner.io.max.bytes.per.second": 1.7976931348623157e308}) is None
+    assert cleaner.throttler_for({"log.cleaner.io.max.bytes.per.second": "1048576"}).bytes_per_second == 1048576
+
+
+def test_log_cleaner_io_max_bytes_per_second_slows_a_cleaning_pass(tmp_path):
+    def run(rate: float | None) -> tuple[float, cleaner.Result]:
+        lg = Log(tmp_path / str(rate), **dict(COMPACT, segment_bytes=1 << 20))
+        for i in range(3000):
+            lg.put([(b"k%d" % (i % 50), b"v" * 1000)])
+        cand = cleaner.candidate(lg.part, lg.clock.now)
+        # a short check interval: Kafka's 300 ms is longer than this whole pass unthrottled
+        throttle = cleaner.Throttler(rate, check_interval_s=0.01) if rate else None
+        plan = cleaner.make_plan(cand, lg.clock.now, 10**6, throttle)
+        t0 = time.monotonic()
+        result = cleaner.clean(plan)
+        return time.monotonic() - t0, result
+    fast, r1 = run(None)
+    rate = 10e6
+    slow, r2 = run(rate)
+    moved = r2.bytes_read + r2.bytes_written
+    assert r2.records_written == r1.records_written
+    assert moved / rate * 0.8 <= slow <= moved / rate * 4   # held to about the rate
+    assert fast < slow / 2

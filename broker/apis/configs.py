@@ -242,6 +242,7 @@ _BROKER_DOCS: dict[str, str] = {
     "log.cleaner.enable": "Whether the log cleaner compacts topics with cleanup.policy=compact.",
     "log.cleaner.backoff.ms": "How long the cleaner sleeps when no log needs cleaning.",
     "log.cleaner.dedupe.buffer.size": "Memory for the cleaner's key-to-offset map (bounds one pass).",
+    "log.cleaner.io.max.bytes.per.second": "Most bytes per second the cleaner reads and writes (default: no limit).",
     "log.message.timestamp.type": "Default message.timestamp.type of topics.",
     "log.message.timestamp.before.max.ms": "Default message.timestamp.before.max.ms of topics.",
     "log.message.timestamp.after.max.ms": "Default message.timestamp.after.max.ms of topics.",

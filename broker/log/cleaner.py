@@ -26,6 +26,8 @@ their own file descriptors, so the event loop keeps serving; the active segment 
 read. Swapping in is Kafka's: ``.cleaned`` (fsynced) -> ``.swap`` (the commit point) -> the
 replaced segments removed -> ``.log``. Start-up deletes ``.cleaned`` files and completes
 ``.swap`` ones (Partition._clean_leftovers), so a crash at any point loses nothing.
+``log.cleaner.io.max.bytes.per.second`` throttles the bytes read and written, as Kafka's
+Throttler does (checked every 300 ms).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ import struct
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import crc32c
 import structlog
@@ -182,6 +184,7 @@ class Plan:
     index_interval: int
     map_capacity: int
     cancelled: bool = False
+    throttle: "Throttler | None" = None     # log.cleaner.io.max.bytes.per.second, reads and writes
 
 
 @dataclass
@@ -210,7 +213,7 @@ class Result:
     seconds: float = 0.0
 
 
-def make_plan(cand: Candidate, now_ms: int, map_capacity: int) -> Plan:
+def make_plan(cand: Candidate, now_ms: int, map_capacity: int, throttle: "Throttler | None" = None) -> Plan:
     part = cand.part
     inputs = [SegmentInput(s.base_offset, s.path, s.size) for s in part.segments
               if s.base_offset < cand.first_uncleanable]
@@ -221,7 +224,55 @@ def make_plan(cand: Candidate, now_ms: int, map_capacity: int) -> Plan:
                 [(a.producer_id, a.first_offset, a.last_offset) for a in part.aborted_txns
                  if a.first_offset < cand.first_uncleanable],
                 last, now_ms, int(part.config("delete.retention.ms")), int(part.config("segment.bytes")),
-                int(part.config("index.interval.bytes")), map_capacity)
+                int(part.config("index.interval.bytes")), map_capacity, throttle=throttle)
+
+
+class Throttler:
+    """Kafka's kafka.utils.Throttler as the cleaner uses it: every ``check_interval_s`` the
+    rate of bytes observed since the last check is compared with the desired rate, and the
+    thread sleeps long enough to bring it down. Shared by every pass of the cleaner, as
+    Kafka's one throttler is shared by its cleaner threads."""
+
+    def __init__(self, bytes_per_second: float, check_interval_s: float = 0.3,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.bytes_per_second = bytes_per_second
+        self.check_interval_s = check_interval_s
+        self.clock = clock
+        self.sleep = sleep
+        self.period_start = clock()
+        self.observed = 0.0
+        self.slept_s = 0.0
+
+    def __call__(self, n: int) -> None:
+        self.observed += n
+        now = self.clock()
+        elapsed = now - self.period_start
+        if elapsed > self.check_interval_s and self.observed > 0:
+            if self.observed / elapsed > self.bytes_per_second:
+                wait = self.observed / self.bytes_per_second - elapsed
+                if wait > 0:
+                    self.sleep(wait)
+                    self.slept_s += wait
+            self.period_start = self.clock()
+            self.observed = 0.0
+
+
+def throttler_for(broker_config: Any) -> Throttler | None:
+    """The cleaner's throttler, or None when ``log.cleaner.io.max.bytes.per.second`` is
+    unlimited (Kafka's default, Double.MAX_VALUE)."""
+    raw = broker_config.get("log.cleaner.io.max.bytes.per.second")
+    rate = float(raw) if raw is not None else UNTHROTTLED
+    return Throttler(rate) if 0 < rate < UNTHROTTLED else None
+
+
+UNTHROTTLED = 1.7976931348623157e308
+
+
+def _throttle(plan: Plan, n: int) -> None:
+    if plan.throttle is not None:
+        plan.throttle(n)
+        if plan.cancelled:
+            raise CleanerCancelled()
 
 
 # -- worker-thread side -----------------------------------------------------------------
@@ -240,6 +291,7 @@ def _iter_file_batches(path: str, size: int, plan: Plan,
             off = pos - buf_start
             if off + rb.HEADER_SIZE > len(buf):
                 buf = os.pread(fd, min(_READ_CHUNK, size - pos), pos)
+                _throttle(plan, len(buf))
                 buf_start, off = pos, 0
                 if len(buf) < rb.HEADER_SIZE:
                     raise OSError(f"{path}: truncated batch at {pos}")
@@ -249,6 +301,7 @@ def _iter_file_batches(path: str, size: int, plan: Plan,
                     buf = os.pread(fd, h.size, pos)
                 else:
                     buf = os.pread(fd, min(max(_READ_CHUNK, h.size), size - pos), pos)
+                _throttle(plan, len(buf))
                 buf_start, off = pos, 0
                 if len(buf) < h.size:
                     raise OSError(f"{path}: batch at {pos} runs past the end")
@@ -348,7 +401,8 @@ def build_offset_map(plan: Plan, result: Result) -> tuple[dict[bytes, int], int,
 class _Writer:
     """Appends batches to a .cleaned file, tracking what the new segment's indexes need."""
 
-    def __init__(self, out: CleanedSegment, index_interval: int) -> None:
+    def __init__(self, out: CleanedSegment, index_interval: int, plan: Plan | None = None) -> None:
+        self.plan = plan
         self.out = out
         self.f = open(out.path, "wb")
         self.buf = bytearray()
@@ -372,6 +426,8 @@ class _Writer:
         self.buf += batch
         if len(self.buf) >= _WRITE_CHUNK:
             self.f.write(self.buf)
+            if self.plan is not None:
+                _throttle(self.plan, len(self.buf))
             self.buf = bytearray()
 
     def finish(self) -> None:
@@ -426,7 +482,7 @@ def _clean(plan: Plan) -> Result:
                                  os.path.join(plan.directory, segment_name(group[0].base_offset) + ".log.cleaned"))
             out.next_offset = group[0].base_offset
             written.append(out)
-            writer = _Writer(out, plan.index_interval)
+            writer = _Writer(out, plan.index_interval, plan)
             try:
                 for seg in group:
                     for h, batch in _iter_file_batches(seg.path, seg.size, plan, check_crc=True):
@@ -591,11 +647,12 @@ def map_capacity(broker_config: Any) -> int:
     return max(1, int(size // DEDUPE_ENTRY_BYTES * DEDUPE_LOAD_FACTOR))
 
 
-async def clean_partition(part: Partition, cand: Candidate, now_ms: int, capacity: int) -> Result | None:
+async def clean_partition(part: Partition, cand: Candidate, now_ms: int, capacity: int,
+                          throttle: Throttler | None = None) -> Result | None:
     """One cleaning pass over one partition: plan here, work in a thread, swap here."""
     part.cleaning = True
     try:
-        plan = make_plan(cand, now_ms, capacity)
+        plan = make_plan(cand, now_ms, capacity, throttle)
         try:
             result = await trio.to_thread.run_sync(clean, plan, abandon_on_cancel=True)
         except BaseException:
@@ -646,6 +703,7 @@ async def run_cleaner(broker: "Broker", task_status: trio.TaskStatus = trio.TASK
         return
     backoff = int(cfg.get("log.cleaner.backoff.ms") or 15000) / 1000
     capacity = map_capacity(cfg)
+    throttle = throttler_for(cfg)
     while True:
         compacted = [p for t in list(broker.logs.topics.values())
                      if "compact" in str(broker.logs.topic_config_value(t, "cleanup.policy") or "")
@@ -655,7 +713,7 @@ async def run_cleaner(broker: "Broker", task_status: trio.TaskStatus = trio.TASK
             await trio.sleep(backoff)
             continue
         try:
-            await clean_partition(cand.part, cand, broker.now_ms(), capacity)
+            await clean_partition(cand.part, cand, broker.now_ms(), capacity, throttle)
         except OSError as exc:
             log.error("cleaning failed", partition=cand.part.name, error=str(exc))
             await trio.sleep(backoff)
