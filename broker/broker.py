@@ -81,7 +81,8 @@ class Broker:
         self.txns.load()      # after the groups: finishing a transaction may settle their offsets
 
     async def run_services(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
-        """Background work that lives as long as the broker: group and transaction coordinator timers."""
+        """Background work that lives as long as the broker: group and transaction coordinator
+        timers, retention, flushing, compaction and delayed file deletion."""
         async with trio.open_nursery() as nursery:
             await nursery.start(self.groups.run_timers)
             await nursery.start(self.txns.run_timers)
@@ -89,6 +90,7 @@ class Broker:
             await nursery.start(retention.run_retention, self)
             await nursery.start(flush.run_flusher, self)
             await nursery.start(cleaner.run_cleaner, self)
+            await nursery.start(self.logs.run_file_deleter)
             task_status.started()
 
     def now_ms(self) -> int:

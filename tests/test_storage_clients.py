@@ -166,6 +166,28 @@ def test_retention_bytes_keeps_the_partition_near_its_limit(broker: SamsaBroker,
     assert got[0][0] == start and got[-1][0] == 99
 
 
+def test_deleted_segments_wait_file_delete_delay_ms_renamed_then_go(broker: SamsaBroker, admin: KafkaAdminClient):
+    """Kafka's asynchronous segment deletion: retention renames a segment's files *.deleted at
+    once (it is gone from the log) and removes them file.delete.delay.ms later; with 0 they
+    go at once."""
+    delayed = new_topic(admin, "del-delay", retention_bytes=3000, segment_bytes=2048, file_delete_delay_ms=1500)
+    at_once = new_topic(admin, "del-now", retention_bytes=3000, segment_bytes=2048, file_delete_delay_ms=0)
+    for topic in (delayed, at_once):
+        produce(broker, topic, [(b"k", b"x" * 150) for _ in range(60)])
+    slow_dir, fast_dir = broker.data_dir / f"{delayed}-0", broker.data_dir / f"{at_once}-0"
+    renamed = wait_for(lambda: sorted(p.name for p in slow_dir.glob("*.deleted")), what="renamed segment files")
+    t_seen = time.monotonic()
+    assert any(n.endswith(".log.deleted") for n in renamed)
+    assert earliest(broker, delayed) > 0
+    with RawClient(broker.bootstrap_servers) as c:
+        assert fetch(c, delayed, 0).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    wait_for(lambda: earliest(broker, at_once) > 0, what="retention on the other topic")
+    assert list(fast_dir.glob("*.deleted")) == []
+    wait_for(lambda: not any(slow_dir.glob("*.deleted")), timeout=10, what="delayed removal")
+    assert time.monotonic() - t_seen > 0.5          # not removed with the rename
+    assert len(list(slow_dir.glob("*.log"))) >= 1
+
+
 def test_delete_records_then_consumer_below_the_start_resets(broker: SamsaBroker, admin: KafkaAdminClient):
     topic = new_topic(admin, "delrec", segment_bytes=1024)
     produce(broker, topic, [(b"k", b"v%d" % i + b"." * 60) for i in range(50)])

@@ -14,6 +14,7 @@ Samsa-specific properties (not Kafka's, documented in the README):
 """
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import structlog
+import trio
 
 from ..config import TOPIC_CONFIGS, BrokerConfig, parse_value
 from .fds import FdCache
@@ -76,6 +78,9 @@ class LogManager:
         max_open = setting(config, "samsa.log.max.open.segment.files", "int", None)
         self.fds = FdCache(max_open)
         self.fsync_on_acks_all = bool(setting(config, "samsa.fsync.on.acks.all", "boolean", False))
+        self._deletions: list[tuple[int, int, list[str]]] = []  # (due ms, seq, renamed paths)
+        self._deletions_changed = trio.Event()
+        self._seq = 0
 
     def now_ms(self) -> int:
         return self.clock()
@@ -175,7 +180,31 @@ class LogManager:
                          lambda name, t=topic: self.topic_config_value(t, name), fds=self.fds,
                          clock=self.now_ms)
         part.open(clean)
+        part.delete_later = self._delete_later
         return part
+
+    # -- delayed file deletion (file.delete.delay.ms) ----------------------------------------
+    def _delete_later(self, paths: list[str], delay_ms: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._deletions, (self.now_ms() + delay_ms, self._seq, paths))
+        self._deletions_changed.set()
+
+    async def run_file_deleter(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+        """Remove renamed segment files once their file.delete.delay.ms has passed."""
+        task_status.started()
+        while True:
+            self._deletions_changed = trio.Event()
+            now = self.now_ms()
+            while self._deletions and self._deletions[0][0] <= now:
+                _, _, paths = heapq.heappop(self._deletions)
+                for path in paths:
+                    try:
+                        os.unlink(path)
+                    except FileNotFoundError:
+                        pass
+            wait = (self._deletions[0][0] - now) / 1000 if self._deletions else float("inf")
+            with trio.move_on_after(wait):
+                await self._deletions_changed.wait()
 
     def _save(self) -> None:
         meta = {"cluster_id": self.cluster_id, "topics": [{"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions),

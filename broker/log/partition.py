@@ -143,6 +143,8 @@ class Partition:
         self.sync_in_flight: Any = None  # a trio.Event while a background fsync runs (broker/log/flush.py)
         self.cleaning = False           # the cleaner has a pass in flight over this partition
         self.deleted = False            # its topic was deleted (background tasks skip it)
+        # set by the log manager: removes files after file.delete.delay.ms (none: at once)
+        self.delete_later: Callable[[list[str], int], None] | None = None
         # transactions: open ones (producer id -> first offset) and aborted ranges for read_committed
         self.ongoing_txns: dict[int, int] = {}
         self.aborted_txns: list[AbortedTxn] = []
@@ -633,8 +635,12 @@ class Partition:
             else:
                 self.roll()
         del self.segments[:len(deletable)]
+        delay = int(self.config("file.delete.delay.ms") or 0)
+        later = delay > 0 and self.delete_later is not None
         for seg in deletable:
-            seg.delete_files()
+            renamed = seg.delete_files(later=later)
+            if later:
+                self.delete_later(renamed, delay)  # type: ignore[misc]
         start = max(self.log_start_offset, self.segments[0].base_offset)
         moved = start != self.log_start_offset
         self.log_start_offset = start

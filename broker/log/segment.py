@@ -264,13 +264,26 @@ class Segment:
         ix.write_indexes(self.stem, self.base_offset, self.idx_offsets, self.idx_positions, self.time_ts,
                          self.max_timestamp, self.max_timestamp_offset(), fsync)
 
-    def delete_files(self) -> None:
+    def delete_files(self, later: bool = False) -> list[str]:
+        """Remove the segment's files, or (``later``) rename them ``*.deleted`` for removal
+        after file.delete.delay.ms, as Kafka does; returns the renamed paths. Start-up removes
+        any ``*.deleted`` file a stop left behind."""
         self.close()
+        if later:
+            moved = []
+            for ext in (".log", ".index", ".timeindex"):  # the log first, as Kafka renames it
+                try:
+                    os.rename(self.stem + ext, self.stem + ext + ".deleted")
+                    moved.append(self.stem + ext + ".deleted")
+                except FileNotFoundError:
+                    pass
+            return moved
         for ext in (".index", ".timeindex", ".log"):  # the log last: a crash leaves no orphan index
             try:
                 os.unlink(self.stem + ext)
             except FileNotFoundError:
                 pass
+        return []
 
     # -- reads ---------------------------------------------------------------------------
     @property
