@@ -108,10 +108,20 @@ def test_garbage_and_huge_frames_close_connection_but_broker_keeps_serving(samsa
     with RawClient(samsa_broker.bootstrap_servers) as good:
         create(good, "keep")
         assert produce(good, "keep", batch(3)).error_code == 0
-        for payload in (b"\xff" * 64, struct.pack(">i", 2**31 - 1) + b"abc", struct.pack(">i", 12) + b"\x00" * 12):
+        # large frames (read into their own buffer, header parsed on its own): a client id that
+        # is not UTF-8, and a flexible header whose tagged field claims 10 MB
+        big_garbage = struct.pack(">hhih", PRODUCE, 9, 7, 30000) + b"\xee" * 200_000
+        torn_header = struct.pack(">hhih", PRODUCE, 9, 7, 0) + bytes([1, 0, 0x80, 0xAD, 0xE2, 0x04]) + b"x" * 100_000
+        for payload in (b"\xff" * 64, struct.pack(">i", 2**31 - 1) + b"abc", struct.pack(">i", 12) + b"\x00" * 12,
+                        struct.pack(">i", len(big_garbage)) + big_garbage,
+                        struct.pack(">i", len(torn_header)) + torn_header,
+                        struct.pack(">i", 5_000_000) + b"\x00" * 1000):          # announced, never sent
             with RawClient(samsa_broker.bootstrap_servers) as bad:
                 bad.send_raw(payload)
-                assert bad.is_closed()
+                if len(payload) > 1000 and struct.unpack(">i", payload[:4])[0] > len(payload):
+                    assert not bad.is_closed(timeout=0.3)   # still waiting for the rest of the frame
+                else:
+                    assert bad.is_closed()
         part = fetch(good, "keep", 0)
         assert part.error_code == 0 and part.high_watermark == 3
         assert [h.record_count for h in batches_in(part.records)] == [3]
