@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 _SIZE = struct.Struct(">i")
 _HEADER_PREFIX = struct.Struct(">hhi")
-_INT16 = struct.Struct(">h")
 
 
 class FrameError(Exception):
@@ -91,40 +90,6 @@ class FrameDecoder:
     @property
     def pending(self) -> int:
         return len(self._buf) + (self._filled if self._frame is not None else 0)
-
-
-def request_header_length(frame: bytes | bytearray | memoryview, flexible: bool) -> int:
-    """Bytes of the request header (v1, or v2 when ``flexible``) at the start of ``frame``.
-
-    kafka-python's ``decode(header=True)`` copies the whole frame to read the header; knowing
-    its length lets the header be read from its own bytes and the body decoded in place."""
-    n = len(frame)
-    if n < 10:
-        raise FrameError("request shorter than its header")
-    (client_id_len,) = _INT16.unpack_from(frame, 8)
-    pos = 10 + max(client_id_len, 0)
-    if flexible:
-        count, pos = _uvarint(frame, pos, n)
-        for _ in range(count):
-            _, pos = _uvarint(frame, pos, n)
-            size, pos = _uvarint(frame, pos, n)
-            pos += size
-    if pos > n:
-        raise FrameError("request header longer than the request")
-    return pos
-
-
-def _uvarint(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= end or shift > 28:
-            raise FrameError("bad varint in request header")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
 
 
 @dataclass(slots=True)

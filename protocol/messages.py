@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import importlib
-import io
 
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
@@ -22,17 +21,35 @@ for _pkg in ("admin", "consumer", "metadata", "producer"):
 _COPY_IS_CHEAP = 1 << 16  # below this, kafka-python's own path (one copy) is the faster one
 
 
+class _ViewReader:
+    """What kafka-python's header decoder reads from, over a view of the frame: io.BytesIO
+    would copy the whole frame (a produce request's records included) to read a few bytes."""
+
+    def __init__(self, view: memoryview) -> None:
+        self.view = view
+        self.pos = 0
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self.view) if n < 0 else self.pos + n
+        out = bytes(self.view[self.pos:end])
+        self.pos = end
+        return out
+
+    def tell(self) -> int:
+        return self.pos
+
+
 def decode_request(cls: type[ApiMessage], frame: bytes | bytearray, version: int) -> ApiMessage:
     """``cls.decode(frame, version=version, header=True)`` without its copy of the whole frame:
-    the header is read from its own bytes, the body decoded from a view of the frame."""
-    from .frame import request_header_length
-
+    the header is read through a view, the body decoded from a view of the frame."""
     if len(frame) < _COPY_IS_CHEAP:
         return cls.decode(frame, version=version, header=True)
     view = memoryview(frame)
-    end = request_header_length(view, cls.flexible_version_q(version))
-    header = cls.parse_header(io.BytesIO(bytes(view[:end])), version=version)
-    request = cls.decode(view[end:], version=version)
+    reader = _ViewReader(view)
+    header = cls.parse_header(reader, version=version)
+    if reader.pos > len(view):
+        raise ValueError("request header longer than the request")
+    request = cls.decode(view[reader.pos:], version=version)
     request._header = header
     return request
 

@@ -17,6 +17,8 @@ import os
 import struct
 from typing import Protocol, Sequence, TypeVar
 
+from kafka.protocol.schemas.fields.codecs.types import UnsignedVarInt32
+
 _TOKEN = os.urandom(12)
 PLACEHOLDER_SIZE = 16
 _INT32 = struct.Struct(">i")
@@ -36,18 +38,9 @@ def placeholder(i: int) -> bytes:
     return _TOKEN + _INT32.pack(i)
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 # The length prefix kafka-python writes before a 16-byte records field.
-_PREFIX_CLASSIC = _INT32.pack(PLACEHOLDER_SIZE)          # nullable bytes: int32 length
-_PREFIX_COMPACT = _uvarint(PLACEHOLDER_SIZE + 1)         # compact bytes: uvarint(length + 1)
+_PREFIX_CLASSIC = _INT32.pack(PLACEHOLDER_SIZE)                   # nullable bytes: int32 length
+_PREFIX_COMPACT = UnsignedVarInt32.encode(PLACEHOLDER_SIZE + 1)  # compact bytes: uvarint(length + 1)
 
 
 def splice(frame: bytes, regions: Sequence[R], flexible: bool) -> list[bytes | R]:
@@ -66,7 +59,7 @@ def splice(frame: bytes, regions: Sequence[R], flexible: bool) -> list[bytes | R
         start = at - len(prefix)
         if at < 0 or frame[start:at] != prefix:
             raise ValueError(f"placeholder {i} not found as a records field")
-        real = _uvarint(region.length + 1) if flexible else _INT32.pack(region.length)
+        real = UnsignedVarInt32.encode(region.length + 1) if flexible else _INT32.pack(region.length)
         parts.append(frame[pos:start] + real)
         parts.append(region)
         body += len(real) - len(prefix) + region.length - PLACEHOLDER_SIZE

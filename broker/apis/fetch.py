@@ -4,8 +4,9 @@ Quirks: sessionless answers only (session id 0, KIP-227 allows it: clients fall 
 full fetches); v13+ names topics by id; the first batch is returned even when larger than
 the limits; batches are served as stored bytes, whole, starting with the one that holds
 the fetch offset; reads of 32 KiB and more are spliced into the encoded answer and sent
-from the segment files (sendfile, see protocol/splice.py), smaller ones copied; a fetch past the log end answers OFFSET_OUT_OF_RANGE; the long poll is
-woken by appends, never by a timer loop.
+from the segment files (sendfile, see protocol/splice.py), smaller ones copied; a fetch
+past the log end answers OFFSET_OUT_OF_RANGE; the long poll is woken by appends, never by
+a timer loop.
 """
 from __future__ import annotations
 

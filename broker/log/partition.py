@@ -93,34 +93,29 @@ def _wall_ms() -> int:
     return int(time.time() * 1000)
 
 
-
-_WALK_READ = 1 << 16
+_WALK_READ = 1 << 16  # a span this short is read in one go; longer ones header by header
 
 
 def _last_boundary(seg: Segment, first: int, end: int, upper_offset: int) -> int:
     """The end of the last whole batch at or before ``end`` whose base offset is below
-    ``upper_offset``, walking from the nearest indexed batch (never from ``first`` when the
-    index knows a later boundary). The batch at ``first`` is taken to qualify."""
+    ``upper_offset``, walking from the nearest indexed batch after ``first`` (the caller has
+    checked that the batch at ``first`` qualifies)."""
     j = min(bisect.bisect_right(seg.idx_positions, end),
             bisect.bisect_left(seg.idx_offsets, upper_offset)) - 1
     pos = max(first, seg.idx_positions[j]) if j >= 0 else first
-    if end - pos <= _WALK_READ:
-        buf = os.pread(seg.fd, end - pos, pos)
-        at = 0
-        while at + rb.LOG_OVERHEAD <= len(buf):
-            base, length = _OFFSET_AND_LENGTH.unpack_from(buf, at)
-            nxt = at + rb.LOG_OVERHEAD + length
-            if pos + nxt > end or (base >= upper_offset and pos + at > first):
-                break
-            at = nxt
-        return pos + at
+    start = pos
+    buf = os.pread(seg.fd, end - pos, pos) if end - pos <= _WALK_READ else None
     while pos + rb.LOG_OVERHEAD <= end:
-        base, length = _OFFSET_AND_LENGTH.unpack(os.pread(seg.fd, rb.LOG_OVERHEAD, pos))
+        if buf is not None:
+            base, length = _OFFSET_AND_LENGTH.unpack_from(buf, pos - start)
+        else:
+            base, length = _OFFSET_AND_LENGTH.unpack(os.pread(seg.fd, rb.LOG_OVERHEAD, pos))
         nxt = pos + rb.LOG_OVERHEAD + length
-        if nxt > end or (base >= upper_offset and pos > first):
+        if nxt > end or base >= upper_offset:
             break
         pos = nxt
     return pos
+
 
 class Partition:
     def __init__(self, topic: str, index: int, directory: str,
