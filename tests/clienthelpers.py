@@ -8,12 +8,11 @@ with the broker's own parser, so a test can check that batches are stored as sen
 """
 from __future__ import annotations
 
-import socket
 import struct
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import crc32c
 import kafka.errors
@@ -22,6 +21,7 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from broker.testing import SamsaBroker
+from tests.rawclient import RawClient
 
 PARTITIONS = 3
 # Kafka's codec ids in the batch attributes
@@ -56,45 +56,12 @@ def new_topic(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-class RawConnection:
-    """One blocking connection speaking kafka-python's message classes."""
-
-    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
-        host, _, port = bootstrap.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self.correlation_id = 0
-
-    def __enter__(self) -> "RawConnection":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.sock.close()
-
-    def _recv_exact(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("connection closed by broker")
-            buf += chunk
-        return bytes(buf)
-
-    def request(self, req: Any, response_cls: Any, version: int) -> Any:
-        self.correlation_id += 1
-        req.with_header(correlation_id=self.correlation_id, client_id="samsa-client-tests")
-        self.sock.sendall(bytes(req.encode(version=version, header=True, framed=True)))
-        (size,) = struct.unpack(">i", self._recv_exact(4))
-        resp = response_cls.decode(self._recv_exact(size), version=version, header=True)
-        assert resp.header.correlation_id == self.correlation_id
-        return resp
-
-
 def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
     """Create ``topic`` by auto-creation (Metadata v4 with allow_auto_topic_creation)."""
     req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
                           allow_auto_topic_creation=True)
-    with RawConnection(bootstrap) as conn:
-        resp = conn.request(req, MetadataResponse, 4)
+    with RawClient(bootstrap) as conn:
+        resp = conn.call(req, MetadataResponse, 4)
     (t,) = resp.topics
     assert (t.name, t.error_code) == (topic, 0)
     assert sorted(p.partition_index for p in t.partitions) == list(range(partitions))
@@ -149,8 +116,8 @@ def fetch_batches(bootstrap: str, topic: str, partition: int, offset: int = 0,
                                                 partition_max_bytes=max_bytes)
     req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, isolation_level=0,
                        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[fp])])
-    with RawConnection(bootstrap) as conn:
-        resp = conn.request(req, FetchResponse, 4)
+    with RawClient(bootstrap) as conn:
+        resp = conn.call(req, FetchResponse, 4)
     (t,) = resp.responses
     (p,) = t.partitions
     return p.error_code, p.high_watermark, parse_batches(bytes(p.records or b""))
@@ -185,8 +152,8 @@ def advertised_apis(bootstrap: str) -> dict[int, tuple[int, int]]:
     """The broker's ApiVersions table (v0 request): api key -> (min, max)."""
     from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
-    with RawConnection(bootstrap) as conn:
-        resp = conn.request(ApiVersionsRequest(), ApiVersionsResponse, 0)
+    with RawClient(bootstrap) as conn:
+        resp = conn.call(ApiVersionsRequest(), ApiVersionsResponse, 0)
     assert resp.error_code == 0
     return {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
 

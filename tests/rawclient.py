@@ -57,6 +57,15 @@ class RawClient:
         assert resp.header.correlation_id == corr
         return resp
 
+    def call(self, req: Any, response_cls: Any, version: int) -> Any:
+        """One round trip with a request object built by the caller."""
+        self.correlation_id += 1
+        req.with_header(correlation_id=self.correlation_id, client_id="samsa-tests")
+        self.sock.sendall(bytes(req.encode(version=version, header=True, framed=True)))
+        resp = response_cls.decode(self.recv_frame(), version=version, header=True)
+        assert resp.header.correlation_id == self.correlation_id
+        return resp
+
     def is_closed(self, timeout: float = 5.0) -> bool:
         """True when the broker closed the connection (EOF or reset) within ``timeout``."""
         self.sock.settimeout(timeout)

@@ -7,8 +7,6 @@ answered, such as an error inside a DescribeConfigs resource or a specific API v
 """
 from __future__ import annotations
 
-import socket
-import struct
 import time
 import uuid
 from pathlib import Path
@@ -32,6 +30,7 @@ from kafka.protocol.admin import (AlterConfigsRequest, AlterConfigsResponse, Cre
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
 from broker.testing import SamsaBroker
+from tests.rawclient import RawClient
 
 # Kafka's numbers, spelled out so the tests do not trust the code under test
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -57,39 +56,6 @@ EVERY_TOPIC_CONFIG = {
 
 
 # -- helpers -------------------------------------------------------------------------------
-class Raw:
-    """One blocking connection that sends kafka-python message classes at chosen versions."""
-
-    def __init__(self, bootstrap: str) -> None:
-        host, _, port = bootstrap.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.cid = 0
-
-    def __enter__(self) -> "Raw":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.sock.close()
-
-    def _read(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("broker closed the connection")
-            buf += chunk
-        return bytes(buf)
-
-    def send(self, req: Any, resp_cls: Any, version: int) -> Any:
-        self.cid += 1
-        req.with_header(correlation_id=self.cid, client_id="admin-tests")
-        self.sock.sendall(bytes(req.encode(version=version, header=True, framed=True)))
-        (size,) = struct.unpack(">i", self._read(4))
-        resp = resp_cls.decode(self._read(size), version=version, header=True)
-        assert resp.header.correlation_id == self.cid
-        return resp
-
-
 @pytest.fixture
 def kadmin(samsa_broker: SamsaBroker) -> Iterator[KafkaAdminClient]:
     admin = KafkaAdminClient(bootstrap_servers=samsa_broker.bootstrap_servers, request_timeout_ms=10000)
@@ -113,8 +79,8 @@ def describe_topic_raw(bootstrap: str, topic: str, version: int = 4, keys: list[
     R = DescribeConfigsRequest.DescribeConfigsResource
     req = DescribeConfigsRequest(resources=[R(resource_type=TOPIC, resource_name=topic, configuration_keys=keys)],
                                  include_synonyms=synonyms, include_documentation=docs)
-    with Raw(bootstrap) as c:
-        (res,) = c.send(req, DescribeConfigsResponse, version).results
+    with RawClient(bootstrap) as c:
+        (res,) = c.call(req, DescribeConfigsResponse, version).results
     return res
 
 
@@ -125,8 +91,8 @@ def by_name(result: Any) -> dict[str, Any]:
 def topic_metadata(bootstrap: str, topic: str) -> Any:
     req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False,
                           include_topic_authorized_operations=False)
-    with Raw(bootstrap) as c:
-        (t,) = c.send(req, MetadataResponse, 12).topics
+    with RawClient(bootstrap) as c:
+        (t,) = c.call(req, MetadataResponse, 12).topics
     return t
 
 
@@ -159,8 +125,8 @@ def consume_from_earliest(bootstrap: str, topic: str, partition: int, expected: 
 
 # -- ApiVersions -------------------------------------------------------------------------
 def test_admin_apis_advertised_at_the_newest_versions(samsa_broker: SamsaBroker) -> None:
-    with Raw(samsa_broker.bootstrap_servers) as c:
-        resp = c.send(ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+    with RawClient(samsa_broker.bootstrap_servers) as c:
+        resp = c.call(ApiVersionsRequest(client_software_name="t", client_software_version="1"),
                       ApiVersionsResponse, 3)
     table = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     for key, rng in ADVERTISED.items():
@@ -217,8 +183,8 @@ def test_topic_admin_round_trip_kafka_python(samsa_broker: SamsaBroker, kadmin: 
     req = AlterConfigsRequest(resources=[R(resource_type=TOPIC, resource_name=topic, configs=[
         R.AlterableConfig(name="segment.ms", value="100000"),
         R.AlterableConfig(name="retention.ms", value="7200000")])], validate_only=False)
-    with Raw(bootstrap) as c:
-        (r,) = c.send(req, AlterConfigsResponse, 2).responses
+    with RawClient(bootstrap) as c:
+        (r,) = c.call(req, AlterConfigsResponse, 2).responses
     assert (r.error_code, r.error_message, r.resource_type, r.resource_name) == (0, None, TOPIC, topic)
     modified = kadmin.describe_configs([ConfigResource("TOPIC", topic)])["topic"][topic]
     assert {k: v["value"] for k, v in modified.items()} == {"segment.ms": "100000", "retention.ms": "7200000"}
@@ -331,8 +297,8 @@ def test_create_topics_protocol_details(samsa_broker: SamsaBroker) -> None:
           assignments=[A(partition_index=1, broker_ids=[1])], configs=[]),
         T(name="__consumer_offsets", num_partitions=1, replication_factor=1, assignments=[], configs=[]),
     ], timeout_ms=10000, validate_only=False)
-    with Raw(bootstrap) as c:
-        resp = c.send(req, CreateTopicsResponse, 7)
+    with RawClient(bootstrap) as c:
+        resp = c.call(req, CreateTopicsResponse, 7)
     got = [(t.name, t.error_code, t.error_message) for t in resp.topics]
     assert got[0] == (a, 0, None)
     assert got[1] == ("bad name!", INVALID_TOPIC, "Topic name \"bad name!\" is illegal, it contains a character "
@@ -360,9 +326,9 @@ def test_create_topics_protocol_details(samsa_broker: SamsaBroker) -> None:
                                         configs=[C(name="segment.bytes", value="1048576")]),
                                       T(name=a, num_partitions=4, replication_factor=1, assignments=[], configs=[])],
                               timeout_ms=10000, validate_only=True)
-    with Raw(bootstrap) as c:
-        r5 = c.send(req, CreateTopicsResponse, 5)
-        r2 = c.send(req, CreateTopicsResponse, 2)
+    with RawClient(bootstrap) as c:
+        r5 = c.call(req, CreateTopicsResponse, 5)
+        r2 = c.call(req, CreateTopicsResponse, 2)
     assert [(t.name, t.error_code) for t in r5.topics] == [(vo, 0), (a, TOPIC_ALREADY_EXISTS)]
     assert (r5.topics[0].num_partitions, r5.topics[0].replication_factor) == (4, 1)
     cfg = {c.name: (c.value, c.config_source) for c in r5.topics[0].configs}
@@ -381,8 +347,8 @@ def test_delete_topics_protocol_details(samsa_broker: SamsaBroker, kadmin: Kafka
     missing_id = uuid.uuid4()
     req = DeleteTopicsRequest(topics=[S(name=None, topic_id=a_id), S(name=None, topic_id=missing_id),
                                       S(name="gone", topic_id=ZERO_UUID), S(name=b, topic_id=a_id)], timeout_ms=5000)
-    with Raw(bootstrap) as c:
-        resp = c.send(req, DeleteTopicsResponse, 6)
+    with RawClient(bootstrap) as c:
+        resp = c.call(req, DeleteTopicsResponse, 6)
     got = sorted(((r.name or "", r.topic_id or ZERO_UUID, r.error_code, r.error_message) for r in resp.responses),
                  key=str)
     assert got == sorted([
@@ -392,8 +358,8 @@ def test_delete_topics_protocol_details(samsa_broker: SamsaBroker, kadmin: Kafka
         (b, a_id, INVALID_REQUEST, "You may not specify both topic name and topic id."),
     ], key=str)
     # v1 names topics in topic_names
-    with Raw(bootstrap) as c:
-        resp = c.send(DeleteTopicsRequest(topic_names=[b, "gone"], timeout_ms=5000), DeleteTopicsResponse, 1)
+    with RawClient(bootstrap) as c:
+        resp = c.call(DeleteTopicsRequest(topic_names=[b, "gone"], timeout_ms=5000), DeleteTopicsResponse, 1)
     assert [(r.name, r.error_code) for r in resp.responses] == [(b, 0), ("gone", UNKNOWN_TOPIC_OR_PARTITION)]
     assert topic_metadata(bootstrap, a).error_code == UNKNOWN_TOPIC_OR_PARTITION
     assert topic_metadata(bootstrap, b).error_code == UNKNOWN_TOPIC_OR_PARTITION
@@ -412,15 +378,15 @@ def test_create_partitions_and_delete_records_protocol_details(samsa_broker: Sam
                                      timeout_ms=5000, validate_only=True)
     req_assign = CreatePartitionsRequest(topics=[P(name=topic, count=3, assignments=[
         P.CreatePartitionsAssignment(broker_ids=[1])])], timeout_ms=5000, validate_only=False)
-    with Raw(bootstrap) as c:
-        r = c.send(req, CreatePartitionsResponse, 0)
+    with RawClient(bootstrap) as c:
+        r = c.call(req, CreatePartitionsResponse, 0)
         assert [(x.name, x.error_code, x.error_message) for x in r.results] == [
             (topic, INVALID_PARTITIONS, "Topic already has 1 partition(s)."),
             (topic + "x", UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")]
-        r = c.send(req_vo, CreatePartitionsResponse, 3)
+        r = c.call(req_vo, CreatePartitionsResponse, 3)
         assert [(x.name, x.error_code) for x in r.results] == [(topic, 0)]
         assert len(topic_metadata(bootstrap, topic).partitions) == 1  # validate_only changed nothing
-        r = c.send(req_assign, CreatePartitionsResponse, 2)
+        r = c.call(req_assign, CreatePartitionsResponse, 2)
         assert [(x.name, x.error_code, x.error_message) for x in r.results] == [
             (topic, INVALID_REPLICA_ASSIGNMENT, "Attempted to add 2 additional partition(s), but only 1 "
                                                 "assignment(s) were specified.")]
@@ -433,16 +399,16 @@ def test_create_partitions_and_delete_records_protocol_details(samsa_broker: Sam
         D(name=compacted, partitions=[DP(partition_index=0, offset=1)]),
         D(name="nope", partitions=[DP(partition_index=0, offset=1)])], timeout_ms=5000)
     for version in (0, 1, 2):
-        with Raw(bootstrap) as c:
-            r = c.send(req, DeleteRecordsResponse, version)
+        with RawClient(bootstrap) as c:
+            r = c.call(req, DeleteRecordsResponse, version)
         got = [(t.name, p.partition_index, p.low_watermark, p.error_code) for t in r.topics for p in t.partitions]
         assert got == [(topic, 0, 2, 0), (topic, 7, -1, UNKNOWN_TOPIC_OR_PARTITION),
                        (compacted, 0, -1, POLICY_VIOLATION), ("nope", 0, -1, UNKNOWN_TOPIC_OR_PARTITION)]
     req = DeleteRecordsRequest(topics=[D(name=topic, partitions=[DP(partition_index=0, offset=4)])], timeout_ms=5000)
-    with Raw(bootstrap) as c:
-        r = c.send(req, DeleteRecordsResponse, 2)  # above the high watermark: answered, not dropped
+    with RawClient(bootstrap) as c:
+        r = c.call(req, DeleteRecordsResponse, 2)  # above the high watermark: answered, not dropped
         assert [(p.low_watermark, p.error_code) for p in r.topics[0].partitions] == [(-1, OFFSET_OUT_OF_RANGE)]
-        r = c.send(DeleteRecordsRequest(topics=[D(name=topic, partitions=[DP(partition_index=0, offset=1)])],
+        r = c.call(DeleteRecordsRequest(topics=[D(name=topic, partitions=[DP(partition_index=0, offset=1)])],
                                         timeout_ms=5000), DeleteRecordsResponse, 2)
         # below the current start: nothing changes, the start offset is answered
         assert [(p.low_watermark, p.error_code) for p in r.topics[0].partitions] == [(2, 0)]
@@ -484,8 +450,8 @@ def test_describe_configs_every_version(samsa_broker: SamsaBroker, kadmin: Kafka
                                             R(resource_type=TOPIC, resource_name="bad/name", configuration_keys=None)],
                                  include_synonyms=False, include_documentation=False)
     for version in (1, 4):
-        with Raw(bootstrap) as c:
-            r = c.send(req, DescribeConfigsResponse, version)
+        with RawClient(bootstrap) as c:
+            r = c.call(req, DescribeConfigsResponse, version)
         assert [(x.resource_name, x.error_code, len(x.configs)) for x in r.results] == [
             ("missing", UNKNOWN_TOPIC_OR_PARTITION, 0), (topic, 0, len(EVERY_TOPIC_CONFIG)),
             ("bad/name", INVALID_TOPIC, 0)]
@@ -499,8 +465,8 @@ def test_describe_broker_configs(samsa_broker: SamsaBroker) -> None:
         R(resource_type=BROKER, resource_name="7", configuration_keys=None),
         R(resource_type=BROKER_LOGGER, resource_name="1", configuration_keys=None)],
         include_synonyms=True, include_documentation=True)
-    with Raw(samsa_broker.bootstrap_servers) as c:
-        broker, defaults, other, logger = c.send(req, DescribeConfigsResponse, 4).results
+    with RawClient(samsa_broker.bootstrap_servers) as c:
+        broker, defaults, other, logger = c.call(req, DescribeConfigsResponse, 4).results
     assert (broker.error_code, broker.resource_type, broker.resource_name) == (0, BROKER, "1")
     cfg = by_name(broker)
     listeners = cfg["listeners"]
@@ -560,11 +526,11 @@ def test_broker_properties_supply_topic_defaults(tmp_path: Path) -> None:
                 ("log.retention.hours", "168", DEFAULT_CONFIG)]
             comp = cfg["compression.type"]
             assert (comp.value, comp.config_source) == ("zstd", STATIC_BROKER_CONFIG)
-            with Raw(bootstrap) as c:
-                r = c.send(DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name=topic)],
+            with RawClient(bootstrap) as c:
+                r = c.call(DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name=topic)],
                                                timeout_ms=5000), DeleteTopicsResponse, 6)
                 assert [(x.name, x.error_code) for x in r.responses] == [(topic, TOPIC_DELETION_DISABLED)]
-                r = c.send(DeleteTopicsRequest(topic_names=[topic], timeout_ms=5000), DeleteTopicsResponse, 2)
+                r = c.call(DeleteTopicsRequest(topic_names=[topic], timeout_ms=5000), DeleteTopicsResponse, 2)
                 assert [(x.name, x.error_code) for x in r.responses] == [(topic, INVALID_REQUEST)]
             assert topic_metadata(bootstrap, topic).error_code == 0
         finally:
@@ -585,8 +551,8 @@ def test_alter_configs_rules(samsa_broker: SamsaBroker, kadmin: KafkaAdminClient
                     version: int = 1) -> tuple[int, str | None]:
         req = IncrementalAlterConfigsRequest(resources=[I(resource_type=rtype, resource_name=rname, configs=[
             IC(name=n, config_operation=op, value=v) for n, op, v in ops])], validate_only=validate_only)
-        with Raw(bootstrap) as c:
-            (r,) = c.send(req, IncrementalAlterConfigsResponse, version).responses
+        with RawClient(bootstrap) as c:
+            (r,) = c.call(req, IncrementalAlterConfigsResponse, version).responses
         assert (r.resource_type, r.resource_name) == (rtype, rname)
         return r.error_code, r.error_message
 
@@ -618,15 +584,15 @@ def test_alter_configs_rules(samsa_broker: SamsaBroker, kadmin: KafkaAdminClient
         R(resource_type=TOPIC, resource_name="missing", configs=[]),
         R(resource_type=BROKER, resource_name="1", configs=[R.AlterableConfig(name="num.partitions", value="2")])],
         validate_only=True)
-    with Raw(bootstrap) as c:
-        r = c.send(req, AlterConfigsResponse, 0)
+    with RawClient(bootstrap) as c:
+        r = c.call(req, AlterConfigsResponse, 0)
     assert [(x.resource_name, x.error_code) for x in r.responses] == [
         (topic, 0), ("missing", UNKNOWN_TOPIC_OR_PARTITION), ("1", INVALID_REQUEST)]
     assert by_name(describe_topic_raw(bootstrap, topic, 4, keys=["retention.ms"]))["retention.ms"].value == "1000"
     req = AlterConfigsRequest(resources=[R(resource_type=TOPIC, resource_name=topic, configs=[
         R.AlterableConfig(name="message.timestamp.type", value="WallClock")])], validate_only=False)
-    with Raw(bootstrap) as c:
-        (x,) = c.send(req, AlterConfigsResponse, 1).responses
+    with RawClient(bootstrap) as c:
+        (x,) = c.call(req, AlterConfigsResponse, 1).responses
     assert (x.error_code, x.error_message) == (
         INVALID_CONFIG, "Invalid value WallClock for configuration message.timestamp.type: String must be one of: "
                         "CreateTime, LogAppendTime")
@@ -704,14 +670,14 @@ def test_describe_cluster(samsa_broker: SamsaBroker, kadmin: KafkaAdminClient) -
     assert info["brokers"] == [{"broker_id": 1, "host": host, "port": int(port), "rack": None, "is_fenced": False}]
     cluster_id = info["cluster_id"]
     assert len(cluster_id) == 22
-    with Raw(bootstrap) as c:
+    with RawClient(bootstrap) as c:
         for version in (0, 1, 2):
-            r = c.send(DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1,
+            r = c.call(DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1,
                                               include_fenced_brokers=False), DescribeClusterResponse, version)
             assert (r.error_code, r.error_message, r.cluster_id, r.controller_id) == (0, None, cluster_id, 1)
             assert [(b.broker_id, b.host, b.port) for b in r.brokers] == [(1, host, int(port))]
             assert r.authorized_operations is None  # -2147483648 on the wire
-        r = c.send(DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=2,
+        r = c.call(DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=2,
                                           include_fenced_brokers=False), DescribeClusterResponse, 1)
         assert (r.error_code, r.brokers) == (MISMATCHED_ENDPOINT_TYPE, [])
 
@@ -851,8 +817,8 @@ def test_internal_topics_are_protected(tmp_path: Path) -> None:
             D = DeleteRecordsRequest.DeleteRecordsTopic
             req = DeleteRecordsRequest(topics=[D(name=offsets, partitions=[
                 D.DeleteRecordsPartition(partition_index=0, offset=-1)])], timeout_ms=5000)
-            with Raw(bootstrap) as c:
-                r2 = c.send(req, DeleteRecordsResponse, 2)
+            with RawClient(bootstrap) as c:
+                r2 = c.call(req, DeleteRecordsResponse, 2)
             assert [(p.low_watermark, p.error_code) for p in r2.topics[0].partitions] == [(-1, INVALID_TOPIC)]
             assert len(topic_metadata(bootstrap, offsets).partitions) == 2
         finally:
