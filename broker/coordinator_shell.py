@@ -84,7 +84,9 @@ class CoordinatorShell(Generic[C]):
             self._apply(p, coord.load_complete(now))  # type: ignore[attr-defined]
         return len(topic.partitions)
 
-    def _ensure_topic(self) -> None:
+    def ensure_topic(self) -> None:
+        """Create the internal topic (its first use, or a Metadata request that auto-creates
+        it) with its own partition count and configs, and start its coordinators."""
         if self.coordinators:
             return
         logs = self.broker.logs
@@ -100,13 +102,13 @@ class CoordinatorShell(Generic[C]):
         return partition_for_group(key, self.num_partitions)
 
     def coordinator_for(self, key: str) -> tuple[int, C]:
-        self._ensure_topic()
+        self.ensure_topic()
         p = self.partition_for(key)
         return p, self.coordinators[p]
 
     async def call(self, partition: int, request: Any) -> Any:
         """Step ``request`` through the partition's coordinator and wait for its result."""
-        self._ensure_topic()
+        self.ensure_topic()
         self._next_token += 1
         token = self._next_token
         pending = self._pending[token] = _Pending()

@@ -508,3 +508,40 @@ def test_heartbeat_with_wrong_generation_and_leave_of_a_non_member(live: LiveGro
     r = c.request(LEAVE_GROUP, 1, group_id=live.group, member_id="not-a-member")
     assert r.error_code == UNKNOWN_MEMBER_ID
     live.assert_unaffected()
+
+
+def test_metadata_auto_creation_of_the_offsets_topic_creates_it_as_the_coordinator_would(
+        tmp_path: Path) -> None:
+    """A Metadata request that auto-creates __consumer_offsets before any group used it gets the
+    internal topic (offsets.topic.num.partitions partitions, compacted), not a plain topic of
+    num.partitions; groups on every partition then work, also after a restart."""
+    broker = SamsaBroker(tmp_path / "data", overrides={"offsets.topic.num.partitions": "5",
+                                                      "group.initial.rebalance.delay.ms": "0"}).start()
+    try:
+        with RawClient(broker.bootstrap_servers) as c:
+            md = c.request(METADATA, 12, topics=[REQUESTS[METADATA].MetadataRequestTopic(name="__consumer_offsets")],
+                           allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+            (t,) = md.topics
+            assert (t.error_code, t.is_internal, len(t.partitions)) == (0, True, 5)
+            topic = unique("t")
+            groups = [unique(f"g{i}") for i in range(12)]
+            for g in groups:
+                resp = c.request(OFFSET_COMMIT, 2, group_id=g, generation_id_or_member_epoch=-1, member_id="",
+                                 retention_time_ms=-1, topics=[CommitReq.OffsetCommitRequestTopic(
+                                     name=topic, partitions=[])])
+                assert resp.topics[0].partitions == []
+        produce(broker.bootstrap_servers, topic, 1, 1)
+        with RawClient(broker.bootstrap_servers) as c:
+            for i, g in enumerate(groups):
+                resp = c.request(OFFSET_COMMIT, 2, group_id=g, generation_id_or_member_epoch=-1, member_id="",
+                                 retention_time_ms=-1, topics=[CommitReq.OffsetCommitRequestTopic(
+                                     name=topic, partitions=[CommitReq.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                                         partition_index=0, committed_offset=i, committed_metadata="")])])
+                assert resp.topics[0].partitions[0].error_code == NONE
+        broker.restart()
+        assert [committed(broker.bootstrap_servers, g) for g in groups] == \
+            [{(topic, 0): (i, "", 0)} for i in range(len(groups))]
+        cfg = broker.data_dir / "samsa-topics.json"
+        assert '"cleanup.policy": "compact"' in cfg.read_text()
+    finally:
+        broker.stop()

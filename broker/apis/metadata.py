@@ -38,6 +38,12 @@ def maybe_auto_create(ctx: RequestContext, name: str, allowed: bool) -> Topic | 
     broker = ctx.broker
     if not (allowed and broker.config["auto.create.topics.enable"]):
         return None
+    for shell in (broker.groups, broker.txns):
+        if name == shell.topic:
+            # as Kafka's AutoTopicCreationManager: an internal topic is created as its
+            # coordinator would create it (its partition count and configs), never as a plain one
+            shell.ensure_topic()
+            return broker.logs.topics[name]
     return broker.logs.create_topic(name, int(broker.config["num.partitions"]))
 
 

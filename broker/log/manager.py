@@ -221,8 +221,6 @@ class LogManager:
         if name in topic.configs:
             return parse_value(TOPIC_CONFIGS[name][0], topic.configs[name])
         broker_key = TOPIC_CONFIGS[name][1]
-        if topic.name == "__consumer_offsets" and name == "cleanup.policy":
-            return "compact"
         return self.config.broker_value_for_topic_default(broker_key) if broker_key else None
 
     # -- admin ---------------------------------------------------------------------------
