@@ -13,6 +13,7 @@ from typing import Iterable, Iterator
 
 import cramjam
 import crc32c
+from kafka.record.util import decode_varint, encode_varint
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # base offset + batch length
@@ -200,22 +201,15 @@ def stamped_parts(data: bytes | bytearray | memoryview, headers: Iterable[BatchH
 # ---------------------------------------------------------------------------------------
 # Record-level walking, used off the hot path (timestamp lookups, recovery, tests).
 
-def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    shift = 0
-    value = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise InvalidBatch(CORRUPT_MESSAGE, "varint too long")
-    return (value >> 1) ^ -(value & 1), pos
-
-
 def decompress(codec: int, data: bytes | memoryview) -> bytes:
+    """A records section decompressed; bytes the codec cannot read are a corrupt batch."""
+    try:
+        return _decompress(codec, data)
+    except (cramjam.DecompressionError, struct.error) as exc:
+        raise InvalidBatch(CORRUPT_MESSAGE, f"cannot decompress the records: {exc}") from None
+
+
+def _decompress(codec: int, data: bytes | memoryview) -> bytes:
     if codec == CODEC_NONE:
         return bytes(data)
     if codec == CODEC_GZIP:
@@ -285,21 +279,28 @@ class RecordSpan:
 
 
 def iter_record_spans(data: bytes, count: int) -> Iterator[RecordSpan]:
+    try:
+        yield from _record_spans(data, count)
+    except (IndexError, ValueError) as exc:  # a varint or length past the data
+        raise InvalidBatch(CORRUPT_MESSAGE, f"undecodable records: {exc}") from None
+
+
+def _record_spans(data: bytes, count: int) -> Iterator[RecordSpan]:
     pos = 0
     for _ in range(count):
         start = pos
-        length, pos = _varint(data, pos)
+        length, pos = decode_varint(data, pos)
         end = pos + length
         pos += 1  # attributes
-        ts_delta, pos = _varint(data, pos)
-        off_delta, pos = _varint(data, pos)
+        ts_delta, pos = decode_varint(data, pos)
+        off_delta, pos = decode_varint(data, pos)
         rest = pos
-        klen, pos = _varint(data, pos)
+        klen, pos = decode_varint(data, pos)
         key = None
         if klen >= 0:
             key = bytes(data[pos:pos + klen])
             pos += klen
-        vlen, pos = _varint(data, pos)
+        vlen, pos = decode_varint(data, pos)
         if end > len(data):
             raise InvalidBatch(CORRUPT_MESSAGE, "record runs past the batch")
         yield RecordSpan(start, rest, end, ts_delta, off_delta, key, vlen >= 0)
@@ -339,33 +340,40 @@ class RecordInfo:
 
 def iter_records(buf: bytes | bytearray | memoryview, h: BatchHeader) -> Iterator[RecordInfo]:
     """Decode the records of one batch (decompressing if needed)."""
+    try:
+        yield from _records(buf, h)
+    except (IndexError, ValueError) as exc:  # a varint or length past the data
+        raise InvalidBatch(CORRUPT_MESSAGE, f"undecodable records: {exc}") from None
+
+
+def _records(buf: bytes | bytearray | memoryview, h: BatchHeader) -> Iterator[RecordInfo]:
     start = h.position + HEADER_SIZE
     end = h.position + h.size
     data = decompress(h.compression, memoryview(buf)[start:end])
     pos = 0
     for _ in range(h.record_count):
-        length, pos = _varint(data, pos)
+        length, pos = decode_varint(data, pos)
         rec_end = pos + length
         pos += 1  # attributes
-        ts_delta, pos = _varint(data, pos)
-        off_delta, pos = _varint(data, pos)
-        klen, pos = _varint(data, pos)
+        ts_delta, pos = decode_varint(data, pos)
+        off_delta, pos = decode_varint(data, pos)
+        klen, pos = decode_varint(data, pos)
         key = None
         if klen >= 0:
             key = bytes(data[pos:pos + klen])
             pos += klen
-        vlen, pos = _varint(data, pos)
+        vlen, pos = decode_varint(data, pos)
         value = None
         if vlen >= 0:
             value = bytes(data[pos:pos + vlen])
             pos += vlen
-        nh, pos = _varint(data, pos)
+        nh, pos = decode_varint(data, pos)
         headers = []
         for _ in range(nh):
-            hk, pos = _varint(data, pos)
+            hk, pos = decode_varint(data, pos)
             hkey = bytes(data[pos:pos + hk]).decode("utf-8", "replace")
             pos += hk
-            hv, pos = _varint(data, pos)
+            hv, pos = decode_varint(data, pos)
             hval = None
             if hv >= 0:
                 hval = bytes(data[pos:pos + hv])
@@ -392,23 +400,11 @@ def build_batch(records: list[tuple[bytes | None, bytes | None]], base_offset: i
         rec += _zigzag(0)
         body += _zigzag(len(rec)) + rec
     attrs = (TRANSACTIONAL_MASK if transactional else 0) | (CONTROL_MASK if control else 0)
-    length = HEADER_SIZE - LOG_OVERHEAD + len(body)
-    buf = bytearray(_HEADER.pack(base_offset, length, -1, MAGIC_V2, 0, attrs, len(records) - 1,
-                                 timestamp_ms, timestamp_ms, producer_id, producer_epoch,
-                                 base_sequence, len(records)))
-    buf += body
-    struct.pack_into(">I", buf, OFF_CRC, crc32c.crc32c(memoryview(buf)[CRC_START:]))
-    return buf
+    return assemble_batch(base_offset, -1, attrs, len(records) - 1, timestamp_ms, timestamp_ms, producer_id,
+                          producer_epoch, base_sequence, len(records), body)
 
 
 def _zigzag(v: int) -> bytes:
-    v = (v << 1) ^ (v >> 63)
     out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    encode_varint(v, out.append)
+    return bytes(out)

@@ -5,6 +5,7 @@ import struct
 import threading
 import time
 
+import crc32c
 import pytest
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.metadata import MetadataRequest
@@ -373,3 +374,30 @@ def test_every_advertised_produce_fetch_list_offsets_version(client: RawClient):
     for v in range(lo, hi + 1):
         assert (v, list_offset(client, "allv", -1, version=v).offset) == (v, expected_offset)
         assert (v, list_offset(client, "allv", -2, version=v).offset) == (v, 0)
+
+
+def test_undecodable_records_on_a_compacted_topic_are_corrupt_message(client: RawClient):
+    """A compacted topic walks every record for its key: a batch with a good CRC whose records
+    cannot be decompressed or walked is CORRUPT_MESSAGE, nothing is appended, and the
+    connection keeps serving."""
+    from kafka.protocol.admin import CreateTopicsRequest
+    CT = CreateTopicsRequest.CreatableTopic
+    r = client.request(19, 4, topics=[CT(name="cmp", num_partitions=1, replication_factor=1, assignments=[],
+                                          configs=[CT.CreatableTopicConfig(name="cleanup.policy", value="compact")])],
+                       timeout_ms=5000, validate_only=False)
+    assert r.topics[0].error_code == 0
+    now = int(time.time() * 1000)
+
+    def with_records(section: bytes, codec: int) -> bytes:
+        good = rb.assemble_batch(0, -1, 0, 0, now, now, -1, -1, -1, 1, section)
+        struct.pack_into(">h", good, rb.OFF_ATTRIBUTES, codec)       # claim a codec, keep the bytes
+        struct.pack_into(">I", good, rb.OFF_CRC, crc32c.crc32c(memoryview(good)[rb.CRC_START:]))
+        return bytes(good)
+
+    truncated = with_records(b"\x40\x00\x00", rb.CODEC_NONE)       # a 32-byte record of 2 bytes
+    not_gzip = with_records(b"\x1f\x8b but not gzip", rb.CODEC_GZIP)
+    not_zstd = with_records(b"garbage", rb.CODEC_ZSTD)
+    for data in (truncated, not_gzip, not_zstd):
+        assert produce(client, "cmp", data, acks=1).error_code == ErrorCode.CORRUPT_MESSAGE
+    assert produce(client, "cmp", batch(2)).base_offset == 0
+    assert list_offset(client, "cmp", -1).offset == 2

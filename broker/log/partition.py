@@ -368,7 +368,11 @@ class Partition:
                                     message=f"batch of {h.size} bytes exceeds max.message.bytes {max_bytes}")
         if "compact" in self.policies():
             for h in batches:
-                if not h.is_control and not _all_keyed(data, h):
+                try:
+                    keyed = h.is_control or _all_keyed(data, h)
+                except rb.InvalidBatch as exc:  # records that cannot be decompressed or walked
+                    return AppendResult(exc.error_code, message=str(exc))
+                if not keyed:
                     return AppendResult(ErrorCode.INVALID_RECORD,
                                         message=f"Compacted topic cannot accept message without key in topic "
                                                 f"partition {self.name}.")
