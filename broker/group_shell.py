@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from coordinator.group import GroupCoordinator, GroupCoordinatorConfig, Step, TopicsDeleted
+from coordinator.transactions import OFFSETS_TOPIC
 from protocol import records as rb
 
 from .coordinator_shell import CoordinatorShell
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
     from .broker import Broker
 
 log = structlog.get_logger("samsa.groups")
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class GroupShell(CoordinatorShell[GroupCoordinator]):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from coordinator.transactions import MarkerJob, Step, TransactionCoordinator, TxnCoordinatorConfig
+from coordinator.transactions import OFFSETS_TOPIC, MarkerJob, Step, TransactionCoordinator, TxnCoordinatorConfig
 
 from .coordinator_shell import CoordinatorShell
 
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("samsa.txn")
 
 TXN_TOPIC = "__transaction_state"
-OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_SEGMENT_BYTES = 104857600
 
 

@@ -134,18 +134,12 @@ class OffsetStore:
 
     # ----------------------------------------------------------------- plain access
 
-    def get(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
-        return self._offsets.get(group_id, {}).get((topic, partition))
-
     def group_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetAndMetadata]:
         """A copy of the group's offsets."""
         return dict(self._offsets.get(group_id, {}))
 
     def has_offsets(self, group_id: str) -> bool:
         return bool(self._offsets.get(group_id))
-
-    def group_ids(self) -> list[str]:
-        return list(self._offsets)
 
     def put(self, group_id: str, topic: str, partition: int, oam: OffsetAndMetadata,
             order: int | None = None) -> None:
@@ -178,12 +172,6 @@ class OffsetStore:
 
     def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
         return any((topic, partition) in offs for offs in self._pending_txn.get(group_id, {}).values())
-
-    def pending_producers(self, group_id: str) -> list[int]:
-        return list(self._pending_txn.get(group_id, {}))
-
-    def pending_offsets(self, group_id: str, producer_id: int) -> dict[tuple[str, int], OffsetAndMetadata]:
-        return {tp: oam for tp, (oam, _) in self._pending_txn.get(group_id, {}).get(producer_id, {}).items()}
 
     def complete_transaction(self, producer_id: int, commit: bool) -> list[str]:
         """The producer's COMMIT/ABORT marker reached this partition: its pending offsets become

@@ -54,8 +54,7 @@ class ProducerStateTable:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
 
-    def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
-              is_transactional: bool = False) -> Verdict:
+    def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int) -> Verdict:
         entry = self.producers.get(producer_id)
         if entry is None:
             # No state (new producer, or its records were removed): any sequence is accepted.

@@ -17,9 +17,6 @@ from coordinator.offsets_records import RecordFormatError, _Reader, _Writer
 TRANSACTION_LOG_KEY_VERSION = 0
 TRANSACTION_LOG_VALUE_VERSION = 0
 
-# TransactionState ids (Kafka's TransactionState enum)
-EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT, DEAD, PREPARE_EPOCH_FENCE = range(8)
-
 
 @dataclass(frozen=True, slots=True)
 class TransactionLogValue:

@@ -1,13 +1,17 @@
-"""Helpers shared by handler modules: topic lookup and leader-epoch checks."""
+"""Helpers shared by handler modules: topic lookup, leader-epoch checks, coordinator request fields."""
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 
 from ..log.manager import Topic
 from ..log.partition import Partition
 from ..broker import Broker
+
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -29,3 +33,9 @@ def find_topic(broker: Broker, name: str | None, topic_id: uuid.UUID | None) -> 
     if name is None:
         return None
     return broker.logs.topics.get(name)
+
+
+def coordinator_fields(ctx: "RequestContext") -> dict[str, Any]:
+    """What every coordinator request carries about its client (Kafka's client id and
+    "/host" as DescribeGroups shows them)."""
+    return {"api_version": ctx.api_version, "client_id": ctx.client_id or "", "client_host": "/" + ctx.client_host}

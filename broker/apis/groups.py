@@ -20,12 +20,9 @@ from coordinator import group as g
 from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
+from .common import coordinator_fields
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
-
-
-def _common(ctx: RequestContext) -> dict[str, Any]:
-    return {"api_version": ctx.api_version, "client_id": ctx.client_id or "", "client_host": "/" + ctx.client_host}
 
 
 @handles(10)
@@ -66,7 +63,7 @@ async def join_group(ctx: RequestContext, req: Any) -> Any:
                           member_id=req.member_id or "", group_instance_id=req.group_instance_id,
                           protocol_type=req.protocol_type,
                           protocols=[(p.name, bytes(p.metadata)) for p in req.protocols],
-                          reason=req.reason, **_common(ctx))
+                          reason=req.reason, **coordinator_fields(ctx))
     r: g.JoinGroupResult = await ctx.broker.groups.call_for(req.group_id, request)
     members = [JoinGroupResponse.JoinGroupResponseMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
                                                       metadata=m.metadata) for m in r.members]
@@ -85,7 +82,7 @@ async def sync_group(ctx: RequestContext, req: Any) -> Any:
                           protocol_type=req.protocol_type if ctx.api_version >= 5 else None,
                           protocol_name=req.protocol_name if ctx.api_version >= 5 else None,
                           assignments=[(a.member_id, bytes(a.assignment)) for a in req.assignments],
-                          **_common(ctx))
+                          **coordinator_fields(ctx))
     r: g.SyncGroupResult = await ctx.broker.groups.call_for(req.group_id, request)
     return ctx.response(throttle_time_ms=0, error_code=r.error_code, protocol_type=r.protocol_type,
                         protocol_name=r.protocol_name, assignment=r.assignment)
@@ -94,7 +91,7 @@ async def sync_group(ctx: RequestContext, req: Any) -> Any:
 @handles(12)
 async def heartbeat(ctx: RequestContext, req: Any) -> Any:
     request = g.Heartbeat(group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id,
-                          group_instance_id=req.group_instance_id, **_common(ctx))
+                          group_instance_id=req.group_instance_id, **coordinator_fields(ctx))
     r: g.HeartbeatResult = await ctx.broker.groups.call_for(req.group_id, request)
     return ctx.response(throttle_time_ms=0, error_code=r.error_code)
 
@@ -107,7 +104,7 @@ async def leave_group(ctx: RequestContext, req: Any) -> Any:
     else:
         members = [g.LeaveGroupMember(req.member_id)]
     r: g.LeaveGroupResult = await ctx.broker.groups.call_for(
-        req.group_id, g.LeaveGroup(group_id=req.group_id, members=members, **_common(ctx)))
+        req.group_id, g.LeaveGroup(group_id=req.group_id, members=members, **coordinator_fields(ctx)))
     if ctx.api_version < 3:
         return ctx.response(throttle_time_ms=0, error_code=r.legacy_error_code)
     resp = ctx.response(throttle_time_ms=0, error_code=r.error_code, members=[])
@@ -130,7 +127,7 @@ async def _per_partition(ctx: RequestContext, group_ids: list[str], make: Any) -
 @handles(15)
 async def describe_groups(ctx: RequestContext, req: Any) -> Any:
     results = await _per_partition(ctx, list(req.groups),
-                                   lambda gids: g.DescribeGroups(groups=gids, **_common(ctx)))
+                                   lambda gids: g.DescribeGroups(groups=gids, **coordinator_fields(ctx)))
     described = {d.group_id: d for r in results.values() for d in r.groups}
     resp = ctx.response(throttle_time_ms=0, groups=[])
     DG = resp.DescribedGroup
@@ -155,7 +152,7 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
     for p in sorted(shell.coordinators):
         r: g.ListGroupsResult = await shell.call(p, g.ListGroups(
             states_filter=list(req.states_filter or []), types_filter=list(req.types_filter or []),
-            **_common(ctx)))
+            **coordinator_fields(ctx)))
         error = error or r.error_code
         listed.extend(r.groups)
     resp = ctx.response(throttle_time_ms=0, error_code=error, groups=[])
@@ -167,7 +164,7 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
 @handles(42)
 async def delete_groups(ctx: RequestContext, req: Any) -> Any:
     results = await _per_partition(ctx, list(req.groups_names),
-                                   lambda gids: g.DeleteGroups(groups=gids, **_common(ctx)))
+                                   lambda gids: g.DeleteGroups(groups=gids, **coordinator_fields(ctx)))
     by_group = {x.group_id: x.error_code for r in results.values() for x in r.results}
     resp = ctx.response(throttle_time_ms=0, results=[])
     resp.results = [resp.DeletableGroupResult(group_id=gid, error_code=by_group[gid]) for gid in req.groups_names]

@@ -15,11 +15,7 @@ from coordinator.offsets import OffsetCommitPartition, OffsetCommitTopic, TopicP
 from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
-from .common import ZERO_UUID
-
-
-def _common(ctx: RequestContext) -> dict[str, Any]:
-    return {"api_version": ctx.api_version, "client_id": ctx.client_id or "", "client_host": "/" + ctx.client_host}
+from .common import ZERO_UUID, coordinator_fields
 
 
 def _name_for(ctx: RequestContext, name: str | None, topic_id: Any) -> str | None:
@@ -53,7 +49,7 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
         r: g.OffsetCommitResult = await ctx.broker.groups.call_for(req.group_id, g.OffsetCommit(
             group_id=req.group_id, topics=topics, generation_id=req.generation_id_or_member_epoch,
             member_id=req.member_id or "", group_instance_id=req.group_instance_id,
-            retention_time_ms=req.retention_time_ms if req.retention_time_ms is not None else -1, **_common(ctx)))
+            retention_time_ms=req.retention_time_ms if req.retention_time_ms is not None else -1, **coordinator_fields(ctx)))
         errors = {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
     resp = ctx.response(throttle_time_ms=0, topics=[])
     RT = resp.OffsetCommitResponseTopic
@@ -90,7 +86,7 @@ async def offset_fetch(ctx: RequestContext, req: Any) -> Any:
         by_partition.setdefault(ctx.broker.groups.coordinator_for(w.group_id or "")[0], []).append(w)
     for p, groups in by_partition.items():
         r: g.OffsetFetchResult = await ctx.broker.groups.call(p, g.OffsetFetch(
-            groups=groups, require_stable=bool(getattr(req, "require_stable", False)), **_common(ctx)))
+            groups=groups, require_stable=bool(getattr(req, "require_stable", False)), **coordinator_fields(ctx)))
         for gr, w in zip(r.groups, groups):
             results[id(w)] = gr
     resp = ctx.response(throttle_time_ms=0, topics=[], error_code=0, groups=[])
@@ -136,7 +132,7 @@ async def offset_delete(ctx: RequestContext, req: Any) -> Any:
         if keep:
             topics.append(TopicPartitions(t.name, keep))
     r: g.OffsetDeleteResult = await ctx.broker.groups.call_for(
-        req.group_id, g.OffsetDelete(group_id=req.group_id, topics=topics, **_common(ctx)))
+        req.group_id, g.OffsetDelete(group_id=req.group_id, topics=topics, **coordinator_fields(ctx)))
     errors = {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
     resp = ctx.response(throttle_time_ms=0, error_code=r.error_code, topics=[])
     T = resp.OffsetDeleteResponseTopic

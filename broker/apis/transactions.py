@@ -27,7 +27,7 @@ from coordinator.offsets import OffsetCommitPartition, OffsetCommitTopic
 from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
-from ..txn_shell import OFFSETS_TOPIC
+from .common import coordinator_fields
 
 PRODUCER_FENCED = ErrorCode.PRODUCER_FENCED
 
@@ -149,8 +149,7 @@ async def txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
             group_id=req.group_id, transactional_id=req.transactional_id, producer_id=req.producer_id,
             producer_epoch=req.producer_epoch, topics=topics,
             generation_id=getattr(req, "generation_id", -1), member_id=getattr(req, "member_id", "") or "",
-            group_instance_id=getattr(req, "group_instance_id", None), api_version=ctx.api_version,
-            client_id=ctx.client_id or "", client_host="/" + ctx.client_host))
+            group_instance_id=getattr(req, "group_instance_id", None), **coordinator_fields(ctx)))
         for t in r.topics:
             for p in t.partitions:
                 errors[(t.name, p.partition_index)] = p.error_code
@@ -170,8 +169,8 @@ def _verify_offsets_partition(ctx: RequestContext, req: Any, topics: list[Offset
     offsets_partition = partition_for_group(req.group_id, ctx.broker.groups.num_partitions)
     r: tx.AddPartitionsResult = ctx.broker.txns.call_now(req.transactional_id, tx.AddPartitionsToTxn(
         transactional_id=req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
-        partitions=[(OFFSETS_TOPIC, offsets_partition)], verify_only=True))
-    code = r.error_for((OFFSETS_TOPIC, offsets_partition))
+        partitions=[(tx.OFFSETS_TOPIC, offsets_partition)], verify_only=True))
+    code = r.error_for((tx.OFFSETS_TOPIC, offsets_partition))
     if code == ErrorCode.NONE:
         return {}
     if code == PRODUCER_FENCED:

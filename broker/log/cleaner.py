@@ -47,7 +47,7 @@ from protocol import records as rb
 
 from . import index as ix
 from .partition import CONTROL_ABORT, CONTROL_COMMIT, Partition
-from .segment import Segment, segment_name
+from .segment import Segment, fsync_dir, segment_name
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -628,17 +628,9 @@ def swap_in(part: Partition, plan: Plan, result: Result) -> bool:
         seg.index_dirty = False
         i = part.segments.index(first)
         part.segments[i:i + len(olds)] = [seg]
-    _fsync_dir(part.directory)
+    fsync_dir(part.directory)
     write_checkpoint(part, result.end_offset)
     return True
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def map_capacity(broker_config: Any) -> int:

@@ -18,20 +18,13 @@ import structlog
 import trio
 
 from .partition import LONG_MAX, Partition
+from .segment import fsync_dir
 
 if TYPE_CHECKING:
     from ..broker import Broker
     from .manager import LogManager
 
 log = structlog.get_logger("samsa.log")
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 async def sync_partition(part: Partition) -> None:
@@ -53,7 +46,7 @@ async def sync_partition(part: Partition) -> None:
                 seg.flushed_size = max(seg.flushed_size, size)
             if any(not seg.dir_synced for seg, _, _ in jobs):
                 # a segment created since the last sync: its directory entry must be durable too
-                await trio.to_thread.run_sync(_fsync_dir, part.directory)
+                await trio.to_thread.run_sync(fsync_dir, part.directory)
                 for seg, _, _ in jobs:
                     seg.dir_synced = True
             part.mark_flushed(upto)

@@ -31,6 +31,7 @@ import trio
 from ..config import TOPIC_CONFIGS, BrokerConfig, parse_value
 from .fds import FdCache
 from .partition import LogCorrupt, Partition
+from .segment import fsync_dir
 
 log = structlog.get_logger("samsa.log")
 
@@ -75,9 +76,8 @@ class LogManager:
         self.cluster_id = ""
         self.node_id = int(config["node.id"])
         self.clock: Callable[[], int] = lambda: int(time.time() * 1000)
-        max_open = setting(config, "samsa.log.max.open.segment.files", "int", None)
-        self.fds = FdCache(max_open)
-        self.fsync_on_acks_all = bool(setting(config, "samsa.fsync.on.acks.all", "boolean", False))
+        self.fds = FdCache(config["samsa.log.max.open.segment.files"])
+        self.fsync_on_acks_all = bool(config["samsa.fsync.on.acks.all"])
         self._deletions: list[tuple[int, int, list[str]]] = []  # (due ms, seq, renamed paths)
         self._deletions_changed = trio.Event()
         self._seq = 0
@@ -284,22 +284,6 @@ class LogManager:
             os.fsync(f.fileno())
         fsync_dir(self.log_dir)
         log.info("log manager shut down cleanly", log_dir=self.log_dir)
-
-
-def fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def setting(config: BrokerConfig, name: str, kind: str, default: Any) -> Any:
-    """A broker property that broker/config.py does not list (raw string or absent)."""
-    raw = config.get(name)
-    if raw is None:
-        return default
-    return parse_value(kind, raw) if isinstance(raw, str) else raw
 
 
 def _new_cluster_id() -> str:

@@ -388,8 +388,7 @@ class Partition:
                     return AppendResult(ErrorCode.INVALID_TIMESTAMP, message="timestamp is too far in the past")
         for h in batches:
             if h.has_producer_id:
-                v = self.producers.check(h.producer_id, h.producer_epoch, h.base_sequence,
-                                         h.last_sequence, h.is_transactional)
+                v = self.producers.check(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence)
                 if v.error == ErrorCode.DUPLICATE_SEQUENCE_NUMBER and len(batches) == 1:
                     # a retry of a batch already written: answer as Kafka does, with its offset
                     return AppendResult(ErrorCode.NONE, v.duplicate_of.first_offset, -1, self.log_start_offset)

@@ -28,7 +28,6 @@ from .fds import FdCache
 log = structlog.get_logger("samsa.log")
 
 _SCAN_CHUNK = 1 << 20
-DELETE_HORIZON_MASK = 0x40
 
 
 def segment_name(base_offset: int) -> str:
@@ -40,6 +39,15 @@ class ScanResult:
     valid_bytes: int
     truncated_bytes: int
     reason: str = ""
+
+
+def fsync_dir(path: str) -> None:
+    """Make a directory's entries (new, renamed or removed files) durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)
@@ -252,10 +260,6 @@ class Segment:
             size = self.size
             os.fdatasync(self.fd)
             self.flushed_size = max(self.flushed_size, size)
-
-    def truncate_to_position(self, pos: int) -> None:
-        os.ftruncate(self.fd, pos)
-        self.size = pos
 
     def close(self) -> None:
         self.fds.release(self)
