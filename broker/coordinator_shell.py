@@ -9,6 +9,7 @@ coordinator reports. Start-up replays the topic, then ends each coordinator's lo
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import trio
@@ -32,6 +33,10 @@ class _Pending:
 
 class CoordinatorShell(Generic[C]):
     topic: str = ""
+    # the coordinators' config and its field holding the topic's partition count, which
+    # places keys on partitions: an existing topic's count wins over the configured one
+    coordinator_config: Any = None
+    partition_count_field: str = ""
 
     def __init__(self, broker: "Broker", num_partitions: int) -> None:
         self.broker = broker
@@ -71,6 +76,8 @@ class CoordinatorShell(Generic[C]):
         if topic is None:
             return 0
         self.num_partitions = len(topic.partitions)
+        self.coordinator_config = dataclasses.replace(
+            self.coordinator_config, **{self.partition_count_field: self.num_partitions})
         for part in topic.partitions:
             coord = self.new_coordinator(part.index)
             for seg in part.segments:

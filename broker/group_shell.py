@@ -25,6 +25,7 @@ log = structlog.get_logger("samsa.groups")
 
 class GroupShell(CoordinatorShell[GroupCoordinator]):
     topic = OFFSETS_TOPIC
+    partition_count_field = "offsets_topic_num_partitions"
 
     def __init__(self, broker: "Broker") -> None:
         cfg = broker.config

@@ -14,7 +14,6 @@ between PREPARE and COMPLETE get their markers again.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -34,6 +33,7 @@ DEFAULT_SEGMENT_BYTES = 104857600
 
 class TxnShell(CoordinatorShell[TransactionCoordinator]):
     topic = TXN_TOPIC
+    partition_count_field = "transaction_state_log_num_partitions"
 
     def __init__(self, broker: "Broker") -> None:
         cfg = broker.config
@@ -42,10 +42,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
             {k: cfg.get(k) for k in TxnCoordinatorConfig._KAFKA_NAMES})
 
     def new_coordinator(self, partition: int) -> TransactionCoordinator:
-        # an existing topic's partition count wins over the configured one (as in Kafka)
-        cfg = self.coordinator_config = dataclasses.replace(
-            self.coordinator_config, transaction_state_log_num_partitions=self.num_partitions)
-        return TransactionCoordinator(cfg, partition, loading=True,
+        return TransactionCoordinator(self.coordinator_config, partition, loading=True,
                                       allocate_producer_id=lambda: self.broker.producer_ids.allocate())
 
     def topic_configs(self) -> dict[str, str]:

@@ -545,3 +545,37 @@ def test_metadata_auto_creation_of_the_offsets_topic_creates_it_as_the_coordinat
         assert '"cleanup.policy": "compact"' in cfg.read_text()
     finally:
         broker.stop()
+
+
+def test_an_existing_offsets_topic_keeps_its_partition_count_when_the_config_changes(tmp_path: Path) -> None:
+    """offsets.topic.num.partitions only applies when __consumer_offsets is created: a broker
+    restarted with another value keeps placing groups by the topic's real partition count,
+    as Kafka does, so every group is still served by its coordinator."""
+    data = tmp_path / "data"
+    groups = [unique(f"g{i}") for i in range(10)]
+    topic = unique("t")
+    broker = SamsaBroker(data, overrides={"offsets.topic.num.partitions": "3"}).start()
+    try:
+        produce(broker.bootstrap_servers, topic, 1, 1)
+        with RawClient(broker.bootstrap_servers) as c:
+            for i, g in enumerate(groups):
+                resp = c.request(OFFSET_COMMIT, 2, group_id=g, generation_id_or_member_epoch=-1, member_id="",
+                                 retention_time_ms=-1, topics=[CommitReq.OffsetCommitRequestTopic(
+                                     name=topic, partitions=[CommitReq.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                                         partition_index=0, committed_offset=i, committed_metadata="")])])
+                assert resp.topics[0].partitions[0].error_code == NONE
+    finally:
+        broker.stop()
+    broker = SamsaBroker(data, port=broker.port, overrides={"offsets.topic.num.partitions": "50"}).start()
+    try:
+        assert [committed(broker.bootstrap_servers, g) for g in groups] == \
+            [{(topic, 0): (i, "", 0)} for i in range(len(groups))]
+        with RawClient(broker.bootstrap_servers) as c:
+            for g in groups:
+                resp = c.request(OFFSET_COMMIT, 2, group_id=g, generation_id_or_member_epoch=-1, member_id="",
+                                 retention_time_ms=-1, topics=[CommitReq.OffsetCommitRequestTopic(
+                                     name=topic, partitions=[CommitReq.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                                         partition_index=0, committed_offset=99, committed_metadata="")])])
+                assert resp.topics[0].partitions[0].error_code == NONE
+    finally:
+        broker.stop()
