@@ -30,8 +30,10 @@ from typing import Any
 
 import kafka.errors as Errors
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+from kafka.record.util import size_of_varint
 
 from coordinator.hashing import partition_for_group
+from protocol.records import HEADER_SIZE
 from coordinator.offsets import (
     DEFAULT_RETENTION_TIME,
     OffsetAndMetadata,
@@ -512,23 +514,14 @@ class Member:
         return self.awaiting_join or self.awaiting_sync
 
 
-def _varint_size(n: int) -> int:
-    z = (n << 1) ^ (n >> 63)        # zigzag, as record fields are encoded
-    size = 1
-    while z >= 0x80:
-        z >>= 7
-        size += 1
-    return size
-
-
 def batch_size_of(record: Record) -> int:
     """Bytes of a v2 record batch holding just this record, uncompressed: Kafka refuses to append
     a batch larger than max.message.bytes."""
     key, value = record
     klen = len(key)
     vlen = -1 if value is None else len(value)
-    body = (1 + 1 + 1 + _varint_size(klen) + klen + _varint_size(vlen) + max(vlen, 0) + 1)
-    return 61 + _varint_size(body) + body
+    body = (1 + 1 + 1 + size_of_varint(klen) + klen + size_of_varint(vlen) + max(vlen, 0) + 1)
+    return HEADER_SIZE + size_of_varint(body) + body
 
 
 def _subscribed_topics_of(metadata: bytes) -> set[str]:
