@@ -336,8 +336,7 @@ async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Dele
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif topic.internal:
                 code = ErrorCode.INVALID_TOPIC_EXCEPTION
-            elif "delete" not in [p.strip() for p in str(
-                    logs.topic_config_value(topic, "cleanup.policy") or "").split(",")]:
+            elif "delete" not in topic.partitions[idx].policies():
                 code = ErrorCode.POLICY_VIOLATION
             else:
                 part = topic.partitions[idx]

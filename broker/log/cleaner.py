@@ -693,13 +693,11 @@ async def run_cleaner(broker: "Broker", task_status: trio.TaskStatus = trio.TASK
     enabled = str(cfg.get("log.cleaner.enable", "true")).lower() != "false"
     if not enabled:
         return
-    backoff = int(cfg.get("log.cleaner.backoff.ms") or 15000) / 1000
+    backoff = int(cfg.get("log.cleaner.backoff.ms", 15000)) / 1000  # 0 is a legal value
     capacity = map_capacity(cfg)
     throttle = throttler_for(cfg)
     while True:
-        compacted = [p for t in list(broker.logs.topics.values())
-                     if "compact" in str(broker.logs.topic_config_value(t, "cleanup.policy") or "")
-                     for p in t.partitions]
+        compacted = [p for p in broker.logs.all_partitions() if "compact" in p.policies()]
         cand = pick(compacted, broker.now_ms())
         if cand is None:
             await trio.sleep(backoff)
