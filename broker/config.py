@@ -1,5 +1,6 @@
 """Broker configuration: Kafka's property names and defaults, a properties file, and
-``KAFKA_*`` environment overrides in the official image's style."""
+``KAFKA_*`` environment overrides in the official image's style; and the topic config schema
+(TOPIC_CONFIG_DEFS), which DescribeConfigs and the partition logs both read."""
 from __future__ import annotations
 
 import os
@@ -75,30 +76,135 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "samsa.log.max.open.segment.files": ("int", None),
 }
 
-# Topic config -> (type, broker property that supplies its default)
-TOPIC_CONFIGS: dict[str, tuple[str, str | None]] = {
-    "cleanup.policy": ("list", "log.cleanup.policy"),
-    "compression.type": ("string", "compression.type"),
-    "delete.retention.ms": ("long", "log.cleaner.delete.retention.ms"),
-    "file.delete.delay.ms": ("long", "log.segment.delete.delay.ms"),
-    "flush.messages": ("long", "log.flush.interval.messages"),
-    "flush.ms": ("long", "log.flush.interval.ms"),
-    "index.interval.bytes": ("int", "log.index.interval.bytes"),
-    "max.compaction.lag.ms": ("long", "log.cleaner.max.compaction.lag.ms"),
-    "max.message.bytes": ("int", "message.max.bytes"),
-    "message.timestamp.type": ("string", "log.message.timestamp.type"),
-    "message.timestamp.before.max.ms": ("long", "log.message.timestamp.before.max.ms"),
-    "message.timestamp.after.max.ms": ("long", "log.message.timestamp.after.max.ms"),
-    "min.cleanable.dirty.ratio": ("double", "log.cleaner.min.cleanable.ratio"),
-    "min.compaction.lag.ms": ("long", "log.cleaner.min.compaction.lag.ms"),
-    "min.insync.replicas": ("int", "min.insync.replicas"),
-    "retention.bytes": ("long", "log.retention.bytes"),
-    "retention.ms": ("long", "log.retention.ms"),
-    "segment.bytes": ("int", "log.segment.bytes"),
-    "segment.ms": ("long", "log.roll.ms"),
-    "segment.jitter.ms": ("long", "log.roll.jitter.ms"),
-    "unclean.leader.election.enable": ("boolean", "unclean.leader.election.enable"),
+LONG_MAX = 9223372036854775807
+
+
+# -- the topic config schema ---------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TopicConfigDef:
+    """One Kafka topic config: type, LogConfig default, validator bounds, broker synonyms
+    (highest priority first) and a one-line description for include_documentation."""
+    kind: str
+    default: Any
+    synonyms: tuple[str, ...]
+    doc: str
+    at_least: float | None = None
+    at_most: float | None = None
+    valid: tuple[str, ...] | None = None
+
+
+_COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+
+# Kafka 4's LogConfig, with ServerTopicConfigSynonyms. segment.bytes keeps Kafka 3.9's lower
+# bound (14 bytes) rather than 4.0's 1 MiB so tests can roll segments quickly.
+TOPIC_CONFIG_DEFS: dict[str, TopicConfigDef] = {
+    "cleanup.policy": TopicConfigDef(
+        "list", "delete", ("log.cleanup.policy",),
+        "How old log segments are retired: 'delete' removes them by time or size, 'compact' keeps "
+        "the latest record per key; both may be listed.", valid=("compact", "delete")),
+    "compression.gzip.level": TopicConfigDef(
+        "int", -1, ("compression.gzip.level",),
+        "Compression level used when compression.type is gzip."),
+    "compression.lz4.level": TopicConfigDef(
+        "int", 9, ("compression.lz4.level",),
+        "Compression level used when compression.type is lz4.", at_least=1, at_most=17),
+    "compression.type": TopicConfigDef(
+        "string", "producer", ("compression.type",),
+        "Final compression of the topic's data; 'producer' keeps whatever codec the producer used.",
+        valid=_COMPRESSION_TYPES),
+    "compression.zstd.level": TopicConfigDef(
+        "int", 3, ("compression.zstd.level",),
+        "Compression level used when compression.type is zstd.", at_least=-131072, at_most=22),
+    "delete.retention.ms": TopicConfigDef(
+        "long", 86400000, ("log.cleaner.delete.retention.ms",),
+        "How long delete tombstones are kept on compacted topics.", at_least=0),
+    "file.delete.delay.ms": TopicConfigDef(
+        "long", 60000, ("log.segment.delete.delay.ms",),
+        "Delay before a retired segment file is removed from disk.", at_least=0),
+    "flush.messages": TopicConfigDef(
+        "long", LONG_MAX, ("log.flush.interval.messages",),
+        "Number of records appended between forced fsyncs of the log.", at_least=1),
+    "flush.ms": TopicConfigDef(
+        "long", LONG_MAX, ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+        "Maximum time between forced fsyncs of the log.", at_least=0),
+    "follower.replication.throttled.replicas": TopicConfigDef(
+        "list", "", (),
+        "Replicas whose follower replication is throttled ('*' or partition:broker pairs)."),
+    "index.interval.bytes": TopicConfigDef(
+        "int", 4096, ("log.index.interval.bytes",),
+        "Bytes of log between entries of the sparse offset index.", at_least=0),
+    "leader.replication.throttled.replicas": TopicConfigDef(
+        "list", "", (),
+        "Replicas whose leader-side replication is throttled ('*' or partition:broker pairs)."),
+    "local.retention.bytes": TopicConfigDef(
+        "long", -2, ("log.local.retention.bytes",),
+        "Local size limit when tiered storage is enabled; -2 means retention.bytes.", at_least=-2),
+    "local.retention.ms": TopicConfigDef(
+        "long", -2, ("log.local.retention.ms",),
+        "Local time limit when tiered storage is enabled; -2 means retention.ms.", at_least=-2),
+    "max.compaction.lag.ms": TopicConfigDef(
+        "long", LONG_MAX, ("log.cleaner.max.compaction.lag.ms",),
+        "Longest time a record may stay uncompacted.", at_least=1),
+    "max.message.bytes": TopicConfigDef(
+        "int", 1048588, ("message.max.bytes",),
+        "Largest record batch the topic accepts, in bytes.", at_least=0),
+    "message.timestamp.after.max.ms": TopicConfigDef(
+        "long", 3600000, ("log.message.timestamp.after.max.ms",),
+        "How far in the future a CreateTime timestamp may be.", at_least=0),
+    "message.timestamp.before.max.ms": TopicConfigDef(
+        "long", LONG_MAX, ("log.message.timestamp.before.max.ms",),
+        "How far in the past a CreateTime timestamp may be.", at_least=0),
+    "message.timestamp.type": TopicConfigDef(
+        "string", "CreateTime", ("log.message.timestamp.type",),
+        "Whether record timestamps are the producer's (CreateTime) or the broker's append time "
+        "(LogAppendTime).", valid=("CreateTime", "LogAppendTime")),
+    "min.cleanable.dirty.ratio": TopicConfigDef(
+        "double", 0.5, ("log.cleaner.min.cleanable.ratio",),
+        "Share of uncompacted log that makes a compacted topic eligible for cleaning.",
+        at_least=0, at_most=1),
+    "min.compaction.lag.ms": TopicConfigDef(
+        "long", 0, ("log.cleaner.min.compaction.lag.ms",),
+        "Shortest time a record stays uncompacted.", at_least=0),
+    "min.insync.replicas": TopicConfigDef(
+        "int", 1, ("min.insync.replicas",),
+        "Replicas that must acknowledge an acks=all write.", at_least=1),
+    "preallocate": TopicConfigDef(
+        "boolean", False, ("log.preallocate",),
+        "Whether new segment files are preallocated."),
+    "remote.log.copy.disable": TopicConfigDef(
+        "boolean", False, (), "Whether copying segments to tiered storage is stopped."),
+    "remote.log.delete.on.disable": TopicConfigDef(
+        "boolean", False, (), "Whether tiered data is deleted when tiered storage is disabled."),
+    "remote.storage.enable": TopicConfigDef(
+        "boolean", False, (), "Whether the topic uses tiered storage (not available in Samsa)."),
+    "retention.bytes": TopicConfigDef(
+        "long", -1, ("log.retention.bytes",),
+        "Largest size a partition may grow to before old segments are deleted; -1 is unlimited."),
+    "retention.ms": TopicConfigDef(
+        "long", 604800000, ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+        "How long records are kept before old segments are deleted; -1 is forever.", at_least=-1),
+    "segment.bytes": TopicConfigDef(
+        "int", 1073741824, ("log.segment.bytes",),
+        "Size at which a new log segment is started.", at_least=14),
+    "segment.index.bytes": TopicConfigDef(
+        "int", 10485760, ("log.index.size.max.bytes",),
+        "Largest size of a segment's offset index.", at_least=4),
+    "segment.jitter.ms": TopicConfigDef(
+        "long", 0, ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+        "Random jitter subtracted from segment.ms.", at_least=0),
+    "segment.ms": TopicConfigDef(
+        "long", 604800000, ("log.roll.ms", "log.roll.hours"),
+        "Time after which a new log segment is started even if the current one is not full.",
+        at_least=1),
+    "unclean.leader.election.enable": TopicConfigDef(
+        "boolean", False, ("unclean.leader.election.enable",),
+        "Whether an out-of-sync replica may become leader."),
 }
+
+# Topic config -> (type, the broker property that supplies its default): what the log reads.
+TOPIC_CONFIGS: dict[str, tuple[str, str | None]] = {
+    name: (d.kind, d.synonyms[0] if d.synonyms else None) for name, d in TOPIC_CONFIG_DEFS.items()}
+
 
 class ConfigError(ValueError):
     """An invalid config value (Kafka answers INVALID_CONFIG)."""

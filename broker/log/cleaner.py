@@ -45,6 +45,7 @@ import trio
 
 from protocol import records as rb
 
+from ..config import LONG_MAX
 from . import index as ix
 from .partition import CONTROL_ABORT, CONTROL_COMMIT, Partition
 from .segment import Segment, fsync_dir, segment_name
@@ -56,7 +57,6 @@ log = structlog.get_logger("samsa.cleaner")
 
 CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 REPLACES_SUFFIX = ".replaces"
-LONG_MAX = 9223372036854775807
 DEDUPE_ENTRY_BYTES = 24        # Kafka's SkimpyOffsetMap: 16-byte hash + 8-byte offset per slot
 DEDUPE_LOAD_FACTOR = 0.9
 _READ_CHUNK = 4 << 20

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Iterable
 import structlog
 import trio
 
-from .partition import LONG_MAX, Partition
+from ..config import LONG_MAX
+from .partition import Partition
 from .segment import fsync_dir
 
 if TYPE_CHECKING:

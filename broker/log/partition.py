@@ -31,7 +31,6 @@ from . import index as ix
 from .fds import FdCache
 from .segment import Segment, segment_name
 
-LONG_MAX = 9223372036854775807
 MAX_RELATIVE_OFFSET = 0x7FFFFFFF
 SNAPSHOTS_KEPT = 2
 LEFTOVER_SUFFIXES = (".cleaned", ".deleted", ".tmp")
