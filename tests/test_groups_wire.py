@@ -510,6 +510,15 @@ def test_heartbeat_with_wrong_generation_and_leave_of_a_non_member(live: LiveGro
     live.assert_unaffected()
 
 
+def simple_commit(c: RawClient, group: str, topic: str, offset: int) -> int:
+    """OffsetCommit v2 of partition 0 by a client outside the group (generation -1): its error code."""
+    P = CommitReq.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+    resp = c.request(OFFSET_COMMIT, 2, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                     retention_time_ms=-1, topics=[CommitReq.OffsetCommitRequestTopic(
+                         name=topic, partitions=[P(partition_index=0, committed_offset=offset, committed_metadata="")])])
+    return resp.topics[0].partitions[0].error_code
+
+
 def test_metadata_auto_creation_of_the_offsets_topic_creates_it_as_the_coordinator_would(
         tmp_path: Path) -> None:
     """A Metadata request that auto-creates __consumer_offsets before any group used it gets the
@@ -533,11 +542,7 @@ def test_metadata_auto_creation_of_the_offsets_topic_creates_it_as_the_coordinat
         produce(broker.bootstrap_servers, topic, 1, 1)
         with RawClient(broker.bootstrap_servers) as c:
             for i, g in enumerate(groups):
-                resp = c.request(OFFSET_COMMIT, 2, group_id=g, generation_id_or_member_epoch=-1, member_id="",
-                                 retention_time_ms=-1, topics=[CommitReq.OffsetCommitRequestTopic(
-                                     name=topic, partitions=[CommitReq.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
-                                         partition_index=0, committed_offset=i, committed_metadata="")])])
-                assert resp.topics[0].partitions[0].error_code == NONE
+                assert simple_commit(c, g, topic, i) == NONE
         broker.restart()
         assert [committed(broker.bootstrap_servers, g) for g in groups] == \
             [{(topic, 0): (i, "", 0)} for i in range(len(groups))]
@@ -559,11 +564,7 @@ def test_an_existing_offsets_topic_keeps_its_partition_count_when_the_config_cha
         produce(broker.bootstrap_servers, topic, 1, 1)
         with RawClient(broker.bootstrap_servers) as c:
             for i, g in enumerate(groups):
-                resp = c.request(OFFSET_COMMIT, 2, group_id=g, generation_id_or_member_epoch=-1, member_id="",
-                                 retention_time_ms=-1, topics=[CommitReq.OffsetCommitRequestTopic(
-                                     name=topic, partitions=[CommitReq.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
-                                         partition_index=0, committed_offset=i, committed_metadata="")])])
-                assert resp.topics[0].partitions[0].error_code == NONE
+                assert simple_commit(c, g, topic, i) == NONE
     finally:
         broker.stop()
     broker = SamsaBroker(data, port=broker.port, overrides={"offsets.topic.num.partitions": "50"}).start()
@@ -572,10 +573,6 @@ def test_an_existing_offsets_topic_keeps_its_partition_count_when_the_config_cha
             [{(topic, 0): (i, "", 0)} for i in range(len(groups))]
         with RawClient(broker.bootstrap_servers) as c:
             for g in groups:
-                resp = c.request(OFFSET_COMMIT, 2, group_id=g, generation_id_or_member_epoch=-1, member_id="",
-                                 retention_time_ms=-1, topics=[CommitReq.OffsetCommitRequestTopic(
-                                     name=topic, partitions=[CommitReq.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
-                                         partition_index=0, committed_offset=99, committed_metadata="")])])
-                assert resp.topics[0].partitions[0].error_code == NONE
+                assert simple_commit(c, g, topic, 99) == NONE
     finally:
         broker.stop()
