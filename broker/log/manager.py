@@ -100,7 +100,9 @@ class LogManager:
         self._load_meta_properties()
         marker = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
-        if not clean and os.path.exists(os.path.join(self.log_dir, METADATA_FILE)):
+        # A log dir no broker has written to yet had no shutdown at all: not an unclean one.
+        fresh = not os.path.exists(os.path.join(self.log_dir, METADATA_FILE))
+        if not clean and not fresh:
             log.warning("previous shutdown was not clean; checking segment tails", log_dir=self.log_dir)
         try:
             with open(os.path.join(self.log_dir, METADATA_FILE)) as f:
@@ -125,8 +127,9 @@ class LogManager:
                     raise SystemExit(f"refusing to start: {exc}") from None
         if clean:
             os.unlink(marker)
+        previous = {"new_log_dir": True} if fresh else {"clean_shutdown": clean}
         log.info("logs loaded", partitions=sum(len(t.partitions) for t in self.topics.values()),
-                 clean_shutdown=clean, seconds=round(time.monotonic() - started, 3))
+                 **previous, seconds=round(time.monotonic() - started, 3))
 
     def _load_meta_properties(self) -> None:
         path = os.path.join(self.log_dir, "meta.properties")
