@@ -52,7 +52,7 @@ VOLUME ["/var/lib/samsa/data"]
 EXPOSE 9092
 
 # ApiVersions round trip; SAMSA_BOOTSTRAP names the listener to ask when 9092 is not one.
-HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 CMD ["samsa", "healthcheck"]
+HEALTHCHECK --interval=5s --timeout=5s --start-period=10s --retries=3 CMD ["samsa", "healthcheck"]
 
 ENTRYPOINT ["samsa-entrypoint"]
 CMD ["serve"]

@@ -286,7 +286,7 @@ def test_compose_file_services_and_ports():
     advertised = dict(item.split("://") for item in env["KAFKA_ADVERTISED_LISTENERS"].split(","))
     assert listeners == {"INTERNAL": "0.0.0.0:9092", "EXTERNAL": "0.0.0.0:29092"}
     assert advertised == {"INTERNAL": "samsa:9092", "EXTERNAL": "localhost:29092"}
-    assert samsa["ports"] == ["29092:29092"] and samsa["build"] == "."
+    assert samsa["ports"] == ["29092:29092"] and samsa["build"] == {"context": ".", "network": "host"}
     job = services["streaming-job"]
     command = " ".join(job["command"])
     assert "python3 -m spark_jobs.streaming_aggregate" in command
