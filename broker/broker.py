@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import trio
 
@@ -13,6 +13,9 @@ from .group_shell import GroupShell
 from .log import cleaner, flush, retention
 from .log.manager import LogManager
 from .txn_shell import TxnShell
+
+if TYPE_CHECKING:
+    from .metrics import BrokerMetrics
 
 PRODUCER_ID_BLOCK = 1000
 
@@ -69,6 +72,7 @@ class Broker:
         self.producer_ids: ProducerIdAllocator | None = None
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
+        self.metrics: "BrokerMetrics | None" = None   # set when samsa.http.listener serves /metrics
 
     @property
     def cluster_id(self) -> str:

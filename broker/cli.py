@@ -21,8 +21,11 @@ def _serve(args: argparse.Namespace) -> int:
     from .logging import configure
     from .server import serve
 
-    configure(json=args.json_logs or os.environ.get("SAMSA_LOG_FORMAT") == "json",
-              level=os.environ.get("SAMSA_LOG_LEVEL", "INFO"))
+    from .dispatch import set_request_logging
+
+    level = os.environ.get("SAMSA_LOG_LEVEL", "INFO")
+    configure(json=args.json_logs or os.environ.get("SAMSA_LOG_FORMAT") == "json", level=level)
+    set_request_logging(level.upper() == "DEBUG")
     extra = dict(kv.split("=", 1) for kv in args.override)
     config = BrokerConfig.load(args.config, extra=extra)
     trio.run(serve, Broker(config))

@@ -74,6 +74,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     # Samsa's own (no Kafka equivalent; see the README's configuration section)
     "samsa.fsync.on.acks.all": ("boolean", False),
     "samsa.log.max.open.segment.files": ("int", None),
+    "samsa.http.listener": ("string", None),  # /metrics and the web console, e.g. http://127.0.0.1:8090
 }
 
 LONG_MAX = 9223372036854775807

@@ -129,6 +129,21 @@ class CoordinatorShell(Generic[C]):
         finally:
             self._pending.pop(token, None)
 
+    def query(self, partition: int, request: Any) -> Any:
+        """A read-only request (ListGroups, DescribeGroups, OffsetFetch,
+        ListTransactions, DescribeTransactions) answered at once, for the
+        metrics and the console: the step runs like any request's (timers due by now fire and
+        their records are written), only its answer is taken here instead of by a waiter."""
+        coord = self.coordinators.get(partition)
+        if coord is None:
+            return None
+        request.token = token = object()
+        step = coord.handle(request, self.broker.now_ms())
+        result = next((r for t, r in step.completions if t is token), None)
+        step.completions = [(t, r) for t, r in step.completions if t is not token]
+        self._apply(partition, step)
+        return result
+
     async def call_for(self, key: str, request: Any) -> Any:
         p, _ = self.coordinator_for(key or "")
         return await self.call(p, request)

@@ -6,7 +6,7 @@ written as transactional batches of the producer and settle when a marker arrive
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -15,6 +15,7 @@ from coordinator.transactions import OFFSETS_TOPIC
 from protocol import records as rb
 
 from .coordinator_shell import CoordinatorShell
+from .group_timeline import GroupTimeline
 from .log.partition import CONTROL_COMMIT, control_marker
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
         super().__init__(broker, int(cfg["offsets.topic.num.partitions"]))
         self.coordinator_config = GroupCoordinatorConfig.from_properties(
             {k: cfg[k] for k in GroupCoordinatorConfig._KAFKA_NAMES if cfg.get(k) is not None})
+        self.timeline = GroupTimeline(self, broker.now_ms)   # lifecycle logs, the console's timeline
 
     def new_coordinator(self, partition: int) -> GroupCoordinator:
         return GroupCoordinator(self.coordinator_config, partition, loading=True)
@@ -44,6 +46,13 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
         if loaded:
             log.info("group coordinators loaded", partitions=loaded)
         return loaded
+
+    async def call(self, partition: int, request: Any) -> Any:
+        self.timeline.before_request(request)
+        return await super().call(partition, request)
+
+    def after_step(self, partition: int, step: Step) -> None:
+        self.timeline.after_step(partition, step)
 
     def replay_batch(self, coord: GroupCoordinator, data: bytes, h: rb.BatchHeader) -> None:
         if h.is_control:      # a transaction's COMMIT/ABORT: its pending offsets settle

@@ -105,11 +105,16 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener:
         pass
     decoder = FrameDecoder(int(broker.config["socket.request.max.bytes"]))
     send, receive = trio.open_memory_channel(_QUEUE)
+    metrics = broker.metrics
+    if metrics is not None:
+        metrics.connection_opened(listener)
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_read_frames, stream, decoder, send, peer, readers)
             nursery.start_soon(_answer, broker, stream, receive, peer, host, listener, nursery.cancel_scope)
     finally:
+        if metrics is not None:
+            metrics.connection_closed(listener)
         with trio.CancelScope(shield=True):
             await stream.aclose()
 
@@ -150,10 +155,25 @@ async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_
              log_dir=broker.logs.log_dir, topics=len(broker.logs.topics))
     async with trio.open_nursery() as services:
         await services.start(broker.run_services)
+        await _start_http(broker, services)
         await _serve_connections(broker, task_status)
         services.cancel_scope.cancel()
     broker.logs.shutdown()
     log.info("broker stopped")
+
+
+async def _start_http(broker: Broker, nursery: trio.Nursery) -> None:
+    """``samsa.http.listener``: /metrics and the web console, served from this process's
+    nursery; the metrics counters exist only when it is configured."""
+    listener = broker.config.get("samsa.http.listener")
+    if not listener:
+        return
+    from .http.observe import observe_routes
+    from .http.serve import serve_http
+    from .metrics import BrokerMetrics
+
+    broker.metrics = BrokerMetrics(broker)
+    await nursery.start(serve_http, observe_routes(broker), listener, "samsa.http.listener")
 
 
 async def _serve_connections(broker: Broker, task_status: trio.TaskStatus) -> None:

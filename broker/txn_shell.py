@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from coordinator import transaction_records as txr
 from coordinator.transactions import OFFSETS_TOPIC, MarkerJob, Step, TransactionCoordinator, TxnCoordinatorConfig
 
 from .coordinator_shell import CoordinatorShell
@@ -40,6 +41,9 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         super().__init__(broker, int(cfg.get("transaction.state.log.num.partitions") or 50))
         self.coordinator_config = TxnCoordinatorConfig.from_properties(
             {k: cfg.get(k) for k in TxnCoordinatorConfig._KAFKA_NAMES})
+        # per transactional id, the last state logged and its partition count (for the logs)
+        self._states: dict[str, tuple[int, int]] = {}
+        self._request: Any = None
 
     def new_coordinator(self, partition: int) -> TransactionCoordinator:
         return TransactionCoordinator(self.coordinator_config, partition, loading=True,
@@ -68,6 +72,36 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         step.completions = [(t, r) for t, r in step.completions if t is not request.token]
         self._apply(p, step)
         return result
+
+    async def call(self, partition: int, request: Any) -> Any:
+        self._request = request        # read by the request's own step (synchronous), then cleared
+        return await super().call(partition, request)
+
+    def write_step(self, partition: int, step: Step) -> None:
+        super().write_step(partition, step)
+        request, self._request = self._request, None
+        for key, value in step.records:
+            if value is not None:
+                self._log_transition(txr.decode_key(key), txr.decode_value(value), request)
+
+    def _log_transition(self, transactional_id: str, v: txr.TransactionLogValue, request: Any) -> None:
+        """Transactions begun/committed/aborted/timed out, from the state records the coordinator
+        writes (an abort that no EndTxn asked for is the coordinator's timeout)."""
+        status = v.transaction_status
+        previous, partitions = self._states.get(transactional_id, (None, 0))
+        if v.transaction_partitions:   # the Complete* records carry none: keep the Ongoing/Prepare count
+            partitions = sum(len(p) for _, p in v.transaction_partitions)
+        self._states[transactional_id] = (status, partitions)
+        fields = dict(transactional_id=transactional_id, producer_id=v.producer_id, producer_epoch=v.producer_epoch)
+        if status == 1 and previous != 1:
+            log.info("transaction begun", timeout_ms=v.transaction_timeout_ms, **fields)
+        elif status == 3 and previous == 1 and type(request).__name__ not in ("EndTxn", "InitProducerId"):
+            log.info("transaction timed out; aborting", timeout_ms=v.transaction_timeout_ms, **fields)
+        elif status == 4:
+            log.info("transaction committed", partitions=partitions,
+                     duration_ms=v.transaction_last_update_timestamp_ms - v.transaction_start_timestamp_ms, **fields)
+        elif status == 5:
+            log.info("transaction aborted", partitions=partitions, **fields)
 
     def after_step(self, partition: int, step: Step) -> None:
         for job in step.markers:

@@ -43,6 +43,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.DescribeTransactions: (0, 0),
     ApiKey.ListTransactions: (0, 2),
     ApiKey.DescribeProducers: (0, 0),
+    # what kafbat UI, Redpanda Console and AKHQ call (broker/apis/log_dirs.py, quotas.py, reassignments.py)
+    ApiKey.DescribeLogDirs: (1, 4),
+    ApiKey.DescribeClientQuotas: (0, 1),
+    ApiKey.ListPartitionReassignments: (0, 0),
 }
 
 

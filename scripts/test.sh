@@ -15,4 +15,13 @@ if ! command -v kcat >/dev/null 2>&1; then
     echo "warning: kcat is not installed and cannot be installed here; kcat tests will be skipped" >&2
   fi
 fi
+# the web console's browser tests: Debian's chromium and its driver (selenium comes from pip)
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >/dev/null 2>&1 \
+      || echo "warning: could not install chromium; the console browser tests will be skipped" >&2
+  else
+    echo "warning: chromium/chromium-driver are not installed and cannot be installed here; the console browser tests will be skipped" >&2
+  fi
+fi
 exec .venv/bin/python -m pytest "$@"

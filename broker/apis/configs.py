@@ -76,6 +76,9 @@ EXTRA_BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "log.preallocate": ("boolean", False),
     "log.roll.jitter.hours": ("int", 0),
     "log.roll.jitter.ms": ("long", None),
+    # read by consoles (kafbat UI) to tell the broker's version; Kafka 3.9's default (the
+    # latest production MetadataVersion), read-only: there are no inter-broker links to version
+    "inter.broker.protocol.version": ("string", "3.9-IV0"),
 }
 
 # Kafka's DynamicBrokerConfig.brokerConfigSynonyms: properties that stand for one another.

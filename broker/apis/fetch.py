@@ -45,9 +45,10 @@ def _records(found: tuple[Segment, int, int], regions: list[FileRegion]) -> tupl
     return seg.read(pos, length), length
 
 
-def _collect(ctx: RequestContext, req: FetchRequest) -> tuple[list, list[FileRegion], int]:
+def _collect(ctx: RequestContext, req: FetchRequest,
+             by_topic: dict[str, int] | None = None) -> tuple[list, list[FileRegion], int]:
     """The answer's topics (records as placeholders), the file regions behind them, and
-    the number of record bytes."""
+    the number of record bytes (also summed per topic into ``by_topic`` when given)."""
     broker = ctx.broker
     regions: list[FileRegion] = []
     by_id = ctx.api_version >= 13
@@ -68,6 +69,8 @@ def _collect(ctx: RequestContext, req: FetchRequest) -> tuple[list, list[FileReg
                                 records=None))
                 continue
             part = topic.partitions[pidx]
+            if by_topic is not None and topic.name not in by_topic:
+                by_topic[topic.name] = 0
             hw = part.high_watermark
             upper = part.last_stable_offset if req.isolation_level == 1 else hw
             err = check_leader_epoch(part, getattr(fp, "current_leader_epoch", -1))
@@ -84,6 +87,8 @@ def _collect(ctx: RequestContext, req: FetchRequest) -> tuple[list, list[FileReg
                         first = False
                         remaining -= size
                         total += size
+                        if by_topic is not None:
+                            by_topic[topic.name] = by_topic.get(topic.name, 0) + size
             aborted = [] if req.isolation_level == 1 else None
             if aborted is not None and records:
                 aborted = [FT.PartitionData.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
@@ -104,15 +109,19 @@ def _has_error(topics: list) -> bool:
 @handles(1)
 async def fetch(ctx: RequestContext, req: FetchRequest) -> Spliced:
     broker = ctx.broker
-    topics, regions, total = _collect(ctx, req)
+    by_topic: dict[str, int] | None = {} if broker.metrics is not None else None
+    topics, regions, total = _collect(ctx, req, by_topic)
     min_bytes = max(req.min_bytes, 1)
     if total < min_bytes and req.max_wait_ms > 0 and not _has_error(topics) and not broker.stopping.is_set():
         # every append notifies, so the last collection is current when the wait times out
         with trio.move_on_after(req.max_wait_ms / 1000):
             while not broker.stopping.is_set():
                 await broker.appends.wait()
-                topics, regions, total = _collect(ctx, req)
+                by_topic = {} if by_topic is not None else None
+                topics, regions, total = _collect(ctx, req, by_topic)
                 if total >= min_bytes or _has_error(topics):
                     break
+    if by_topic is not None:   # the bytes of the answer that goes out, per topic
+        broker.metrics.fetched(by_topic)
     return Spliced(ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=topics,
                                 node_endpoints=[]), regions)

@@ -51,11 +51,14 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     responses = []
     appended = False
     written = []
+    metrics = broker.metrics
     for td in req.topic_data:
         tid = getattr(td, "topic_id", None)
         by_id = ctx.api_version >= 13
         topic = find_topic(broker, None if by_id else td.name, tid if by_id else None)
         parts = []
+        if metrics is not None and topic is not None:
+            metrics.produce_request(topic.name)
         for pd in td.partition_data:
             if acks not in (0, 1, -1):
                 parts.append(_error(pd.index, ErrorCode.INVALID_REQUIRED_ACKS))
@@ -93,6 +96,8 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 continue
             appended = True
             written.append(part)
+            if metrics is not None:   # per batch header, never per record
+                metrics.produced(topic.name, sum(b.record_count for b in batches), len(data))
             parts.append(PR(index=pd.index, error_code=0, base_offset=result.base_offset,
                             log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset,
                             record_errors=[], error_message=None))

@@ -640,6 +640,31 @@ public class SamsaJavaClient {
         }
     }
 
+    /** What web consoles (kafbat UI, AKHQ, Redpanda Console) call: log dirs, client quotas, reassignments. */
+    static void adminConsoleApis(Admin admin, Args a) throws Exception {
+        int broker = Integer.parseInt(a.req("--broker"));
+        try {
+            Map<Integer, Map<String, LogDirDescription>> dirs = admin.describeLogDirs(List.of(broker)).allDescriptions().get();
+            for (Map.Entry<String, LogDirDescription> d : dirs.get(broker).entrySet()) {
+                Map<String, Object> sizes = new TreeMap<>();
+                for (Map.Entry<TopicPartition, ReplicaInfo> r : d.getValue().replicaInfos().entrySet())
+                    sizes.put(r.getKey().toString(), List.of(r.getValue().size(), r.getValue().offsetLag(), r.getValue().isFuture()));
+                emit(obj("type", "log_dir", "path", d.getKey(), "error", d.getValue().error() == null ? null : d.getValue().error().toString(),
+                        "total_bytes", d.getValue().totalBytes().orElse(-1L), "usable_bytes", d.getValue().usableBytes().orElse(-1L),
+                        "replicas", sizes));
+            }
+        } catch (ExecutionException e) { error(e, "api", "DescribeLogDirs"); }
+        try {
+            Map<org.apache.kafka.common.quota.ClientQuotaEntity, Map<String, Double>> q =
+                    admin.describeClientQuotas(org.apache.kafka.common.quota.ClientQuotaFilter.all()).entities().get();
+            emit(obj("type", "client_quotas", "count", q.size()));
+        } catch (ExecutionException e) { error(e, "api", "DescribeClientQuotas"); }
+        try {
+            Map<TopicPartition, PartitionReassignment> r = admin.listPartitionReassignments().reassignments().get();
+            emit(obj("type", "reassignments", "count", r.size()));
+        } catch (ExecutionException e) { error(e, "api", "ListPartitionReassignments"); }
+    }
+
     static void adminAlterConfigs(Admin admin, Args a) throws Exception {
         ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, a.req("--topic"));
         List<AlterConfigOp> ops = new ArrayList<>();
@@ -741,6 +766,7 @@ public class SamsaJavaClient {
         ADMIN.put("admin-describe-groups", SamsaJavaClient::adminDescribeGroups);
         ADMIN.put("admin-list-group-offsets", SamsaJavaClient::adminListGroupOffsets);
         ADMIN.put("admin-delete-groups", SamsaJavaClient::adminDeleteGroups);
+        ADMIN.put("admin-console-apis", SamsaJavaClient::adminConsoleApis);
     }
 
     /**

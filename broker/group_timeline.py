@@ -1,0 +1,186 @@
+"""Group lifecycle as people want to see it: info log lines (member joined/left/expired with the
+reason, rebalance started/completed with generation, duration and assignment sizes) and a
+per-group rebalance timeline for the web console.
+
+The group coordinators are pure state machines and say nothing about this, so it is derived in
+the shell from what it already sees: the requests it steps (JoinGroup and LeaveGroup carry the
+client's reason), the group metadata records each step writes (a generation's members and
+assignment, or an emptied group), and the group's state and members as DescribeGroups answers
+them right after a step that touched the group. An expiry that fires inside a timer tick with no
+record is noticed at the group's next request (the other members' heartbeats), so its time is
+that request's.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import structlog
+
+from coordinator import group as g
+from coordinator.offsets_records import GroupMetadataKey, decode_group_metadata_value, decode_key
+
+from .introspect import decode_assignment
+
+if TYPE_CHECKING:
+    from .group_shell import GroupShell
+
+log = structlog.get_logger("samsa.groups")
+
+TIMELINE_LENGTH = 50      # generations kept per group
+REBALANCING = ("PreparingRebalance", "CompletingRebalance")
+
+
+@dataclass(slots=True)
+class MemberChange:
+    member_id: str
+    client_id: str
+    client_host: str
+    reason: str
+
+
+@dataclass(slots=True)
+class Rebalance:
+    """One generation's rebalance: what started it and how it ended."""
+    started_ms: int
+    previous_generation: int
+    reasons: list[str] = field(default_factory=list)
+    joined: list[MemberChange] = field(default_factory=list)
+    left: list[MemberChange] = field(default_factory=list)
+    generation: int | None = None
+    completed_ms: int | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    assignment: dict[str, int] = field(default_factory=dict)   # member id -> partitions assigned
+
+    @property
+    def duration_ms(self) -> int | None:
+        return None if self.completed_ms is None else self.completed_ms - self.started_ms
+
+
+@dataclass(slots=True)
+class _Tracked:
+    state: str = ""
+    generation: int = 0
+    members: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (client id, host)
+    current: Rebalance | None = None
+    timeline: deque = field(default_factory=lambda: deque(maxlen=TIMELINE_LENGTH))
+    leaving: dict[str, str] = field(default_factory=dict)              # member id -> leave reason
+    joining_reason: str | None = None
+
+
+class GroupTimeline:
+    def __init__(self, shell: "GroupShell", clock: Callable[[], int]) -> None:
+        self.shell = shell
+        self.clock = clock
+        self.groups: dict[str, _Tracked] = {}
+        self._request: Any = None
+        self._observing = False
+
+    # -- what the shell tells us -------------------------------------------------------------
+    def before_request(self, request: Any) -> None:
+        self._request = request
+        gid = getattr(request, "group_id", None)
+        if gid is None:
+            return
+        if isinstance(request, g.JoinGroup):
+            t = self.groups.setdefault(gid, _Tracked())
+            if request.member_id == g.UNKNOWN_MEMBER_ID:
+                t.joining_reason = request.reason or "new member joining"
+            elif request.reason:
+                t.joining_reason = request.reason
+        elif isinstance(request, g.LeaveGroup):
+            t = self.groups.setdefault(gid, _Tracked())
+            for m in request.members:
+                t.leaving[m.member_id] = m.reason or "the member left the group"
+
+    def after_step(self, partition: int, step: Any) -> None:
+        if self._observing:
+            return
+        touched: dict[str, Any] = {}
+        for key, value in step.records:
+            if len(key) >= 2 and key[0] == 0 and key[1] == 2:       # group metadata record
+                k = decode_key(key)
+                if isinstance(k, GroupMetadataKey):
+                    touched[k.group] = decode_group_metadata_value(value) if value is not None else None
+        gid = getattr(self._request, "group_id", None)
+        if isinstance(self._request, (g.JoinGroup, g.SyncGroup, g.Heartbeat, g.LeaveGroup)) and gid:
+            touched.setdefault(gid, False)
+        if not touched:
+            return
+        self._observing = True
+        try:
+            for group_id, record in touched.items():
+                self._observe(partition, group_id, record)
+        finally:
+            self._observing = False
+
+    # -- deriving the events -----------------------------------------------------------------
+    def _observe(self, partition: int, group_id: str, record: Any) -> None:
+        now = self.clock()
+        described = self.shell.query(partition, g.DescribeGroups(groups=[group_id], api_version=5))
+        d = described.groups[0] if described and described.groups else None
+        t = self.groups.setdefault(group_id, _Tracked())
+        if d is None or d.error_code or d.group_state == "Dead":
+            if record is None and group_id in self.groups and t.state:
+                log.info("group deleted", group=group_id)
+                self.groups.pop(group_id, None)
+            return
+        members = {m.member_id: (m.client_id, m.client_host) for m in d.members}
+        was_rebalancing = t.current is not None
+        for mid in members.keys() - t.members.keys():
+            reason = t.joining_reason or "joined"
+            self._start(t, now, f"member {mid} joined ({reason})")
+            t.current.joined.append(MemberChange(mid, members[mid][0], members[mid][1], reason))
+            log.info("member joined", group=group_id, member_id=mid, client_id=members[mid][0],
+                     client_host=members[mid][1], reason=reason)
+        for mid in t.members.keys() - members.keys():
+            left = mid in t.leaving
+            reason = t.leaving.pop(mid, None) or (
+                "did not rejoin within the rebalance timeout" if t.state in REBALANCING
+                else "session timeout expired")
+            self._start(t, now, f"member {mid} {'left' if left else 'expired'} ({reason})")
+            t.current.left.append(MemberChange(mid, *t.members[mid], reason=reason))
+            log.info("member left" if left else "member expired", group=group_id, member_id=mid,
+                     client_id=t.members[mid][0], reason=reason)
+        if d.group_state == "PreparingRebalance" and t.current is None:
+            self._start(t, now, t.joining_reason or "a member rejoined")
+        if t.current is not None and not was_rebalancing:
+            log.info("rebalance started", group=group_id, generation=t.generation,
+                     reasons=t.current.reasons, members=len(members))
+        t.joining_reason = None
+        t.members = members
+        t.state = d.group_state
+        if record:          # a generation's assignment (or an emptied group) was written
+            self._complete(group_id, t, record, now)
+
+    def _start(self, t: _Tracked, now: int, reason: str) -> None:
+        if t.current is None:
+            t.current = Rebalance(started_ms=now, previous_generation=t.generation)
+        t.current.reasons.append(reason)
+
+    def _complete(self, group_id: str, t: _Tracked, value: Any, now: int) -> None:
+        if value.generation <= t.generation:
+            return              # a new group's generation-0 record, or a static member's new id
+        r = t.current or Rebalance(started_ms=now, previous_generation=t.generation)
+        r.generation, r.completed_ms = value.generation, now
+        r.protocol, r.leader = value.protocol, value.leader
+        r.assignment = {m.member_id: sum(len(p) for p in
+                                         decode_assignment(m.assignment, value.protocol_type).values())
+                        for m in value.members}
+        t.generation = value.generation
+        t.current = None
+        t.timeline.append(r)
+        log.info("rebalance completed", group=group_id, generation=r.generation, duration_ms=r.duration_ms,
+                 protocol=r.protocol, members=len(value.members), assignment=r.assignment or None,
+                 state="Empty" if not value.members else "Stable")
+
+    def timeline(self, group_id: str) -> list[Rebalance]:
+        t = self.groups.get(group_id)
+        if t is None:
+            return []
+        out = list(t.timeline)
+        if t.current is not None:
+            out.append(t.current)
+        return out

@@ -1,0 +1,219 @@
+"""The web console on ``samsa.http.listener``: server-rendered HTML pages and a few lines of
+JavaScript that re-fetch the page's content every two seconds (no CDN, no build step).
+
+Pages: ``/`` (brokers, topics, consumer groups, transactions in flight), ``/topics/<name>``
+(partitions with leader, ISR, log start, HW, LSO, size; producers per partition; recent records)
+and ``/groups/<id>`` (state, members and assignments, committed offsets and lag, rebalance
+timeline). Brokers are read from what Metadata would say, so a cluster shows every node.
+"""
+from __future__ import annotations
+
+import datetime
+import html
+from typing import TYPE_CHECKING, Iterable
+from urllib.parse import quote, unquote
+
+from .. import introspect
+from .serve import ASGIApp, Receive, Scope, Send, respond
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+
+RECORD_PREVIEW_BYTES = 200
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{background:#1d2330;color:#fff;padding:10px 24px;display:flex;gap:24px;align-items:center}
+header a{color:#cfd6e4;text-decoration:none}header b{font-size:18px;color:#fff}
+main{padding:16px 24px}h2{font-size:16px;margin:22px 0 8px}
+table{border-collapse:collapse;background:#fff;font-size:13px;min-width:420px}
+th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#eef0f4}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.lag{font-weight:bold;color:#b3261e}.ok{color:#1e7a34}.muted{color:#778}
+code{font-size:12px}.state{font-weight:bold}label{font-size:12px;color:#cfd6e4;margin-left:auto}
+"""
+
+_SCRIPT = """
+(function(){
+  var box=document.getElementById('live');
+  setInterval(function(){
+    if(!box.checked) return;
+    fetch(location.href,{headers:{'X-Samsa-Fragment':'1'}}).then(function(r){return r.text();})
+      .then(function(t){document.getElementById('content').innerHTML=t;
+        document.getElementById('refreshed').textContent=new Date().toLocaleTimeString();});
+  },2000);
+})();
+"""
+
+
+def _e(x: object) -> str:
+    return html.escape("" if x is None else str(x))
+
+
+def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], cls: str = "") -> str:
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(rows_cell for rows_cell in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _td(x: object, num: bool = False, cls: str = "", raw: bool = False) -> str:
+    classes = " ".join(c for c in ("n" if num else "", cls) if c)
+    return f'<td class="{classes}">{x if raw else _e(x)}</td>' if classes else f"<td>{x if raw else _e(x)}</td>"
+
+
+def _ms(ts: int | None) -> str:
+    if ts is None or ts < 0:
+        return ""
+    return datetime.datetime.fromtimestamp(ts / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _bytes(b: bytes | None) -> str:
+    if b is None:
+        return '<span class="muted">null</span>'
+    text = b[:RECORD_PREVIEW_BYTES].decode("utf-8", "replace")
+    more = f' <span class="muted">(+{len(b) - RECORD_PREVIEW_BYTES} bytes)</span>' if len(b) > RECORD_PREVIEW_BYTES else ""
+    return f"<code>{_e(text)}</code>{more}"
+
+
+def _link(kind: str, name: str) -> str:
+    return f'<a href="/{kind}/{quote(name, safe="")}">{_e(name)}</a>'
+
+
+# -- pages ------------------------------------------------------------------------------------
+def overview(broker: "Broker") -> str:
+    parts = introspect.partitions(broker)
+    by_topic: dict[str, list[introspect.PartitionView]] = {}
+    for p in parts:
+        by_topic.setdefault(p.topic, []).append(p)
+    adv = broker.config.advertised_listeners
+    brokers = _table(["Node", "Endpoints", "Rack", "Controller", "Alive", "Partitions led"], [[
+        _td(broker.node_id), _td(", ".join(f"{a.name}://{a.host}:{a.port}" for a in adv)),
+        _td(broker.config.get("broker.rack") or ""), _td("yes", cls="ok"), _td("yes", cls="ok"),
+        _td(len(parts), num=True)]], "brokers")
+    topics = _table(["Topic", "Partitions", "Records (HW − log start)", "Size", "Internal"], [[
+        _td(_link("topics", name), raw=True), _td(len(ps), num=True),
+        _td(sum(p.high_watermark - p.log_start_offset for p in ps), num=True),
+        _td(_size(sum(p.size_bytes for p in ps)), num=True),
+        _td("yes" if broker.logs.topics[name].internal else "")] for name, ps in by_topic.items()], "topics")
+    groups = introspect.groups(broker)
+    group_table = _table(["Group", "State", "Protocol", "Members", "Partitions committed", "Total lag"], [[
+        _td(_link("groups", v.group_id), raw=True), _td(v.state, cls="state"),
+        _td(f"{v.protocol_type}/{v.protocol}" if v.protocol else v.protocol_type), _td(len(v.members), num=True),
+        _td(len(v.offsets), num=True), _td(v.total_lag, num=True, cls="lag" if v.total_lag else "ok")]
+        for v in groups], "groups") if groups else '<p class="muted">No consumer groups.</p>'
+    return (f"<h2>Brokers</h2>{brokers}<h2>Topics</h2>{topics}<h2>Consumer groups</h2>{group_table}"
+            f"<h2>Transactions in flight</h2>{_transactions(broker)}")
+
+
+def _transactions(broker: "Broker") -> str:
+    txns = introspect.transactions(broker)
+    if not txns:
+        return '<p class="muted">No transactions in flight.</p>'
+    now = broker.now_ms()
+    return _table(["Transactional id", "State", "Producer id", "Epoch", "Started", "Age (ms)", "Timeout (ms)",
+                   "Partitions"], [[
+        _td(d.transactional_id), _td(d.state, cls="state"), _td(d.producer_id, num=True),
+        _td(d.producer_epoch, num=True), _td(_ms(d.start_time_ms)),
+        _td(now - d.start_time_ms if d.start_time_ms > 0 else "", num=True), _td(d.timeout_ms, num=True),
+        _td(", ".join(f"{t}[{','.join(map(str, ps))}]" for t, ps in d.topics))] for d in txns], "transactions")
+
+
+def topic_page(broker: "Broker", name: str) -> str | None:
+    topic = broker.logs.topics.get(name)
+    if topic is None:
+        return None
+    parts = [p for p in introspect.partitions(broker) if p.topic == name]
+    cfg = ", ".join(f"{k}={v}" for k, v in sorted(topic.configs.items())) or "(broker defaults)"
+    table = _table(["Partition", "Leader", "Replicas", "ISR", "Log start", "High watermark", "LSO", "Log end",
+                    "Size", "Segments"], [[
+        _td(p.partition, num=True), _td(p.leader, num=True), _td(",".join(map(str, p.replicas))),
+        _td(",".join(map(str, p.isr))), _td(p.log_start_offset, num=True), _td(p.high_watermark, num=True),
+        _td(p.last_stable_offset, num=True), _td(p.log_end_offset, num=True), _td(_size(p.size_bytes), num=True),
+        _td(p.segments, num=True)] for p in parts], "partitions")
+    prod_rows = []
+    for p in parts:
+        for pr in introspect.producers(broker, name, p.partition):
+            prod_rows.append([_td(p.partition, num=True), _td(pr.producer_id, num=True),
+                              _td(pr.producer_epoch, num=True), _td(pr.last_sequence, num=True),
+                              _td(_ms(pr.last_timestamp)), _td(pr.current_txn_start_offset
+                                                               if pr.current_txn_start_offset >= 0 else "")])
+    producers = _table(["Partition", "Producer id", "Epoch", "Last sequence", "Last write", "Open txn from"],
+                       prod_rows, "producers") if prod_rows else '<p class="muted">No idempotent producers.</p>'
+    records = introspect.recent_records(broker, name)
+    rec = _table(["Partition", "Offset", "Timestamp", "Key", "Value", "Headers"], [[
+        _td(r.partition, num=True), _td(r.offset, num=True), _td(_ms(r.timestamp)), _td(_bytes(r.key), raw=True),
+        _td(_bytes(r.value), raw=True),
+        _td("<br>".join(f"{_e(k)}: {_bytes(v)}" for k, v in r.headers), raw=True)] for r in records],
+        "records") if records else '<p class="muted">No records.</p>'
+    return (f"<h2>Topic {_e(name)}</h2><p>Topic id <code>{_e(topic.topic_id)}</code> · configs: {_e(cfg)}</p>"
+            f"{table}<h2>Producers per partition</h2>{producers}"
+            f"<h2>Recent records</h2><p class=\"muted\">The last 20 committed records of each partition, newest "
+            f"first; values cut at {RECORD_PREVIEW_BYTES} bytes.</p>{rec}")
+
+
+def group_page(broker: "Broker", group_id: str) -> str | None:
+    views = introspect.groups(broker, only=group_id)
+    if not views:
+        return None
+    v = views[0]
+    members = _table(["Member id", "Instance id", "Client id", "Host", "Assigned partitions"], [[
+        _td(m.member_id), _td(m.group_instance_id or ""), _td(m.client_id), _td(m.client_host),
+        _td("; ".join(f"{t}: {','.join(map(str, ps))}" for t, ps in m.assignment.items()))]
+        for m in v.members], "members") if v.members else '<p class="muted">No members.</p>'
+    offsets = _table(["Topic", "Partition", "Committed offset", "High watermark", "Lag"], [[
+        _td(_link("topics", o.topic), raw=True), _td(o.partition, num=True), _td(o.committed, num=True),
+        _td(o.high_watermark, num=True), _td(o.lag, num=True, cls="lag" if o.lag else "ok")]
+        for o in v.offsets], "offsets") if v.offsets else '<p class="muted">No committed offsets.</p>'
+    timeline = broker.groups.timeline.timeline(group_id)
+    tl = _table(["Generation", "Started", "Completed", "Duration (ms)", "Why", "Joined", "Left", "Assignment"], [[
+        _td(r.generation if r.generation is not None else f"after {r.previous_generation} (in progress)"),
+        _td(_ms(r.started_ms)), _td(_ms(r.completed_ms)),
+        _td(r.duration_ms if r.duration_ms is not None else "", num=True),
+        _td("<br>".join(_e(x) for x in r.reasons), raw=True),
+        _td("<br>".join(_e(f"{c.member_id} ({c.client_id})") for c in r.joined), raw=True),
+        _td("<br>".join(_e(f"{c.member_id} ({c.client_id}): {c.reason}") for c in r.left), raw=True),
+        _td("<br>".join(_e(f"{m}: {n} partitions") for m, n in r.assignment.items()), raw=True)]
+        for r in reversed(timeline)], "timeline") if timeline else \
+        '<p class="muted">No rebalance seen since the broker started.</p>'
+    return (f"<h2>Group {_e(v.group_id)}</h2>"
+            f"<p>State <span class=\"state\" id=\"group-state\">{_e(v.state)}</span> · protocol "
+            f"{_e(v.protocol_type)}/{_e(v.protocol)} · coordinator partition {v.coordinator_partition} of "
+            f"__consumer_offsets · total lag <span id=\"total-lag\">{v.total_lag}</span></p>"
+            f"<h2>Members</h2>{members}<h2>Committed offsets and lag</h2>{offsets}"
+            f"<h2>Rebalance timeline</h2>{tl}")
+
+
+def _page(title: str, content: str) -> str:
+    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{_e(title)} · Samsa</title>"
+            f"<style>{_STYLE}</style></head><body><header><b>Samsa</b><a href=\"/\">Overview</a>"
+            f"<a href=\"/metrics\">Metrics</a><label><input type=\"checkbox\" id=\"live\" checked> live refresh "
+            f"<span id=\"refreshed\"></span></label></header><main id=\"content\">{content}</main>"
+            f"<script>{_SCRIPT}</script></body></html>")
+
+
+def console_app(broker: "Broker") -> ASGIApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        path = unquote(scope.get("path", "/"))
+        fragment = any(k.lower() == b"x-samsa-fragment" for k, _ in scope.get("headers", []))
+        if path in ("/", ""):
+            title, content = "Overview", overview(broker)
+        elif path.startswith("/topics/"):
+            title, content = path[len("/topics/"):], topic_page(broker, path[len("/topics/"):])
+        elif path.startswith("/groups/"):
+            title, content = path[len("/groups/"):], group_page(broker, path[len("/groups/"):])
+        else:
+            title, content = "Not found", None
+        if content is None:
+            await respond(send, 404, _page("Not found", f"<h2>Not found: {_e(path)}</h2>"),
+                          "text/html; charset=utf-8")
+            return
+        await respond(send, 200, content if fragment else _page(title, content), "text/html; charset=utf-8")
+    return app

@@ -1,0 +1,26 @@
+"""The routes of ``samsa.http.listener``: ``/metrics`` (Prometheus text format) and the web
+console (``/``, broker/http/console.py)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .console import console_app
+from .serve import Receive, Routes, Scope, Send, respond
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+
+
+def observe_routes(broker: "Broker") -> Routes:
+    from ..metrics import CONTENT_TYPE
+
+    async def metrics(scope: Scope, receive: Receive, send: Send) -> None:
+        if broker.metrics is None:
+            await respond(send, 503, "metrics are not enabled\n")
+            return
+        await respond(send, 200, broker.metrics.exposition(), CONTENT_TYPE)
+
+    routes = Routes()
+    routes.mount("/metrics", metrics)
+    routes.mount("/", console_app(broker))
+    return routes

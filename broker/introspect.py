@@ -1,0 +1,220 @@
+"""Read-only views of the broker's state, shared by ``/metrics`` (gauges computed at scrape time)
+and the web console.
+
+Nothing here runs on the request path. Group state is read through the group coordinators'
+own read-only requests (ListGroups, DescribeGroups, OffsetFetch) answered synchronously by
+the group shell, so these views do not depend on the coordinators' internals.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+
+from coordinator import group as g
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+
+@dataclass(slots=True)
+class PartitionView:
+    topic: str
+    partition: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    log_start_offset: int
+    high_watermark: int
+    last_stable_offset: int
+    log_end_offset: int
+    size_bytes: int
+    segments: int
+
+
+@dataclass(slots=True)
+class MemberView:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: dict[str, list[int]]
+
+    @property
+    def partition_count(self) -> int:
+        return sum(len(p) for p in self.assignment.values())
+
+
+@dataclass(slots=True)
+class OffsetView:
+    topic: str
+    partition: int
+    committed: int
+    high_watermark: int   # -1 when the partition no longer exists
+
+    @property
+    def lag(self) -> int:
+        """kafka_exporter's lag: high watermark less the committed offset, never negative."""
+        if self.high_watermark < 0 or self.committed < 0:
+            return 0
+        return max(0, self.high_watermark - self.committed)
+
+
+@dataclass(slots=True)
+class GroupView:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    coordinator_partition: int
+    members: list[MemberView] = field(default_factory=list)
+    offsets: list[OffsetView] = field(default_factory=list)
+
+    @property
+    def total_lag(self) -> int:
+        return sum(o.lag for o in self.offsets)
+
+
+def decode_assignment(data: bytes, protocol_type: str) -> dict[str, list[int]]:
+    """A consumer-protocol member assignment as topic → partitions ({} for other protocols or
+    bytes that do not parse: a console must not fail on a custom assignor's bytes)."""
+    if protocol_type != "consumer" or not data:
+        return {}
+    try:
+        a = ConsumerProtocolAssignment.decode(bytes(data))
+    except Exception:
+        return {}
+    out: dict[str, list[int]] = {}
+    for tp in a.assigned_partitions:
+        out.setdefault(tp.topic, []).extend(tp.partitions)
+    return {t: sorted(ps) for t, ps in sorted(out.items())}
+
+
+def partitions(broker: "Broker", include_internal: bool = True) -> list[PartitionView]:
+    node = broker.node_id
+    out = []
+    for name in sorted(broker.logs.topics):
+        topic = broker.logs.topics[name]
+        if topic.internal and not include_internal:
+            continue
+        for part in topic.partitions:
+            out.append(PartitionView(name, part.index, node, [node], [node], part.log_start_offset,
+                                     part.high_watermark, part.last_stable_offset, part.log_end_offset,
+                                     part.size_bytes, len(part.segments)))
+    return out
+
+
+def _high_watermark(broker: "Broker", topic: str, partition: int) -> int:
+    part = broker.logs.partition(topic, partition)
+    return -1 if part is None else part.high_watermark
+
+
+def groups(broker: "Broker", with_offsets: bool = True, only: str | None = None) -> list[GroupView]:
+    """Every group (or just ``only``) with its members, assignments and committed offsets."""
+    shell = broker.groups
+    out: list[GroupView] = []
+    for p in sorted(shell.coordinators):
+        listed: g.ListGroupsResult | None = shell.query(p, g.ListGroups(api_version=5))
+        if listed is None or listed.error_code:
+            continue
+        ids = sorted(x.group_id for x in listed.groups if only is None or x.group_id == only)
+        if not ids:
+            continue
+        described: g.DescribeGroupsResult | None = shell.query(p, g.DescribeGroups(groups=list(ids), api_version=5))
+        for d in described.groups if described else []:
+            if d.error_code:
+                continue
+            view = GroupView(d.group_id, d.group_state, d.protocol_type, d.protocol_data, p)
+            view.members = [MemberView(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                       decode_assignment(m.member_assignment, d.protocol_type))
+                            for m in d.members]
+            out.append(view)
+        if with_offsets:
+            wanted = [v for v in out if v.coordinator_partition == p]
+            fetched: g.OffsetFetchResult | None = shell.query(p, g.OffsetFetch(
+                api_version=8, groups=[g.OffsetFetchGroup(v.group_id) for v in wanted]))
+            for v, res in zip(wanted, fetched.groups if fetched else []):
+                for t in res.topics:
+                    for part in t.partitions:
+                        if part.error_code == 0 and part.committed_offset >= 0:
+                            v.offsets.append(OffsetView(t.name, part.partition_index, part.committed_offset,
+                                                        _high_watermark(broker, t.name, part.partition_index)))
+                v.offsets.sort(key=lambda o: (o.topic, o.partition))
+    return out
+
+
+IN_FLIGHT = ["Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"]
+
+
+def transactions(broker: "Broker", in_flight: bool = True) -> list[Any]:
+    """Transactions (coordinator/transactions.py DescribedTransaction), in-flight ones by default."""
+    from coordinator import transactions as tx
+
+    shell = broker.txns
+    out = []
+    for p in sorted(shell.coordinators):
+        listed = shell.query(p, tx.ListTransactions(state_filters=IN_FLIGHT if in_flight else []))
+        ids = [t.transactional_id for t in (listed.transactions if listed else [])]
+        if ids:
+            described = shell.query(p, tx.DescribeTransactions(transactional_ids=ids))
+            out.extend(d for d in (described.transactions if described else []) if d.error_code == 0)
+    return sorted(out, key=lambda d: d.transactional_id)
+
+
+@dataclass(slots=True)
+class ProducerView:
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    current_txn_start_offset: int
+
+
+def producers(broker: "Broker", topic: str, partition: int) -> list[ProducerView]:
+    part = broker.logs.partition(topic, partition)
+    if part is None:
+        return []
+    return [ProducerView(pid, e.epoch, e.last_seq, e.last_timestamp, part.ongoing_txns.get(pid, -1))
+            for pid, e in sorted(part.producers.producers.items())]
+
+
+@dataclass(slots=True)
+class RecordView:
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+
+def recent_records(broker: "Broker", topic: str, per_partition: int = 20,
+                   max_bytes: int = 256 * 1024) -> list[RecordView]:
+    """The last committed records of each partition (at most ``per_partition``, reading at most
+    ``max_bytes`` of batches per partition), newest first."""
+    from protocol import records as rb
+
+    t = broker.logs.topics.get(topic)
+    out: list[RecordView] = []
+    if t is None:
+        return out
+    for part in t.partitions:
+        upper = part.last_stable_offset
+        start = max(part.log_start_offset, upper - per_partition)
+        if start >= upper:
+            continue
+        data = part.read(start, max_bytes, upper, min_one=True)
+        got: list[RecordView] = []
+        try:
+            for h in rb.iter_batches(data, validate=False):
+                if h.is_control:
+                    continue
+                for r in rb.iter_records(data, h):
+                    if start <= r.offset < upper:
+                        got.append(RecordView(part.index, r.offset, r.timestamp, r.key, r.value, r.headers))
+        except rb.InvalidBatch:
+            pass
+        out.extend(got[-per_partition:])
+    out.sort(key=lambda r: (r.timestamp, r.offset), reverse=True)
+    return out

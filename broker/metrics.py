@@ -1,0 +1,226 @@
+"""Prometheus metrics (``/metrics`` on ``samsa.http.listener``), named as Kafka's JMX metrics come
+out of the Prometheus JMX exporter and, for consumer-group lag, as kafka_exporter names it, so
+existing dashboards work unchanged.
+
+Cost on the hot path: one counter increment and one histogram observation per request, and per
+produce/fetch one increment per topic (messages from the batch headers' record counts, never
+per record). Everything else (log sizes and offsets, group lag, connections, controller and
+replica-manager gauges) is computed when scraped. Without ``samsa.http.listener`` the broker
+has no BrokerMetrics at all and the hooks are a ``None`` check.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Iterator
+
+from kafka.protocol.api_key import ApiKey
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from . import introspect
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+# Kafka's request-time histograms are in milliseconds; these buckets span a local broker's range
+LATENCY_BUCKETS_MS = (0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+
+
+def _api_name(key: int) -> str:
+    try:
+        return ApiKey(key).name
+    except ValueError:
+        return str(key)
+
+
+class BrokerMetrics:
+    """The counters the request path updates, and the scrape-time collector."""
+
+    def __init__(self, broker: "Broker") -> None:
+        self.broker = broker
+        disable_created_metrics()   # no *_created series: the JMX exporter has none
+        self.registry = CollectorRegistry(auto_describe=False)
+        r = self.registry
+        self.messages_in = Counter("kafka_server_brokertopicmetrics_messagesin",
+                                   "Records appended, by topic (BrokerTopicMetrics MessagesInPerSec)",
+                                   ["topic"], registry=r)
+        self.bytes_in = Counter("kafka_server_brokertopicmetrics_bytesin",
+                                "Record-batch bytes appended by produce requests, by topic (BytesInPerSec)",
+                                ["topic"], registry=r)
+        self.bytes_out = Counter("kafka_server_brokertopicmetrics_bytesout",
+                                 "Record-batch bytes sent in fetch answers, by topic (BytesOutPerSec)",
+                                 ["topic"], registry=r)
+        self.produce_requests = Counter("kafka_server_brokertopicmetrics_totalproducerequests",
+                                        "Produce requests naming the topic (TotalProduceRequestsPerSec)",
+                                        ["topic"], registry=r)
+        self.fetch_requests = Counter("kafka_server_brokertopicmetrics_totalfetchrequests",
+                                      "Fetch requests naming the topic (TotalFetchRequestsPerSec)",
+                                      ["topic"], registry=r)
+        self.requests = Counter("kafka_network_requestmetrics_requests",
+                                "Requests answered, by API and version (RequestMetrics RequestsPerSec)",
+                                ["request", "version"], registry=r)
+        self.total_time = Histogram("kafka_network_requestmetrics_totaltimems",
+                                    "Time from a request's arrival to its answer, in ms (RequestMetrics TotalTimeMs)",
+                                    ["request"], buckets=LATENCY_BUCKETS_MS, registry=r)
+        self.connections_created = Counter("kafka_server_socket_server_metrics_connection_creation",
+                                           "Connections accepted, by listener", ["listener"], registry=r)
+        self.connections_closed = Counter("kafka_server_socket_server_metrics_connection_close",
+                                          "Connections closed, by listener", ["listener"], registry=r)
+        self.open_connections: dict[str, int] = {}
+        # labelled children cached: .labels() builds a tuple and takes a lock each time
+        self._request_children: dict[tuple[int, int], tuple[Counter, Histogram]] = {}
+        self._topic_children: dict[str, tuple[Counter, Counter, Counter, Counter, Counter]] = {}
+        r.register(_ScrapeCollector(broker))
+
+    # -- the request path ---------------------------------------------------------------------
+    def request_done(self, api_key: int, version: int, started: float) -> None:
+        children = self._request_children.get((api_key, version))
+        if children is None:
+            name = _api_name(api_key)
+            children = self._request_children[(api_key, version)] = (
+                self.requests.labels(name, str(version)), self.total_time.labels(name))
+        children[0].inc()
+        children[1].observe((time.perf_counter() - started) * 1000.0)
+
+    def _topic(self, topic: str) -> tuple[Counter, Counter, Counter, Counter, Counter]:
+        children = self._topic_children.get(topic)
+        if children is None:
+            children = self._topic_children[topic] = (
+                self.messages_in.labels(topic), self.bytes_in.labels(topic), self.bytes_out.labels(topic),
+                self.produce_requests.labels(topic), self.fetch_requests.labels(topic))
+        return children
+
+    def produced(self, topic: str, records: int, size: int) -> None:
+        c = self._topic(topic)
+        c[0].inc(records)
+        c[1].inc(size)
+
+    def produce_request(self, topic: str) -> None:
+        self._topic(topic)[3].inc()
+
+    def fetched(self, by_topic: dict[str, int]) -> None:
+        for topic, size in by_topic.items():
+            c = self._topic(topic)
+            c[4].inc()
+            if size:
+                c[2].inc(size)
+
+    def topic_deleted(self, topic: str) -> None:
+        """Drop a deleted topic's series (Kafka removes its BrokerTopicMetrics too)."""
+        if self._topic_children.pop(topic, None) is not None:
+            for metric in (self.messages_in, self.bytes_in, self.bytes_out, self.produce_requests,
+                           self.fetch_requests):
+                try:
+                    metric.remove(topic)
+                except KeyError:
+                    pass
+
+    def connection_opened(self, listener: str) -> None:
+        self.connections_created.labels(listener).inc()
+        self.open_connections[listener] = self.open_connections.get(listener, 0) + 1
+
+    def connection_closed(self, listener: str) -> None:
+        self.connections_closed.labels(listener).inc()
+        self.open_connections[listener] = self.open_connections.get(listener, 1) - 1
+
+    # -- scraping -----------------------------------------------------------------------------
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _ScrapeCollector(Collector):
+    """Gauges computed from the broker's state when ``/metrics`` is scraped."""
+
+    def __init__(self, broker: "Broker") -> None:
+        self.broker = broker
+
+    def collect(self) -> Iterator[Metric]:
+        broker = self.broker
+        parts = introspect.partitions(broker)
+        labels = ["topic", "partition"]
+
+        def per_partition(name: str, doc: str, attr: str) -> GaugeMetricFamily:
+            fam = GaugeMetricFamily(name, doc, labels=labels)
+            for p in parts:
+                fam.add_metric([p.topic, str(p.partition)], getattr(p, attr))
+            return fam
+
+        yield per_partition("kafka_log_log_size", "Bytes of the partition's log segments (Log Size)", "size_bytes")
+        yield per_partition("kafka_log_log_logstartoffset", "First offset of the partition's log", "log_start_offset")
+        yield per_partition("kafka_log_log_logendoffset", "Offset the next record gets", "log_end_offset")
+        yield per_partition("kafka_log_log_numlogsegments", "Segments of the partition's log", "segments")
+        yield _replicas(parts)
+        # kafka_exporter's names for the same offsets
+        yield per_partition("kafka_topic_partition_current_offset", "High watermark (kafka_exporter)",
+                            "high_watermark")
+        yield per_partition("kafka_topic_partition_oldest_offset", "Log start offset (kafka_exporter)",
+                            "log_start_offset")
+        topics = GaugeMetricFamily("kafka_topic_partitions", "Partitions of the topic (kafka_exporter)",
+                                   labels=["topic"])
+        counts: dict[str, int] = {}
+        for p in parts:
+            counts[p.topic] = counts.get(p.topic, 0) + 1
+        for t, n in counts.items():
+            topics.add_metric([t], n)
+        yield topics
+
+        # a single node leads every partition and is the active controller
+        n_parts = len(parts)
+        yield _gauge("kafka_server_replicamanager_underreplicatedpartitions",
+                     "Partitions with fewer in-sync replicas than replicas", 0)
+        yield _gauge("kafka_server_replicamanager_partitioncount", "Partitions on this broker", n_parts)
+        yield _gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads", n_parts)
+        yield _gauge("kafka_server_replicamanager_offlinereplicacount", "Offline replicas", 0)
+        yield _gauge("kafka_controller_kafkacontroller_activecontrollercount",
+                     "1 on the broker that is the active controller", 1)
+        yield _gauge("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a leader", 0)
+        yield _gauge("kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster", len(counts))
+        yield _gauge("kafka_controller_kafkacontroller_globalpartitioncount", "Partitions in the cluster", n_parts)
+        yield _gauge("kafka_brokers", "Brokers in the cluster (kafka_exporter)", 1)
+
+        metrics = broker.metrics
+        conns = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",
+                                  "Open client connections, by listener", labels=["listener"])
+        for listener in broker.config.listeners:
+            conns.add_metric([listener.name], (metrics.open_connections.get(listener.name, 0) if metrics else 0))
+        yield conns
+
+        lag = GaugeMetricFamily("kafka_consumergroup_lag", "High watermark less the committed offset",
+                                labels=["consumergroup", "topic", "partition"])
+        current = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset",
+                                    labels=["consumergroup", "topic", "partition"])
+        lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum", "Lag summed over the group's partitions",
+                                    labels=["consumergroup", "topic"])
+        members = GaugeMetricFamily("kafka_consumergroup_members", "Members of the group",
+                                    labels=["consumergroup"])
+        for view in introspect.groups(broker):
+            members.add_metric([view.group_id], len(view.members))
+            sums: dict[str, int] = {}
+            for o in view.offsets:
+                lag.add_metric([view.group_id, o.topic, str(o.partition)], o.lag)
+                current.add_metric([view.group_id, o.topic, str(o.partition)], o.committed)
+                sums[o.topic] = sums.get(o.topic, 0) + o.lag
+            for t, s in sums.items():
+                lag_sum.add_metric([view.group_id, t], s)
+        yield lag
+        yield current
+        yield lag_sum
+        yield members
+
+
+def _replicas(parts: list[introspect.PartitionView]) -> GaugeMetricFamily:
+    fam = GaugeMetricFamily("kafka_cluster_partition_replicascount", "Replicas of the partition",
+                            labels=["topic", "partition"])
+    for p in parts:
+        fam.add_metric([p.topic, str(p.partition)], len(p.replicas))
+    return fam
+
+
+def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, doc, value=value)
+
+
+__all__ = ["BrokerMetrics", "CONTENT_TYPE"]

@@ -1,0 +1,161 @@
+"""The web console in a real browser: headless Chromium (Debian's ``chromium`` driven through
+``chromium-driver`` by Selenium) loads the pages of a live broker with a running consumer group and
+an open transaction, and the test reads what a person would see. Screenshots are kept under
+``tests/artifacts/`` (or ``$SAMSA_TEST_ARTIFACTS``)."""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+from confluent_kafka import Producer
+
+from broker.testing import SamsaBroker, free_port
+from tests.clienthelpers import create_topic
+from tests.test_observability import PARTITIONS, consume_and_commit, produce
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+ARTIFACTS = Path(os.environ.get("SAMSA_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
+
+
+def _browser_missing() -> str | None:
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install selenium)"
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not (os.path.exists(path) or shutil.which(os.path.basename(path))):
+            return f"{path} is missing (apt-get install chromium chromium-driver; scripts/test.sh does it as root)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_browser_missing() is not None, reason=_browser_missing() or "")
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium") or CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):
+        opts.add_argument(arg)
+    driver_path = CHROMEDRIVER if os.path.exists(CHROMEDRIVER) else shutil.which("chromedriver")
+    driver = webdriver.Chrome(service=Service(driver_path), options=opts)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def console_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
+    broker = SamsaBroker(tmp_path / "data", overrides={
+        "samsa.http.listener": f"http://127.0.0.1:{free_port()}", "group.initial.rebalance.delay.ms": "0",
+        "num.partitions": str(PARTITIONS)})
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def shot(driver: object, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"console-{name}.png"
+    driver.save_screenshot(str(path))  # type: ignore[attr-defined]
+    return path
+
+
+def rows(driver: object, table_class: str) -> list[list[str]]:
+    """The cells' rendered text, read in one script call (live refresh replaces the DOM every 2 s)."""
+    return driver.execute_script(  # type: ignore[attr-defined]
+        "return Array.from(document.querySelectorAll('table.' + arguments[0] + ' tbody tr'))"
+        ".map(tr => Array.from(tr.querySelectorAll('td')).map(td => td.innerText.trim()));", table_class)
+
+
+def text_of(driver: object, element_id: str) -> str:
+    return driver.execute_script(  # type: ignore[attr-defined]
+        "var e = document.getElementById(arguments[0]); return e ? e.innerText : null;", element_id)
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    assert check()
+
+
+def test_console_shows_group_lag_topics_and_transactions(console_broker: SamsaBroker, browser: object) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    bootstrap = console_broker.bootstrap_servers
+    base = console_broker.overrides["samsa.http.listener"]
+    topic, group = f"orders-{uuid.uuid4().hex[:6]}", f"billing-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    produce(bootstrap, topic, 30)
+    consumer = consume_and_commit(bootstrap, topic, group, 30)
+    txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": "invoices-writer"})
+    try:
+        produce(bootstrap, topic, 12, start=30)           # 4 more per partition: 14 records each
+        txn.init_transactions(30)
+        txn.begin_transaction()
+        txn.produce(topic, value=b"pending invoice", partition=0)
+        txn.flush(30)                                     # the transaction stays open at offset 14 of p0
+        # lag is kafka_exporter's: high watermark less committed, so p0's open record counts (5, 4, 4)
+
+        driver.get(base + "/")
+        groups = {r[0]: r for r in rows(driver, "groups")}
+        assert groups[group][1:] == ["Stable", "consumer/range", "1", "3", "13"]
+        topics = {r[0]: r for r in rows(driver, "topics")}
+        assert topics[topic][1:3] == ["3", "43"]
+        assert rows(driver, "brokers")[0][0] == "1"
+        (t,) = rows(driver, "transactions")
+        assert t[:2] == ["invoices-writer", "Ongoing"] and t[-1] == f"{topic}[0]"
+        shot(driver, "overview")
+
+        driver.find_element(By.LINK_TEXT, group).click()
+        assert text_of(driver, "group-state") == "Stable"
+        (member,) = rows(driver, "members")
+        assert member[2] == "obs-consumer" and member[4] == f"{topic}: 0,1,2"
+        assert rows(driver, "offsets") == [[topic, "0", "10", "15", "5"], [topic, "1", "10", "14", "4"],
+                                           [topic, "2", "10", "14", "4"]]
+        (gen,) = rows(driver, "timeline")
+        assert gen[0] == "1" and member[0] in gen[5] and gen[7] == f"{member[0]}: 3 partitions"
+        assert int(gen[3]) >= 0
+        # live refresh: three more records and the page shows lag 16 without a reload
+        produce(bootstrap, topic, 3, start=42)
+        wait_until(lambda: text_of(driver, "total-lag") == "16")
+        assert rows(driver, "offsets") == [[topic, "0", "10", "16", "6"], [topic, "1", "10", "15", "5"],
+                                           [topic, "2", "10", "15", "5"]]
+        shot(driver, "group")
+
+        driver.get(base + f"/topics/{topic}")
+        parts = rows(driver, "partitions")
+        # partition 0 holds the open transaction's record at 14: HW 16, LSO 14
+        assert [r[:8] for r in parts] == [
+            ["0", "1", "1", "1", "0", "16", "14", "16"],
+            ["1", "1", "1", "1", "0", "15", "15", "15"],
+            ["2", "1", "1", "1", "0", "15", "15", "15"]]
+        values = {(r[0], r[1]): r[4] for r in rows(driver, "records")}
+        # the last 20 committed records of each partition: offsets 0-13 of p0 (below the LSO), 0-14 of p1 and p2
+        assert len(values) == 14 + 15 + 15
+        assert values[("1", "14")] == "value-43" and values[("2", "14")] == "value-44"
+        assert values[("0", "13")] == "value-39"
+        assert "pending invoice" not in driver.page_source and "value-42" not in values.values()
+        open_txn = [r for r in rows(driver, "producers") if r[5] == "14"]
+        assert len(open_txn) == 1 and open_txn[0][0] == "0"
+        shot(driver, "topic")
+    finally:
+        consumer.close()
+        del txn

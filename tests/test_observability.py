@@ -1,0 +1,166 @@
+"""/metrics on samsa.http.listener (exact counts after real clients produced and consumed) and the
+lifecycle log lines (groups, transactions), against a real broker process."""
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
+
+from broker.testing import SamsaBroker, free_port
+from tests.clienthelpers import create_topic
+
+PARTITIONS = 3
+
+
+@pytest.fixture
+def http_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
+    broker = SamsaBroker(tmp_path / "data", overrides={
+        "samsa.http.listener": f"http://127.0.0.1:{free_port()}", "group.initial.rebalance.delay.ms": "0",
+        "num.partitions": str(PARTITIONS)})
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def http_url(broker: SamsaBroker) -> str:
+    return broker.overrides["samsa.http.listener"]
+
+
+def scrape(broker: SamsaBroker) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of /metrics keyed by (name, sorted labels)."""
+    resp = httpx.get(http_url(broker) + "/metrics", timeout=10)
+    assert resp.status_code == 200
+    assert resp.headers["content-type"].startswith("text/plain")
+    out = {}
+    for fam in text_string_to_metric_families(resp.text):
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def wait_for_log(broker: SamsaBroker, pattern: str, timeout: float = 15.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        log = broker.read_log()
+        m = re.search(pattern, log)
+        if m:
+            return m.group(0)
+        time.sleep(0.1)
+    raise AssertionError(f"no log line matching {pattern!r}; log:\n{broker.read_log()[-4000:]}")
+
+
+def produce(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
+    for i in range(start, start + n):
+        p.produce(topic, key=str(i).encode(), value=f"value-{i}".encode(), partition=i % PARTITIONS)
+    assert p.flush(30) == 0
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> Consumer:
+    """A subscribed group member that has consumed and committed exactly ``n`` records; returned
+    open, so the group keeps a member."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "client.id": "obs-consumer"})
+    c.subscribe([topic])
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < n and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got += 1
+    assert got == n
+    c.commit(asynchronous=False)
+    return c
+
+
+def test_metrics_exact_counts(http_broker: SamsaBroker) -> None:
+    bootstrap = http_broker.bootstrap_servers
+    topic, group = f"obs-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    produce(bootstrap, topic, 30)
+    consumer = consume_and_commit(bootstrap, topic, group, 30)
+    try:
+        produce(bootstrap, topic, 12, start=30)      # 4 records more on each partition: lag 4 each
+        m = scrape(http_broker)
+    finally:
+        consumer.close()
+    t = (("topic", topic),)
+    assert m[("kafka_server_brokertopicmetrics_messagesin_total", t)] == 42
+    sizes = sum(m[("kafka_log_log_size", (("partition", str(p)), ("topic", topic)))] for p in range(PARTITIONS))
+    # every produced byte is stored as sent (no compression): bytes in = the log's size
+    assert m[("kafka_server_brokertopicmetrics_bytesin_total", t)] == sizes > 0
+    assert m[("kafka_server_brokertopicmetrics_bytesout_total", t)] > 0
+    for p in range(PARTITIONS):
+        pl = (("partition", str(p)), ("topic", topic))
+        assert m[("kafka_log_log_logendoffset", pl)] == 14
+        assert m[("kafka_log_log_logstartoffset", pl)] == 0
+        assert m[("kafka_topic_partition_current_offset", pl)] == 14
+        gl = (("consumergroup", group), ("partition", str(p)), ("topic", topic))
+        assert m[("kafka_consumergroup_current_offset", gl)] == 10
+        assert m[("kafka_consumergroup_lag", gl)] == 4
+    assert m[("kafka_consumergroup_lag_sum", (("consumergroup", group), ("topic", topic)))] == 12
+    assert m[("kafka_consumergroup_members", (("consumergroup", group),))] == 1
+    assert m[("kafka_topic_partitions", t)] == PARTITIONS
+    assert m[("kafka_server_replicamanager_underreplicatedpartitions", ())] == 0
+    assert m[("kafka_controller_kafkacontroller_activecontrollercount", ())] == 1
+    assert m[("kafka_server_socket_server_metrics_connection_count", (("listener", "PLAINTEXT"),))] >= 1
+    produce_requests = sum(v for (name, labels), v in m.items()
+                           if name == "kafka_network_requestmetrics_requests_total" and ("request", "Produce") in labels)
+    assert produce_requests >= 2          # two producers, each at least one request
+    assert m[("kafka_network_requestmetrics_totaltimems_count", (("request", "Produce"),))] == produce_requests
+    assert any(name == "kafka_network_requestmetrics_requests_total" and ("request", "JoinGroup") in labels
+               for name, labels in m)
+
+
+def test_no_metrics_without_listener(samsa_broker: SamsaBroker) -> None:
+    """Off by default: nothing listens and the log says nothing about HTTP."""
+    assert "http listening" not in samsa_broker.read_log()
+
+
+def test_group_lifecycle_logs(http_broker: SamsaBroker) -> None:
+    bootstrap = http_broker.bootstrap_servers
+    topic, group = f"obs-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    produce(bootstrap, topic, 3)
+    consumer = consume_and_commit(bootstrap, topic, group, 3)
+    wait_for_log(http_broker, rf"member joined .*group={group}")
+    line = wait_for_log(http_broker, rf"rebalance completed .*generation=1 group={group}[^\n]*")
+    assert "members=1" in line and re.search(r"duration_ms=\d+", line)
+    assert re.search(r"assignment=\{'[^']+': 3\}", line), line         # one member, all 3 partitions
+    consumer.close()
+    wait_for_log(http_broker, rf"member left [^\n]*group={group}")
+    wait_for_log(http_broker, rf"rebalance completed .*generation=2 group={group}[^\n]*state=Empty")
+
+
+def test_transaction_logs(http_broker: SamsaBroker) -> None:
+    bootstrap = http_broker.bootstrap_servers
+    topic = f"obs-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    tid = f"tx-{uuid.uuid4().hex[:8]}"
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "transaction.timeout.ms": 2000})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"committed", partition=0)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"aborted", partition=0)
+    p.flush(30)
+    p.abort_transaction(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"left open", partition=0)
+    p.flush(30)
+    wait_for_log(http_broker, rf"transaction begun [^\n]*transactional_id={tid}")
+    wait_for_log(http_broker, rf"transaction committed [^\n]*partitions=1 [^\n]*transactional_id={tid}")
+    wait_for_log(http_broker, rf"transaction aborted [^\n]*transactional_id={tid}")
+    wait_for_log(http_broker, rf"transaction timed out; aborting [^\n]*transactional_id={tid}", timeout=20)
+    assert len(re.findall(rf"transaction aborted [^\n]*transactional_id={tid}", http_broker.read_log())) >= 1
+    del p
