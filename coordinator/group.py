@@ -31,6 +31,9 @@ from coordinator.group_common import *  # noqa: F401,F403
 from coordinator.group_common import GroupTimers, Record
 from coordinator.classic_group import *  # noqa: F401,F403
 from coordinator.classic_group import ClassicGroupHandlers
+from coordinator.consumer_group import *  # noqa: F401,F403
+from coordinator.consumer_group import ConsumerGroupHandlers
+from coordinator import consumer_group_records as cg_records
 from coordinator.offsets import (
     DEFAULT_RETENTION_TIME,
     OffsetAndMetadata,
@@ -47,6 +50,7 @@ from coordinator.offsets import (
 from coordinator.offsets_records import (
     GroupMetadataKey,
     OffsetCommitKey,
+    UnknownKey,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
@@ -73,7 +77,7 @@ __all__ = [
 
 
 
-class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
+class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, GroupTimers):
     """The classic group coordinator for the groups of one ``__consumer_offsets`` partition.
 
     ``partition`` (optional) enables Kafka's NOT_COORDINATOR answer for groups that hash elsewhere.
@@ -89,6 +93,8 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
         self.loading = loading
         self.offsets = OffsetStore()
         self._groups: dict[str, ClassicGroup] = {}
+        self._consumer_groups: dict[str, ConsumerGroup] = {}
+        self._regex_cache: dict[str, Any] = {}
         self._member_id_factory = member_id_factory or (lambda: str(uuid.uuid4()))
         self._timers: dict[tuple, _Timer] = {}
         self._heap: list[tuple[int, int, tuple]] = []
@@ -109,7 +115,8 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
             step.completions.append((request.token, self._unavailable(request)))
             return step
         self._advance(now_ms, step)
-        handler(self, request, step)
+        if not self._consumer_group_answers_classic(request, step):
+            handler(self, request, step)
         self._advance(now_ms, step)
         return step
 
@@ -126,9 +133,11 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
         ``producer_id`` is set for records of a transactional batch: their offsets stay pending
         until ``replay_marker`` sees that producer's COMMIT."""
         k = decode_key(key)
-        if isinstance(k, OffsetCommitKey) and producer_id is not None and producer_id >= 0:
+        if isinstance(k, UnknownKey) and k.version in cg_records.RECORD_TYPES:
+            self._cg_replay(key, value)
+        elif isinstance(k, OffsetCommitKey) and producer_id is not None and producer_id >= 0:
             if value is not None:
-                if k.group not in self._groups:
+                if k.group not in self._groups and k.group not in self._consumer_groups:
                     self._groups[k.group] = ClassicGroup(k.group, GroupState.EMPTY, None)
                 self.offsets.put_pending(k.group, producer_id, k.topic, k.partition,
                                          OffsetAndMetadata.from_value(decode_offset_commit_value(value)))
@@ -136,7 +145,7 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
             if value is None:
                 self.offsets.remove(k.group, k.topic, k.partition)
             else:
-                if k.group not in self._groups:       # offsets without membership: a "simple" group
+                if k.group not in self._groups and k.group not in self._consumer_groups:   # a "simple" group
                     self._groups[k.group] = ClassicGroup(k.group, GroupState.EMPTY, None)
                 self.offsets.put(k.group, k.topic, k.partition,
                                  OffsetAndMetadata.from_value(decode_offset_commit_value(value)))
@@ -181,6 +190,7 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
                     self._complete_sync(member, SyncGroupResult(NOT_COORDINATOR), step)
             group.state = GroupState.DEAD
         self._groups.clear()
+        self._consumer_groups.clear()
         self.offsets = OffsetStore()
         self._timers.clear()
         self._heap.clear()
@@ -200,6 +210,7 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
         """The clock starts: sessions of replayed members run from now; the expiry check begins."""
         self._schedule(("expire-offsets",), self.config.offsets_retention_check_interval_ms,
                        self._expire_offsets)
+        self._cg_on_loaded()
         for group in list(self._groups.values()):
             for member in group.members.values():
                 self._reschedule_heartbeat(group, member)
@@ -253,6 +264,10 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
             return DeleteGroupsResult([DeletableGroupResult(g, err) for g in request.groups])
         if isinstance(request, TopicsDeleted):
             return TopicsDeletedResult(err)
+        if isinstance(request, ConsumerGroupHeartbeat):
+            return ConsumerGroupHeartbeatResult(err)
+        if isinstance(request, ConsumerGroupDescribe):
+            return ConsumerGroupDescribeResult([DescribedConsumerGroup(g, err) for g in request.groups])
         raise TypeError(type(request).__name__)
 
     # ================================================================== OffsetCommit
@@ -282,6 +297,19 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
             return answer(errors_for_all(req.topics, INVALID_GROUP_ID))
         if not self._owns(req.group_id):
             return answer(errors_for_all(req.topics, NOT_COORDINATOR))
+        cgroup = self._consumer_groups.get(req.group_id)
+        if cgroup is not None:
+            err = self._cg_validate_offset_commit(cgroup, req.member_id, req.generation_id, False,
+                                                  req.group_instance_id)
+            if err == NONE and req.generation_id >= 0 and req.api_version < 9:
+                err = UNSUPPORTED_VERSION   # Kafka: members of the consumer protocol commit with v9+
+            if err != NONE:
+                return answer(errors_for_all(req.topics, err))
+            results, records = self.offsets.commit(
+                req.group_id, req.topics, self._now_ms(), retention_time_ms=DEFAULT_RETENTION_TIME,
+                metadata_max_bytes=self.config.offset_metadata_max_bytes)
+            step.records.extend(records)
+            return answer(results)
         group = self._groups.get(req.group_id)
         if group is None:
             if req.generation_id < 0:
@@ -316,13 +344,22 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
             return answer(errors_for_all(req.topics, INVALID_GROUP_ID))
         if not self._owns(req.group_id):
             return answer(errors_for_all(req.topics, NOT_COORDINATOR))
+        cgroup = self._consumer_groups.get(req.group_id)
         group = self._groups.get(req.group_id)
-        if group is None:
+        if cgroup is not None:
+            err = self._cg_validate_offset_commit(cgroup, req.member_id, req.generation_id, True,
+                                                  req.group_instance_id)
+            if err == STALE_MEMBER_EPOCH:
+                err = ILLEGAL_GENERATION    # Kafka: TxnOffsetCommit reports a stale epoch as ILLEGAL_GENERATION
+            if err != NONE:
+                return answer(errors_for_all(req.topics, err))
+        elif group is None:
             group = ClassicGroup(req.group_id, GroupState.EMPTY, self._now)
             self._groups[req.group_id] = group
-        if group.state == GroupState.DEAD:
+        if group is not None and group.state == GroupState.DEAD:
             return answer(errors_for_all(req.topics, COORDINATOR_NOT_AVAILABLE))
-        if req.generation_id >= 0 or req.member_id != UNKNOWN_MEMBER_ID or req.group_instance_id is not None:
+        if group is not None and (req.generation_id >= 0 or req.member_id != UNKNOWN_MEMBER_ID
+                                  or req.group_instance_id is not None):
             err = group.validate_member(req.member_id, req.group_instance_id)
             if err == NONE and req.generation_id != group.generation_id:
                 err = ILLEGAL_GENERATION
@@ -343,6 +380,10 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
                 out.append(OffsetFetchGroupResult(g.group_id, INVALID_GROUP_ID))
             elif not self._owns(g.group_id):
                 out.append(OffsetFetchGroupResult(g.group_id, NOT_COORDINATOR))
+            elif g.group_id in self._consumer_groups:
+                err = self._cg_validate_offset_fetch(self._consumer_groups[g.group_id], g.member_id, g.member_epoch)
+                out.append(OffsetFetchGroupResult(g.group_id, err) if err != NONE else OffsetFetchGroupResult(
+                    g.group_id, NONE, self.offsets.fetch(g.group_id, g.topics, True, req.require_stable)))
             else:
                 group = self._groups.get(g.group_id)
                 exists = group is not None and group.state != GroupState.DEAD
@@ -363,6 +404,12 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
             return answer(OffsetDeleteResult(INVALID_GROUP_ID))
         if not self._owns(req.group_id):
             return answer(OffsetDeleteResult(NOT_COORDINATOR))
+        cgroup = self._consumer_groups.get(req.group_id)
+        if cgroup is not None:
+            subscribed = {n for n in cgroup.subscription_metadata} if cgroup.members else set()
+            results, records = self.offsets.delete(req.group_id, req.topics, lambda t: t in subscribed)
+            step.records.extend(records)
+            return answer(OffsetDeleteResult(NONE, results))
         group = self._groups.get(req.group_id)
         if group is None or group.state == GroupState.DEAD:
             return answer(OffsetDeleteResult(GROUP_ID_NOT_FOUND))
@@ -382,6 +429,10 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
                 continue
             if not self._owns(gid):
                 out.append(DescribedGroup(gid, NOT_COORDINATOR))
+                continue
+            cgroup = self._consumer_groups.get(gid)
+            if cgroup is not None:
+                out.append(self._cg_describe_classic(cgroup))
                 continue
             group = self._groups.get(gid)
             if group is None or group.state == GroupState.DEAD:
@@ -411,6 +462,9 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
         groups = [ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
                   for g in self._groups.values()
                   if (not states or g.state.value.lower() in states) and (not types or "classic" in types)]
+        groups += [ListedGroup(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state, GROUP_TYPE)
+                   for g in self._consumer_groups.values()
+                   if (not states or g.state.lower() in states) and (not types or GROUP_TYPE in types)]
         step.completions.append((req.token, ListGroupsResult(NONE, groups)))
 
     # ================================================================== DeleteGroups
@@ -423,6 +477,15 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
                 continue
             if not self._owns(gid):
                 out.append(DeletableGroupResult(gid, NOT_COORDINATOR))
+                continue
+            cgroup = self._consumer_groups.get(gid)
+            if cgroup is not None:
+                if cgroup.members:
+                    out.append(DeletableGroupResult(gid, NON_EMPTY_GROUP))
+                else:
+                    step.records.extend(self.offsets.delete_all(gid))
+                    self._cg_delete(cgroup, step.records)
+                    out.append(DeletableGroupResult(gid, NONE))
                 continue
             group = self._groups.get(gid)
             if group is None or group.state == GroupState.DEAD:
@@ -467,6 +530,55 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
                 self._drop_group(gid)
         self._schedule(("expire-offsets",), self.config.offsets_retention_check_interval_ms, self._expire_offsets)
 
+    # ================================================================== both protocols
+
+    def _consumer_group_answers_classic(self, request: Any, step: Step) -> bool:
+        """A classic request (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) naming a consumer group:
+        an empty one is converted back to a classic group (``group.consumer.migration.policy``
+        downgrade/bidirectional) and the request proceeds; otherwise it is answered here as Kafka
+        answers a classic member it cannot take in (classic members inside consumer groups are not
+        supported)."""
+        if not isinstance(request, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)):
+            return False
+        cgroup = self._consumer_groups.get(request.group_id or "")
+        if cgroup is None:
+            return False
+        if (isinstance(request, JoinGroup) and not cgroup.members
+                and self.config.consumer_group_migration_policy in ("downgrade", "bidirectional")):
+            self._cg_delete(cgroup, step.records)
+            return False
+        if isinstance(request, JoinGroup):
+            result: Any = JoinGroupResult(INCONSISTENT_GROUP_PROTOCOL, request.member_id)
+        elif isinstance(request, SyncGroup):
+            result = SyncGroupResult(UNKNOWN_MEMBER)
+        elif isinstance(request, Heartbeat):
+            result = HeartbeatResult(UNKNOWN_MEMBER)
+        else:
+            result = LeaveGroupResult(NONE, [LeaveMemberResult(m.member_id, m.group_instance_id, UNKNOWN_MEMBER)
+                                             for m in request.members])
+        step.completions.append((request.token, result))
+        return True
+
+    def _cg_describe_classic(self, group: ConsumerGroup) -> DescribedGroup:
+        """DescribeGroups of a consumer group (Kafka's ConsumerGroup.asDescribedGroup): protocol type
+        "consumer", the assignor as protocol, members' subscriptions and assignments in the
+        classic ConsumerProtocol encodings."""
+        from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+        by_id = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
+        members = []
+        for m in group.members.values():
+            sub = ConsumerProtocolSubscription(version=0, topics=sorted(m.subscribed_topic_names),
+                                               user_data=None).encode(version=0)
+            parts = [ConsumerProtocolAssignment.TopicPartition(topic=by_id[tid], partitions=sorted(ps))
+                     for tid, ps in sorted(m.assigned.items(), key=lambda x: by_id.get(x[0], ""))
+                     if tid in by_id]
+            assignment = ConsumerProtocolAssignment(version=0, assigned_partitions=parts,
+                                                    user_data=None).encode(version=0)
+            members.append(DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host,
+                                           bytes(sub), bytes(assignment)))
+        return DescribedGroup(group.group_id, NONE, None, group.state, CONSUMER_PROTOCOL_TYPE,
+                              group.preferred_assignor(self.config.consumer_group_assignors[0]), members)
+
     _HANDLERS: dict[type, Callable[[GroupCoordinator, Any, Step], None]] = {
         JoinGroup: ClassicGroupHandlers._handle_join,
         SyncGroup: ClassicGroupHandlers._handle_sync,
@@ -480,5 +592,7 @@ class GroupCoordinator(ClassicGroupHandlers, GroupTimers):
         ListGroups: _handle_list,
         DeleteGroups: _handle_delete_groups,
         TopicsDeleted: _handle_topics_deleted,
+        ConsumerGroupHeartbeat: ConsumerGroupHandlers._handle_cg_heartbeat,
+        ConsumerGroupDescribe: ConsumerGroupHandlers._handle_cg_describe,
     }
 

@@ -35,6 +35,7 @@ COORDINATOR_NOT_AVAILABLE = Errors.CoordinatorNotAvailableError.errno
 NOT_COORDINATOR = Errors.NotCoordinatorError.errno
 ILLEGAL_GENERATION = Errors.IllegalGenerationError.errno
 INCONSISTENT_GROUP_PROTOCOL = Errors.InconsistentGroupProtocolError.errno
+UNSUPPORTED_VERSION = Errors.UnsupportedVersionError.errno
 INVALID_GROUP_ID = Errors.InvalidGroupIdError.errno
 UNKNOWN_MEMBER = Errors.UnknownMemberIdError.errno
 INVALID_SESSION_TIMEOUT = Errors.InvalidSessionTimeoutError.errno
@@ -44,6 +45,13 @@ GROUP_ID_NOT_FOUND = Errors.GroupIdNotFoundError.errno
 MEMBER_ID_REQUIRED = Errors.MemberIdRequiredError.errno
 GROUP_MAX_SIZE_REACHED = Errors.GroupMaxSizeReachedError.errno
 FENCED_INSTANCE_ID = Errors.FencedInstanceIdError.errno
+
+
+def _assignor_name(value: str) -> str:
+    """Kafka lists assignors by name or class name (org.apache...assignor.UniformAssignor)."""
+    value = value.strip()
+    short = value.rsplit(".", 1)[-1]
+    return {"UniformAssignor": "uniform", "RangeAssignor": "range"}.get(short, value.lower())
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +71,16 @@ class GroupCoordinatorConfig:
     # message.max.bytes as it applies to __consumer_offsets: a group metadata record larger than
     # this fails to append in Kafka (e.g. a member with a 1 MB subscription), see _fits().
     max_message_bytes: int = 1048588
+    # KIP-848 consumer groups (Kafka's names and defaults; the bounds are checked as Kafka does).
+    consumer_group_session_timeout_ms: int = 45000
+    consumer_group_min_session_timeout_ms: int = 45000
+    consumer_group_max_session_timeout_ms: int = 60000
+    consumer_group_heartbeat_interval_ms: int = 5000
+    consumer_group_min_heartbeat_interval_ms: int = 5000
+    consumer_group_max_heartbeat_interval_ms: int = 15000
+    consumer_group_max_size: int = 2147483647
+    consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_group_migration_policy: str = "bidirectional"
 
     _KAFKA_NAMES = {
         "group.min.session.timeout.ms": "group_min_session_timeout_ms",
@@ -74,12 +92,51 @@ class GroupCoordinatorConfig:
         "offset.metadata.max.bytes": "offset_metadata_max_bytes",
         "offsets.topic.num.partitions": "offsets_topic_num_partitions",
         "message.max.bytes": "max_message_bytes",
+        "group.consumer.session.timeout.ms": "consumer_group_session_timeout_ms",
+        "group.consumer.min.session.timeout.ms": "consumer_group_min_session_timeout_ms",
+        "group.consumer.max.session.timeout.ms": "consumer_group_max_session_timeout_ms",
+        "group.consumer.heartbeat.interval.ms": "consumer_group_heartbeat_interval_ms",
+        "group.consumer.min.heartbeat.interval.ms": "consumer_group_min_heartbeat_interval_ms",
+        "group.consumer.max.heartbeat.interval.ms": "consumer_group_max_heartbeat_interval_ms",
+        "group.consumer.max.size": "consumer_group_max_size",
     }
+    _STRING_NAMES = {
+        "group.consumer.assignors": "consumer_group_assignors",
+        "group.consumer.migration.policy": "consumer_group_migration_policy",
+    }
+
+    def __post_init__(self) -> None:
+        """Kafka's GroupCoordinatorConfig checks: a broker with inconsistent bounds does not start."""
+        checks = [
+            (self.consumer_group_session_timeout_ms >= self.consumer_group_min_session_timeout_ms,
+             "group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"),
+            (self.consumer_group_session_timeout_ms <= self.consumer_group_max_session_timeout_ms,
+             "group.consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms"),
+            (self.consumer_group_heartbeat_interval_ms >= self.consumer_group_min_heartbeat_interval_ms,
+             "group.consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"),
+            (self.consumer_group_heartbeat_interval_ms <= self.consumer_group_max_heartbeat_interval_ms,
+             "group.consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms"),
+            (self.consumer_group_heartbeat_interval_ms < self.consumer_group_session_timeout_ms,
+             "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"),
+            (self.consumer_group_max_size >= 1, "group.consumer.max.size must be at least 1"),
+            (bool(self.consumer_group_assignors) and all(a in ("uniform", "range") for a in self.consumer_group_assignors),
+             f"group.consumer.assignors must name uniform and/or range, not {self.consumer_group_assignors}"),
+            (self.consumer_group_migration_policy in ("disabled", "upgrade", "downgrade", "bidirectional"),
+             "group.consumer.migration.policy must be one of disabled, upgrade, downgrade, bidirectional"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
 
     @classmethod
     def from_properties(cls, props: dict[str, Any]) -> GroupCoordinatorConfig:
         """Build from Kafka-named broker properties (unknown names are ignored)."""
-        kwargs = {attr: int(props[name]) for name, attr in cls._KAFKA_NAMES.items() if name in props}
+        kwargs: dict[str, Any] = {attr: int(props[name]) for name, attr in cls._KAFKA_NAMES.items() if name in props}
+        if props.get("group.consumer.assignors") is not None:
+            kwargs["consumer_group_assignors"] = tuple(
+                _assignor_name(a) for a in str(props["group.consumer.assignors"]).split(",") if a.strip())
+        if props.get("group.consumer.migration.policy") is not None:
+            kwargs["consumer_group_migration_policy"] = str(props["group.consumer.migration.policy"]).strip().lower()
         return cls(**kwargs)
 
     @property
