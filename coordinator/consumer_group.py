@@ -673,7 +673,11 @@ class ConsumerGroupHandlers:
 
     def _cg_replay(self, key: bytes, value: bytes | None) -> None:
         kind = rec.key_type(key)
-        k = rec.decode_key(key)
+        try:
+            k = rec.decode_key(key)
+            v = None if value is None else rec.decode_value(kind, value)
+        except Exception:       # a record this version cannot parse is skipped, as Kafka skips unknown ones
+            return
         gid = k.group_id
         group = self._consumer_groups.get(gid)
         if group is None:
@@ -681,7 +685,6 @@ class ConsumerGroupHandlers:
                 return
             group = self._consumer_groups[gid] = ConsumerGroup(gid)
             self._drop_group(gid)       # offsets replayed earlier made it a "simple" classic group
-        v = None if value is None else rec.decode_value(kind, value)
         if kind == rec.GROUP_METADATA:
             if v is None:
                 self._consumer_groups.pop(gid, None)
