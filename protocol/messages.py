@@ -16,6 +16,12 @@ for _pkg in ("admin", "consumer", "metadata", "producer"):
         if isinstance(_cls, type) and issubclass(_cls, ApiMessage) and _cls.API_KEY is not None:
             (REQUESTS if _cls.is_request() else RESPONSES)[_cls.API_KEY] = _cls
 
+# APIs kafka-python lacks, from Kafka's JSON definitions in protocol/schemas/ (same machinery).
+from protocol.schema_messages import API_MESSAGES as _SCHEMA_MESSAGES  # noqa: E402
+
+for _cls in _SCHEMA_MESSAGES:
+    (REQUESTS if _cls.is_request() else RESPONSES)[_cls.API_KEY] = _cls
+
 
 
 _COPY_IS_CHEAP = 1 << 16  # below this, kafka-python's own path (one copy) is the faster one

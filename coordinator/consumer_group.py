@@ -1,0 +1,751 @@
+"""Kafka 4's consumer group protocol (KIP-848) as part of the pure group coordinator: the
+ConsumerGroupHeartbeat and ConsumerGroupDescribe handlers, mixed into
+``coordinator.group.GroupCoordinator`` beside the classic protocol.
+
+The broker computes the assignment. Each group has a *group epoch* (bumped whenever membership,
+a subscription or the subscribed topics' metadata change), a *target assignment* computed by the
+server-side assignor (``uniform`` or ``range``) for the latest group epoch (its *assignment
+epoch*), and per member a *member epoch* and a current assignment that is reconciled towards
+the target one heartbeat at a time, as Kafka's CurrentAssignmentBuilder does: a member first
+gives up (revokes) what it must lose, keeping its epoch (UNREVOKED_PARTITIONS), and moves to the
+target epoch once its heartbeat no longer reports them; a partition goes to its new owner only
+once no other member holds it (else the new owner waits in UNRELEASED_PARTITIONS). Each heartbeat
+answer carries the member's next assignment when it changed (or on a full request).
+
+Rules and error codes follow Kafka's GroupMetadataManager (4.0). The shell passes the broker's
+current topics (name -> (id, partition count)) with every heartbeat; a difference from the
+group's subscription metadata (created, deleted, grown topics; new regex matches) bumps the group
+epoch at once (Kafka refreshes it on ``group.consumer.metadata.refresh.interval.ms``, i.e. on the
+next heartbeat after a change too). Regex subscriptions use RE2 (google-re2), the syntax Kafka's
+RE2/J accepts, matched against the whole topic name; internal topics never match.
+
+Not supported (documented in the README): classic-protocol members inside a consumer group and
+online conversion of a non-empty group in either direction (a classic group converts when it is
+empty; a JoinGroup for a non-empty consumer group answers INCONSISTENT_GROUP_PROTOCOL), rack-aware
+assignment, client-side assignors (KIP-848's ``ConsumerGroupPrepareAssignment``, dropped by Kafka).
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import kafka.errors as Errors
+
+from coordinator import consumer_group_records as rec
+from coordinator.consumer_group_assignors import ASSIGNORS, assign
+from coordinator.group_common import (
+    COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, INVALID_GROUP_ID, NONE,
+    NOT_COORDINATOR, UNKNOWN_MEMBER, Step, _Request,
+)
+
+Assignment = dict[uuid.UUID, frozenset[int]]
+TopicsView = Mapping[str, tuple[uuid.UUID, int]]
+
+INVALID_REQUEST = Errors.InvalidRequestError.errno
+FENCED_MEMBER_EPOCH = Errors.FencedMemberEpochError.errno
+UNRELEASED_INSTANCE_ID = Errors.UnreleasedInstanceIdError.errno
+UNSUPPORTED_ASSIGNOR = Errors.UnsupportedAssignorError.errno
+STALE_MEMBER_EPOCH = Errors.StaleMemberEpochError.errno
+FENCED_INSTANCE_ID = Errors.FencedInstanceIdError.errno
+INVALID_REGULAR_EXPRESSION = 128
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+
+# Kafka's MemberState bytes (as stored in ConsumerGroupCurrentMemberAssignmentValue.State).
+STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS = 0, 1, 2
+
+GROUP_TYPE = "consumer"
+
+
+# =========================================================================== requests / results
+
+@dataclass(kw_only=True, slots=True)
+class ConsumerGroupHeartbeat(_Request):
+    """ConsumerGroupHeartbeat v0-1. ``topics`` is the broker's view of its (non-internal) topics
+    when the request arrived; ``topic_partitions`` the partitions the member owns."""
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: list[str] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    topic_partitions: list[tuple[uuid.UUID, list[int]]] | None = None
+    topics: TopicsView = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ConsumerGroupHeartbeatResult:
+    error_code: int
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class ConsumerGroupDescribe(_Request):
+    groups: list[str]
+
+
+@dataclass(slots=True)
+class DescribedConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    assignment: Assignment
+    target_assignment: Assignment
+
+
+@dataclass(slots=True)
+class DescribedConsumerGroup:
+    group_id: str
+    error_code: int = NONE
+    error_message: str | None = None
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: list[DescribedConsumerMember] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ConsumerGroupDescribeResult:
+    groups: list[DescribedConsumerGroup]
+
+
+class HeartbeatError(Exception):
+    """An error answer (Kafka's ApiException thrown by the heartbeat path): nothing is written."""
+
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# =========================================================================== model
+
+@dataclass(eq=False, slots=True)
+class ConsumerGroupMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    rebalance_timeout_ms: int = -1
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: int = STABLE
+    assigned: Assignment = field(default_factory=dict)
+    pending_revocation: Assignment = field(default_factory=dict)
+
+    def subscription(self) -> tuple:
+        return (self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor)
+
+    def metadata(self) -> tuple:
+        return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscription(),
+                self.rebalance_timeout_ms)
+
+    def current(self) -> tuple:
+        return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned,
+                self.pending_revocation)
+
+
+class ConsumerGroup:
+    """One consumer group's state (Kafka's ConsumerGroup); mutated only by the coordinator."""
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.target: dict[str, Assignment] = {}
+        self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
+        self.owners: dict[tuple[uuid.UUID, int], str] = {}
+
+    @property
+    def state(self) -> str:
+        """Kafka's ConsumerGroupState names."""
+        if not self.members:
+            return "Empty"
+        if self.group_epoch != self.assignment_epoch:
+            return "Assigning"
+        for m in self.members.values():
+            if m.state != STABLE or m.member_epoch != self.assignment_epoch:
+                return "Reconciling"
+        return "Stable"
+
+    def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
+        for m in self.members.values():
+            if m.instance_id == instance_id:
+                return m
+        return None
+
+    def set_current(self, member: ConsumerGroupMember) -> None:
+        """Re-index which member holds which partition (assigned or pending revocation)."""
+        for tp in [tp for tp, mid in self.owners.items() if mid == member.member_id]:
+            del self.owners[tp]
+        if member.member_id in self.members:
+            for a in (member.assigned, member.pending_revocation):
+                for tid, ps in a.items():
+                    for p in ps:
+                        self.owners[(tid, p)] = member.member_id
+
+    def remove(self, member_id: str) -> None:
+        self.members.pop(member_id, None)
+        self.target.pop(member_id, None)
+        for tp in [tp for tp, mid in self.owners.items() if mid == member_id]:
+            del self.owners[tp]
+
+    def preferred_assignor(self, default: str) -> str:
+        """Kafka: the assignor most members asked for, else the broker's first."""
+        votes: dict[str, int] = {}
+        for m in self.members.values():
+            if m.server_assignor:
+                votes[m.server_assignor] = votes.get(m.server_assignor, 0) + 1
+        if not votes:
+            return default
+        return max(votes, key=lambda a: (votes[a], a == default))
+
+
+def compile_regex(pattern: str) -> Any:
+    """An RE2 pattern (Kafka validates with RE2/J); raises HeartbeatError on a bad one."""
+    import re2
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except Exception as e:      # re2.error
+        raise HeartbeatError(INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex `{pattern}` is not a valid "
+                             f"regular expression: {e}.") from None
+
+
+def _full_match(pattern: str, name: str, cache: dict[str, Any]) -> bool:
+    compiled = cache.get(pattern)
+    if compiled is None:
+        compiled = compile_regex(pattern)
+        if len(cache) >= 1024:
+            cache.clear()
+        cache[pattern] = compiled
+    return compiled.fullmatch(name) is not None
+
+
+def _same(a: Assignment, b: Assignment) -> bool:
+    return {k: v for k, v in a.items() if v} == {k: v for k, v in b.items() if v}
+
+
+# =========================================================================== handlers
+
+class ConsumerGroupHandlers:
+    """The consumer protocol's part of the coordinator (a mixin of ``GroupCoordinator``)."""
+    _consumer_groups: dict[str, ConsumerGroup]
+    _regex_cache: dict[str, Any]
+
+    # ------------------------------------------------------------------ heartbeat
+
+    def _handle_cg_heartbeat(self, req: ConsumerGroupHeartbeat, step: Step) -> None:
+        try:
+            result = self._cg_heartbeat(req, step)
+        except HeartbeatError as e:
+            result = ConsumerGroupHeartbeatResult(e.code, e.message)
+        step.completions.append((req.token, result))
+
+    def _validate_cg_heartbeat(self, req: ConsumerGroupHeartbeat) -> None:
+        def bad(msg: str) -> HeartbeatError:
+            return HeartbeatError(INVALID_REQUEST, msg)
+        if not req.group_id:
+            raise bad("GroupId can't be empty.")
+        if req.instance_id == "":
+            raise bad("InstanceId can't be empty.")
+        if req.rack_id == "":
+            raise bad("RackId can't be empty.")
+        epoch = req.member_epoch
+        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if not req.member_id:
+                raise bad("MemberId can't be empty.")
+        elif epoch == 0:
+            if req.rebalance_timeout_ms == -1:
+                raise bad("RebalanceTimeoutMs must be provided in first request.")
+            if req.topic_partitions is None or req.topic_partitions:
+                raise bad("TopicPartitions must be empty when (re-)joining.")
+            if not req.subscribed_topic_names and req.subscribed_topic_regex is None:
+                raise bad("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if not req.member_id:
+                raise bad("MemberId can't be empty.")
+            if req.instance_id is None:
+                raise bad("InstanceId can't be null.")
+        else:
+            raise bad("MemberEpoch is invalid.")
+        assignors = self.config.consumer_group_assignors
+        if req.server_assignor is not None and req.server_assignor not in assignors:
+            raise HeartbeatError(UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported. "
+                                 f"Supported assignors: {', '.join(assignors)}.")
+        if req.subscribed_topic_regex is not None:
+            if req.subscribed_topic_regex == "":
+                raise bad("SubscribedTopicRegex can't be empty.")
+            _full_match(req.subscribed_topic_regex, "", self._regex_cache)
+
+    def _consumer_group_for(self, group_id: str, create: bool, step: Step) -> ConsumerGroup:
+        group = self._consumer_groups.get(group_id)
+        if group is not None:
+            return group
+        classic = self._groups.get(group_id)
+        if classic is not None:
+            # Online upgrade: an empty classic group becomes a consumer group (its offsets stay).
+            if classic.members or not create or self.config.consumer_group_migration_policy not in (
+                    "bidirectional", "upgrade"):
+                raise HeartbeatError(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            if classic.generation_id > 0 or classic.protocol_type:
+                from coordinator.offsets_records import group_metadata_record
+                step.records.append(group_metadata_record(group_id, None))
+            self._drop_group(group_id)
+        if not create:
+            # Kafka 4 answers UNKNOWN_MEMBER_ID (the member rejoins with epoch 0).
+            raise HeartbeatError(UNKNOWN_MEMBER, f"Consumer group {group_id} not found.")
+        group = self._consumer_groups[group_id] = ConsumerGroup(group_id)
+        return group
+
+    def _check_epoch(self, member: ConsumerGroupMember, req: ConsumerGroupHeartbeat) -> None:
+        received = req.member_epoch
+        if received > member.member_epoch:
+            raise HeartbeatError(FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch "
+                                 f"({received}) than the one known by the group coordinator "
+                                 f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
+        if received < member.member_epoch:
+            owned_subset = req.topic_partitions is not None and all(
+                set(ps) <= member.assigned.get(tid, frozenset()) for tid, ps in req.topic_partitions)
+            if received != member.previous_member_epoch or not owned_subset:
+                raise HeartbeatError(FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member "
+                                     f"epoch ({received}) than the one known by the group coordinator "
+                                     f"({member.member_epoch}). The member must abandon all its partitions "
+                                     "and rejoin.")
+
+    def _cg_heartbeat(self, req: ConsumerGroupHeartbeat, step: Step) -> ConsumerGroupHeartbeatResult:
+        self._validate_cg_heartbeat(req)
+        gid = req.group_id
+        if not self._owns(gid):
+            raise HeartbeatError(NOT_COORDINATOR)
+        if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._cg_leave(req, step)
+        joining = req.member_epoch == 0
+        group = self._consumer_group_for(gid, joining, step)
+        member_id = req.member_id or self._member_id_factory()
+        records: list = []
+        member = group.members.get(member_id)
+        replaced = False
+        if req.instance_id is not None:
+            static = group.static_member(req.instance_id)
+            if joining:
+                if static is not None and static.member_id != member_id:
+                    if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                        raise HeartbeatError(UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                             f"{req.instance_id} cannot join the group because the instance id is "
+                                             f"owned by {static.member_id} member.")
+                    member = self._cg_replace_static(group, static, member_id, records)
+                    replaced = True
+            else:
+                if static is None:
+                    raise HeartbeatError(UNKNOWN_MEMBER, f"Instance id {req.instance_id} is unknown.")
+                if static.member_id != member_id:
+                    raise HeartbeatError(FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                         f"{req.instance_id} was fenced by member {static.member_id}.")
+        new_member = member is None
+        if new_member:
+            if not joining:
+                raise HeartbeatError(UNKNOWN_MEMBER, f"Member {member_id} is not a member of group {gid}.")
+            if len(group.members) >= self.config.consumer_group_max_size:
+                raise HeartbeatError(GROUP_MAX_SIZE_REACHED, f"The consumer group has reached its maximum "
+                                     f"capacity of {self.config.consumer_group_max_size} members.")
+            member = ConsumerGroupMember(member_id)
+        elif not joining:
+            self._check_epoch(member, req)
+        before_meta, before_current = member.metadata(), member.current()
+        before_assigned = member.assigned
+        updated = ConsumerGroupMember(
+            member_id, instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+            client_id=req.client_id, client_host=req.client_host,
+            subscribed_topic_names=(tuple(req.subscribed_topic_names) if req.subscribed_topic_names is not None
+                                    else member.subscribed_topic_names),
+            subscribed_topic_regex=(req.subscribed_topic_regex if req.subscribed_topic_regex is not None
+                                    else member.subscribed_topic_regex),
+            server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
+            rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
+            else member.rebalance_timeout_ms,
+            member_epoch=member.member_epoch, previous_member_epoch=member.previous_member_epoch,
+            state=member.state, assigned=member.assigned, pending_revocation=member.pending_revocation)
+        if joining and not new_member and member.member_epoch > 0 and req.member_id == member.member_id:
+            # A known member rejoining with epoch 0 lost its partitions: it starts over.
+            updated.member_epoch, updated.previous_member_epoch = 0, 0
+            updated.state, updated.assigned, updated.pending_revocation = STABLE, {}, {}
+        bump = new_member or updated.subscription() != member.subscription()
+        if new_member or replaced or updated.metadata() != before_meta:
+            records.append(rec.member_metadata(gid, updated))
+        group.members[member_id] = updated
+        subscription = self._cg_subscription_metadata(group, req.topics)
+        if subscription != group.subscription_metadata:
+            group.subscription_metadata = subscription
+            records.append(rec.partition_metadata(gid, subscription))
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            records.append(rec.group_metadata(gid, group.group_epoch))
+        if group.group_epoch > group.assignment_epoch:
+            self._cg_update_target(group, records)
+        self._cg_reconcile(group, updated, req.topic_partitions)
+        if updated.current() != before_current or new_member or replaced:
+            records.append(rec.current_member_assignment(gid, updated))
+        group.set_current(updated)
+        step.records.extend(records)
+        self._cg_schedule_session(group, updated)
+        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                           and req.topic_partitions is not None)
+        changed = new_member or not _same(before_assigned, updated.assigned)
+        return ConsumerGroupHeartbeatResult(
+            NONE, None, member_id, updated.member_epoch, self.config.consumer_group_heartbeat_interval_ms,
+            dict(updated.assigned) if (full or changed) else None)
+
+    def _cg_subscription_metadata(self, group: ConsumerGroup, topics: TopicsView) -> dict[str, tuple[uuid.UUID, int]]:
+        names: set[str] = set()
+        regexes: set[str] = set()
+        for m in group.members.values():
+            names.update(m.subscribed_topic_names)
+            if m.subscribed_topic_regex:
+                regexes.add(m.subscribed_topic_regex)
+        out = {n: topics[n] for n in names if n in topics}
+        if regexes:
+            for name, meta in topics.items():
+                if name not in out and any(_full_match(r, name, self._regex_cache) for r in regexes):
+                    out[name] = meta
+        return out
+
+    def _cg_member_topics(self, group: ConsumerGroup, member: ConsumerGroupMember) -> frozenset[uuid.UUID]:
+        out = set()
+        for name, (tid, _) in group.subscription_metadata.items():
+            if name in member.subscribed_topic_names or (
+                    member.subscribed_topic_regex and _full_match(member.subscribed_topic_regex, name,
+                                                                  self._regex_cache)):
+                out.add(tid)
+        return frozenset(out)
+
+    def _cg_update_target(self, group: ConsumerGroup, records: list) -> None:
+        """Run the assignor for the new group epoch and record what changed (Kafka's
+        TargetAssignmentBuilder: changed members, then the assignment epoch)."""
+        topics = {tid: n for tid, n in group.subscription_metadata.values()}
+        members = [(mid, self._cg_member_topics(group, m)) for mid, m in group.members.items()]
+        name = group.preferred_assignor(self.config.consumer_group_assignors[0])
+        target = assign(name, members, topics, group.target)
+        for mid, assignment in target.items():
+            old = group.target.get(mid)
+            if old is None or not _same(old, assignment):
+                records.append(rec.target_assignment_member(group.group_id, mid, assignment))
+        group.target = {mid: {t: ps for t, ps in a.items() if ps} for mid, a in target.items()}
+        group.assignment_epoch = group.group_epoch
+        records.append(rec.target_assignment_metadata(group.group_id, group.assignment_epoch))
+
+    def _cg_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                      owned: list[tuple[uuid.UUID, list[int]]] | None) -> None:
+        """Kafka's CurrentAssignmentBuilder, in place on ``member``."""
+        target_epoch = group.assignment_epoch
+        target = group.target.get(member.member_id, {})
+
+        def owns_any(assignment: Assignment) -> bool:
+            if owned is None:
+                return True
+            return any(p in assignment.get(tid, ()) for tid, ps in owned for p in ps)
+
+        def next_assignment(epoch: int) -> None:
+            assigned: dict[uuid.UUID, set[int]] = {}
+            revoking: dict[uuid.UUID, frozenset[int]] = {}
+            pending: dict[uuid.UUID, set[int]] = {}
+            unreleased = False
+            for tid in set(target) | set(member.assigned):
+                want = target.get(tid, frozenset())
+                have = member.assigned.get(tid, frozenset())
+                keep = have & want
+                if keep:
+                    assigned[tid] = set(keep)
+                if have - keep:
+                    revoking[tid] = frozenset(have - keep)
+                free = set()
+                for p in want - keep:
+                    holder = group.owners.get((tid, p))
+                    if holder is not None and holder != member.member_id and holder in group.members:
+                        unreleased = True
+                    else:
+                        free.add(p)
+                if free:
+                    pending[tid] = free
+            if revoking and owns_any(revoking):
+                member.state = UNREVOKED_PARTITIONS
+                member.previous_member_epoch, member.member_epoch = member.member_epoch, epoch
+                member.assigned = {t: frozenset(ps) for t, ps in assigned.items()}
+                member.pending_revocation = revoking
+                return
+            for tid, ps in pending.items():
+                assigned.setdefault(tid, set()).update(ps)
+            member.state = UNRELEASED_PARTITIONS if unreleased else STABLE
+            if member.member_epoch != target_epoch:
+                member.previous_member_epoch, member.member_epoch = member.member_epoch, target_epoch
+            member.assigned = {t: frozenset(ps) for t, ps in assigned.items()}
+            member.pending_revocation = {}
+
+        if member.state == STABLE:
+            if member.member_epoch != target_epoch:
+                next_assignment(member.member_epoch)
+        elif member.state == UNREVOKED_PARTITIONS:
+            if not owns_any(member.pending_revocation):
+                next_assignment(member.member_epoch + 1)
+        else:
+            next_assignment(member.member_epoch)
+        if member.state == UNREVOKED_PARTITIONS:
+            self._cg_schedule_revocation(group, member)
+        else:
+            self._cancel(("cg-revocation", group.group_id, member.member_id))
+
+    # ------------------------------------------------------------------ leaving / removal
+
+    def _cg_leave(self, req: ConsumerGroupHeartbeat, step: Step) -> ConsumerGroupHeartbeatResult:
+        group = self._consumer_groups.get(req.group_id)
+        if group is None:
+            if req.group_id in self._groups:
+                raise HeartbeatError(GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
+            raise HeartbeatError(UNKNOWN_MEMBER, f"Consumer group {req.group_id} not found.")
+        if req.instance_id is not None:
+            member = group.static_member(req.instance_id)
+            if member is None:
+                raise HeartbeatError(UNKNOWN_MEMBER, f"Instance id {req.instance_id} is unknown.")
+            if member.member_id != req.member_id:
+                raise HeartbeatError(FENCED_INSTANCE_ID, f"Static member {req.member_id} with instance id "
+                                     f"{req.instance_id} was fenced by member {member.member_id}.")
+        else:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise HeartbeatError(UNKNOWN_MEMBER, f"Member {req.member_id} is not a member of group "
+                                     f"{req.group_id}.")
+        hb = self.config.consumer_group_heartbeat_interval_ms
+        if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # A static member leaving for a restart keeps its partitions (nobody else gets them)
+            # until its session expires or it rejoins under the same instance id.
+            member.previous_member_epoch, member.member_epoch = member.member_epoch, LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            member.pending_revocation = {}
+            group.set_current(member)
+            step.records.append(rec.current_member_assignment(group.group_id, member))
+            self._cancel(("cg-revocation", group.group_id, member.member_id))
+            return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, hb)
+        self._cg_remove_member(group, member.member_id, step.records, req.topics)
+        return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_MEMBER_EPOCH, hb)
+
+    def _cg_remove_member(self, group: ConsumerGroup, member_id: str, records: list,
+                          topics: TopicsView | None = None) -> None:
+        """Fence a member (leave, session or revocation timeout): its records go, the group epoch is
+        bumped so the others' targets are recomputed on their next heartbeat."""
+        gid = group.group_id
+        records.append(rec.current_member_assignment(gid, None, member_id))
+        records.append(rec.target_assignment_member(gid, member_id, None))
+        records.append(rec.member_metadata(gid, None, member_id))
+        group.remove(member_id)
+        self._cancel(("cg-session", gid, member_id))
+        self._cancel(("cg-revocation", gid, member_id))
+        if topics is not None:
+            subscription = self._cg_subscription_metadata(group, topics)
+        else:   # no broker view at hand (a timer): drop topics nobody subscribes to any more
+            subscription = {n: meta for n, meta in group.subscription_metadata.items()
+                            if any(n in m.subscribed_topic_names or (m.subscribed_topic_regex and _full_match(
+                                m.subscribed_topic_regex, n, self._regex_cache)) for m in group.members.values())}
+        if subscription != group.subscription_metadata:
+            group.subscription_metadata = subscription
+            records.append(rec.partition_metadata(gid, subscription))
+        group.group_epoch += 1
+        records.append(rec.group_metadata(gid, group.group_epoch))
+
+    def _cg_replace_static(self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str,
+                           records: list) -> ConsumerGroupMember:
+        """Kafka's replaceMember: the rejoining static member takes over the old one's assignment
+        (member epoch 0 so that its first heartbeat answer carries the full assignment)."""
+        gid = group.group_id
+        records.append(rec.current_member_assignment(gid, None, old.member_id))
+        records.append(rec.target_assignment_member(gid, old.member_id, None))
+        records.append(rec.member_metadata(gid, None, old.member_id))
+        target = group.target.pop(old.member_id, None)
+        group.remove(old.member_id)
+        self._cancel(("cg-session", gid, old.member_id))
+        new = ConsumerGroupMember(new_id, instance_id=old.instance_id, rack_id=old.rack_id,
+                                  subscribed_topic_names=old.subscribed_topic_names,
+                                  subscribed_topic_regex=old.subscribed_topic_regex,
+                                  server_assignor=old.server_assignor,
+                                  rebalance_timeout_ms=old.rebalance_timeout_ms, member_epoch=0,
+                                  previous_member_epoch=0, state=STABLE, assigned=old.assigned)
+        group.members[new_id] = new
+        if target is not None:
+            group.target[new_id] = target
+            records.append(rec.target_assignment_member(gid, new_id, target))
+        group.set_current(new)
+        return new
+
+    # ------------------------------------------------------------------ timers
+
+    def _cg_schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        gid, mid = group.group_id, member.member_id
+        self._schedule(("cg-session", gid, mid), self.config.consumer_group_session_timeout_ms,
+                       lambda step: self._cg_expire(gid, mid, step))
+
+    def _cg_schedule_revocation(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        key = ("cg-revocation", group.group_id, member.member_id)
+        if key in self._timers:
+            return
+        gid, mid = group.group_id, member.member_id
+        self._schedule(key, member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else
+                       self.config.consumer_group_session_timeout_ms, lambda step: self._cg_expire(gid, mid, step))
+
+    def _cg_expire(self, group_id: str, member_id: str, step: Step) -> None:
+        group = self._consumer_groups.get(group_id)
+        if group is not None and member_id in group.members:
+            self._cg_remove_member(group, member_id, step.records)
+
+    # ------------------------------------------------------------------ describe
+
+    def _handle_cg_describe(self, req: ConsumerGroupDescribe, step: Step) -> None:
+        out: list[DescribedConsumerGroup] = []
+        for gid in req.groups:
+            if not gid:
+                out.append(DescribedConsumerGroup(gid or "", INVALID_GROUP_ID, "GroupId can't be empty."))
+            elif not self._owns(gid):
+                out.append(DescribedConsumerGroup(gid, NOT_COORDINATOR))
+            elif gid in self._consumer_groups:
+                g = self._consumer_groups[gid]
+                members = [DescribedConsumerMember(
+                    m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
+                    list(m.subscribed_topic_names), m.subscribed_topic_regex, dict(m.assigned),
+                    dict(g.target.get(m.member_id, {}))) for m in g.members.values()]
+                out.append(DescribedConsumerGroup(gid, NONE, None, g.state, g.group_epoch, g.assignment_epoch,
+                                                  g.preferred_assignor(self.config.consumer_group_assignors[0]),
+                                                  members))
+            elif gid in self._groups:
+                out.append(DescribedConsumerGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group."))
+            else:
+                out.append(DescribedConsumerGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} not found."))
+        step.completions.append((req.token, ConsumerGroupDescribeResult(out)))
+
+    # ------------------------------------------------------------------ offsets
+
+    def _cg_validate_offset_commit(self, group: ConsumerGroup, member_id: str, member_epoch: int,
+                                   transactional: bool, instance_id: str | None = None) -> int:
+        """Kafka's ConsumerGroup.validateOffsetCommit (for members of the consumer protocol)."""
+        if member_epoch < 0 and not group.members:
+            return NONE
+        if transactional and member_epoch == -1 and not member_id and instance_id is None:
+            return NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return UNKNOWN_MEMBER
+        if member_epoch != member.member_epoch:
+            return STALE_MEMBER_EPOCH
+        return NONE
+
+    def _cg_validate_offset_fetch(self, group: ConsumerGroup, member_id: str | None, member_epoch: int) -> int:
+        """Kafka's ConsumerGroup.validateOffsetFetch: anonymous fetches (admin, assign()) pass."""
+        if member_epoch < 0 and member_id is None:
+            return NONE
+        member = group.members.get(member_id or "")
+        if member is None:
+            return UNKNOWN_MEMBER
+        if member_epoch != member.member_epoch:
+            return STALE_MEMBER_EPOCH
+        return NONE
+
+    # ------------------------------------------------------------------ replay
+
+    def _cg_replay(self, key: bytes, value: bytes | None) -> None:
+        kind = rec.key_type(key)
+        try:
+            k = rec.decode_key(key)
+            v = None if value is None else rec.decode_value(kind, value)
+        except Exception:       # a record this version cannot parse is skipped, as Kafka skips unknown ones
+            return
+        gid = k.group_id
+        group = self._consumer_groups.get(gid)
+        if group is None:
+            if value is None:
+                return
+            group = self._consumer_groups[gid] = ConsumerGroup(gid)
+            self._drop_group(gid)       # offsets replayed earlier made it a "simple" classic group
+        if kind == rec.GROUP_METADATA:
+            if v is None:
+                self._consumer_groups.pop(gid, None)
+            else:
+                group.group_epoch = v.epoch
+        elif kind == rec.PARTITION_METADATA:
+            group.subscription_metadata = {} if v is None else {
+                t.topic_name: (t.topic_id, t.num_partitions) for t in v.topics}
+        elif kind == rec.MEMBER_METADATA:
+            if v is None:
+                group.members.pop(k.member_id, None)
+                group.set_current(ConsumerGroupMember(k.member_id))
+            else:
+                m = group.members.get(k.member_id) or ConsumerGroupMember(k.member_id)
+                m.instance_id, m.rack_id, m.client_id, m.client_host = (v.instance_id, v.rack_id, v.client_id,
+                                                                        v.client_host)
+                m.subscribed_topic_names = tuple(v.subscribed_topic_names)
+                m.subscribed_topic_regex, m.server_assignor = v.subscribed_topic_regex, v.server_assignor
+                m.rebalance_timeout_ms = v.rebalance_timeout_ms
+                group.members[k.member_id] = m
+        elif kind == rec.TARGET_ASSIGNMENT_METADATA:
+            group.assignment_epoch = 0 if v is None else v.assignment_epoch
+        elif kind == rec.TARGET_ASSIGNMENT_MEMBER:
+            if v is None:
+                group.target.pop(k.member_id, None)
+            else:
+                group.target[k.member_id] = rec.assignment_of(v.topic_partitions)
+        elif kind == rec.CURRENT_MEMBER_ASSIGNMENT:
+            m = group.members.get(k.member_id)
+            if v is not None:
+                if m is None:
+                    m = group.members[k.member_id] = ConsumerGroupMember(k.member_id)
+                m.member_epoch, m.previous_member_epoch, m.state = v.member_epoch, v.previous_member_epoch, v.state
+                m.assigned = rec.assignment_of(v.assigned_partitions)
+                m.pending_revocation = rec.assignment_of(v.partitions_pending_revocation)
+                group.set_current(m)
+
+    def _cg_on_loaded(self) -> None:
+        """Replayed members' sessions run from now (Kafka does the same on load)."""
+        for group in self._consumer_groups.values():
+            for member in group.members.values():
+                self._cg_schedule_session(group, member)
+
+    def _cg_delete(self, group: ConsumerGroup, records: list) -> None:
+        """DeleteGroups of an empty consumer group: its records are tombstoned (Kafka's
+        createGroupTombstoneRecords)."""
+        gid = group.group_id
+        for mid in list(group.target):
+            records.append(rec.target_assignment_member(gid, mid, None))
+        records.append(rec.target_assignment_metadata(gid, None))
+        records.append(rec.partition_metadata(gid, None))
+        records.append(rec.group_metadata(gid, None))
+        del self._consumer_groups[gid]
+        for key in [k for k in self._timers if len(k) > 1 and k[1] == gid and str(k[0]).startswith("cg-")]:
+            del self._timers[key]
+
+
+__all__ = [
+    "ConsumerGroupHeartbeat", "ConsumerGroupHeartbeatResult", "ConsumerGroupDescribe",
+    "ConsumerGroupDescribeResult", "DescribedConsumerGroup", "DescribedConsumerMember", "ConsumerGroup",
+    "ConsumerGroupMember", "ConsumerGroupHandlers", "ASSIGNORS", "GROUP_TYPE", "STALE_MEMBER_EPOCH",
+    "FENCED_MEMBER_EPOCH", "UNRELEASED_INSTANCE_ID", "UNSUPPORTED_ASSIGNOR", "INVALID_REQUEST",
+    "INVALID_REGULAR_EXPRESSION", "COORDINATOR_NOT_AVAILABLE",
+]

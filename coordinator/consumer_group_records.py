@@ -1,0 +1,122 @@
+"""The ``__consumer_offsets`` records of KIP-848 consumer groups, in Kafka's formats (key record
+types 3-8, Kafka's group-coordinator JSON definitions loaded in protocol/schema_messages.py).
+
+Kafka writes, per group: ConsumerGroupMetadata (3: the group epoch), ConsumerGroupPartitionMetadata
+(4: the subscribed topics' ids and partition counts), per member ConsumerGroupMemberMetadata (5:
+its subscription), ConsumerGroupTargetAssignmentMetadata (6: the assignment epoch), per member
+ConsumerGroupTargetAssignmentMember (7: its target partitions) and
+ConsumerGroupCurrentMemberAssignment (8: its epochs, state, assigned and pending-revocation
+partitions). A ``None`` value is a tombstone.
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from protocol import schema_messages as m
+
+Record = tuple[bytes, "bytes | None"]
+Assignment = dict[uuid.UUID, frozenset[int]]
+
+GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
+TARGET_ASSIGNMENT_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT = 6, 7, 8
+RECORD_TYPES = frozenset(range(3, 9))
+
+_KEYS = {
+    GROUP_METADATA: m.ConsumerGroupMetadataKey,
+    PARTITION_METADATA: m.ConsumerGroupPartitionMetadataKey,
+    MEMBER_METADATA: m.ConsumerGroupMemberMetadataKey,
+    TARGET_ASSIGNMENT_METADATA: m.ConsumerGroupTargetAssignmentMetadataKey,
+    TARGET_ASSIGNMENT_MEMBER: m.ConsumerGroupTargetAssignmentMemberKey,
+    CURRENT_MEMBER_ASSIGNMENT: m.ConsumerGroupCurrentMemberAssignmentKey,
+}
+_VALUES = {
+    GROUP_METADATA: m.ConsumerGroupMetadataValue,
+    PARTITION_METADATA: m.ConsumerGroupPartitionMetadataValue,
+    MEMBER_METADATA: m.ConsumerGroupMemberMetadataValue,
+    TARGET_ASSIGNMENT_METADATA: m.ConsumerGroupTargetAssignmentMetadataValue,
+    TARGET_ASSIGNMENT_MEMBER: m.ConsumerGroupTargetAssignmentMemberValue,
+    CURRENT_MEMBER_ASSIGNMENT: m.ConsumerGroupCurrentMemberAssignmentValue,
+}
+
+
+def key_type(key: bytes) -> int:
+    return int.from_bytes(key[:2], "big", signed=True)
+
+
+def _key(kind: int, **fields: Any) -> bytes:
+    return bytes(_KEYS[kind](version=kind, **fields).encode(version=kind))
+
+
+def _value(kind: int, **fields: Any) -> bytes:
+    return bytes(_VALUES[kind](version=0, **fields).encode(version=0))
+
+
+def decode_key(key: bytes) -> Any:
+    kind = key_type(key)
+    return _KEYS[kind].decode(key, version=kind)
+
+
+def decode_value(kind: int, value: bytes) -> Any:
+    version = int.from_bytes(value[:2], "big", signed=True)
+    return _VALUES[kind].decode(value, version=version)
+
+
+def _partitions(cls: Any, assignment: Assignment) -> list[Any]:
+    return [cls(topic_id=tid, partitions=sorted(ps)) for tid, ps in sorted(assignment.items()) if ps]
+
+
+def assignment_of(topics: list[Any]) -> Assignment:
+    return {t.topic_id: frozenset(t.partitions) for t in topics if t.partitions}
+
+
+def group_metadata(group_id: str, epoch: int | None) -> Record:
+    return (_key(GROUP_METADATA, group_id=group_id),
+            None if epoch is None else _value(GROUP_METADATA, epoch=epoch))
+
+
+def partition_metadata(group_id: str, topics: dict[str, tuple[uuid.UUID, int]] | None) -> Record:
+    value = None
+    if topics is not None:
+        cls = m.ConsumerGroupPartitionMetadataValue.TopicMetadata
+        value = _value(PARTITION_METADATA, topics=[
+            cls(topic_id=tid, topic_name=name, num_partitions=n, partition_metadata=[])
+            for name, (tid, n) in sorted(topics.items())])
+    return (_key(PARTITION_METADATA, group_id=group_id), value)
+
+
+def member_metadata(group_id: str, member: Any | None, member_id: str | None = None) -> Record:
+    key = _key(MEMBER_METADATA, group_id=group_id, member_id=member_id if member is None else member.member_id)
+    if member is None:
+        return (key, None)
+    return (key, _value(MEMBER_METADATA, instance_id=member.instance_id, rack_id=member.rack_id,
+                        client_id=member.client_id, client_host=member.client_host,
+                        subscribed_topic_names=list(member.subscribed_topic_names),
+                        subscribed_topic_regex=member.subscribed_topic_regex,
+                        rebalance_timeout_ms=member.rebalance_timeout_ms,
+                        server_assignor=member.server_assignor, classic_member_metadata=None))
+
+
+def target_assignment_metadata(group_id: str, epoch: int | None) -> Record:
+    return (_key(TARGET_ASSIGNMENT_METADATA, group_id=group_id),
+            None if epoch is None else _value(TARGET_ASSIGNMENT_METADATA, assignment_epoch=epoch))
+
+
+def target_assignment_member(group_id: str, member_id: str, assignment: Assignment | None) -> Record:
+    value = None
+    if assignment is not None:
+        value = _value(TARGET_ASSIGNMENT_MEMBER, topic_partitions=_partitions(
+            m.ConsumerGroupTargetAssignmentMemberValue.TopicPartition, assignment))
+    return (_key(TARGET_ASSIGNMENT_MEMBER, group_id=group_id, member_id=member_id), value)
+
+
+def current_member_assignment(group_id: str, member: Any | None, member_id: str | None = None) -> Record:
+    key = _key(CURRENT_MEMBER_ASSIGNMENT, group_id=group_id,
+               member_id=member_id if member is None else member.member_id)
+    if member is None:
+        return (key, None)
+    tp = m.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions
+    return (key, _value(CURRENT_MEMBER_ASSIGNMENT, member_epoch=member.member_epoch,
+                        previous_member_epoch=member.previous_member_epoch, state=member.state,
+                        assigned_partitions=_partitions(tp, member.assigned),
+                        partitions_pending_revocation=_partitions(tp, member.pending_revocation)))

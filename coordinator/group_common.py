@@ -1,0 +1,402 @@
+"""What Kafka's two group protocols share in one ``__consumer_offsets`` partition's coordinator:
+error codes, the broker settings, the ``Step`` a call returns, the timer queue, and the requests
+and results of the offset, describe/list/delete APIs that classic and consumer groups both answer.
+The protocols themselves live in ``coordinator.classic_group`` and ``coordinator.consumer_group``;
+``coordinator.group`` puts them together as the ``GroupCoordinator``."""
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import kafka.errors as Errors
+from kafka.record.util import size_of_varint
+
+from protocol.records import HEADER_SIZE
+from coordinator.offsets import (
+    DEFAULT_RETENTION_TIME,
+    OffsetCommitTopic,
+    OffsetFetchTopic,
+    TopicPartitionErrors,
+    TopicPartitions,
+)
+
+Record = tuple[bytes, "bytes | None"]
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+UNKNOWN_MEMBER_ID = ""
+NO_GENERATION = -1
+
+NONE = 0
+UNKNOWN_SERVER_ERROR = -1
+COORDINATOR_LOAD_IN_PROGRESS = Errors.CoordinatorLoadInProgressError.errno
+COORDINATOR_NOT_AVAILABLE = Errors.CoordinatorNotAvailableError.errno
+NOT_COORDINATOR = Errors.NotCoordinatorError.errno
+ILLEGAL_GENERATION = Errors.IllegalGenerationError.errno
+INCONSISTENT_GROUP_PROTOCOL = Errors.InconsistentGroupProtocolError.errno
+UNSUPPORTED_VERSION = Errors.UnsupportedVersionError.errno
+INVALID_GROUP_ID = Errors.InvalidGroupIdError.errno
+UNKNOWN_MEMBER = Errors.UnknownMemberIdError.errno
+INVALID_SESSION_TIMEOUT = Errors.InvalidSessionTimeoutError.errno
+REBALANCE_IN_PROGRESS = Errors.RebalanceInProgressError.errno
+NON_EMPTY_GROUP = Errors.NonEmptyGroupError.errno
+GROUP_ID_NOT_FOUND = Errors.GroupIdNotFoundError.errno
+MEMBER_ID_REQUIRED = Errors.MemberIdRequiredError.errno
+GROUP_MAX_SIZE_REACHED = Errors.GroupMaxSizeReachedError.errno
+FENCED_INSTANCE_ID = Errors.FencedInstanceIdError.errno
+
+
+def _assignor_name(value: str) -> str:
+    """Kafka lists assignors by name or class name (org.apache...assignor.UniformAssignor)."""
+    value = value.strip()
+    short = value.rsplit(".", 1)[-1]
+    return {"UniformAssignor": "uniform", "RangeAssignor": "range"}.get(short, value.lower())
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCoordinatorConfig:
+    """Broker settings that drive the coordinator, with Kafka's defaults (see ``from_properties``)."""
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_max_size: int = 2147483647
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = 4096
+    offsets_topic_num_partitions: int = 50
+    # Kafka's internal group.classic.new.member.join.timeout.ms: a new member's JoinGroup that the
+    # rebalance never completes is dropped after this long.
+    new_member_join_timeout_ms: int = 300000
+    # message.max.bytes as it applies to __consumer_offsets: a group metadata record larger than
+    # this fails to append in Kafka (e.g. a member with a 1 MB subscription), see _fits().
+    max_message_bytes: int = 1048588
+    # KIP-848 consumer groups (Kafka's names and defaults; the bounds are checked as Kafka does).
+    consumer_group_session_timeout_ms: int = 45000
+    consumer_group_min_session_timeout_ms: int = 45000
+    consumer_group_max_session_timeout_ms: int = 60000
+    consumer_group_heartbeat_interval_ms: int = 5000
+    consumer_group_min_heartbeat_interval_ms: int = 5000
+    consumer_group_max_heartbeat_interval_ms: int = 15000
+    consumer_group_max_size: int = 2147483647
+    consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_group_migration_policy: str = "bidirectional"
+
+    _KAFKA_NAMES = {
+        "group.min.session.timeout.ms": "group_min_session_timeout_ms",
+        "group.max.session.timeout.ms": "group_max_session_timeout_ms",
+        "group.initial.rebalance.delay.ms": "group_initial_rebalance_delay_ms",
+        "group.max.size": "group_max_size",
+        "offsets.retention.minutes": "offsets_retention_minutes",
+        "offsets.retention.check.interval.ms": "offsets_retention_check_interval_ms",
+        "offset.metadata.max.bytes": "offset_metadata_max_bytes",
+        "offsets.topic.num.partitions": "offsets_topic_num_partitions",
+        "message.max.bytes": "max_message_bytes",
+        "group.consumer.session.timeout.ms": "consumer_group_session_timeout_ms",
+        "group.consumer.min.session.timeout.ms": "consumer_group_min_session_timeout_ms",
+        "group.consumer.max.session.timeout.ms": "consumer_group_max_session_timeout_ms",
+        "group.consumer.heartbeat.interval.ms": "consumer_group_heartbeat_interval_ms",
+        "group.consumer.min.heartbeat.interval.ms": "consumer_group_min_heartbeat_interval_ms",
+        "group.consumer.max.heartbeat.interval.ms": "consumer_group_max_heartbeat_interval_ms",
+        "group.consumer.max.size": "consumer_group_max_size",
+    }
+    _STRING_NAMES = {
+        "group.consumer.assignors": "consumer_group_assignors",
+        "group.consumer.migration.policy": "consumer_group_migration_policy",
+    }
+
+    def __post_init__(self) -> None:
+        """Kafka's GroupCoordinatorConfig checks: a broker with inconsistent bounds does not start."""
+        checks = [
+            (self.consumer_group_session_timeout_ms >= self.consumer_group_min_session_timeout_ms,
+             "group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"),
+            (self.consumer_group_session_timeout_ms <= self.consumer_group_max_session_timeout_ms,
+             "group.consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms"),
+            (self.consumer_group_heartbeat_interval_ms >= self.consumer_group_min_heartbeat_interval_ms,
+             "group.consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"),
+            (self.consumer_group_heartbeat_interval_ms <= self.consumer_group_max_heartbeat_interval_ms,
+             "group.consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms"),
+            (self.consumer_group_heartbeat_interval_ms < self.consumer_group_session_timeout_ms,
+             "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"),
+            (self.consumer_group_max_size >= 1, "group.consumer.max.size must be at least 1"),
+            (bool(self.consumer_group_assignors) and all(a in ("uniform", "range") for a in self.consumer_group_assignors),
+             f"group.consumer.assignors must name uniform and/or range, not {self.consumer_group_assignors}"),
+            (self.consumer_group_migration_policy in ("disabled", "upgrade", "downgrade", "bidirectional"),
+             "group.consumer.migration.policy must be one of disabled, upgrade, downgrade, bidirectional"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    @classmethod
+    def from_properties(cls, props: dict[str, Any]) -> GroupCoordinatorConfig:
+        """Build from Kafka-named broker properties (unknown names are ignored)."""
+        kwargs: dict[str, Any] = {attr: int(props[name]) for name, attr in cls._KAFKA_NAMES.items() if name in props}
+        if props.get("group.consumer.assignors") is not None:
+            kwargs["consumer_group_assignors"] = tuple(
+                _assignor_name(a) for a in str(props["group.consumer.assignors"]).split(",") if a.strip())
+        if props.get("group.consumer.migration.policy") is not None:
+            kwargs["consumer_group_migration_policy"] = str(props["group.consumer.migration.policy"]).strip().lower()
+        return cls(**kwargs)
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        return self.offsets_retention_minutes * 60 * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRecords:
+    """Records that must be appended as one transactional batch of this producer (TxnOffsetCommit):
+    they count only once the producer's COMMIT marker follows them in the partition."""
+    producer_id: int
+    producer_epoch: int
+    records: tuple[Record, ...]
+
+
+@dataclass(slots=True)
+class Step:
+    """What one call produced: records to append to this ``__consumer_offsets`` partition first
+    (plain ``records``, then each transactional batch of ``txn_records``), then results to send,
+    each matched to the waiting request by its token."""
+    completions: list[tuple[Any, Any]] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
+    txn_records: list[TxnRecords] = field(default_factory=list)
+
+    def extend(self, other: Step) -> None:
+        self.completions.extend(other.completions)
+        self.records.extend(other.records)
+        self.txn_records.extend(other.txn_records)
+
+
+# =========================================================================== requests
+
+@dataclass(kw_only=True, slots=True)
+class _Request:
+    token: Any = None
+    api_version: int = 0
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(kw_only=True, slots=True)
+class OffsetCommit(_Request):
+    """OffsetCommit. v0 has no generation/member (defaults); ``retention_time_ms`` is v2-v4 only."""
+    group_id: str | None
+    topics: list[OffsetCommitTopic]
+    generation_id: int = NO_GENERATION
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: str | None = None
+    retention_time_ms: int = DEFAULT_RETENTION_TIME
+
+
+@dataclass(kw_only=True, slots=True)
+class TxnOffsetCommit(_Request):
+    """TxnOffsetCommit: offsets that take effect when the producer's transaction commits. The
+    caller has already checked that the group's partition is in the producer's transaction
+    (KIP-890 verification), so the producer id/epoch here are current."""
+    group_id: str | None
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: list[OffsetCommitTopic]
+    generation_id: int = NO_GENERATION
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: str | None = None
+
+
+@dataclass(slots=True)
+class OffsetFetchGroup:
+    """One group of an OffsetFetch; ``topics=None`` asks for every committed offset."""
+    group_id: str | None
+    topics: list[TopicPartitions] | None = None
+    member_id: str | None = None
+    member_epoch: int = -1
+
+
+@dataclass(kw_only=True, slots=True)
+class OffsetFetch(_Request):
+    """OffsetFetch; v0-v7 name one group, v8+ several (one ``OffsetFetchGroup`` each)."""
+    groups: list[OffsetFetchGroup]
+    require_stable: bool = False
+
+
+@dataclass(kw_only=True, slots=True)
+class OffsetDelete(_Request):
+    group_id: str | None
+    topics: list[TopicPartitions]
+
+
+@dataclass(kw_only=True, slots=True)
+class DescribeGroups(_Request):
+    groups: list[str | None]
+
+
+@dataclass(kw_only=True, slots=True)
+class ListGroups(_Request):
+    states_filter: list[str] = field(default_factory=list)
+    types_filter: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True, slots=True)
+class DeleteGroups(_Request):
+    groups: list[str | None]
+
+
+@dataclass(kw_only=True, slots=True)
+class TopicsDeleted(_Request):
+    """Not a client request: the broker deleted these topics (Kafka's onPartitionsDeleted)."""
+    topics: list[str]
+
+
+# =========================================================================== results
+
+@dataclass(slots=True)
+class OffsetCommitResult:
+    topics: list[TopicPartitionErrors]
+
+
+@dataclass(slots=True)
+class TxnOffsetCommitResult:
+    topics: list[TopicPartitionErrors]
+
+
+@dataclass(slots=True)
+class OffsetFetchGroupResult:
+    group_id: str | None
+    error_code: int
+    topics: list[OffsetFetchTopic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OffsetFetchResult:
+    """One entry per requested group, in request order (v0-v7: use ``groups[0]``)."""
+    groups: list[OffsetFetchGroupResult]
+
+
+@dataclass(slots=True)
+class OffsetDeleteResult:
+    error_code: int
+    topics: list[TopicPartitionErrors] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TopicsDeletedResult:
+    error_code: int
+    offsets_removed: int = 0
+
+
+@dataclass(slots=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    member_metadata: bytes
+    member_assignment: bytes
+
+
+@dataclass(slots=True)
+class DescribedGroup:
+    group_id: str
+    error_code: int = NONE
+    error_message: str | None = None
+    group_state: str = ""
+    protocol_type: str = ""
+    protocol_data: str = ""
+    members: list[DescribedMember] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DescribeGroupsResult:
+    groups: list[DescribedGroup]
+
+
+@dataclass(slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    group_state: str
+    group_type: str = "classic"
+
+
+@dataclass(slots=True)
+class ListGroupsResult:
+    error_code: int
+    groups: list[ListedGroup] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DeletableGroupResult:
+    group_id: str | None
+    error_code: int
+
+
+@dataclass(slots=True)
+class DeleteGroupsResult:
+    results: list[DeletableGroupResult]
+
+
+def batch_size_of(record: Record) -> int:
+    """Bytes of a v2 record batch holding just this record, uncompressed: Kafka refuses to append
+    a batch larger than max.message.bytes."""
+    key, value = record
+    klen = len(key)
+    vlen = -1 if value is None else len(value)
+    body = (1 + 1 + 1 + size_of_varint(klen) + klen + size_of_varint(vlen) + max(vlen, 0) + 1)
+    return HEADER_SIZE + size_of_varint(body) + body
+
+
+_Timer = tuple[int, int, Callable[[Step], None]]
+
+
+class GroupTimers:
+    """The coordinator's timer queue (session expiry, join/sync deadlines, offset expiry): keyed
+    timers on a heap, fired in deadline order with the injected clock. Expects ``_timers``,
+    ``_heap``, ``_seq``, ``_now`` on the instance and an ``_on_loaded(step)`` hook."""
+    _timers: dict[tuple, _Timer]
+    _heap: list[tuple[int, int, tuple]]
+    _now: int | None
+
+    def next_deadline(self) -> int | None:
+        """When ``tick`` has work next (absolute ms), or None."""
+        while self._heap:
+            deadline, seq, key = self._heap[0]
+            timer = self._timers.get(key)
+            if timer is not None and timer[1] == seq:
+                return deadline
+            heapq.heappop(self._heap)
+        return None
+
+    def _schedule(self, key: tuple, delay_ms: int, fn: Callable[[Step], None]) -> None:
+        assert self._now is not None
+        seq = next(self._seq)
+        deadline = self._now + max(0, delay_ms)
+        self._timers[key] = (deadline, seq, fn)
+        heapq.heappush(self._heap, (deadline, seq, key))
+
+    def _cancel(self, key: tuple) -> None:
+        self._timers.pop(key, None)
+
+    def _advance(self, now_ms: int, step: Step) -> None:
+        """Fire due timers in deadline order; each fires with the clock at its own deadline."""
+        if self._now is None:
+            self._now = now_ms
+            self._on_loaded(step)
+        while self._heap and self._heap[0][0] <= now_ms:
+            deadline, seq, key = heapq.heappop(self._heap)
+            timer = self._timers.get(key)
+            if timer is None or timer[1] != seq:
+                continue
+            del self._timers[key]
+            self._now = max(self._now, deadline)
+            timer[2](step)
+        self._now = max(self._now, now_ms)
+
+    def _cancel_group_timers(self, group_id: str) -> None:
+        for key in [k for k in self._timers if len(k) > 1 and k[1] == group_id]:
+            del self._timers[key]
+
+    def _now_ms(self) -> int:
+        assert self._now is not None
+        return self._now
+

@@ -1,0 +1,41 @@
+"""Message classes kafka-python 3.0.12 does not ship, built by its own JSON-schema machinery from
+Kafka's message definitions in ``protocol/schemas/`` (copied verbatim from Kafka's
+clients/src/main/resources/common/message and group-coordinator/src/main/resources/common/message).
+
+- KIP-848 APIs: ConsumerGroupHeartbeat (68) v0-1, ConsumerGroupDescribe (69) v0.
+- The coordinator records of consumer groups in ``__consumer_offsets`` (key versions 3-8): the
+  key is an int16 record type followed by the non-flexible key struct, the value an int16 version
+  followed by the flexible value struct, exactly as Kafka's CoordinatorRecordSerde writes them.
+"""
+from __future__ import annotations
+
+from kafka.protocol.api_data import ApiData
+from kafka.protocol.api_message import ApiMessage
+
+_SCHEMAS = "protocol.schemas"
+
+
+class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS): pass
+class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS): pass
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS): pass
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS): pass
+
+
+class ConsumerGroupMetadataKey(ApiData, load_json=_SCHEMAS): pass
+class ConsumerGroupMetadataValue(ApiData, load_json=_SCHEMAS): pass
+class ConsumerGroupPartitionMetadataKey(ApiData, load_json=_SCHEMAS): pass
+class ConsumerGroupPartitionMetadataValue(ApiData, load_json=_SCHEMAS): pass
+class ConsumerGroupMemberMetadataKey(ApiData, load_json=_SCHEMAS): pass
+class ConsumerGroupMemberMetadataValue(ApiData, load_json=_SCHEMAS): pass
+class ConsumerGroupTargetAssignmentMetadataKey(ApiData, load_json=_SCHEMAS): pass
+class ConsumerGroupTargetAssignmentMetadataValue(ApiData, load_json=_SCHEMAS): pass
+class ConsumerGroupTargetAssignmentMemberKey(ApiData, load_json=_SCHEMAS): pass
+class ConsumerGroupTargetAssignmentMemberValue(ApiData, load_json=_SCHEMAS): pass
+class ConsumerGroupCurrentMemberAssignmentKey(ApiData, load_json=_SCHEMAS): pass
+class ConsumerGroupCurrentMemberAssignmentValue(ApiData, load_json=_SCHEMAS): pass
+
+
+API_MESSAGES = (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+                ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse)
+
+__all__ = [name for name in dir() if name.startswith("ConsumerGroup")] + ["API_MESSAGES"]
