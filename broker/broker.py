@@ -6,8 +6,11 @@ import os
 
 import trio
 
+from protocol.api_versions import SUPPORTED
+
 from .clock import Clock
 from .config import BrokerConfig
+from .faults import FaultRegistry
 from .group_shell import GroupShell
 from .log import cleaner, flush, retention
 from .log.manager import LogManager
@@ -68,6 +71,16 @@ class Broker:
         self.producer_ids: ProducerIdAllocator | None = None
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
+        self.faults = FaultRegistry()   # broker/faults.py; armed through broker/control.py
+        release = config.get("samsa.emulate.kafka.version")
+        if release:
+            from protocol.emulation import emulated_table
+            try:
+                self.api_versions = emulated_table(release)
+            except ValueError as exc:
+                raise SystemExit(str(exc)) from None
+        else:
+            self.api_versions = SUPPORTED
 
     @property
     def cluster_id(self) -> str:
