@@ -3,12 +3,15 @@ delayed operations (long-poll fetches) wait on."""
 from __future__ import annotations
 
 import os
-import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import trio
 
+from protocol.api_versions import SUPPORTED
+
+from .clock import Clock
 from .config import BrokerConfig
+from .faults import FaultRegistry
 from .group_shell import GroupShell
 from .log import cleaner, flush, retention
 from .log.manager import LogManager
@@ -61,18 +64,28 @@ class ProducerIdAllocator:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, clock: Callable[[], int] | None = None) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.node_id = int(config["node.id"])
         self.logs = LogManager(config)
         self.appends = AppendNotifier()
-        self.clock = clock or (lambda: int(time.time() * 1000))
-        self.logs.clock = self.now_ms  # segments, retention and the cleaner use the injected clock
+        self.clock = clock or Clock()
+        self.logs.clock = self.clock  # segments, retention and the cleaner use the broker's clock
         self.stopping = trio.Event()
         self.producer_ids: ProducerIdAllocator | None = None
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
         self.metrics: "BrokerMetrics | None" = None   # set when samsa.http.listener serves /metrics
+        self.faults = FaultRegistry()   # broker/faults.py; armed through broker/control.py
+        release = config.get("samsa.emulate.kafka.version")
+        if release:
+            from protocol.emulation import emulated_table
+            try:
+                self.api_versions = emulated_table(release)
+            except ValueError as exc:
+                raise SystemExit(str(exc)) from None
+        else:
+            self.api_versions = SUPPORTED
 
     @property
     def cluster_id(self) -> str:
@@ -91,11 +104,11 @@ class Broker:
             await nursery.start(self.groups.run_timers)
             await nursery.start(self.txns.run_timers)
             # storage: retention, flush.ms, log compaction (broker/log/)
-            await nursery.start(retention.run_retention, self)
-            await nursery.start(flush.run_flusher, self)
-            await nursery.start(cleaner.run_cleaner, self)
+            await nursery.start(retention.run_retention, self.logs, self.appends.notify)
+            await nursery.start(flush.run_flusher, self.logs)
+            await nursery.start(cleaner.run_cleaner, self.logs)
             await nursery.start(self.logs.run_file_deleter)
             task_status.started()
 
     def now_ms(self) -> int:
-        return self.clock()
+        return self.clock.now_ms()

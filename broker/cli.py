@@ -1,4 +1,5 @@
-"""``samsa serve`` runs the broker; ``samsa healthcheck`` asks one for ApiVersions."""
+"""``samsa serve`` runs the broker; ``samsa healthcheck`` asks one for ApiVersions; ``samsa ctl``
+arms faults and moves the clock of a broker through its control endpoint (broker/control.py)."""
 from __future__ import annotations
 
 import argparse
@@ -76,6 +77,59 @@ def _recv_exact(s: socket.socket, n: int) -> bytes:
     return buf
 
 
+def _add_match(p: argparse.ArgumentParser) -> None:
+    for name in ("topic", "group", "client-id"):
+        p.add_argument(f"--{name}", help=f"only requests with this {name.replace('-', ' ')}")
+
+
+def _add_ctl(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("ctl", help="faults and clock of a broker with samsa.control.listener")
+    c.add_argument("--url", default=os.environ.get("SAMSA_CONTROL_URL"),
+                   help="the control endpoint, e.g. http://127.0.0.1:8091 (default: $SAMSA_CONTROL_URL)")
+    ops = c.add_subparsers(dest="op", required=True)
+    p = ops.add_parser("fail", help="answer the next COUNT matching requests with a Kafka error")
+    p.add_argument("api"), p.add_argument("error"), p.add_argument("--count", type=int, default=1)
+    _add_match(p)
+    p = ops.add_parser("delay", help="answer matching requests MS later")
+    p.add_argument("api"), p.add_argument("ms", type=int), p.add_argument("--count", type=int)
+    _add_match(p)
+    p = ops.add_parser("drop", help="close the connection instead of answering")
+    p.add_argument("api"), p.add_argument("--count", type=int, default=1)
+    _add_match(p)
+    p = ops.add_parser("hold", help="matching requests wait until `samsa ctl release ID`")
+    p.add_argument("api"), p.add_argument("--count", type=int)
+    _add_match(p)
+    ops.add_parser("release", help="release a hold").add_argument("id", type=int)
+    ops.add_parser("clear", help="disarm every fault, release holds")
+    ops.add_parser("faults", help="the armed faults")
+    ops.add_parser("log", help="the faults that fired, on which requests")
+    ops.add_parser("advance", help="move the broker's clock forward").add_argument("ms", type=int)
+    ops.add_parser("now", help="the broker's clock")
+
+
+def _ctl(args: argparse.Namespace) -> int:
+    import json
+
+    from .control_client import ControlUnavailable, http_call
+
+    if not args.url:
+        print("samsa ctl: give --url http://HOST:PORT (the broker's samsa.control.listener) or set "
+              "SAMSA_CONTROL_URL", file=sys.stderr)
+        return 2
+    op = args.op
+    params = {k: v for k, v in vars(args).items() if k not in ("command", "url", "op") and v is not None}
+    call = http_call(args.url, connect_wait=0.5)
+    try:
+        print(json.dumps(call(op, params), indent=2))
+    except ValueError as exc:
+        print(f"samsa ctl {op}: {exc}", file=sys.stderr)
+        return 2
+    except ControlUnavailable as exc:
+        print(f"samsa ctl: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="samsa", description="Samsa: a Kafka broker in Python")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -87,9 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     h = sub.add_parser("healthcheck", help="exit 0 when the broker answers ApiVersions")
     h.add_argument("--bootstrap", default=os.environ.get("SAMSA_BOOTSTRAP", "localhost:9092"))
     h.add_argument("--timeout", type=float, default=2.0)
+    _add_ctl(sub)
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "ctl":
+        return _ctl(args)
     problem = probe(args.bootstrap, args.timeout)
     if problem is not None:
         # Shown by `docker inspect` (State.Health.Log) when the container's HEALTHCHECK fails.

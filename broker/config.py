@@ -75,6 +75,9 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "samsa.fsync.on.acks.all": ("boolean", False),
     "samsa.log.max.open.segment.files": ("int", None),
     "samsa.http.listener": ("string", None),  # /metrics and the web console, e.g. http://127.0.0.1:8090
+    "samsa.emulate.kafka.version": ("string", None),   # e.g. 2.8: advertise that release's API versions
+    "samsa.control.listener": ("string", None),        # http://127.0.0.1:PORT: faults and clock (broker/control.py)
+    "samsa.control.listener.allow.remote": ("boolean", False),
 }
 
 LONG_MAX = 9223372036854775807

@@ -181,6 +181,4 @@ class CoordinatorShell(Generic[C]):
             if self._deadline_changed.is_set():
                 continue  # a tick changed something: recompute before sleeping
             self._sleep_until = earliest
-            wait = float("inf") if earliest is None else max(0.0, (earliest - self.broker.now_ms()) / 1000)
-            with trio.move_on_after(wait):
-                await self._deadline_changed.wait()
+            await self.broker.clock.wait(earliest, self._deadline_changed)

@@ -10,11 +10,12 @@ import structlog
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
 
-from protocol.api_versions import SUPPORTED, supported
+from protocol.api_versions import SUPPORTED
 from protocol.frame import FrameError, peek_header
 from protocol.messages import REQUESTS, RESPONSES, decode_request
 from protocol.splice import splice
 
+from .faults import PASS
 from .log.region import FileRegion
 
 if TYPE_CHECKING:
@@ -92,11 +93,13 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str,
     started = time.perf_counter()
     prefix = peek_header(frame)
     key, version = prefix.api_key, prefix.api_version
-    if key == ApiKey.ApiVersions and not supported(key, version):
+    advertised = broker.api_versions.get(key)  # SUPPORTED, or narrower when emulating an old Kafka
+    is_advertised = advertised is not None and advertised[0] <= version <= advertised[1]
+    if key == ApiKey.ApiVersions and not is_advertised:
         # KIP-511: answer in v0 with UNSUPPORTED_VERSION and our table
         from .apis.api_versions import unsupported_version_response
-        return unsupported_version_response(prefix.correlation_id)
-    if not supported(key, version) or key not in REQUESTS:
+        return unsupported_version_response(prefix.correlation_id, broker.api_versions)
+    if not is_advertised or key not in REQUESTS:
         # Kafka cannot parse such a request and closes the connection.
         raise FrameError(f"unsupported api key {key} version {version}")
     req_cls = REQUESTS[key]
@@ -106,7 +109,8 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str,
         raise FrameError(f"cannot decode {req_cls.__name__} v{version}: {exc!r}") from None
     header = request.header
     ctx = RequestContext(broker, key, version, prefix.correlation_id, header.client_id, client_host, listener)
-    response = await HANDLERS[key](ctx, request)
+    injected = await broker.faults.before(ctx, request) if broker.faults.armed else PASS  # broker/faults.py
+    response = await HANDLERS[key](ctx, request) if injected is PASS else injected
     if broker.metrics is not None:
         broker.metrics.request_done(key, version, started)
     if log_requests():

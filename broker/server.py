@@ -10,6 +10,8 @@ from __future__ import annotations
 import errno
 import signal
 import socket
+from contextlib import nullcontext
+from typing import Any
 
 import structlog
 import trio
@@ -147,16 +149,23 @@ async def _accept_loop(broker: Broker, lst: trio.SocketListener, listener: str, 
             conn_nursery.start_soon(handle_connection, broker, stream, listener, readers)
 
 
-async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
-    """Run until SIGTERM/SIGINT: stop accepting, let in-flight requests finish, flush, return."""
+async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
+                stop: trio.Event | None = None) -> None:
+    """Run until SIGTERM/SIGINT (or until ``stop`` is set, for a broker in a thread of another
+    program, which cannot receive signals): stop accepting, let in-flight requests finish,
+    flush, return."""
     check_handlers()
+    control = broker.config.get("samsa.control.listener")
+    if control:
+        from .control import ALLOW_REMOTE, check_bind
+        check_bind(str(control), bool(broker.config.get(ALLOW_REMOTE)))
     broker.start()
     log.info("broker started", node_id=broker.node_id, cluster_id=broker.cluster_id,
              log_dir=broker.logs.log_dir, topics=len(broker.logs.topics))
     async with trio.open_nursery() as services:
         await services.start(broker.run_services)
         await _start_http(broker, services)
-        await _serve_connections(broker, task_status)
+        await _serve_connections(broker, task_status, stop)
         services.cancel_scope.cancel()
     broker.logs.shutdown()
     log.info("broker stopped")
@@ -176,19 +185,31 @@ async def _start_http(broker: Broker, nursery: trio.Nursery) -> None:
     await nursery.start(serve_http, observe_routes(broker), listener, "samsa.http.listener")
 
 
-async def _serve_connections(broker: Broker, task_status: trio.TaskStatus) -> None:
+async def _until_stopped(signals: Any, stop: trio.Event | None) -> None:
+    if stop is not None:
+        await stop.wait()
+        log.info("shutting down", reason="stopped")
+        return
+    async for signum in signals:
+        log.info("shutting down", signal=signal.Signals(signum).name)
+        return
+
+
+async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop: trio.Event | None = None) -> None:
     readers: set[trio.CancelScope] = set()
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    # a broker in a thread of another program (stop given) cannot receive signals
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) if stop is None else nullcontext() as signals:
         async with trio.open_nursery() as conns:
             async with trio.open_nursery() as listeners:
                 ports = []
                 for listener in broker.config.listeners:
                     ports.append(await listeners.start(run_listener, broker, listener, conns, readers))
                 task_status.started(ports)
-                async for signum in signals:
-                    log.info("shutting down", signal=signal.Signals(signum).name)
-                    listeners.cancel_scope.cancel()
-                    break
+                if broker.config.get("samsa.control.listener"):  # after the Kafka listeners: start-up first
+                    from .control import run_control_listener
+                    listeners.start_soon(run_control_listener, broker)
+                await _until_stopped(signals, stop)
+                listeners.cancel_scope.cancel()
             # stop reading; requests already received are answered, then connections close
             broker.stopping.set()
             broker.appends.notify()  # release long polls so their answers go out now

@@ -1,43 +1,86 @@
-"""Run a real Samsa broker process for tests: the pytest fixtures ``samsa_broker``
-(a fresh broker per test), ``samsa_broker_session`` and ``samsa_topic``.
+"""Run a real Samsa broker for tests: the pytest fixtures ``samsa_broker`` (a fresh broker
+per test), ``samsa_broker_in_process``, ``samsa_broker_session`` and ``samsa_topic``.
 
 The broker runs as a child process on a free 127.0.0.1 port with a temporary data dir,
-exactly as users run it, so tests exercise the real wire protocol.
+exactly as users run it, so tests exercise the real wire protocol; or, with
+``in_process=True``, on its own trio loop in a thread of the test process (broker/inprocess.py),
+ready in milliseconds. Either way the object has ``.faults`` and ``.clock`` (broker/faults.py,
+broker/clock.py): the child process gets its control endpoint on a free loopback port.
+
+Options, as a marker or as an indirect parameter of ``samsa_broker``::
+
+    @pytest.mark.samsa_broker(in_process=True, topics={"orders": 3}, overrides={"num.partitions": "2"})
 """
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
 
+if TYPE_CHECKING:
+    from .inprocess import InProcessBroker
+
 from .cli import healthcheck
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from .ports import free_port  # noqa: F401  (public: tests import it from here)
+from .control_client import BrokerClock, Faults, SamsaControl, refused  # noqa: F401  (SamsaControl: public)
 
 
 class SamsaBroker:
     """A broker child process; ``restart`` keeps the data dir and port."""
 
     def __init__(self, data_dir: str | os.PathLike, port: int | None = None,
-                 overrides: dict[str, str] | None = None, log_path: str | None = None) -> None:
+                 overrides: dict[str, str] | None = None, log_path: str | None = None,
+                 control: bool = True, topics: dict[str, int] | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.overrides = dict(overrides or {})
+        if control and "samsa.control.listener" not in self.overrides:
+            self.overrides["samsa.control.listener"] = f"http://127.0.0.1:{free_port()}"
+        self.topics = dict(topics or {})
         self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"samsa-{self.port}.log"
         self.proc: subprocess.Popen | None = None
+        self._control: SamsaControl | None = None
+
+    @property
+    def control_url(self) -> str | None:
+        return self.overrides.get("samsa.control.listener")
+
+    def _control_call(self, op: str, args: dict) -> object:
+        if self.control_url is None:
+            return refused("this broker was started without samsa.control.listener, so it takes no faults "
+                           "and its clock cannot move; start it with control=True")(op, args)
+        if self._control is None:
+            self._control = SamsaControl(self.control_url, connect_wait=5.0)
+        return self._control._call(op, args)
+
+    @property
+    def faults(self) -> Faults:
+        return Faults(self._control_call)
+
+    @property
+    def clock(self) -> BrokerClock:
+        return BrokerClock(self._control_call)
+
+    def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> str:
+        from kafka.admin import KafkaAdminClient, NewTopic
+        from kafka.errors import TopicAlreadyExistsError
+
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers)
+        try:
+            admin.create_topics([NewTopic(name, partitions, 1, topic_configs=dict(configs or {}))])
+        except TopicAlreadyExistsError:
+            pass
+        finally:
+            admin.close()
+        return name
 
     @property
     def bootstrap_servers(self) -> str:
@@ -65,6 +108,8 @@ class SamsaBroker:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}; log:\n{self.read_log()}")
             if healthcheck(self.bootstrap_servers, timeout=0.5):
+                for name, partitions in self.topics.items():
+                    self.create_topic(name, partitions)
                 return self
             time.sleep(0.02)
         self.stop()
@@ -89,6 +134,9 @@ class SamsaBroker:
                 self.proc.wait()
         code = self.proc.returncode
         self.proc = None
+        if self._control is not None:
+            self._control.close()
+            self._control = None
         return code
 
     def kill(self) -> None:
@@ -99,12 +147,53 @@ class SamsaBroker:
         return self.start()
 
 
+BROKER_OPTIONS = ("in_process", "topics", "overrides")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "samsa_broker(in_process=False, topics=None, overrides=None): "
+                                       "options of the samsa_broker fixture")
+
+
+def _options(request: pytest.FixtureRequest) -> dict:
+    options: dict = {}
+    marker = request.node.get_closest_marker("samsa_broker")
+    if marker is not None:
+        options.update(marker.kwargs)
+    options.update(getattr(request, "param", None) or {})
+    unknown = set(options) - set(BROKER_OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown samsa_broker options {sorted(unknown)}; expected {', '.join(BROKER_OPTIONS)}")
+    return options
+
+
+def make_broker(data_dir: Path, in_process: bool = False, topics: dict[str, int] | None = None,
+                overrides: dict[str, str] | None = None) -> "SamsaBroker | InProcessBroker":
+    """A started broker: a child process, or (``in_process``) a thread of this process."""
+    if in_process:
+        from .inprocess import InProcessBroker
+        return InProcessBroker(data_dir, overrides=overrides, topics=topics).start()
+    return SamsaBroker(data_dir, overrides=overrides, topics=topics).start()
+
+
 @pytest.fixture
-def samsa_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
-    """A fresh broker for one test, with its own data dir; stopped afterwards."""
-    broker = SamsaBroker(tmp_path / "samsa-data").start()
+def samsa_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SamsaBroker]:
+    """A fresh broker for one test, with its own data dir; stopped afterwards. Options from a
+    ``samsa_broker`` marker or indirect parameter: in_process, topics, overrides."""
+    broker = make_broker(tmp_path / "samsa-data", **_options(request))
     try:
-        yield broker
+        yield broker  # type: ignore[misc]
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def samsa_broker_in_process(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator["InProcessBroker"]:
+    """A fresh broker running in a thread of the test process (ready in milliseconds)."""
+    options = dict(_options(request), in_process=True)
+    broker = make_broker(tmp_path / "samsa-data-in-process", **options)
+    try:
+        yield broker  # type: ignore[misc]
     finally:
         broker.stop()
 
@@ -121,10 +210,13 @@ def samsa_broker_session() -> Iterator[SamsaBroker]:
 
 
 @pytest.fixture
-def samsa_topic(samsa_broker: SamsaBroker) -> Callable[..., str]:
-    """Factory: ``samsa_topic(partitions=3, **configs)`` creates a uniquely named topic."""
+def samsa_topic(request: pytest.FixtureRequest) -> Callable[..., str]:
+    """Factory: ``samsa_topic(partitions=3, **configs)`` creates a uniquely named topic on the
+    test's broker (``samsa_broker_in_process`` if the test uses it, else ``samsa_broker``)."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
+    name = "samsa_broker_in_process" if "samsa_broker_in_process" in request.fixturenames else "samsa_broker"
+    samsa_broker = request.getfixturevalue(name)
     admin = KafkaAdminClient(bootstrap_servers=samsa_broker.bootstrap_servers)
 
     def make(partitions: int = 1, name: str | None = None, **configs: str) -> str:

@@ -83,7 +83,7 @@ def test_flusher_task_honours_flush_ms_and_default_relies_on_the_os(tmp_path, mo
 
     async def main() -> None:
         with trio.move_on_after(0.4):
-            await flush.run_flusher(broker)
+            await flush.run_flusher(lm)
     trio.run(main)
     assert timed.partitions[0].synced_offset == 1
     assert default.partitions[0].synced_offset == 0   # Kafka's default: no fsync, the OS writes back

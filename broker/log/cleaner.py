@@ -51,7 +51,7 @@ from .partition import CONTROL_ABORT, CONTROL_COMMIT, Partition
 from .segment import Segment, fsync_dir, segment_name
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from .manager import LogManager
 
 log = structlog.get_logger("samsa.cleaner")
 
@@ -685,26 +685,26 @@ def pick(partitions: list[Partition], now_ms: int) -> Candidate | None:
     return best
 
 
-async def run_cleaner(broker: "Broker", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+async def run_cleaner(logs: "LogManager", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
     """The cleaner thread of Kafka as a trio task: clean the dirtiest partition, or back off
     ``log.cleaner.backoff.ms`` when none qualifies."""
-    cfg = broker.config
+    cfg = logs.config
     task_status.started()
     enabled = str(cfg.get("log.cleaner.enable", "true")).lower() != "false"
     if not enabled:
         return
-    backoff = int(cfg.get("log.cleaner.backoff.ms", 15000)) / 1000  # 0 is a legal value
+    backoff = int(cfg.get("log.cleaner.backoff.ms", 15000))  # 0 is a legal value
     capacity = map_capacity(cfg)
     throttle = throttler_for(cfg)
     while True:
-        compacted = [p for p in broker.logs.all_partitions() if "compact" in p.policies()]
-        cand = pick(compacted, broker.now_ms())
+        compacted = [p for p in logs.all_partitions() if "compact" in p.policies()]
+        cand = pick(compacted, logs.now_ms())
         if cand is None:
-            await trio.sleep(backoff)
+            await logs.clock.sleep(backoff)
             continue
         try:
-            await clean_partition(cand.part, cand, broker.now_ms(), capacity, throttle)
+            await clean_partition(cand.part, cand, logs.now_ms(), capacity, throttle)
         except OSError as exc:
             log.error("cleaning failed", partition=cand.part.name, error=str(exc))
-            await trio.sleep(backoff)
+            await logs.clock.sleep(backoff)
         await trio.sleep(0)

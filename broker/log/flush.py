@@ -22,7 +22,6 @@ from .partition import Partition
 from .segment import fsync_dir
 
 if TYPE_CHECKING:
-    from ..broker import Broker
     from .manager import LogManager
 
 log = structlog.get_logger("samsa.log")
@@ -89,14 +88,13 @@ def _flush_ms(logs: "LogManager", topic) -> int | None:
     return max(0, int(value))
 
 
-async def run_flusher(broker: "Broker", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+async def run_flusher(logs: "LogManager", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
     """Kafka's log flusher: fsync partitions whose last flush is ``flush.ms`` old (and any that
     reached ``flush.messages`` through an internal append). Checks at the smallest flush.ms in
     use (at least every 10 ms, at most every second)."""
-    logs = broker.logs
     task_status.started()
     while True:
-        now = broker.now_ms()
+        now = logs.now_ms()
         period = 1000
         todo: list[Partition] = []
         for topic in list(logs.topics.values()):
@@ -113,4 +111,4 @@ async def run_flusher(broker: "Broker", task_status: trio.TaskStatus = trio.TASK
                 await sync_partitions(todo)
             except OSError:
                 pass  # logged; the next round retries
-        await trio.sleep(period / 1000)
+        await logs.clock.sleep(period)

@@ -23,11 +23,12 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import structlog
 import trio
 
+from ..clock import Clock
 from ..config import TOPIC_CONFIGS, BrokerConfig, parse_value
 from .fds import FdCache
 from .partition import LogCorrupt, Partition
@@ -75,7 +76,7 @@ class LogManager:
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.cluster_id = ""
         self.node_id = int(config["node.id"])
-        self.clock: Callable[[], int] = lambda: int(time.time() * 1000)
+        self.clock = Clock()  # the broker replaces it with its own (broker/clock.py)
         self.fds = FdCache(config["samsa.log.max.open.segment.files"])
         self.fsync_on_acks_all = bool(config["samsa.fsync.on.acks.all"])
         self._deletions: list[tuple[int, int, list[str]]] = []  # (due ms, seq, renamed paths)
@@ -83,7 +84,7 @@ class LogManager:
         self._seq = 0
 
     def now_ms(self) -> int:
-        return self.clock()
+        return self.clock.now_ms()
 
     async def after_append(self, parts: list[Partition], acks: int) -> None:
         """Awaited by Produce before answering (fsync for acks=all or flush.messages)."""
@@ -205,9 +206,7 @@ class LogManager:
                         os.unlink(path)
                     except FileNotFoundError:
                         pass
-            wait = (self._deletions[0][0] - now) / 1000 if self._deletions else float("inf")
-            with trio.move_on_after(wait):
-                await self._deletions_changed.wait()
+            await self.clock.wait(self._deletions[0][0] if self._deletions else None, self._deletions_changed)
 
     def _save(self) -> None:
         meta = {"cluster_id": self.cluster_id, "topics": [{"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions),

@@ -5,27 +5,28 @@ injected clock. Fetches waiting on a partition are woken so consumers below the 
 start get OFFSET_OUT_OF_RANGE at once."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import structlog
 import trio
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from .manager import LogManager
 
 log = structlog.get_logger("samsa.log")
 
 _YIELD_EVERY = 256  # partitions checked between yields to the event loop
 
 
-def check_interval_s(broker: "Broker") -> float:
-    return max(0.01, int(broker.config.get("log.retention.check.interval.ms") or 300000) / 1000)
+def check_interval_ms(logs: "LogManager") -> int:
+    return max(10, int(logs.config.get("log.retention.check.interval.ms") or 300000))
 
 
-async def retention_pass(broker: "Broker") -> int:
+async def retention_pass(logs: "LogManager", notify: Callable[[], None]) -> int:
+    """One check of every partition; ``notify`` wakes waiting fetches when segments went."""
     deleted = 0
-    now = broker.now_ms()
-    for i, part in enumerate(broker.logs.all_partitions()):
+    now = logs.now_ms()
+    for i, part in enumerate(logs.all_partitions()):
         if part.deleted:
             continue
         try:
@@ -35,13 +36,16 @@ async def retention_pass(broker: "Broker") -> int:
         if i % _YIELD_EVERY == _YIELD_EVERY - 1:
             await trio.sleep(0)
     if deleted:
-        broker.appends.notify()
+        notify()
     return deleted
 
 
-async def run_retention(broker: "Broker", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+async def run_retention(logs: "LogManager", notify: Callable[[], None],
+                        task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+    """Check every ``log.retention.check.interval.ms`` of the broker's clock (an advanced clock
+    runs the check at once)."""
     task_status.started()
-    interval = check_interval_s(broker)
+    interval = check_interval_ms(logs)
     while True:
-        await trio.sleep(interval)
-        await retention_pass(broker)
+        await logs.clock.sleep(interval)
+        await retention_pass(logs, notify)

@@ -1,0 +1,10 @@
+"""Free loopback ports for brokers started by tests (the fixtures and the in-process broker)."""
+from __future__ import annotations
+
+import socket
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
