@@ -12,6 +12,7 @@ from .config import BrokerConfig
 from .group_shell import GroupShell
 from .log import cleaner, flush, retention
 from .log.manager import LogManager
+from .security.setup import Security
 from .txn_shell import TxnShell
 
 PRODUCER_ID_BLOCK = 1000
@@ -69,6 +70,8 @@ class Broker:
         self.producer_ids: ProducerIdAllocator | None = None
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
+        self.security = Security(config, config.log_dir, self.now_ms)
+        self.authorizer = self.security.authorizer   # None unless authorizer.class.name is set
 
     @property
     def cluster_id(self) -> str:
@@ -76,6 +79,7 @@ class Broker:
 
     def start(self) -> None:
         self.logs.load()
+        self.security.load()
         self.producer_ids = ProducerIdAllocator(self.logs.log_dir)
         self.groups.load()
         self.txns.load()      # after the groups: finishing a transaction may settle their offsets

@@ -15,10 +15,12 @@ from protocol.messages import REQUESTS, RESPONSES, decode_request
 from protocol.splice import splice
 
 from .log.region import FileRegion
+from .security.authz import authorized
 
 if TYPE_CHECKING:
     from .broker import Broker
     from .config import Listener
+    from .security.session import Session
 
 log = structlog.get_logger("samsa.dispatch")
 
@@ -32,6 +34,11 @@ class RequestContext:
     client_id: str | None
     client_host: str
     listener: str = ""
+    session: "Session | None" = None   # the connection's security state (broker/security/session.py)
+
+    @property
+    def principal(self) -> str:
+        return self.session.principal if self.session is not None else "User:ANONYMOUS"
 
     @property
     def advertised(self) -> "Listener":
@@ -72,7 +79,7 @@ def check_handlers() -> None:
 
 
 async def dispatch(broker: "Broker", frame: bytes, client_host: str,
-                   listener: str = "") -> bytes | bytearray | Parts | None:
+                   listener: str = "", session: "Session | None" = None) -> bytes | bytearray | Parts | None:
     """Answer one request frame. Returns the framed response (or its parts, when records
     are sent from files), None when none is due (acks=0), or raises FrameError when Kafka
     would close the connection."""
@@ -91,8 +98,12 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str,
     except Exception as exc:  # malformed body: Kafka closes the connection
         raise FrameError(f"cannot decode {req_cls.__name__} v{version}: {exc!r}") from None
     header = request.header
-    ctx = RequestContext(broker, key, version, prefix.correlation_id, header.client_id, client_host, listener)
-    response = await HANDLERS[key](ctx, request)
+    ctx = RequestContext(broker, key, version, prefix.correlation_id, header.client_id, client_host, listener,
+                         session)
+    if broker.authorizer is None:
+        response = await HANDLERS[key](ctx, request)
+    else:
+        response = await authorized(ctx, request, HANDLERS[key])
     if response is None:
         return None
     if isinstance(response, Spliced):
