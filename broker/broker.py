@@ -15,6 +15,7 @@ from .faults import FaultRegistry
 from .group_shell import GroupShell
 from .log import cleaner, flush, retention
 from .log.manager import LogManager
+from .security.setup import Security
 from .txn_shell import TxnShell
 
 if TYPE_CHECKING:
@@ -86,6 +87,8 @@ class Broker:
                 raise SystemExit(str(exc)) from None
         else:
             self.api_versions = SUPPORTED
+        self.security = Security(config, config.log_dir, self.now_ms)
+        self.authorizer = self.security.authorizer   # None unless authorizer.class.name is set
 
     @property
     def cluster_id(self) -> str:
@@ -93,6 +96,7 @@ class Broker:
 
     def start(self) -> None:
         self.logs.load()
+        self.security.load()
         self.producer_ids = ProducerIdAllocator(self.logs.log_dir)
         self.groups.load()
         self.txns.load()      # after the groups: finishing a transaction may settle their offsets

@@ -71,6 +71,34 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "replica.fetch.max.bytes": ("int", 1048576),
     "broker.rack": ("string", None),
     "cluster.id": ("string", None),
+    # security (issue 13): listeners' protocols, TLS, SASL, the authorizer
+    "listener.security.protocol.map": ("list", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
+    "inter.broker.listener.name": ("string", None),
+    "ssl.keystore.type": ("string", "JKS"),
+    "ssl.keystore.location": ("string", None),
+    "ssl.keystore.password": ("password", None),
+    "ssl.keystore.certificate.chain": ("password", None),
+    "ssl.keystore.key": ("password", None),
+    "ssl.key.password": ("password", None),
+    "ssl.truststore.type": ("string", "JKS"),
+    "ssl.truststore.location": ("string", None),
+    "ssl.truststore.password": ("password", None),
+    "ssl.truststore.certificates": ("password", None),
+    "ssl.client.auth": ("string", "none"),
+    "ssl.enabled.protocols": ("list", "TLSv1.2,TLSv1.3"),
+    "ssl.cipher.suites": ("list", ""),
+    "ssl.principal.mapping.rules": ("string", "DEFAULT"),
+    "sasl.enabled.mechanisms": ("list", "GSSAPI"),
+    "connections.max.reauth.ms": ("long", 0),
+    "sasl.server.max.receive.size": ("int", 524288),
+    "authorizer.class.name": ("string", ""),
+    "super.users": ("string", None),
+    "allow.everyone.if.no.acl.found": ("boolean", False),
+    # how long a TLS handshake may take before the connection is closed
+    "samsa.ssl.handshake.timeout.ms": ("long", 10000),
+    # SCRAM credentials created at start-up when absent, as `kafka-storage format --add-scram`:
+    # 'SCRAM-SHA-512=[name=admin,password=admin-secret]' entries separated by ';'
+    "samsa.scram.bootstrap.credentials": ("password", None),
     # Samsa's own (no Kafka equivalent; see the README's configuration section)
     "samsa.fsync.on.acks.all": ("boolean", False),
     "samsa.log.max.open.segment.files": ("int", None),
@@ -262,6 +290,32 @@ class Listener:
     name: str
     host: str
     port: int
+    security_protocol: str = "PLAINTEXT"
+
+    @property
+    def tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def parse_protocol_map(value: str) -> dict[str, str]:
+    """``listener.security.protocol.map``: ``NAME:PROTOCOL`` pairs."""
+    out = {}
+    for item in (v.strip() for v in (value or "").split(",")):
+        if not item:
+            continue
+        name, _, proto = item.partition(":")
+        proto = proto.strip().upper()
+        if proto not in SECURITY_PROTOCOLS:
+            raise ConfigError(f"listener.security.protocol.map: unknown security protocol {proto!r}")
+        out[name.strip().upper()] = proto
+    return out
 
 
 def parse_listeners(value: str) -> list[Listener]:
@@ -335,16 +389,36 @@ class BrokerConfig:
             return int(ms) if ms is not None else int(hours or 0) * 3600000
         return self.values.get(broker_key)
 
+    def _with_protocols(self, listeners: list[Listener]) -> list[Listener]:
+        mapping = parse_protocol_map(self.values["listener.security.protocol.map"])
+        out = []
+        for l in listeners:
+            proto = mapping.get(l.name)
+            if proto is None:
+                raise ConfigError(f"listener {l.name} has no entry in listener.security.protocol.map")
+            out.append(Listener(l.name, l.host, l.port, proto))
+        return out
+
     @property
     def listeners(self) -> list[Listener]:
-        return parse_listeners(self.values["listeners"])
+        return self._with_protocols(parse_listeners(self.values["listeners"]))
 
     @property
     def advertised_listeners(self) -> list[Listener]:
         adv = self.values["advertised.listeners"]
-        listeners = parse_listeners(adv) if adv else self.listeners
-        return [Listener(l.name, l.host if l.host not in ("", "0.0.0.0", "::") else "localhost", l.port)
+        listeners = self._with_protocols(parse_listeners(adv)) if adv else self.listeners
+        return [Listener(l.name, l.host if l.host not in ("", "0.0.0.0", "::") else "localhost", l.port,
+                         l.security_protocol)
                 for l in listeners]
+
+    def for_listener(self, listener: str, name: str, default: Any = None) -> Any:
+        """A property as Kafka resolves it for one listener: ``listener.name.<listener>.<name>``
+        first, then the broker-wide ``<name>``."""
+        prefixed = f"listener.name.{listener.lower()}.{name}"
+        if prefixed in self.values:
+            return self.values[prefixed]
+        value = self.values.get(name)
+        return default if value is None else value
 
     @property
     def log_dir(self) -> str:

@@ -17,10 +17,12 @@ from protocol.splice import splice
 
 from .faults import PASS
 from .log.region import FileRegion
+from .security.authz import authorized
 
 if TYPE_CHECKING:
     from .broker import Broker
     from .config import Listener
+    from .security.session import Session
 
 log = structlog.get_logger("samsa.dispatch")
 
@@ -46,6 +48,11 @@ class RequestContext:
     client_id: str | None
     client_host: str
     listener: str = ""
+    session: "Session | None" = None   # the connection's security state (broker/security/session.py)
+
+    @property
+    def principal(self) -> str:
+        return self.session.principal if self.session is not None else "User:ANONYMOUS"
 
     @property
     def advertised(self) -> "Listener":
@@ -86,7 +93,7 @@ def check_handlers() -> None:
 
 
 async def dispatch(broker: "Broker", frame: bytes, client_host: str,
-                   listener: str = "") -> bytes | bytearray | Parts | None:
+                   listener: str = "", session: "Session | None" = None) -> bytes | bytearray | Parts | None:
     """Answer one request frame. Returns the framed response (or its parts, when records
     are sent from files), None when none is due (acks=0), or raises FrameError when Kafka
     would close the connection."""
@@ -108,9 +115,15 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str,
     except Exception as exc:  # malformed body: Kafka closes the connection
         raise FrameError(f"cannot decode {req_cls.__name__} v{version}: {exc!r}") from None
     header = request.header
-    ctx = RequestContext(broker, key, version, prefix.correlation_id, header.client_id, client_host, listener)
+    ctx = RequestContext(broker, key, version, prefix.correlation_id, header.client_id, client_host, listener,
+                         session)
     injected = await broker.faults.before(ctx, request) if broker.faults.armed else PASS  # broker/faults.py
-    response = await HANDLERS[key](ctx, request) if injected is PASS else injected
+    if injected is not PASS:
+        response = injected
+    elif broker.authorizer is None:
+        response = await HANDLERS[key](ctx, request)
+    else:
+        response = await authorized(ctx, request, HANDLERS[key])
     if broker.metrics is not None:
         broker.metrics.request_done(key, version, started)
     if log_requests():

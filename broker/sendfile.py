@@ -32,7 +32,8 @@ async def send_parts(stream: trio.SocketStream, parts: Sequence[bytes | FileRegi
 
 
 async def _send_region(stream: trio.SocketStream, region: FileRegion) -> None:
-    if not _SENDFILE:
+    if not _SENDFILE or not isinstance(stream, trio.SocketStream):
+        # TLS: the bytes must pass through the SSL object, so they are read and copied
         await stream.send_all(region.read())
         return
     sock = stream.socket

@@ -21,6 +21,8 @@ from protocol.frame import FrameDecoder, FrameError
 from .broker import Broker
 from .config import Listener
 from .dispatch import check_handlers, dispatch
+from .security.session import Session
+from .security.transport import secure
 from .sendfile import send_parts
 
 log = structlog.get_logger("samsa.server")
@@ -29,15 +31,38 @@ _QUEUE = 64
 SHUTDOWN_GRACE_S = 10.0
 
 
-async def _read_frames(stream: trio.SocketStream, decoder: FrameDecoder,
+async def _read_frames(stream: trio.abc.Stream, decoder: FrameDecoder,
                        send: trio.MemorySendChannel, peer: str, readers: set[trio.CancelScope]) -> None:
     async with send:
         with trio.CancelScope() as scope:
             readers.add(scope)
             try:
-                await _read_loop(stream, decoder, send, peer)
+                if isinstance(stream, trio.SocketStream):
+                    await _read_loop(stream, decoder, send, peer)
+                else:
+                    await _read_stream_loop(stream, decoder, send, peer)
             finally:
                 readers.discard(scope)
+
+
+async def _read_stream_loop(stream: trio.abc.Stream, decoder: FrameDecoder,
+                            send: trio.MemorySendChannel, peer: str) -> None:
+    """TLS connections: the bytes come decrypted from the SSLStream, not from the socket."""
+    while True:
+        try:
+            data = await stream.receive_some(1 << 16)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            return
+        if not data:
+            return
+        try:
+            frames = decoder.feed(data)
+        except FrameError as exc:
+            log.warning("closing connection: bad frame", peer=peer, reason=str(exc))
+            await send.send(exc)
+            return
+        for frame in frames:
+            await send.send(frame)
 
 
 async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
@@ -63,14 +88,19 @@ async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
             await send.send(frame)
 
 
-async def _answer(broker: Broker, stream: trio.SocketStream, receive: trio.MemoryReceiveChannel,
-                  peer: str, host: str, listener: str, cancel: trio.CancelScope) -> None:
+async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryReceiveChannel,
+                  peer: str, host: str, listener: str, cancel: trio.CancelScope, session: Session) -> None:
     async with receive:
         async for frame in receive:
             if isinstance(frame, FrameError):
                 break
             try:
-                response = await dispatch(broker, frame, host, listener)
+                if session.gated:   # SASL: not yet authenticated, raw tokens, or a session that expires
+                    session.admit(frame)
+                    if session.raw_tokens:   # after a SaslHandshake v0: a bare token
+                        await stream.send_all(session.raw_answer(frame))
+                        continue
+                response = await dispatch(broker, frame, host, listener, session)
             except FrameError as exc:
                 log.warning("closing connection: bad request", peer=peer, reason=str(exc))
                 break
@@ -85,6 +115,8 @@ async def _answer(broker: Broker, stream: trio.SocketStream, receive: trio.Memor
                         await stream.send_all(response)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     break
+            if session.close_after:
+                break
     cancel.cancel()
 
 
@@ -110,15 +142,27 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener:
     metrics = broker.metrics
     if metrics is not None:
         metrics.connection_opened(listener)
+    conn: trio.abc.Stream = stream
     try:
+        secured = await secure(broker.security, broker.security.listeners[listener], stream, host, peer)
+        if secured is None:
+            return
+        conn, session = secured
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_read_frames, stream, decoder, send, peer, readers)
-            nursery.start_soon(_answer, broker, stream, receive, peer, host, listener, nursery.cancel_scope)
+            nursery.start_soon(_read_frames, conn, decoder, send, peer, readers)
+            nursery.start_soon(_answer, broker, conn, receive, peer, host, listener, nursery.cancel_scope,
+                               session)
     finally:
         if metrics is not None:
             metrics.connection_closed(listener)
         with trio.CancelScope(shield=True):
-            await stream.aclose()
+            with trio.move_on_after(1.0):   # TLS close_notify must not wait on a peer that never reads
+                try:
+                    await conn.aclose()
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    pass
+            if conn is not stream:
+                await stream.aclose()
 
 
 async def run_listener(broker: Broker, listener: Listener, conn_nursery: trio.Nursery,
@@ -127,7 +171,8 @@ async def run_listener(broker: Broker, listener: Listener, conn_nursery: trio.Nu
     host = listener.host or None
     listeners = await trio.open_tcp_listeners(listener.port, host=host)
     bound = listeners[0].socket.getsockname()[1]
-    log.info("listening", listener=listener.name, host=listener.host or "0.0.0.0", port=bound)
+    log.info("listening", listener=listener.name, security_protocol=listener.security_protocol,
+             host=listener.host or "0.0.0.0", port=bound)
     task_status.started(bound)
     async with trio.open_nursery() as nursery:
         for lst in listeners:

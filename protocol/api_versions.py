@@ -47,6 +47,14 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.DescribeLogDirs: (1, 4),
     ApiKey.DescribeClientQuotas: (0, 1),
     ApiKey.ListPartitionReassignments: (0, 0),
+    # security (broker/security/, broker/apis/sasl.py, acls.py, scram.py)
+    ApiKey.SaslHandshake: (0, 1),
+    ApiKey.SaslAuthenticate: (0, 2),
+    ApiKey.DescribeAcls: (1, 3),
+    ApiKey.CreateAcls: (1, 3),
+    ApiKey.DeleteAcls: (1, 3),
+    ApiKey.DescribeUserScramCredentials: (0, 0),
+    ApiKey.AlterUserScramCredentials: (0, 0),
 }
 
 

@@ -9,7 +9,7 @@ from kafka.protocol.api_message import ApiMessage
 REQUESTS: dict[int, type[ApiMessage]] = {}
 RESPONSES: dict[int, type[ApiMessage]] = {}
 
-for _pkg in ("admin", "consumer", "metadata", "producer"):
+for _pkg in ("admin", "consumer", "metadata", "producer", "sasl"):
     _mod = importlib.import_module(f"kafka.protocol.{_pkg}")
     for _name in getattr(_mod, "__all__", ()):
         _cls = getattr(_mod, _name)

@@ -2,3 +2,4 @@
 from . import (api_versions, cluster, configs, fetch, groups, log_offsets, metadata, offsets,  # noqa: F401
                produce, producer_ids, topics, transactions)
 from . import log_dirs, quotas, reassignments  # noqa: F401  (what the web consoles call)
+from . import acls, sasl, scram  # noqa: F401  (security: broker/security/)

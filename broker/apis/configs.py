@@ -426,12 +426,12 @@ def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, syno
 
 def _broker_entry(config: BrokerConfig, name: str, synonyms: bool, docs: bool) -> DC:
     kind = broker_kind(name)
-    if kind is None:
+    if kind is None or kind == "password":
         # Kafka treats properties it does not know as possibly sensitive
         syns = [(name, None, STATIC_BROKER_CONFIG)] if name in config.raw else []
         return DC(name=name, value=None, read_only=True, config_source=syns[0][2] if syns else DEFAULT_CONFIG,
                   is_sensitive=True, synonyms=[DS(name=a, value=b, source=c) for a, b, c in syns] if synonyms else [],
-                  config_type=0, documentation=None)
+                  config_type=CONFIG_TYPE_IDS.get(kind, 0), documentation=None)
     value = config.raw[name] if name in config.raw and kind == "string" else \
         render_config(kind, broker_value(config, name))
     chain = _synonym_chain(config, name)

@@ -1,0 +1,118 @@
+"""DescribeAcls, CreateAcls, DeleteAcls v1-3 (v0 is gone from Kafka 4).
+
+Quirks: without an authorizer every answer is SECURITY_DISABLED, as Kafka's; creations are
+validated as Kafka's AclControlManager does (no ANY/MATCH/UNKNOWN values, principal
+``Type:name``, a PREFIXED wildcard is refused, CLUSTER is named ``kafka-cluster``); created
+and deleted ACLs are records in the security store (fsynced before the answer). The
+CLUSTER ALTER/DESCRIBE checks are in broker/security/authz.py.
+"""
+from __future__ import annotations
+
+import uuid
+
+from kafka.protocol.admin import (CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
+                                  DescribeAclsRequest, DescribeAclsResponse)
+
+from protocol.errors import ErrorCode
+
+from ..dispatch import RequestContext, handles
+from ..security.acl import (CLUSTER_NAME, Operation, PatternType, Permission, ResourceType,
+                            acl_filter_matches)
+from ..security.records import AclBinding, acl_record
+
+_DISABLED = "No Authorizer is configured."
+
+
+def _creation_error(acl: AclBinding) -> str | None:
+    if acl.resource_type in (ResourceType.ANY, ResourceType.UNKNOWN) or acl.resource_type not in \
+            ResourceType._value2member_map_:
+        return "Invalid resource type"
+    if acl.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+        return "Invalid pattern type"
+    if acl.operation in (Operation.ANY, Operation.UNKNOWN) or acl.operation not in Operation._value2member_map_:
+        return "Invalid operation"
+    if acl.permission_type not in (Permission.ALLOW, Permission.DENY):
+        return "Invalid permission type"
+    if not acl.resource_name:
+        return "Resource name should not be empty"
+    if acl.pattern_type == PatternType.PREFIXED and acl.resource_name == "*":
+        return "Prefixed wildcard resource names are not supported"
+    if acl.resource_type == ResourceType.CLUSTER and acl.resource_name != CLUSTER_NAME:
+        return "The only valid name for the CLUSTER resource is " + CLUSTER_NAME
+    if ":" not in acl.principal or not acl.principal.split(":", 1)[1]:
+        return f"Could not parse principal from `{acl.principal}` (no colon is present separating the " \
+               "principal type from the principal name)"
+    if not acl.host:
+        return "Invalid host"
+    return None
+
+
+@handles(30)
+async def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsResponse:
+    R = CreateAclsResponse.AclCreationResult
+    if ctx.broker.authorizer is None:
+        return ctx.response(throttle_time_ms=0, results=[
+            R(error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED) for _ in req.creations])
+    store = ctx.broker.security.store
+    existing = set(store.image.acls.values())
+    results, records = [], []
+    for c in req.creations:
+        acl = AclBinding(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host,
+                         c.operation, c.permission_type)
+        err = _creation_error(acl)
+        if err:
+            results.append(R(error_code=ErrorCode.INVALID_REQUEST, error_message=err))
+            continue
+        if acl not in existing:
+            existing.add(acl)
+            records.append(acl_record(str(uuid.uuid4()), acl))
+        results.append(R(error_code=0, error_message=None))
+    store.append(records)
+    return ctx.response(throttle_time_ms=0, results=results)
+
+
+@handles(29)
+async def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
+    if ctx.broker.authorizer is None:
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED,
+                            resources=[])
+    matched: dict[tuple[int, str, int], list[AclBinding]] = {}
+    for acl in ctx.broker.security.store.image.acls.values():
+        if acl_filter_matches(acl, req.resource_type_filter, req.resource_name_filter, req.pattern_type_filter,
+                              req.principal_filter, req.host_filter, req.operation, req.permission_type):
+            matched.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(acl)
+    Res = DescribeAclsResponse.DescribeAclsResource
+    A = Res.AclDescription
+    resources = [Res(resource_type=rt, resource_name=rn, pattern_type=pt,
+                     acls=[A(principal=a.principal, host=a.host, operation=a.operation,
+                             permission_type=a.permission_type) for a in acls])
+                 for (rt, rn, pt), acls in matched.items()]
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, resources=resources)
+
+
+@handles(31)
+async def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse:
+    FR = DeleteAclsResponse.DeleteAclsFilterResult
+    M = FR.DeleteAclsMatchingAcl
+    if ctx.broker.authorizer is None:
+        return ctx.response(throttle_time_ms=0, filter_results=[
+            FR(error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED, matching_acls=[])
+            for _ in req.filters])
+    store = ctx.broker.security.store
+    removed: set[str] = set()
+    results, records = [], []
+    for f in req.filters:
+        matches = []
+        for acl_id, acl in store.image.acls.items():
+            if acl_filter_matches(acl, f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter,
+                                  f.principal_filter, f.host_filter, f.operation, f.permission_type):
+                matches.append(M(error_code=0, error_message=None, resource_type=acl.resource_type,
+                                 resource_name=acl.resource_name, pattern_type=acl.pattern_type,
+                                 principal=acl.principal, host=acl.host, operation=acl.operation,
+                                 permission_type=acl.permission_type))
+                if acl_id not in removed:
+                    removed.add(acl_id)
+                    records.append({"type": "RemoveAccessControlEntryRecord", "id": acl_id})
+        results.append(FR(error_code=0, error_message=None, matching_acls=matches))
+    store.append(records)
+    return ctx.response(throttle_time_ms=0, filter_results=results)

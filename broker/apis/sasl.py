@@ -1,0 +1,50 @@
+"""SaslHandshake v0-1 and SaslAuthenticate v0-2 (the connection's state machine is in
+broker/security/session.py).
+
+Quirks: a handshake on a non-SASL listener answers ILLEGAL_SASL_STATE, as KafkaApis does; an
+unknown mechanism answers UNSUPPORTED_SASL_MECHANISM with the enabled list and closes; a failed
+authentication answers SASL_AUTHENTICATION_FAILED and closes; v1+ answers carry the session
+lifetime (KIP-368, ``connections.max.reauth.ms`` or an OAUTHBEARER token's expiry).
+"""
+from __future__ import annotations
+
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+
+from protocol.errors import ErrorCode
+
+from ..dispatch import RequestContext, handles
+from ..security.sasl import AuthenticationFailed
+
+
+@handles(17)
+async def sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest):
+    session = ctx.session
+    if session is None or not session.listener.listener.sasl:
+        return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
+    mechanisms = session.listener.mechanisms
+    mechanism = (req.mechanism or "").upper()
+    if mechanism not in mechanisms:
+        session.close_after = True
+        return ctx.response(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=mechanisms)
+    try:
+        session.begin(mechanism, ctx.api_version)
+    except AuthenticationFailed:
+        return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms)
+    return ctx.response(error_code=0, mechanisms=mechanisms)
+
+
+@handles(36)
+async def sasl_authenticate(ctx: RequestContext, req: SaslAuthenticateRequest):
+    session = ctx.session
+    if session is None or not session.listener.listener.sasl or session.exchange is None:
+        if session is not None:
+            session.close_after = session.listener.listener.sasl
+        return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE,
+                            error_message="SaslAuthenticate without a SaslHandshake", auth_bytes=b"",
+                            session_lifetime_ms=0)
+    try:
+        answer, lifetime = session.step(bytes(req.auth_bytes or b""))
+    except AuthenticationFailed as exc:
+        return ctx.response(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=str(exc),
+                            auth_bytes=b"", session_lifetime_ms=0)
+    return ctx.response(error_code=0, error_message=None, auth_bytes=answer, session_lifetime_ms=lifetime)

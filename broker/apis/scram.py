@@ -1,0 +1,93 @@
+"""DescribeUserScramCredentials v0 and AlterUserScramCredentials v0 (KIP-554).
+
+Quirks, as Kafka's: a null user list describes everyone, an unknown user answers
+RESOURCE_NOT_FOUND, a user named twice answers DUPLICATE_RESOURCE; an upsertion carries the
+salted password (never the password), iterations outside 4096..16384 are
+UNACCEPTABLE_CREDENTIAL, an unknown mechanism UNSUPPORTED_SASL_MECHANISM, deleting a missing
+credential RESOURCE_NOT_FOUND; one user's alterations apply together or not at all. The
+CLUSTER DESCRIBE/ALTER checks are in broker/security/authz.py.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from kafka.protocol.admin import (AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+                                  DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse)
+
+from protocol.errors import ErrorCode
+
+from ..dispatch import RequestContext, handles
+from ..security.records import ScramCredential, scram_record
+from ..security.sasl import SCRAM_HASHES, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, scram_keys
+
+
+@handles(50)
+async def describe_scram(ctx: RequestContext, req: DescribeUserScramCredentialsRequest):
+    R = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
+    CI = R.CredentialInfo
+    scram = ctx.broker.security.store.image.scram
+    by_user: dict[str, list] = {}
+    for (user, mech), cred in sorted(scram.items()):
+        by_user.setdefault(user, []).append(CI(mechanism=mech, iterations=cred.iterations))
+    if req.users is None:
+        results = [R(user=u, error_code=0, error_message=None, credential_infos=infos) for u, infos in by_user.items()]
+    else:
+        names = [u.name for u in req.users]
+        counts = Counter(names)
+        results = []
+        for name in dict.fromkeys(names):
+            if counts[name] > 1:
+                results.append(R(user=name, error_code=ErrorCode.DUPLICATE_RESOURCE,
+                                 error_message=f"Cannot describe SCRAM credentials for the same user twice in a "
+                                               f"single request: {name}", credential_infos=[]))
+            elif name not in by_user:
+                results.append(R(user=name, error_code=ErrorCode.RESOURCE_NOT_FOUND,
+                                 error_message=f"Attempt to describe a user credential that does not exist: {name}",
+                                 credential_infos=[]))
+            else:
+                results.append(R(user=name, error_code=0, error_message=None, credential_infos=by_user[name]))
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, results=results)
+
+
+@handles(51)
+async def alter_scram(ctx: RequestContext, req: AlterUserScramCredentialsRequest):
+    R = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
+    store = ctx.broker.security.store
+    image = store.image
+    ops = [(d.name, d, False) for d in req.deletions] + [(u.name, u, True) for u in req.upsertions]
+    errors: dict[str, tuple[int, str]] = {}
+    seen: Counter = Counter((name, op.mechanism) for name, op, _ in ops)
+    for name, op, upsert in ops:
+        if name in errors:
+            continue
+        if not name:
+            errors[name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
+        elif seen[(name, op.mechanism)] > 1:
+            errors[name] = (ErrorCode.DUPLICATE_RESOURCE,
+                            "A user credential cannot be altered twice in the same request")
+        elif op.mechanism not in SCRAM_HASHES:
+            errors[name] = (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+        elif upsert and not SCRAM_MIN_ITERATIONS <= op.iterations <= SCRAM_MAX_ITERATIONS:
+            errors[name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL,
+                            f"Iterations {op.iterations} not in range [{SCRAM_MIN_ITERATIONS}, "
+                            f"{SCRAM_MAX_ITERATIONS}]" if op.iterations >= SCRAM_MIN_ITERATIONS else
+                            f"Too few iterations: {op.iterations}")
+        elif upsert and (not op.salt or not op.salted_password):
+            errors[name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty")
+        elif not upsert and (name, op.mechanism) not in image.scram:
+            errors[name] = (ErrorCode.RESOURCE_NOT_FOUND,
+                            "Attempt to delete a user credential that does not exist")
+    records = []
+    for name, op, upsert in ops:
+        if name in errors:
+            continue
+        if upsert:
+            stored, server = scram_keys(op.mechanism, bytes(op.salted_password))
+            records.append(scram_record(name, ScramCredential(op.mechanism, bytes(op.salt), stored, server,
+                                                              op.iterations)))
+        else:
+            records.append({"type": "RemoveUserScramCredentialRecord", "name": name, "mechanism": op.mechanism})
+    store.append(records)
+    results = [R(user=name, error_code=errors.get(name, (0, None))[0], error_message=errors.get(name, (0, None))[1])
+               for name in dict.fromkeys(n for n, _, _ in ops)]
+    return ctx.response(throttle_time_ms=0, results=results)

@@ -1,0 +1,1 @@
+"""Kafka security: TLS listeners, SASL, SCRAM credentials and ACLs, the authorizer."""

@@ -1,0 +1,130 @@
+"""One connection's security state: its principal and, on SASL listeners, Kafka's
+authentication state machine (SaslServerAuthenticator):
+
+- before authentication only ApiVersions, SaslHandshake and then SaslAuthenticate are
+  accepted; any other request closes the connection, as does a frame larger than
+  ``sasl.server.max.receive.size``;
+- a SaslHandshake v0 switches to raw tokens (length-prefixed, no Kafka header);
+- with ``connections.max.reauth.ms`` (KIP-368) a session expires: after that only a new
+  SaslHandshake (re-authentication, same principal) is accepted, anything else closes.
+
+The server asks ``gated`` (a plain attribute) before each request, so PLAINTEXT and SSL
+connections pay one attribute read.
+"""
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Any
+
+import structlog
+import trio
+
+from protocol.frame import FrameError
+
+from .sasl import AuthenticationFailed
+
+if TYPE_CHECKING:
+    from .setup import ListenerSecurity, Security
+
+log = structlog.get_logger("samsa.security")
+
+ANONYMOUS = "User:ANONYMOUS"
+SASL_HANDSHAKE, SASL_AUTHENTICATE, API_VERSIONS = 17, 36, 18
+
+
+class Session:
+    __slots__ = ("security", "listener", "host", "principal", "authenticated", "exchange", "mechanism",
+                 "raw_tokens", "expires_at", "reauthenticating", "close_after", "gated")
+
+    def __init__(self, security: "Security", listener: "ListenerSecurity", host: str,
+                 principal: str = ANONYMOUS) -> None:
+        self.security = security
+        self.listener = listener
+        self.host = host
+        self.principal = principal
+        self.authenticated = not listener.listener.sasl
+        self.exchange: Any = None
+        self.mechanism: str | None = None
+        self.raw_tokens = False
+        self.expires_at: float | None = None
+        self.reauthenticating = False
+        self.close_after = False    # send the current answer, then close
+        self.gated = not self.authenticated
+
+    def _regate(self) -> None:
+        self.gated = not self.authenticated or self.raw_tokens or self.expires_at is not None or \
+            self.reauthenticating
+
+    def admit(self, frame: bytes) -> None:
+        """Raise FrameError (the connection closes) when this request may not come now."""
+        if len(frame) > self.security.max_receive and not self.authenticated:
+            raise FrameError("SASL frame larger than sasl.server.max.receive.size")
+        if self.raw_tokens:
+            return
+        if len(frame) < 4:
+            raise FrameError("truncated request header")
+        key = struct.unpack_from(">h", frame, 0)[0]
+        if self.authenticated and not self.reauthenticating:
+            if self.expires_at is not None and trio.current_time() >= self.expires_at and key != SASL_HANDSHAKE:
+                raise FrameError("SASL session expired without re-authentication (connections.max.reauth.ms)")
+            return
+        if self.reauthenticating:
+            if key != SASL_AUTHENTICATE:
+                raise FrameError(f"unexpected request (api key {key}) during SASL re-authentication")
+            return
+        if self.exchange is None:
+            if key not in (API_VERSIONS, SASL_HANDSHAKE):
+                raise FrameError(f"unexpected request (api key {key}) before SASL authentication")
+        elif key != SASL_AUTHENTICATE:
+            raise FrameError(f"unexpected request (api key {key}) during SASL authentication")
+
+    # -- called by the SaslHandshake / SaslAuthenticate handlers (broker/apis/sasl.py) ------
+    def begin(self, mechanism: str, version: int) -> None:
+        self.exchange = self.security.exchange(self.listener.listener.name, mechanism)
+        if self.authenticated:
+            if mechanism != self.mechanism:
+                self.close_after = True
+                raise AuthenticationFailed("SASL mechanism changed during re-authentication")
+            self.reauthenticating = True
+        self.mechanism = mechanism
+        self.raw_tokens = version == 0
+        self._regate()
+
+    def step(self, token: bytes) -> tuple[bytes, int]:
+        """Feed one client token: (server token, session lifetime ms). Raises
+        AuthenticationFailed; the connection then closes after the answer."""
+        if self.exchange is None:
+            self.close_after = True
+            raise AuthenticationFailed("no SASL handshake")
+        try:
+            answer = self.exchange.step(token)
+        except AuthenticationFailed:
+            self.close_after = True
+            log.info("SASL authentication failed", host=self.host, mechanism=self.mechanism,
+                     listener=self.listener.listener.name)
+            raise
+        if not self.exchange.complete:
+            return answer, 0
+        principal = "User:" + self.exchange.principal
+        if self.reauthenticating and principal != self.principal:
+            self.close_after = True
+            raise AuthenticationFailed("Cannot change principals during re-authentication from "
+                                       f"{self.principal}: {principal}")
+        lifetimes = [ms for ms in (self.security.reauth_ms or None, self.exchange.lifetime_ms) if ms is not None]
+        lifetime = min(lifetimes) if lifetimes else 0
+        self.expires_at = trio.current_time() + lifetime / 1000 if lifetime else None
+        self.principal = principal
+        self.authenticated = True
+        self.reauthenticating = False
+        self.exchange = None
+        self.raw_tokens = False
+        self._regate()
+        return answer, lifetime
+
+    def raw_answer(self, frame: bytes) -> bytes:
+        """A SaslHandshake v0 client sends bare tokens; failures close without an answer."""
+        try:
+            answer, _ = self.step(bytes(frame))
+        except AuthenticationFailed as exc:
+            raise FrameError(str(exc)) from None
+        return struct.pack(">i", len(answer)) + answer

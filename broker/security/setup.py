@@ -1,0 +1,116 @@
+"""The broker's security state, built once from its config at start-up: a TLS context per
+TLS listener, the SASL mechanisms and PLAIN users per SASL listener, the SCRAM/ACL store and
+the authorizer (None when ``authorizer.class.name`` is unset: no per-request cost)."""
+from __future__ import annotations
+
+import os
+import re
+import ssl
+from typing import Any, Callable
+
+import structlog
+
+from ..config import BrokerConfig, ConfigError, Listener
+from .acl import LEGACY_AUTHORIZER, STANDARD_AUTHORIZER, Authorizer, parse_super_users
+from .records import SecurityStore, scram_record
+from .sasl import (SCRAM_MECHANISMS, SUPPORTED, OAuthBearerExchange, PlainExchange, ScramExchange,
+                   parse_jaas, scram_credential)
+from .tls import parse_mapping_rules, server_context
+
+log = structlog.get_logger("samsa.security")
+
+_SCRAM_BOOTSTRAP_RE = re.compile(r"\s*(SCRAM-SHA-(?:256|512))\s*=\s*\[(.*)\]\s*$")
+
+
+def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> dict[str, str]:
+    """JAAS options for a listener and mechanism: ``listener.name.<l>.<mech>.sasl.jaas.config``
+    as Kafka requires for brokers, then ``sasl.jaas.config``."""
+    raw = config.get(f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config") or \
+        config.get("sasl.jaas.config")
+    if not raw:
+        return {}
+    try:
+        return dict(parse_jaas(str(raw)).options)
+    except ValueError as exc:
+        raise ConfigError(f"listener {listener}: {exc}") from None
+
+
+class ListenerSecurity:
+    def __init__(self, config: BrokerConfig, listener: Listener) -> None:
+        self.listener = listener
+        self.ssl_context: ssl.SSLContext | None = server_context(config, listener.name) if listener.tls else None
+        self.mapping_rules = parse_mapping_rules(config.for_listener(listener.name, "ssl.principal.mapping.rules"))
+        raw = config.for_listener(listener.name, "sasl.enabled.mechanisms", "GSSAPI")
+        mechs = raw if isinstance(raw, list) else [m.strip() for m in str(raw).split(",") if m.strip()]
+        self.mechanisms = [m.upper() for m in mechs]
+        self.plain_users: dict[str, str] = {}
+        self.oauth_options: dict[str, str] = {}
+        if listener.sasl:
+            unsupported = [m for m in self.mechanisms if m not in SUPPORTED]
+            if unsupported:
+                log.warning("SASL mechanisms not supported by Samsa are not offered", listener=listener.name,
+                            mechanisms=unsupported)
+            self.mechanisms = [m for m in self.mechanisms if m in SUPPORTED]
+            if not self.mechanisms:
+                raise ConfigError(f"SASL listener {listener.name} enables no supported mechanism "
+                                  f"(sasl.enabled.mechanisms: one of {', '.join(SUPPORTED)})")
+            if "PLAIN" in self.mechanisms:
+                options = _jaas(config, listener.name, "PLAIN")
+                self.plain_users = {k[len("user_"):]: v for k, v in options.items() if k.startswith("user_")}
+            if "OAUTHBEARER" in self.mechanisms:
+                self.oauth_options = _jaas(config, listener.name, "OAUTHBEARER")
+
+
+class Security:
+    def __init__(self, config: BrokerConfig, log_dir: str, clock: Callable[[], int]) -> None:
+        self.config = config
+        self.clock = clock
+        self.store = SecurityStore(log_dir)
+        self.listeners = {l.name: ListenerSecurity(config, l) for l in config.listeners}
+        self.reauth_ms = int(config["connections.max.reauth.ms"] or 0)
+        self.max_receive = int(config["sasl.server.max.receive.size"])
+        self.handshake_timeout_s = int(config["samsa.ssl.handshake.timeout.ms"]) / 1000
+        name = (config.get("authorizer.class.name") or "").strip()
+        self.authorizer: Authorizer | None = None
+        if name:
+            if name not in (STANDARD_AUTHORIZER, LEGACY_AUTHORIZER):
+                raise ConfigError(f"authorizer.class.name {name} is not supported (use {STANDARD_AUTHORIZER})")
+            self.authorizer = Authorizer(lambda: self.store.image, parse_super_users(config.get("super.users")),
+                                         bool(config["allow.everyone.if.no.acl.found"]))
+
+    def load(self) -> None:
+        self.store.load()
+        self._bootstrap_scram(self.config.get("samsa.scram.bootstrap.credentials"))
+
+    def _bootstrap_scram(self, value: Any) -> None:
+        """``SCRAM-SHA-512=[name=admin,password=admin-secret];...`` as ``kafka-storage format
+        --add-scram`` takes it; a credential already stored is left alone."""
+        records = []
+        for entry in (e for e in str(value or "").split(";") if e.strip()):
+            m = _SCRAM_BOOTSTRAP_RE.match(entry)
+            if not m:
+                raise ConfigError("samsa.scram.bootstrap.credentials: expected "
+                                  "'SCRAM-SHA-512=[name=<user>,password=<password>]'")
+            fields = {}
+            for kv in m.group(2).split(","):
+                k, _, v = kv.partition("=")
+                fields[k.strip()] = v.strip().strip('"')
+            if "name" not in fields or "password" not in fields:
+                raise ConfigError("samsa.scram.bootstrap.credentials: each entry needs name and password")
+            mech = SCRAM_MECHANISMS[m.group(1)]
+            if (fields["name"], mech) in self.store.image.scram:
+                continue
+            iterations = int(fields.get("iterations", 4096))
+            salt = bytes.fromhex(fields["salt"]) if "salt" in fields else os.urandom(32)
+            records.append(scram_record(fields["name"], scram_credential(mech, fields["password"], salt, iterations)))
+        self.store.append(records)
+
+    def exchange(self, listener: str, mechanism: str) -> Any:
+        ls = self.listeners[listener]
+        if mechanism == "PLAIN":
+            return PlainExchange(ls.plain_users)
+        if mechanism in SCRAM_MECHANISMS:
+            return ScramExchange(mechanism, lambda: self.store.image)
+        if mechanism == "OAUTHBEARER":
+            return OAuthBearerExchange(ls.oauth_options, self.clock)
+        raise ValueError(mechanism)
