@@ -26,13 +26,15 @@ APIs, the controller and the replica manager only see this protocol:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
-from coordinator.metadata_controller import Rejection, alter_partition
 from coordinator.metadata_image import MetadataDelta, MetadataImage, PartitionRegistration
 from coordinator.metadata_records import MetadataRecord
+
+if TYPE_CHECKING:  # the controller's rules load only when a partition changes (single-node start-up)
+    from coordinator.metadata_controller import Rejection
 
 log = structlog.get_logger("samsa.metadata")
 
@@ -58,7 +60,7 @@ class MetadataStore(Protocol):
                      as_controller: bool = False) -> bool: ...
 
     async def alter_partition(self, topic: str, partition: int, leader_id: int, leader_epoch: int,
-                              partition_epoch: int, new_isr: Sequence[int]) -> PartitionRegistration | Rejection: ...
+                              partition_epoch: int, new_isr: Sequence[int]) -> "PartitionRegistration | Rejection": ...
 
     async def close(self) -> None: ...
 
@@ -93,9 +95,10 @@ class Publisher:
         return delta
 
     async def alter_partition(self, topic: str, partition: int, leader_id: int, leader_epoch: int,
-                              partition_epoch: int, new_isr: Sequence[int]) -> PartitionRegistration | Rejection:
+                              partition_epoch: int, new_isr: Sequence[int]) -> "PartitionRegistration | Rejection":
         """Shared by both stores: decide on the current image, write with the epoch compare;
         a lost race is INVALID_UPDATE_VERSION, as Kafka answers a stale partition epoch."""
+        from coordinator.metadata_controller import Rejection, alter_partition
         from protocol.errors import ErrorCode
 
         base = self.image
