@@ -106,6 +106,12 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "samsa.emulate.kafka.version": ("string", None),   # e.g. 2.8: advertise that release's API versions
     "samsa.control.listener": ("string", None),        # http://127.0.0.1:PORT: faults and clock (broker/control.py)
     "samsa.control.listener.allow.remote": ("boolean", False),
+    # cluster mode (broker/metadata/): etcd v3 endpoints (comma-separated URLs); unset = a single node
+    "samsa.metadata.etcd.endpoints": ("list", None),
+    "samsa.metadata.etcd.prefix": ("string", "/samsa"),
+    "broker.session.timeout.ms": ("int", 9000),
+    "controlled.shutdown.enable": ("boolean", True),
+    "transaction.state.log.min.isr": ("int", 2),
 }
 
 LONG_MAX = 9223372036854775807

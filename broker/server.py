@@ -204,6 +204,7 @@ async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_
     if control:
         from .control import ALLOW_REMOTE, check_bind
         check_bind(str(control), bool(broker.config.get(ALLOW_REMOTE)))
+    await broker.start_cluster()  # cluster mode only: join etcd before the logs load
     broker.start()
     log.info("broker started", node_id=broker.node_id, cluster_id=broker.cluster_id,
              log_dir=broker.logs.log_dir, topics=len(broker.logs.topics))
@@ -254,6 +255,7 @@ async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop:
                     from .control import run_control_listener
                     listeners.start_soon(run_control_listener, broker)
                 await _until_stopped(signals, stop)
+                await broker.controlled_shutdown()  # cluster mode: move leadership away first
                 listeners.cancel_scope.cancel()
             # stop reading; requests already received are answered, then connections close
             broker.stopping.set()
