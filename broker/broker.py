@@ -12,6 +12,7 @@ from .config import BrokerConfig
 from .group_shell import GroupShell
 from .log import cleaner, flush, retention
 from .log.manager import LogManager
+from .replica.manager import ReplicaManager
 from .txn_shell import TxnShell
 
 PRODUCER_ID_BLOCK = 1000
@@ -69,6 +70,7 @@ class Broker:
         self.producer_ids: ProducerIdAllocator | None = None
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
+        self.replicas = ReplicaManager(self)   # idle until cluster metadata arrives (broker/replica/)
 
     @property
     def cluster_id(self) -> str:
@@ -91,6 +93,7 @@ class Broker:
             await nursery.start(flush.run_flusher, self)
             await nursery.start(cleaner.run_cleaner, self)
             await nursery.start(self.logs.run_file_deleter)
+            await nursery.start(self.replicas.run)
             task_status.started()
 
     def now_ms(self) -> int:

@@ -50,8 +50,8 @@ def test_epoch_cache_end_offsets(tmp_path: Path) -> None:
     assert c.end_offset_for(5, 30) == (5, 30)      # the latest epoch ends at the log end
     assert c.end_offset_for(3, 30) == (3, 20)
     assert c.end_offset_for(4, 30) == (3, 20)      # unknown epoch: the largest one below it
-    assert c.end_offset_for(9, 30) == (5, 30)
-    assert c.end_offset_for(0, 30) == (UNDEFINED_EPOCH, -1)
+    assert c.end_offset_for(9, 30) == (UNDEFINED_EPOCH, -1)   # newer than anything known
+    assert c.end_offset_for(0, 30) == (0, 0)        # older than the first: it ends where that starts
     assert c.epoch_for_offset(15) == 3
     c.truncate_from_end(20)
     assert c.entries == [(1, 0), (3, 10)] and c.latest_epoch == 3

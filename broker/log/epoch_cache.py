@@ -94,18 +94,18 @@ class LeaderEpochCache:
         return self.entries[i][0] if i >= 0 else UNDEFINED_EPOCH
 
     def end_offset_for(self, requested: int, log_end_offset: int) -> tuple[int, int]:
-        """Kafka's endOffsetFor: (the largest epoch <= requested, the start offset of the next
-        epoch after it, or the log end when it is the latest). Unknown (older than every entry,
-        or no entries): (UNDEFINED_EPOCH, UNDEFINED_OFFSET)."""
+        """Kafka's endOffsetFor: (the largest epoch <= requested, the start offset of the first
+        epoch after it; the log end for the latest epoch). Older than every entry: (requested,
+        the first entry's start). Newer than every entry, or nothing known: undefined (-1, -1)."""
         if requested == UNDEFINED_EPOCH or not self.entries:
             return UNDEFINED_EPOCH, UNDEFINED_OFFSET
         if requested == self.latest_epoch:
             return requested, log_end_offset
         i = bisect.bisect_right([e for e, _ in self.entries], requested)
-        if i == 0:
-            return UNDEFINED_EPOCH, UNDEFINED_OFFSET  # older than anything we hold
         if i == len(self.entries):
-            return self.entries[-1][0], log_end_offset
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        if i == 0:
+            return requested, self.entries[0][1]
         return self.entries[i - 1][0], self.entries[i][1]
 
     def truncate_from_end(self, end_offset: int) -> None:

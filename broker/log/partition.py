@@ -510,6 +510,25 @@ class Partition:
             self.flush_due = True
         return self.log_end_offset
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop everything and continue at ``offset`` (Kafka's truncateFullyAndStartAt: the
+        leader's log starts after this follower's end)."""
+        self.truncate_to(self.log_start_offset)
+        if offset > self.log_end_offset:
+            for seg in self.segments:
+                seg.delete_files()
+            self.segments = [self._new_segment(offset, self.clock())]
+            self.segments[-1].index_dirty = True
+            self.log_start_offset = offset
+            self._write_log_start_offset()
+            self.epochs.clear()
+            for off in ix.list_snapshots(self.directory):
+                os.unlink(ix.snapshot_path(self.directory, off))
+            self.producers = ProducerStateTable()
+            self.ongoing_txns, self.aborted_txns = {}, []
+            self.hw = offset
+            self.synced_offset = offset
+
     def truncate_to(self, offset: int) -> None:
         """Cut the log at ``offset`` (Kafka's Log.truncateTo): a follower, or an old leader
         coming back, drops a tail the current leader does not have. Whole batches go (the one
