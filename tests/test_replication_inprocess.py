@@ -186,9 +186,9 @@ def test_old_leader_truncates_its_divergent_tail(cluster: InProcessCluster) -> N
     assert produce(c, 1, "t", [b"lost1", b"lost2"], acks=1)[1].error_code == 0   # never replicated
     assert produce(c, 1, "t", [b"lost3"], acks=1)[1].error_code == 0
     c.pause(1)                                  # the old leader hangs
+    c.elect("t", 0, 2, isr=(2, 3))              # (the followers, paused, learn it as they resume)
     c.resume(2)
     c.resume(3)
-    c.elect("t", 0, 2, isr=(2, 3))
     _, pr = produce(c, 2, "t", [b"c"])
     assert (pr.error_code, pr.base_offset) == (0, 2)
     _, pr = produce(c, 1, "t", [b"stale"], acks=1)  # the hung leader has not heard yet: still appends
