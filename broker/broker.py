@@ -71,13 +71,45 @@ class Broker:
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
         self.replicas = ReplicaManager(self)   # idle until cluster metadata arrives (broker/replica/)
+        # cluster metadata (broker/metadata/): ClusterMetadata when an etcd endpoint is set, else None;
+        # ``metadata`` is the MetadataStore either way (the etcd one, or the single node's local file)
+        self.cluster = None
+        self._metadata = None
 
     @property
     def cluster_id(self) -> str:
         return self.logs.cluster_id
 
+    async def start_cluster(self) -> None:
+        """Cluster mode only (``samsa.metadata.etcd.endpoints`` set): join the cluster before
+        the logs load, so the log dir is checked against the cluster's id. A single node
+        imports nothing of this."""
+        if self.config.get("samsa.metadata.etcd.endpoints"):
+            from .metadata.cluster import ClusterMetadata
+
+            self.cluster = ClusterMetadata(self)
+            await self.cluster.start()
+            self._metadata = self.cluster.store
+
+    @property
+    def metadata(self):
+        """The MetadataStore. A single node opens its local metadata log on first use (or at
+        start-up when the file exists), so a node that never needs one pays nothing for it."""
+        if self._metadata is None:
+            from .metadata.local import LocalMetadataStore
+
+            self._metadata = LocalMetadataStore(self.logs.log_dir, self.node_id, self.cluster_id)
+            self._metadata.load()
+        return self._metadata
+
+    async def controlled_shutdown(self) -> None:
+        if self.cluster is not None:
+            await self.cluster.controlled_shutdown()
+
     def start(self) -> None:
         self.logs.load()
+        if self._metadata is None and os.path.exists(os.path.join(self.logs.log_dir, "__samsa_metadata.log")):
+            _ = self.metadata  # replay the single node's metadata log (ACLs, credentials) now
         self.producer_ids = ProducerIdAllocator(self.logs.log_dir)
         self.groups.load()
         self.txns.load()      # after the groups: finishing a transaction may settle their offsets
@@ -86,6 +118,8 @@ class Broker:
         """Background work that lives as long as the broker: group and transaction coordinator
         timers, retention, flushing, compaction and delayed file deletion."""
         async with trio.open_nursery() as nursery:
+            if self.cluster is not None:
+                await nursery.start(self.cluster.run)
             await nursery.start(self.groups.run_timers)
             await nursery.start(self.txns.run_timers)
             # storage: retention, flush.ms, log compaction (broker/log/)

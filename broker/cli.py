@@ -63,12 +63,24 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--override", action="append", default=[], metavar="NAME=VALUE",
                    help="set one property, e.g. --override num.partitions=3")
     s.add_argument("--json-logs", action="store_true", help="log JSON lines instead of console lines")
+    c = sub.add_parser("cluster", help="run etcd and N brokers on 127.0.0.1 (development, CI)")
+    c.add_argument("--brokers", type=int, default=3)
+    c.add_argument("--base-port", type=int, default=9092, help="broker i listens on base-port + i - 1")
+    c.add_argument("--data-dir", help="where etcd and the brokers keep their data (default: a temporary dir)")
+    c.add_argument("--config", help="server.properties applied to every broker")
+    c.add_argument("--override", action="append", default=[], metavar="NAME=VALUE",
+                   help="set one property on every broker, e.g. --override num.partitions=4")
     h = sub.add_parser("healthcheck", help="exit 0 when the broker answers ApiVersions")
     h.add_argument("--bootstrap", default=os.environ.get("SAMSA_BOOTSTRAP", "localhost:9092"))
     h.add_argument("--timeout", type=float, default=2.0)
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "cluster":
+        from .devcluster import run_cluster
+
+        return run_cluster(args.brokers, args.base_port, args.data_dir, args.config,
+                           dict(kv.split("=", 1) for kv in args.override))
     return 0 if healthcheck(args.bootstrap, args.timeout) else 1
 
 

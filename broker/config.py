@@ -81,6 +81,12 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     # Samsa's own (no Kafka equivalent; see the README's configuration section)
     "samsa.fsync.on.acks.all": ("boolean", False),
     "samsa.log.max.open.segment.files": ("int", None),
+    # cluster mode (broker/metadata/): etcd v3 endpoints (comma-separated URLs); unset = a single node
+    "samsa.metadata.etcd.endpoints": ("list", None),
+    "samsa.metadata.etcd.prefix": ("string", "/samsa"),
+    "broker.session.timeout.ms": ("int", 9000),
+    "controlled.shutdown.enable": ("boolean", True),
+    "transaction.state.log.min.isr": ("int", 2),
 }
 
 LONG_MAX = 9223372036854775807

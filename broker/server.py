@@ -145,6 +145,7 @@ async def _accept_loop(broker: Broker, lst: trio.SocketListener, listener: str, 
 async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
     """Run until SIGTERM/SIGINT: stop accepting, let in-flight requests finish, flush, return."""
     check_handlers()
+    await broker.start_cluster()  # cluster mode only: join etcd before the logs load
     broker.start()
     log.info("broker started", node_id=broker.node_id, cluster_id=broker.cluster_id,
              log_dir=broker.logs.log_dir, topics=len(broker.logs.topics))
@@ -167,6 +168,7 @@ async def _serve_connections(broker: Broker, task_status: trio.TaskStatus) -> No
                 task_status.started(ports)
                 async for signum in signals:
                     log.info("shutting down", signal=signal.Signals(signum).name)
+                    await broker.controlled_shutdown()  # cluster mode: move leadership away first
                     listeners.cancel_scope.cancel()
                     break
             # stop reading; requests already received are answered, then connections close

@@ -40,6 +40,10 @@ async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> 
                             endpoint_type=BROKERS, cluster_id="", controller_id=-1, brokers=[],
                             authorized_operations=None)
     broker = ctx.broker
+    if broker.cluster is not None:  # cluster mode: every broker and the controller, from the image
+        from .cluster_admin import describe_cluster as cluster_describe
+        return cluster_describe(ctx, req, set(CLUSTER_OPERATIONS) if req.include_cluster_authorized_operations
+                                else None)
     adv = ctx.advertised
     node = DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.node_id, host=adv.host, port=adv.port,
                                                          rack=broker.config.get("broker.rack"), is_fenced=False)

@@ -49,6 +49,9 @@ def maybe_auto_create(ctx: RequestContext, name: str, allowed: bool) -> Topic | 
 
 @handles(3)
 async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
+    if ctx.broker.cluster is not None:  # cluster mode: the answer comes from the metadata image
+        from .cluster_admin import metadata as cluster_metadata
+        return await cluster_metadata(ctx, req)
     logs = ctx.broker.logs
     v = ctx.api_version
     topics: list[T] = []

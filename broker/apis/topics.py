@@ -133,6 +133,9 @@ def _requested_partitions(ctx: RequestContext, t: Any) -> int:
 # -- CreateTopics -----------------------------------------------------------------------
 @handles(19)
 async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
+    if ctx.broker.cluster is not None:  # cluster mode: placed on the brokers, written to the metadata log
+        from .cluster_admin import create_topics as cluster_create_topics
+        return await cluster_create_topics(ctx, req)
     logs = ctx.broker.logs
     validate_only = bool(req.validate_only)
     if sum(_requested_partitions(ctx, t) for t in req.topics) > MAX_PARTITIONS_PER_REQUEST:
@@ -192,6 +195,9 @@ DT = DeleteTopicsResponse.DeletableTopicResult
 
 @handles(20)
 async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    if ctx.broker.cluster is not None:
+        from .cluster_admin import delete_topics as cluster_delete_topics
+        return await cluster_delete_topics(ctx, req)
     broker = ctx.broker
     logs = broker.logs
     v = ctx.api_version
@@ -270,6 +276,9 @@ CP = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 @handles(37)
 async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    if ctx.broker.cluster is not None:
+        from .cluster_admin import create_partitions as cluster_create_partitions
+        return await cluster_create_partitions(ctx, req)
     logs = ctx.broker.logs
     counts: dict[str, int] = {}
     for t in req.topics:
