@@ -18,6 +18,7 @@ The image is read through a few attributes (``topics`` → name → ``topic_id``
 """
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
 
 import structlog
@@ -53,10 +54,15 @@ class Notifier:
         await self._event.wait()
 
 
-def topics_of(image: Any) -> Iterator[tuple[str, Any, dict[str, str], dict[int, Any]]]:
-    """(name, topic id, configs, {partition: registration}) for every topic of an image."""
+def topics_of(image: Any) -> Iterator[tuple[str, uuid.UUID | None, dict[str, str], Any]]:
+    """(name, topic id, configs, {partition: registration}) for every topic of an image
+    (coordinator.metadata_image.MetadataImage, or the test double's)."""
     for name, topic in image.topics.items():
-        yield name, getattr(topic, "topic_id", None), dict(getattr(topic, "configs", None) or {}), topic.partitions
+        configs = image.topic_configs(name) if hasattr(image, "topic_configs") else getattr(topic, "configs", None)
+        tid = getattr(topic, "topic_id", None)
+        if isinstance(tid, str):
+            tid = uuid.UUID(tid)
+        yield name, tid, dict(configs or {}), topic.partitions
 
 
 def endpoint_of(image: Any, node_id: int, listener: str) -> tuple[str, int] | None:
@@ -106,7 +112,31 @@ class ReplicaManager:
             for fetcher in self.fetchers.values():
                 nursery.start_soon(fetcher.run)
             nursery.start_soon(self._isr_expiration)
+            cluster = getattr(self.broker, "cluster", None)
+            if cluster is not None:
+                self.attach(cluster.store)
             task_status.started()
+
+    def attach(self, store: Any) -> None:
+        """Follow a MetadataStore (broker/metadata/store.py): every published image is applied in
+        order, ISR changes go through its alter_partition; the current image is applied now."""
+        self.alter_partition = store.alter_partition
+        store.subscribe(self._on_metadata)
+        self.apply_image(store.image)
+
+    def _on_metadata(self, old: Any, new: Any, delta: Any) -> None:
+        self.apply_image(new)
+        for name in getattr(delta, "deleted_topics", None) or ():
+            if name in self.broker.logs.topics and name not in new.topics:
+                for part in self.broker.logs.topics[name].partitions:
+                    self._stop_following(part)
+                    self.led.pop((part.topic, part.index), None)
+                    part.replica = None
+                self.broker.logs.delete_topic(name)
+
+    def _stop_following(self, part: Partition) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.remove(part.topic, part.index)
 
     async def _isr_expiration(self) -> None:
         while True:
@@ -129,6 +159,11 @@ class ReplicaManager:
                     continue
                 part = local.partitions[index]
                 key = (name, index)
+                if part.replica is not None and part.replica.registration is reg:
+                    # unchanged (images share unchanged registrations): only keep following
+                    if not part.replica.is_leader and reg.leader >= 0 and self.node_id in reg.replicas:
+                        follow.setdefault(reg.leader, {})[key] = (part, reg.leader_epoch, False)
+                    continue
                 was_leader = part.replica is not None and part.replica.is_leader
                 if self.node_id not in reg.replicas:
                     self._not_a_replica(part, reg)
@@ -297,10 +332,12 @@ class ReplicaManager:
         if part.replica is not rs:
             return                                  # a new term began meanwhile
         if not isinstance(result, int) and hasattr(result, "isr"):
-            rs.isr, rs.partition_epoch = list(result.isr), result.partition_epoch
-        elif result:
-            log.info("ISR change refused", partition=part.name,
-                     error=ErrorCode(result).name if result in ErrorCode._value2member_map_ else result)
+            if result.partition_epoch > rs.partition_epoch:
+                rs.isr, rs.partition_epoch = list(result.isr), result.partition_epoch
+        else:
+            code = result if isinstance(result, int) else getattr(result, "code", ErrorCode.UNKNOWN_SERVER_ERROR)
+            log.info("ISR change refused", partition=part.name, reason=getattr(result, "message", None),
+                     error=ErrorCode(code).name if code in ErrorCode._value2member_map_ else code)
         rs.pending_isr = None
         self._maybe_increment_hw(part, rs)
         self.hw_moved.notify()
