@@ -15,6 +15,7 @@ from .faults import FaultRegistry
 from .group_shell import GroupShell
 from .log import cleaner, flush, retention
 from .log.manager import LogManager
+from .replica.manager import ReplicaManager
 from .security.setup import Security
 from .txn_shell import TxnShell
 
@@ -89,6 +90,7 @@ class Broker:
             self.api_versions = SUPPORTED
         self.security = Security(config, config.log_dir, self.now_ms)
         self.authorizer = self.security.authorizer   # None unless authorizer.class.name is set
+        self.replicas = ReplicaManager(self)   # idle until cluster metadata arrives (broker/replica/)
         # cluster metadata (broker/metadata/): ClusterMetadata when an etcd endpoint is set, else None;
         # ``metadata`` is the MetadataStore either way (the etcd one, or the single node's local file)
         self.cluster = None
@@ -146,6 +148,7 @@ class Broker:
             await nursery.start(flush.run_flusher, self.logs)
             await nursery.start(cleaner.run_cleaner, self.logs)
             await nursery.start(self.logs.run_file_deleter)
+            await nursery.start(self.replicas.run)
             task_status.started()
 
     def now_ms(self) -> int:

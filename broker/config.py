@@ -69,6 +69,13 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "group.max.size": ("int", 2147483647),
     "fetch.max.bytes": ("int", 57671680),
     "replica.fetch.max.bytes": ("int", 1048576),
+    # replication between brokers (broker/replica/)
+    "replica.lag.time.max.ms": ("long", 30000),
+    "replica.fetch.wait.max.ms": ("int", 500),
+    "replica.fetch.min.bytes": ("int", 1),
+    "replica.fetch.response.max.bytes": ("int", 10485760),
+    "replica.fetch.backoff.ms": ("int", 1000),
+    "replica.socket.timeout.ms": ("int", 30000),
     "broker.rack": ("string", None),
     "cluster.id": ("string", None),
     # security (issue 13): listeners' protocols, TLS, SASL, the authorizer

@@ -19,6 +19,7 @@ from protocol.splice import placeholder
 from ..dispatch import RequestContext, Spliced, handles
 from ..log.region import FileRegion
 from ..log.segment import Segment
+from ..replica.answers import LEADER_HINT_ERRORS, follower_fetched, leader_endpoints, not_leader_answer, replica_id_of
 from .common import ZERO_UUID, check_leader_epoch, find_topic
 
 FT = FetchResponse.FetchableTopicResponse
@@ -52,6 +53,7 @@ def _collect(ctx: RequestContext, req: FetchRequest,
     broker = ctx.broker
     regions: list[FileRegion] = []
     by_id = ctx.api_version >= 13
+    replica_id = replica_id_of(ctx, req)
     remaining = req.max_bytes if req.max_bytes and req.max_bytes > 0 else 0x7FFFFFFF
     total = 0
     first = True
@@ -74,6 +76,12 @@ def _collect(ctx: RequestContext, req: FetchRequest,
             hw = part.high_watermark
             upper = part.last_stable_offset if req.isolation_level == 1 else hw
             err = check_leader_epoch(part, getattr(fp, "current_leader_epoch", -1))
+            if part.replica is not None and not err:
+                # a cluster: only the leader serves; a follower (replica id set) reads to the log end
+                if not part.replica.is_leader:
+                    err = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                elif replica_id >= 0:
+                    upper = part.log_end_offset
             records = b""
             if not err:
                 off = fp.fetch_offset
@@ -93,10 +101,13 @@ def _collect(ctx: RequestContext, req: FetchRequest,
             if aborted is not None and records:
                 aborted = [FT.PartitionData.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
                            for a in part.aborted_in_range(fp.fetch_offset, upper)]
-            parts.append(PD(partition_index=pidx, error_code=err, high_watermark=hw,
-                            last_stable_offset=part.last_stable_offset, log_start_offset=part.log_start_offset,
-                            aborted_transactions=aborted,
-                            preferred_read_replica=-1, records=records))
+            answer = PD(partition_index=pidx, error_code=err, high_watermark=hw,
+                        last_stable_offset=part.last_stable_offset, log_start_offset=part.log_start_offset,
+                        aborted_transactions=aborted,
+                        preferred_read_replica=-1, records=records)
+            if err in LEADER_HINT_ERRORS and part.replica is not None:
+                not_leader_answer(ctx, part, answer)
+            parts.append(answer)
         out.append(FT(topic=ft.topic if not by_id else None, topic_id=tid if tid is not None else ZERO_UUID,
                       partitions=parts))
     return out, regions, total
@@ -109,6 +120,8 @@ def _has_error(topics: list) -> bool:
 @handles(1)
 async def fetch(ctx: RequestContext, req: FetchRequest) -> Spliced:
     broker = ctx.broker
+    if broker.replicas.active and replica_id_of(ctx, req) >= 0:
+        follower_fetched(ctx, req)    # the follower's LEO, the HW, ISR expansion (broker/replica/)
     by_topic: dict[str, int] | None = {} if broker.metrics is not None else None
     topics, regions, total = _collect(ctx, req, by_topic)
     min_bytes = max(req.min_bytes, 1)
@@ -123,5 +136,6 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> Spliced:
                     break
     if by_topic is not None:   # the bytes of the answer that goes out, per topic
         broker.metrics.fetched(by_topic)
+    endpoints = leader_endpoints(ctx, topics, "partitions", FetchResponse) if broker.replicas.active else []
     return Spliced(ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=topics,
-                                node_endpoints=[]), regions)
+                                node_endpoints=endpoints), regions)

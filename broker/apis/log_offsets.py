@@ -4,8 +4,7 @@ Quirks: latest (-1) is the log end offset (last offset + 1, never "last batch + 
 the last stable offset for read_committed; earliest (-2) the log start offset; max
 timestamp (-3, v7+) the record with the largest timestamp; -4/-5 (tiered storage) answer
 as earliest/latest since nothing is tiered; a timestamp finds the first record with a
-timestamp >= target, exact inside batches, else offset -1. Every answer carries leader
-epoch 0, the only epoch a single node has had.
+timestamp >= target, exact inside batches, else offset -1. Answers carry the partition's current leader epoch.
 """
 from __future__ import annotations
 
@@ -36,6 +35,8 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
                 continue
             part = topic.partitions[rp.partition_index]
             err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
+            if not err and part.replica is not None and not part.replica.is_leader:
+                err = ErrorCode.NOT_LEADER_OR_FOLLOWER
             if err:
                 parts.append(LP(partition_index=rp.partition_index, error_code=err, timestamp=-1, offset=-1,
                                 leader_epoch=-1))
@@ -67,8 +68,9 @@ OP = OT.EpochEndOffset
 
 @handles(23)
 async def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-    """All data was written under epoch 0, so epoch 0 ends at the log end offset and an
-    unknown (larger) epoch answers -1/-1 as Kafka does."""
+    """From the partition's leader epoch cache (Kafka's endOffsetFor): the largest epoch at or
+    below the requested one and where it ends; -1/-1 for an epoch newer than any known. In a
+    cluster only the leader answers (followers ask it before fetching, to truncate)."""
     logs = ctx.broker.logs
     topics = []
     for rt in req.topics:
@@ -81,12 +83,12 @@ async def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpoch
                 continue
             part = topic.partitions[rp.partition]
             err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
+            if not err and part.replica is not None and not part.replica.is_leader:
+                err = ErrorCode.NOT_LEADER_OR_FOLLOWER
             if err:
                 parts.append(OP(error_code=err, partition=rp.partition, leader_epoch=-1, end_offset=-1))
-            elif rp.leader_epoch > part.leader_epoch:
-                parts.append(OP(error_code=0, partition=rp.partition, leader_epoch=-1, end_offset=-1))
-            else:
-                parts.append(OP(error_code=0, partition=rp.partition, leader_epoch=part.leader_epoch,
-                                end_offset=part.log_end_offset))
+                continue
+            epoch, end = part.epochs.end_offset_for(rp.leader_epoch, part.log_end_offset)
+            parts.append(OP(error_code=0, partition=rp.partition, leader_epoch=epoch, end_offset=end))
         topics.append(OT(topic=rt.topic, partitions=parts))
     return ctx.response(throttle_time_ms=0, topics=topics)

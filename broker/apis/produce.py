@@ -17,6 +17,7 @@ from protocol import records as rb
 from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
+from ..replica.answers import leader_endpoints, not_leader_answer, wait_for_replicas
 from .common import ZERO_UUID, find_topic
 
 TR = ProduceResponse.TopicProduceResponse
@@ -52,6 +53,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     appended = False
     written = []
     metrics = broker.metrics
+    replicated: list = []  # acks=all on partitions with followers: (partition, required offset, answer)
     for td in req.topic_data:
         tid = getattr(td, "topic_id", None)
         by_id = ctx.api_version >= 13
@@ -75,6 +77,11 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 parts.append(_error(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             part = topic.partitions[pd.index]
+            if part.replica is not None:      # a cluster: only the leader appends (broker/replica/)
+                err = broker.replicas.check_produce(part, acks)
+                if err:
+                    parts.append(not_leader_answer(ctx, part, _error(pd.index, err)))
+                    continue
             data = pd.records or b""  # not copied: Partition.append writes it with stamped heads
             try:
                 batches = list(rb.iter_batches(data))
@@ -101,12 +108,20 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             parts.append(PR(index=pd.index, error_code=0, base_offset=result.base_offset,
                             log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset,
                             record_errors=[], error_message=None))
+            if part.replica is not None and part.replica.followers:
+                broker.replicas.leader_appended(part)
+                if acks == -1:
+                    replicated.append((part, part.log_end_offset, parts[-1]))
         responses.append(TR(name=td.name if not by_id else None,
                             topic_id=tid if tid is not None else ZERO_UUID, partition_responses=parts))
     if appended:
         broker.appends.notify()
         # fsync before answering when samsa.fsync.on.acks.all (acks=all) or flush.messages asks for it
         await broker.logs.after_append(written, acks)
+    if replicated:
+        await wait_for_replicas(ctx, replicated, req.timeout_ms)
     if acks == 0:
         return None
-    return ctx.response(responses=responses, throttle_time_ms=0, node_endpoints=[])
+    endpoints = leader_endpoints(ctx, responses, "partition_responses", ProduceResponse) \
+        if broker.replicas.active else []
+    return ctx.response(responses=responses, throttle_time_ms=0, node_endpoints=endpoints)

@@ -226,8 +226,10 @@ class LogManager:
         return self.config.broker_value_for_topic_default(broker_key) if broker_key else None
 
     # -- admin ---------------------------------------------------------------------------
-    def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> Topic:
-        topic = Topic(name, uuid.uuid4(), dict(configs or {}))
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None,
+                     topic_id: uuid.UUID | None = None) -> Topic:
+        """``topic_id``: the cluster's id for it (a replica created from cluster metadata)."""
+        topic = Topic(name, topic_id or uuid.uuid4(), dict(configs or {}))
         self._register(topic)
         for p in range(partitions):
             topic.partitions.append(self._open_partition(topic, p, True))

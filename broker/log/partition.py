@@ -28,6 +28,7 @@ from protocol import records as rb
 from protocol.errors import ErrorCode
 
 from . import index as ix
+from .epoch_cache import LeaderEpochCache
 from .fds import FdCache
 from .segment import Segment, segment_name
 
@@ -142,6 +143,12 @@ class Partition:
         # transactions: open ones (producer id -> first offset) and aborted ranges for read_committed
         self.ongoing_txns: dict[int, int] = {}
         self.aborted_txns: list[AbortedTxn] = []
+        # replication (broker/replica/): which leader epoch wrote which offsets; the high
+        # watermark when other replicas exist (None: this is the only replica, HW = log end);
+        # the replica manager's state for the partition (None: single node, always leader)
+        self.epochs: LeaderEpochCache | None = None
+        self.hw: int | None = None
+        self.replica: Any = None
 
     @property
     def name(self) -> str:
@@ -193,6 +200,7 @@ class Partition:
             self.segments.append(self._new_segment(0, now))
             self.segments[-1].index_dirty = True
         self.log_start_offset = max(self.segments[0].base_offset, self._read_log_start_offset())
+        self._load_epochs()
         self._load_producer_state()
         if not clean_shutdown and self.segments[-1].size:
             self.segments[-1].flush()  # what was recovered is durable before anything new is acknowledged
@@ -241,6 +249,17 @@ class Partition:
         for name in names:
             if name.endswith(".log.swap.replaces") and name[:-len(".replaces")] not in names:
                 os.unlink(os.path.join(self.directory, name))  # written before a swap that never happened
+
+    def _load_epochs(self) -> None:
+        """The leader epoch cache; a log written before it existed (single node) gets one entry
+        from its first batch's epoch, and entries past a cut tail go."""
+        self.epochs = LeaderEpochCache(self.directory)
+        leo = self.log_end_offset
+        if not self.epochs.entries and leo > self.log_start_offset:
+            first = self.segments[0]
+            if first.size:
+                self.epochs.assign(first.header_at(0).leader_epoch, self.log_start_offset)
+        self.epochs.truncate_from_end(leo)
 
     def _load_producer_state(self) -> None:
         leo = self.log_end_offset
@@ -297,6 +316,8 @@ class Partition:
             return 0
 
     def _write_log_start_offset(self) -> None:
+        if self.epochs is not None:
+            self.epochs.truncate_from_start(self.log_start_offset)
         tmp = os.path.join(self.directory, "log-start-offset.tmp")
         with open(tmp, "w") as f:
             f.write(str(self.log_start_offset))
@@ -343,7 +364,8 @@ class Partition:
 
     @property
     def high_watermark(self) -> int:
-        return self.log_end_offset
+        hw = self.hw
+        return self.log_end_offset if hw is None else hw
 
     @property
     def last_stable_offset(self) -> int:
@@ -395,6 +417,8 @@ class Partition:
                     return AppendResult(v.error, message=v.message or None)
         next_offset = self.log_end_offset
         base = next_offset
+        if self.leader_epoch > self.epochs.latest_epoch:
+            self.epochs.assign(self.leader_epoch, base)
         if log_append and not isinstance(data, bytearray):
             data = bytearray(data)
         in_place = isinstance(data, bytearray)
@@ -453,6 +477,99 @@ class Partition:
         if result.error:
             raise RuntimeError(f"internal append failed: {result.error} {result.message}")
         return result.base_offset
+
+    # -- replication -----------------------------------------------------------------------
+    def append_as_follower(self, data: bytes | bytearray, now_ms: int) -> int:
+        """Append batches fetched from the leader with the leader's offsets and epochs (no
+        stamping, no producer checks: the leader made them). Producer state, transactions and
+        the epoch cache follow the batches, so a follower that becomes leader continues the
+        sequence checks. Returns the new log end offset; raises InvalidBatch for data that
+        does not continue this log."""
+        batches = list(rb.iter_batches(data))
+        leo = self.log_end_offset
+        if batches[0].base_offset != leo:
+            raise rb.InvalidBatch(ErrorCode.CORRUPT_MESSAGE,
+                                  f"fetched batch at offset {batches[0].base_offset}, log end is {leo}")
+        expected = leo
+        for h in batches:
+            if h.base_offset < expected:
+                raise rb.InvalidBatch(ErrorCode.CORRUPT_MESSAGE, "fetched offsets do not increase")
+            expected = h.last_offset + 1
+        for h in batches:
+            if h.leader_epoch > self.epochs.latest_epoch:
+                self.epochs.assign(h.leader_epoch, h.base_offset)
+        self._maybe_roll(len(data), max(h.max_timestamp for h in batches), batches[-1].last_offset, now_ms)
+        active = self.segments[-1]
+        active.append(data, batches)
+        active.index_dirty = True
+        for h in batches:
+            self._track_batch(h, data if h.is_control else None)
+            self.unflushed_messages += h.record_count
+        flush_messages = self.config("flush.messages")
+        if flush_messages is not None and self.unflushed_messages >= int(flush_messages):
+            self.flush_due = True
+        return self.log_end_offset
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop everything and continue at ``offset`` (Kafka's truncateFullyAndStartAt: the
+        leader's log starts after this follower's end)."""
+        self.truncate_to(self.log_start_offset)
+        if offset > self.log_end_offset:
+            for seg in self.segments:
+                seg.delete_files()
+            self.segments = [self._new_segment(offset, self.clock())]
+            self.segments[-1].index_dirty = True
+            self.log_start_offset = offset
+            self._write_log_start_offset()
+            self.epochs.clear()
+            for off in ix.list_snapshots(self.directory):
+                os.unlink(ix.snapshot_path(self.directory, off))
+            self.producers = ProducerStateTable()
+            self.ongoing_txns, self.aborted_txns = {}, []
+            self.hw = offset
+            self.synced_offset = offset
+
+    def truncate_to(self, offset: int) -> None:
+        """Cut the log at ``offset`` (Kafka's Log.truncateTo): a follower, or an old leader
+        coming back, drops a tail the current leader does not have. Whole batches go (the one
+        holding ``offset`` too); segments, indexes, producer and transaction state, the epoch
+        cache and the high watermark follow."""
+        if offset >= self.log_end_offset:
+            return
+        offset = max(offset, self.log_start_offset)
+        if offset <= self.segments[0].base_offset:
+            dropped, self.segments = self.segments, []
+            for seg in dropped:
+                seg.delete_files()
+            self.segments.append(self._new_segment(offset, self.clock()))
+            self.segments[-1].index_dirty = True
+            self.log_start_offset = offset
+            self._write_log_start_offset()
+        else:
+            while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+                self.segments.pop().delete_files()
+            seg = self.segments[-1]
+            h = seg.find_batch(offset)
+            if h is not None:
+                os.ftruncate(seg.fd, h.position)
+                seg.size = h.position
+                seg.flushed_size = min(seg.flushed_size, h.position)
+                seg.rebuild(validate_crc=False)
+                ix.remove_indexes(seg.stem)
+                seg.index_dirty = True
+        leo = self.log_end_offset
+        self.epochs.truncate_from_end(leo)
+        for off in ix.list_snapshots(self.directory):
+            if off > leo:
+                os.unlink(ix.snapshot_path(self.directory, off))
+        self.producers = ProducerStateTable()
+        self.ongoing_txns = {}
+        self.aborted_txns = []
+        self._load_producer_state()
+        if self.hw is not None and self.hw > leo:
+            self.hw = leo
+        self.synced_offset = min(self.synced_offset, leo)
+        log.info("log truncated", partition=self.name, offset=offset, log_end_offset=leo)
 
     def _maybe_roll(self, incoming: int, max_ts: int, last_offset: int, now_ms: int) -> None:
         """Kafka's LogSegment.shouldRoll: size, time since the first batch (by record
