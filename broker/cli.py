@@ -8,7 +8,7 @@ import socket
 import struct
 import sys
 
-from .config import BrokerConfig
+from .config import BrokerConfig, ConfigError
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -28,8 +28,13 @@ def _serve(args: argparse.Namespace) -> int:
     configure(json=args.json_logs or os.environ.get("SAMSA_LOG_FORMAT") == "json", level=level)
     set_request_logging(level.upper() == "DEBUG")
     extra = dict(kv.split("=", 1) for kv in args.override)
-    config = BrokerConfig.load(args.config, extra=extra)
-    trio.run(serve, Broker(config))
+    try:
+        config = BrokerConfig.load(args.config, extra=extra)
+        broker = Broker(config)
+    except ConfigError as exc:   # a clear line, not a traceback (Kafka exits on a bad config too)
+        print(f"samsa serve: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    trio.run(serve, broker)
     return 0
 
 

@@ -159,6 +159,7 @@ def test_each_listener_advertises_its_own_address(tmp_path: Path, entrypoints: l
     internal, external = free_port(), free_port()
     env = clean_env(KAFKA_LISTENERS=f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",
                     KAFKA_ADVERTISED_LISTENERS=f"INTERNAL://samsa:{internal},EXTERNAL://localhost:{external}",
+                    KAFKA_LISTENER_SECURITY_PROTOCOL_MAP="INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
                     KAFKA_LOG_DIRS=str(tmp_path / "d"))
     ep = Entrypoint(env, log=tmp_path / "log")
     entrypoints.append(ep)

@@ -123,7 +123,7 @@ def test_metrics_exact_counts(http_broker: SamsaBroker) -> None:
 
 def test_no_metrics_without_listener(samsa_broker: SamsaBroker) -> None:
     """Off by default: nothing listens and the log says nothing about HTTP."""
-    assert "http listening" not in samsa_broker.read_log()
+    assert "listener=samsa.http.listener" not in samsa_broker.read_log()
 
 
 def test_group_lifecycle_logs(http_broker: SamsaBroker) -> None:
