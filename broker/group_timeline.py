@@ -104,8 +104,9 @@ class GroupTimeline:
                 k = decode_key(key)
                 if isinstance(k, GroupMetadataKey):
                     touched[k.group] = decode_group_metadata_value(value) if value is not None else None
-        gid = getattr(self._request, "group_id", None)
-        if isinstance(self._request, (g.JoinGroup, g.SyncGroup, g.Heartbeat, g.LeaveGroup)) and gid:
+        request, self._request = self._request, None    # only the request's own step names it
+        gid = getattr(request, "group_id", None)
+        if isinstance(request, (g.JoinGroup, g.SyncGroup, g.Heartbeat, g.LeaveGroup)) and gid:
             touched.setdefault(gid, False)
         if not touched:
             return
