@@ -76,6 +76,24 @@ class GroupView:
         return sum(o.lag for o in self.offsets)
 
 
+@dataclass(slots=True)
+class BrokerView:
+    node_id: int
+    endpoints: list[str]
+    rack: str | None
+    is_controller: bool
+    alive: bool
+
+
+def brokers(broker: "Broker") -> list[BrokerView]:
+    """The brokers Metadata/DescribeCluster would name. One node today, the controller and alive
+    by definition; a cluster's metadata would list every node here, and the pages and gauges
+    that read this follow."""
+    adv = broker.config.advertised_listeners
+    return [BrokerView(broker.node_id, [f"{a.name}://{a.host}:{a.port}" for a in adv],
+                       broker.config.get("broker.rack"), True, True)]
+
+
 def decode_assignment(data: bytes, protocol_type: str) -> dict[str, list[int]]:
     """A consumer-protocol member assignment as topic → partitions ({} for other protocols or
     bytes that do not parse: a console must not fail on a custom assignor's bytes)."""

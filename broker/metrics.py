@@ -208,12 +208,13 @@ class _ScrapeCollector(Collector):
         yield _gauge("kafka_server_replicamanager_partitioncount", "Partitions on this broker", n_parts)
         yield _gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads", n_parts)
         yield _gauge("kafka_server_replicamanager_offlinereplicacount", "Offline replicas", 0)
+        is_controller = any(b.is_controller and b.node_id == broker.node_id for b in introspect.brokers(broker))
         yield _gauge("kafka_controller_kafkacontroller_activecontrollercount",
-                     "1 on the broker that is the active controller", 1)
+                     "1 on the broker that is the active controller", 1 if is_controller else 0)
         yield _gauge("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a leader", 0)
         yield _gauge("kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster", len(counts))
         yield _gauge("kafka_controller_kafkacontroller_globalpartitioncount", "Partitions in the cluster", n_parts)
-        yield _gauge("kafka_brokers", "Brokers in the cluster (kafka_exporter)", 1)
+        yield _gauge("kafka_brokers", "Brokers in the cluster (kafka_exporter)", len(introspect.brokers(broker)))
 
         metrics = broker.metrics
         conns = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",
