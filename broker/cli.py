@@ -21,7 +21,7 @@ def _serve(args: argparse.Namespace) -> int:
     from .logging import configure
     from .server import serve
 
-    from .dispatch import set_request_logging
+    from .request_log import set_request_logging
 
     level = os.environ.get("SAMSA_LOG_LEVEL", "INFO")
     configure(json=args.json_logs or os.environ.get("SAMSA_LOG_FORMAT") == "json", level=level)

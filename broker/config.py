@@ -73,8 +73,8 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "cluster.id": ("string", None),
     # Samsa's own (no Kafka equivalent; see the README's configuration section)
     "samsa.fsync.on.acks.all": ("boolean", False),
-    "samsa.log.max.open.segment.files": ("int", None),
     "samsa.http.listener": ("string", None),  # /metrics and the web console, e.g. http://127.0.0.1:8090
+    "samsa.log.max.open.segment.files": ("int", None),
 }
 
 LONG_MAX = 9223372036854775807

@@ -194,7 +194,7 @@ def test_request_lines_at_debug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         topic = f"obs-{uuid.uuid4().hex[:8]}"
         create_topic(broker.bootstrap_servers, topic, 1)
         produce(broker.bootstrap_servers, topic, 1)
-        line = wait_for_log(broker, r"\[debug\s*\] request [^\n]*api=ProduceRequest[^\n]*")
+        line = wait_for_log(broker, r"\[debug\s*\] request [^\n]*api=Produce [^\n]*")
         assert re.search(r"client_id=rdkafka .*correlation_id=\d+ .*ms=[\d.]+ .*version=\d+", line), line
     finally:
         broker.stop()
