@@ -28,6 +28,13 @@ def _serve(args: argparse.Namespace) -> int:
     set_request_logging(level.upper() == "DEBUG")
     extra = dict(kv.split("=", 1) for kv in args.override)
     config = BrokerConfig.load(args.config, extra=extra)
+    if config.get("samsa.http.listener"):
+        from .http.serve import HttpListenerError, parse_http_listener
+        try:
+            parse_http_listener(str(config["samsa.http.listener"]))
+        except HttpListenerError as exc:
+            print(f"samsa: samsa.http.listener: {exc}", file=sys.stderr)
+            return 2
     trio.run(serve, Broker(config))
     return 0
 

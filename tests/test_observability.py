@@ -126,6 +126,13 @@ def test_no_metrics_without_listener(samsa_broker: SamsaBroker) -> None:
     assert "http listening" not in samsa_broker.read_log()
 
 
+def test_bad_http_listener_is_a_clear_error(tmp_path: Path) -> None:
+    broker = SamsaBroker(tmp_path / "data", overrides={"samsa.http.listener": "127.0.0.1:8090"})
+    with pytest.raises(RuntimeError, match="exited with 2"):
+        broker.start(timeout=10)
+    assert "samsa.http.listener: expected http://host:port, got '127.0.0.1:8090'" in broker.read_log()
+
+
 def test_group_lifecycle_logs(http_broker: SamsaBroker) -> None:
     bootstrap = http_broker.bootstrap_servers
     topic, group = f"obs-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
