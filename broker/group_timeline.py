@@ -124,9 +124,9 @@ class GroupTimeline:
         d = described.groups[0] if described and described.groups else None
         t = self.groups.setdefault(group_id, _Tracked())
         if d is None or d.error_code or d.group_state == "Dead":
-            if record is None and group_id in self.groups and t.state:
+            if record is None and t.state:
                 log.info("group deleted", group=group_id)
-                self.groups.pop(group_id, None)
+            self.groups.pop(group_id, None)
             return
         members = {m.member_id: (m.client_id, m.client_host) for m in d.members}
         was_rebalancing = t.current is not None

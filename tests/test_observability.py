@@ -146,6 +146,14 @@ def test_group_lifecycle_logs(http_broker: SamsaBroker) -> None:
     consumer.close()
     wait_for_log(http_broker, rf"member left [^\n]*group={group}")
     wait_for_log(http_broker, rf"rebalance completed .*generation=2 group={group}[^\n]*state=Empty")
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.delete_groups([group])
+    finally:
+        admin.close()
+    wait_for_log(http_broker, rf"group deleted [^\n]*group={group}")
 
 
 def test_transaction_logs(http_broker: SamsaBroker) -> None:
