@@ -6,6 +6,7 @@ import re
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 from typing import Iterator
 
 import httpx
@@ -213,3 +214,27 @@ def test_request_lines_at_debug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         assert re.search(r"client_id=rdkafka .*correlation_id=\d+ .*ms=[\d.]+ .*version=\d+", line), line
     finally:
         broker.stop()
+
+
+def test_console_escapes_what_clients_send(http_broker: SamsaBroker) -> None:
+    """Group ids and record contents are the clients' bytes: the console shows them as text."""
+    bootstrap = http_broker.bootstrap_servers
+    topic, group = f"obs-{uuid.uuid4().hex[:8]}", "<img src=x onerror=alert(1)>&"
+    create_topic(bootstrap, topic, PARTITIONS)
+    p = Producer({"bootstrap.servers": bootstrap})
+    p.produce(topic, key=b"<script>k</script>", value=b"<b>v</b>", headers=[("h<", b"\"'")], partition=0)
+    assert p.flush(10) == 0
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    c.close()
+    base = http_url(http_broker)
+    overview = httpx.get(base + "/", timeout=10).text
+    assert "&lt;img src=x onerror=alert(1)&gt;&amp;" in overview and "<img src=x" not in overview
+    group_page = httpx.get(base + "/groups/" + quote(group, safe=""), timeout=10)
+    assert group_page.status_code == 200 and "<img src=x" not in group_page.text
+    assert f"<td>{topic}</td>" in group_page.text or f">{topic}</a>" in group_page.text
+    records = httpx.get(f"{base}/topics/{topic}", timeout=10).text
+    assert "&lt;script&gt;k&lt;/script&gt;" in records and "&lt;b&gt;v&lt;/b&gt;" in records
+    assert "h&lt;: <code>&quot;&#x27;</code>" in records and "<script>k" not in records
+    assert httpx.get(base + "/topics/nope", timeout=10).status_code == 404
+    assert httpx.get(base + "/groups/nope", timeout=10).status_code == 404
