@@ -22,7 +22,7 @@ def _serve(args: argparse.Namespace) -> int:
     from .logging import configure
     from .server import serve
 
-    from .dispatch import set_request_logging
+    from .request_log import set_request_logging
 
     level = os.environ.get("SAMSA_LOG_LEVEL", "INFO")
     configure(json=args.json_logs or os.environ.get("SAMSA_LOG_FORMAT") == "json", level=level)
@@ -34,6 +34,13 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:   # a clear line, not a traceback (Kafka exits on a bad config too)
         print(f"samsa serve: invalid configuration: {exc}", file=sys.stderr)
         return 2
+    if config.get("samsa.http.listener"):
+        from .http.serve import HttpListenerError, parse_http_listener
+        try:
+            parse_http_listener(str(config["samsa.http.listener"]))
+        except HttpListenerError as exc:
+            print(f"samsa: samsa.http.listener: {exc}", file=sys.stderr)
+            return 2
     trio.run(serve, broker)
     return 0
 

@@ -108,7 +108,6 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "samsa.scram.bootstrap.credentials": ("password", None),
     # Samsa's own (no Kafka equivalent; see the README's configuration section)
     "samsa.fsync.on.acks.all": ("boolean", False),
-    "samsa.log.max.open.segment.files": ("int", None),
     "samsa.http.listener": ("string", None),  # /metrics and the web console, e.g. http://127.0.0.1:8090
     "samsa.emulate.kafka.version": ("string", None),   # e.g. 2.8: advertise that release's API versions
     "samsa.control.listener": ("string", None),        # http://127.0.0.1:PORT: faults and clock (broker/control.py)
@@ -119,6 +118,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "broker.session.timeout.ms": ("int", 9000),
     "controlled.shutdown.enable": ("boolean", True),
     "transaction.state.log.min.isr": ("int", 2),
+    "samsa.log.max.open.segment.files": ("int", None),
 }
 
 LONG_MAX = 9223372036854775807

@@ -2,7 +2,6 @@
 handler, encode the response with the request's version and correlation id."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -25,18 +24,6 @@ if TYPE_CHECKING:
     from .security.session import Session
 
 log = structlog.get_logger("samsa.dispatch")
-
-
-def log_requests() -> bool:
-    """Per-request lines are debug; checked once per request without building the event."""
-    return _DEBUG[0]
-
-
-_DEBUG = [False]
-
-
-def set_request_logging(enabled: bool) -> None:
-    _DEBUG[0] = enabled
 
 
 @dataclass(slots=True)
@@ -97,7 +84,6 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str,
     """Answer one request frame. Returns the framed response (or its parts, when records
     are sent from files), None when none is due (acks=0), or raises FrameError when Kafka
     would close the connection."""
-    started = time.perf_counter()
     prefix = peek_header(frame)
     key, version = prefix.api_key, prefix.api_version
     advertised = broker.api_versions.get(key)  # SUPPORTED, or narrower when emulating an old Kafka
@@ -124,12 +110,6 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str,
         response = await HANDLERS[key](ctx, request)
     else:
         response = await authorized(ctx, request, HANDLERS[key])
-    if broker.metrics is not None:
-        broker.metrics.request_done(key, version, started)
-    if log_requests():
-        log.debug("request", api=req_cls.__name__, version=version, correlation_id=prefix.correlation_id,
-                  client_id=header.client_id, client_host=client_host, listener=listener,
-                  ms=round((time.perf_counter() - started) * 1000, 3))
     if response is None:
         return None
     if isinstance(response, Spliced):

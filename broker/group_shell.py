@@ -48,6 +48,7 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
         return loaded
 
     async def call(self, partition: int, request: Any) -> Any:
+        self.ensure_topic()    # its coordinators' first steps are not this request's
         self.timeline.before_request(request)
         return await super().call(partition, request)
 

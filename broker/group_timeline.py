@@ -87,9 +87,9 @@ class GroupTimeline:
         if isinstance(request, g.JoinGroup):
             t = self.groups.setdefault(gid, _Tracked())
             if request.member_id == g.UNKNOWN_MEMBER_ID:
-                t.joining_reason = request.reason or "new member joining"
-            elif request.reason:
-                t.joining_reason = request.reason
+                t.joining_reason = request.reason or "new member"
+            else:
+                t.joining_reason = request.reason or "member rejoined"
         elif isinstance(request, g.LeaveGroup):
             t = self.groups.setdefault(gid, _Tracked())
             for m in request.members:
@@ -104,8 +104,9 @@ class GroupTimeline:
                 k = decode_key(key)
                 if isinstance(k, GroupMetadataKey):
                     touched[k.group] = decode_group_metadata_value(value) if value is not None else None
-        gid = getattr(self._request, "group_id", None)
-        if isinstance(self._request, (g.JoinGroup, g.SyncGroup, g.Heartbeat, g.LeaveGroup)) and gid:
+        request, self._request = self._request, None    # only the request's own step names it
+        gid = getattr(request, "group_id", None)
+        if isinstance(request, (g.JoinGroup, g.SyncGroup, g.Heartbeat, g.LeaveGroup)) and gid:
             touched.setdefault(gid, False)
         if not touched:
             return
@@ -123,15 +124,15 @@ class GroupTimeline:
         d = described.groups[0] if described and described.groups else None
         t = self.groups.setdefault(group_id, _Tracked())
         if d is None or d.error_code or d.group_state == "Dead":
-            if record is None and group_id in self.groups and t.state:
+            if record is None and t.state:
                 log.info("group deleted", group=group_id)
-                self.groups.pop(group_id, None)
+            self.groups.pop(group_id, None)
             return
         members = {m.member_id: (m.client_id, m.client_host) for m in d.members}
         was_rebalancing = t.current is not None
         for mid in members.keys() - t.members.keys():
-            reason = t.joining_reason or "joined"
-            self._start(t, now, f"member {mid} joined ({reason})")
+            reason = t.joining_reason if t.joining_reason and t.joining_reason != "member rejoined" else "new member"
+            self._start(t, now, f"{mid} joined: {reason}")
             t.current.joined.append(MemberChange(mid, members[mid][0], members[mid][1], reason))
             log.info("member joined", group=group_id, member_id=mid, client_id=members[mid][0],
                      client_host=members[mid][1], reason=reason)
@@ -140,12 +141,12 @@ class GroupTimeline:
             reason = t.leaving.pop(mid, None) or (
                 "did not rejoin within the rebalance timeout" if t.state in REBALANCING
                 else "session timeout expired")
-            self._start(t, now, f"member {mid} {'left' if left else 'expired'} ({reason})")
+            self._start(t, now, f"{mid} {'left' if left else 'expired'}: {reason}")
             t.current.left.append(MemberChange(mid, *t.members[mid], reason=reason))
             log.info("member left" if left else "member expired", group=group_id, member_id=mid,
                      client_id=t.members[mid][0], reason=reason)
         if d.group_state == "PreparingRebalance" and t.current is None:
-            self._start(t, now, t.joining_reason or "a member rejoined")
+            self._start(t, now, t.joining_reason or "member rejoined")
         if t.current is not None and not was_rebalancing:
             log.info("rebalance started", group=group_id, generation=t.generation,
                      reasons=t.current.reasons, members=len(members))

@@ -76,6 +76,24 @@ class GroupView:
         return sum(o.lag for o in self.offsets)
 
 
+@dataclass(slots=True)
+class BrokerView:
+    node_id: int
+    endpoints: list[str]
+    rack: str | None
+    is_controller: bool
+    alive: bool
+
+
+def brokers(broker: "Broker") -> list[BrokerView]:
+    """The brokers Metadata/DescribeCluster would name. One node today, the controller and alive
+    by definition; a cluster's metadata would list every node here, and the pages and gauges
+    that read this follow."""
+    adv = broker.config.advertised_listeners
+    return [BrokerView(broker.node_id, [f"{a.name}://{a.host}:{a.port}" for a in adv],
+                       broker.config.get("broker.rack"), True, True)]
+
+
 def decode_assignment(data: bytes, protocol_type: str) -> dict[str, list[int]]:
     """A consumer-protocol member assignment as topic → partitions ({} for other protocols or
     bytes that do not parse: a console must not fail on a custom assignor's bytes)."""
@@ -192,7 +210,8 @@ class RecordView:
 def recent_records(broker: "Broker", topic: str, per_partition: int = 20,
                    max_bytes: int = 256 * 1024) -> list[RecordView]:
     """The last committed records of each partition (at most ``per_partition``, reading at most
-    ``max_bytes`` of batches per partition), newest first."""
+    ``max_bytes`` of batches per partition), newest first; records of aborted transactions are
+    left out, as a read_committed consumer would."""
     from protocol import records as rb
 
     t = broker.logs.topics.get(topic)
@@ -205,10 +224,13 @@ def recent_records(broker: "Broker", topic: str, per_partition: int = 20,
         if start >= upper:
             continue
         data = part.read(start, max_bytes, upper, min_one=True)
+        aborted = part.aborted_in_range(start, upper)
         got: list[RecordView] = []
         try:
             for h in rb.iter_batches(data, validate=False):
-                if h.is_control:
+                if h.is_control or (h.is_transactional and any(
+                        a.producer_id == h.producer_id and a.first_offset <= h.base_offset <= a.last_offset
+                        for a in aborted)):
                     continue
                 for r in rb.iter_records(data, h):
                     if start <= r.offset < upper:

@@ -2,20 +2,22 @@
 out of the Prometheus JMX exporter and, for consumer-group lag, as kafka_exporter names it, so
 existing dashboards work unchanged.
 
-Cost on the hot path: one counter increment and one histogram observation per request, and per
-produce/fetch one increment per topic (messages from the batch headers' record counts, never
-per record). Everything else (log sizes and offsets, group lag, connections, controller and
+Cost on the hot path: per request a few additions to plain ints (a count, a histogram bucket
+found by bisection, a sum), and per produce/fetch a few per topic (messages from the batch
+headers' record counts, never per record); they become Prometheus families only when scraped. Everything else (log sizes and offsets, group lag, connections, controller and
 replica-manager gauges) is computed when scraped. Without ``samsa.http.listener`` the broker
 has no BrokerMetrics at all and the hooks are a ``None`` check.
 """
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Iterator
 
 from kafka.protocol.api_key import ApiKey
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.utils import floatToGoString
 from prometheus_client.registry import Collector
 
 from . import introspect
@@ -36,99 +38,131 @@ def _api_name(key: int) -> str:
         return str(key)
 
 
+class _RequestStats:
+    """One API's request counts by version and its latency histogram, as plain numbers: the event
+    loop is one thread, so nothing needs prometheus_client's per-increment locks."""
+    __slots__ = ("by_version", "buckets", "total_ms")
+
+    def __init__(self) -> None:
+        self.by_version: dict[int, int] = {}
+        self.buckets = [0] * (len(LATENCY_BUCKETS_MS) + 1)   # the last one is +Inf
+        self.total_ms = 0.0
+
+
+# the per-topic counters: index in BrokerMetrics.topics[topic]
+MESSAGES_IN, BYTES_IN, BYTES_OUT, PRODUCE_REQUESTS, FETCH_REQUESTS = range(5)
+_TOPIC_COUNTERS = (
+    ("kafka_server_brokertopicmetrics_messagesin", "Records appended, by topic (BrokerTopicMetrics MessagesInPerSec)"),
+    ("kafka_server_brokertopicmetrics_bytesin",
+     "Record-batch bytes appended by produce requests, by topic (BytesInPerSec)"),
+    ("kafka_server_brokertopicmetrics_bytesout", "Record-batch bytes sent in fetch answers, by topic (BytesOutPerSec)"),
+    ("kafka_server_brokertopicmetrics_totalproducerequests",
+     "Produce requests naming the topic (TotalProduceRequestsPerSec)"),
+    ("kafka_server_brokertopicmetrics_totalfetchrequests", "Fetch requests naming the topic (TotalFetchRequestsPerSec)"),
+)
+
+
 class BrokerMetrics:
-    """The counters the request path updates, and the scrape-time collector."""
+    """The counters the request path updates (plain ints: a dict lookup and an addition each),
+    turned into Prometheus families only when ``/metrics`` is scraped."""
 
     def __init__(self, broker: "Broker") -> None:
         self.broker = broker
-        disable_created_metrics()   # no *_created series: the JMX exporter has none
         self.registry = CollectorRegistry(auto_describe=False)
-        r = self.registry
-        self.messages_in = Counter("kafka_server_brokertopicmetrics_messagesin",
-                                   "Records appended, by topic (BrokerTopicMetrics MessagesInPerSec)",
-                                   ["topic"], registry=r)
-        self.bytes_in = Counter("kafka_server_brokertopicmetrics_bytesin",
-                                "Record-batch bytes appended by produce requests, by topic (BytesInPerSec)",
-                                ["topic"], registry=r)
-        self.bytes_out = Counter("kafka_server_brokertopicmetrics_bytesout",
-                                 "Record-batch bytes sent in fetch answers, by topic (BytesOutPerSec)",
-                                 ["topic"], registry=r)
-        self.produce_requests = Counter("kafka_server_brokertopicmetrics_totalproducerequests",
-                                        "Produce requests naming the topic (TotalProduceRequestsPerSec)",
-                                        ["topic"], registry=r)
-        self.fetch_requests = Counter("kafka_server_brokertopicmetrics_totalfetchrequests",
-                                      "Fetch requests naming the topic (TotalFetchRequestsPerSec)",
-                                      ["topic"], registry=r)
-        self.requests = Counter("kafka_network_requestmetrics_requests",
-                                "Requests answered, by API and version (RequestMetrics RequestsPerSec)",
-                                ["request", "version"], registry=r)
-        self.total_time = Histogram("kafka_network_requestmetrics_totaltimems",
-                                    "Time from a request's arrival to its answer, in ms (RequestMetrics TotalTimeMs)",
-                                    ["request"], buckets=LATENCY_BUCKETS_MS, registry=r)
-        self.connections_created = Counter("kafka_server_socket_server_metrics_connection_creation",
-                                           "Connections accepted, by listener", ["listener"], registry=r)
-        self.connections_closed = Counter("kafka_server_socket_server_metrics_connection_close",
-                                          "Connections closed, by listener", ["listener"], registry=r)
+        self.requests: dict[int, _RequestStats] = {}
+        self.topics: dict[str, list[int]] = {}
+        self.connections_created: dict[str, int] = {}
+        self.connections_closed: dict[str, int] = {}
         self.open_connections: dict[str, int] = {}
-        # labelled children cached: .labels() builds a tuple and takes a lock each time
-        self._request_children: dict[tuple[int, int], tuple[Counter, Histogram]] = {}
-        self._topic_children: dict[str, tuple[Counter, Counter, Counter, Counter, Counter]] = {}
-        r.register(_ScrapeCollector(broker))
+        self.registry.register(_CounterCollector(self))
+        self.registry.register(_ScrapeCollector(broker))
 
     # -- the request path ---------------------------------------------------------------------
     def request_done(self, api_key: int, version: int, started: float) -> None:
-        children = self._request_children.get((api_key, version))
-        if children is None:
-            name = _api_name(api_key)
-            children = self._request_children[(api_key, version)] = (
-                self.requests.labels(name, str(version)), self.total_time.labels(name))
-        children[0].inc()
-        children[1].observe((time.perf_counter() - started) * 1000.0)
+        ms = (time.perf_counter() - started) * 1000.0
+        stats = self.requests.get(api_key)
+        if stats is None:
+            stats = self.requests[api_key] = _RequestStats()
+        stats.by_version[version] = stats.by_version.get(version, 0) + 1
+        stats.buckets[bisect_left(LATENCY_BUCKETS_MS, ms)] += 1
+        stats.total_ms += ms
 
-    def _topic(self, topic: str) -> tuple[Counter, Counter, Counter, Counter, Counter]:
-        children = self._topic_children.get(topic)
-        if children is None:
-            children = self._topic_children[topic] = (
-                self.messages_in.labels(topic), self.bytes_in.labels(topic), self.bytes_out.labels(topic),
-                self.produce_requests.labels(topic), self.fetch_requests.labels(topic))
-        return children
+    def _topic(self, topic: str) -> list[int]:
+        counters = self.topics.get(topic)
+        if counters is None:
+            counters = self.topics[topic] = [0, 0, 0, 0, 0]
+        return counters
 
     def produced(self, topic: str, records: int, size: int) -> None:
         c = self._topic(topic)
-        c[0].inc(records)
-        c[1].inc(size)
+        c[MESSAGES_IN] += records
+        c[BYTES_IN] += size
 
     def produce_request(self, topic: str) -> None:
-        self._topic(topic)[3].inc()
+        self._topic(topic)[PRODUCE_REQUESTS] += 1
 
     def fetched(self, by_topic: dict[str, int]) -> None:
         for topic, size in by_topic.items():
             c = self._topic(topic)
-            c[4].inc()
-            if size:
-                c[2].inc(size)
+            c[FETCH_REQUESTS] += 1
+            c[BYTES_OUT] += size
 
     def topic_deleted(self, topic: str) -> None:
         """Drop a deleted topic's series (Kafka removes its BrokerTopicMetrics too)."""
-        if self._topic_children.pop(topic, None) is not None:
-            for metric in (self.messages_in, self.bytes_in, self.bytes_out, self.produce_requests,
-                           self.fetch_requests):
-                try:
-                    metric.remove(topic)
-                except KeyError:
-                    pass
+        self.topics.pop(topic, None)
 
     def connection_opened(self, listener: str) -> None:
-        self.connections_created.labels(listener).inc()
+        self.connections_created[listener] = self.connections_created.get(listener, 0) + 1
         self.open_connections[listener] = self.open_connections.get(listener, 0) + 1
 
     def connection_closed(self, listener: str) -> None:
-        self.connections_closed.labels(listener).inc()
+        self.connections_closed[listener] = self.connections_closed.get(listener, 0) + 1
         self.open_connections[listener] = self.open_connections.get(listener, 1) - 1
 
     # -- scraping -----------------------------------------------------------------------------
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _CounterCollector(Collector):
+    """The request-path counters as Prometheus counter and histogram families."""
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        m = self.metrics
+        for i, (name, doc) in enumerate(_TOPIC_COUNTERS):
+            fam = CounterMetricFamily(name, doc, labels=["topic"])
+            for topic, counters in sorted(m.topics.items()):
+                fam.add_metric([topic], counters[i])
+            yield fam
+        requests = CounterMetricFamily("kafka_network_requestmetrics_requests",
+                                       "Requests answered, by API and version (RequestMetrics RequestsPerSec)",
+                                       labels=["request", "version"])
+        latency = HistogramMetricFamily("kafka_network_requestmetrics_totaltimems",
+                                        "Time from a request's arrival to its answer, in ms "
+                                        "(RequestMetrics TotalTimeMs)", labels=["request"])
+        for key, stats in sorted(m.requests.items()):
+            name = _api_name(key)
+            for version, n in sorted(stats.by_version.items()):
+                requests.add_metric([name, str(version)], n)
+            cumulative, buckets = 0, []
+            for bound, n in zip((*map(floatToGoString, LATENCY_BUCKETS_MS), "+Inf"), stats.buckets):
+                cumulative += n
+                buckets.append((bound, cumulative))
+            latency.add_metric([name], buckets, stats.total_ms)
+        yield requests
+        yield latency
+        for name, doc, values in (
+                ("kafka_server_socket_server_metrics_connection_creation", "Connections accepted, by listener",
+                 m.connections_created),
+                ("kafka_server_socket_server_metrics_connection_close", "Connections closed, by listener",
+                 m.connections_closed)):
+            fam = CounterMetricFamily(name, doc, labels=["listener"])
+            for listener, n in sorted(values.items()):
+                fam.add_metric([listener], n)
+            yield fam
 
 
 class _ScrapeCollector(Collector):
@@ -174,12 +208,13 @@ class _ScrapeCollector(Collector):
         yield _gauge("kafka_server_replicamanager_partitioncount", "Partitions on this broker", n_parts)
         yield _gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads", n_parts)
         yield _gauge("kafka_server_replicamanager_offlinereplicacount", "Offline replicas", 0)
+        is_controller = any(b.is_controller and b.node_id == broker.node_id for b in introspect.brokers(broker))
         yield _gauge("kafka_controller_kafkacontroller_activecontrollercount",
-                     "1 on the broker that is the active controller", 1)
+                     "1 on the broker that is the active controller", 1 if is_controller else 0)
         yield _gauge("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a leader", 0)
         yield _gauge("kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster", len(counts))
         yield _gauge("kafka_controller_kafkacontroller_globalpartitioncount", "Partitions in the cluster", n_parts)
-        yield _gauge("kafka_brokers", "Brokers in the cluster (kafka_exporter)", 1)
+        yield _gauge("kafka_brokers", "Brokers in the cluster (kafka_exporter)", len(introspect.brokers(broker)))
 
         metrics = broker.metrics
         conns = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",

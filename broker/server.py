@@ -24,6 +24,7 @@ from .dispatch import check_handlers, dispatch
 from .security.session import Session
 from .security.transport import secure
 from .sendfile import send_parts
+from . import request_log
 
 log = structlog.get_logger("samsa.server")
 
@@ -94,6 +95,7 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
         async for frame in receive:
             if isinstance(frame, FrameError):
                 break
+            started = request_log.now()
             try:
                 if session.gated:   # SASL: not yet authenticated, raw tokens, or a session that expires
                     session.admit(frame)
@@ -107,6 +109,8 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
             except Exception:
                 log.exception("request failed; closing connection", peer=peer)
                 break
+            if broker.metrics is not None or request_log.enabled:
+                request_log.request_answered(broker, frame, started, host, listener)
             if response is not None:
                 try:
                     if isinstance(response, list):
@@ -209,26 +213,14 @@ async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_
     log.info("broker started", node_id=broker.node_id, cluster_id=broker.cluster_id,
              log_dir=broker.logs.log_dir, topics=len(broker.logs.topics))
     async with trio.open_nursery() as services:
+        if broker.config.get("samsa.http.listener"):   # /metrics and the web console (broker/http/observe.py)
+            from .http.observe import run_http_listener
+            await services.start(run_http_listener, broker)
         await services.start(broker.run_services)
-        await _start_http(broker, services)
         await _serve_connections(broker, task_status, stop)
         services.cancel_scope.cancel()
     broker.logs.shutdown()
     log.info("broker stopped")
-
-
-async def _start_http(broker: Broker, nursery: trio.Nursery) -> None:
-    """``samsa.http.listener``: /metrics and the web console, served from this process's
-    nursery; the metrics counters exist only when it is configured."""
-    listener = broker.config.get("samsa.http.listener")
-    if not listener:
-        return
-    from .http.observe import observe_routes
-    from .http.serve import serve_http
-    from .metrics import BrokerMetrics
-
-    broker.metrics = BrokerMetrics(broker)
-    await nursery.start(serve_http, observe_routes(broker), listener, "samsa.http.listener")
 
 
 async def _until_stopped(signals: Any, stop: trio.Event | None) -> None:

@@ -91,7 +91,10 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         previous, partitions = self._states.get(transactional_id, (None, 0))
         if v.transaction_partitions:   # the Complete* records carry none: keep the Ongoing/Prepare count
             partitions = sum(len(p) for _, p in v.transaction_partitions)
-        self._states[transactional_id] = (status, partitions)
+        if status in (4, 5):       # complete: nothing left to compare with (keeps this map small)
+            self._states.pop(transactional_id, None)
+        else:
+            self._states[transactional_id] = (status, partitions)
         fields = dict(transactional_id=transactional_id, producer_id=v.producer_id, producer_epoch=v.producer_epoch)
         if status == 1 and previous != 1:
             log.info("transaction begun", timeout_ms=v.transaction_timeout_ms, **fields)

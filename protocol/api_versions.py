@@ -36,6 +36,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.AlterConfigs: (0, 2),
     ApiKey.IncrementalAlterConfigs: (0, 1),
     ApiKey.DescribeCluster: (0, 2),
+    # what kafbat UI, Redpanda Console and AKHQ call (broker/apis/log_dirs.py, quotas.py, reassignments.py)
+    ApiKey.DescribeLogDirs: (1, 4),
+    ApiKey.DescribeClientQuotas: (0, 1),
+    ApiKey.ListPartitionReassignments: (0, 0),
     ApiKey.AddPartitionsToTxn: (0, 5),
     ApiKey.AddOffsetsToTxn: (0, 4),
     ApiKey.EndTxn: (0, 4),
@@ -43,10 +47,6 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.DescribeTransactions: (0, 0),
     ApiKey.ListTransactions: (0, 2),
     ApiKey.DescribeProducers: (0, 0),
-    # what kafbat UI, Redpanda Console and AKHQ call (broker/apis/log_dirs.py, quotas.py, reassignments.py)
-    ApiKey.DescribeLogDirs: (1, 4),
-    ApiKey.DescribeClientQuotas: (0, 1),
-    ApiKey.ListPartitionReassignments: (0, 0),
     # security (broker/security/, broker/apis/sasl.py, acls.py, scram.py)
     ApiKey.SaslHandshake: (0, 1),
     ApiKey.SaslAuthenticate: (0, 2),

@@ -59,7 +59,7 @@ def browser() -> Iterator[object]:
 def console_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
     broker = SamsaBroker(tmp_path / "data", overrides={
         "samsa.http.listener": f"http://127.0.0.1:{free_port()}", "group.initial.rebalance.delay.ms": "0",
-        "num.partitions": str(PARTITIONS)})
+        "group.min.session.timeout.ms": "1000", "num.partitions": str(PARTITIONS)})
     broker.start()
     try:
         yield broker
@@ -159,3 +159,85 @@ def test_console_shows_group_lag_topics_and_transactions(console_broker: SamsaBr
     finally:
         consumer.close()
         del txn
+
+
+_CRASHING_MEMBER = """
+import sys, time
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "client.id": "crashing-consumer",
+              "session.timeout.ms": 1500, "heartbeat.interval.ms": 300, "auto.offset.reset": "earliest"})
+c.subscribe([sys.argv[3]])
+while True:
+    c.poll(0.2)
+    if c.assignment():
+        print("assigned", flush=True)
+"""
+
+
+def test_rebalance_timeline_join_expire_leave(console_broker: SamsaBroker, browser: object, tmp_path: Path) -> None:
+    """Each generation of a group with the member that joined, the one whose session expired (a
+    SIGKILLed process) and the one that left, in the console's rebalance timeline."""
+    import subprocess
+    import sys
+
+    from confluent_kafka import Consumer
+
+    driver = browser
+    bootstrap = console_broker.bootstrap_servers
+    base = console_broker.overrides["samsa.http.listener"]
+    topic, group = f"events-{uuid.uuid4().hex[:6]}", f"analytics-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+
+    def member(client_id: str) -> Consumer:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id,
+                      "session.timeout.ms": 6000, "heartbeat.interval.ms": 300})
+        c.subscribe([topic])
+        return c
+
+    def generations() -> list[list[str]]:
+        driver.get(f"{base}/groups/{group}")  # type: ignore[attr-defined]
+        return [r for r in rows(driver, "timeline") if r[0].isdigit()]
+
+    def serve_until(members: list[Consumer], check: Callable[[], bool], timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for m in members:
+                m.poll(0.05)
+            if check():
+                return
+        raise AssertionError(f"timed out; timeline: {generations()}")
+
+    first = member("first-consumer")
+    serve_until([first], lambda: len(first.assignment()) == PARTITIONS)
+    crashing = subprocess.Popen([sys.executable, "-c", _CRASHING_MEMBER, bootstrap, group, topic],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        serve_until([first], lambda: len(first.assignment()) < PARTITIONS)        # generation 2: two members
+        crashing.kill()                                                           # no LeaveGroup: it expires
+        crashing.wait(10)
+        serve_until([first], lambda: len(first.assignment()) == PARTITIONS)      # generation 3
+        third = member("leaving-consumer")
+        serve_until([first, third], lambda: len(third.assignment()) > 0)         # generation 4
+        third.close()                                                             # LeaveGroup
+        serve_until([first], lambda: len(first.assignment()) == PARTITIONS and len(generations()) >= 5)
+        gens = {int(r[0]): r for r in generations()}
+        shot(driver, "timeline")
+    finally:
+        if crashing.poll() is None:
+            crashing.kill()
+        first.close()
+    # columns: generation, started, completed, duration, why, joined, left, assignment
+    assert sorted(gens) == [1, 2, 3, 4, 5]
+    assert "first-consumer" in gens[1][5] and "joined: new member" in gens[1][4]
+    assert "crashing-consumer" in gens[2][5] and gens[2][6] == ""
+    assert "crashing-consumer" in gens[3][6] and "session timeout expired" in gens[3][6]
+    assert "expired: session timeout expired" in gens[3][4]
+    assert "leaving-consumer" in gens[4][5]
+    assert "leaving-consumer" in gens[5][6] and "left:" in gens[5][4]
+    for n in (2, 4):   # two members share the 3 partitions
+        assert sorted(int(x.rsplit(": ", 1)[1].split()[0]) for x in gens[n][7].split("\n")) == [1, 2]
+    for n in (1, 3, 5):
+        assert gens[n][7].endswith(": 3 partitions") and "\n" not in gens[n][7]
+    assert all(int(r[3]) >= 0 for r in gens.values())
+    log = console_broker.read_log()
+    assert "member expired" in log and "session timeout expired" in log

@@ -208,13 +208,14 @@ def test_dockerfile_promises():
     assert re.fullmatch(r"python:3\.\d+-slim", get("FROM")[-1])
     assert "--from=build /opt/samsa /opt/samsa" in get("COPY")
     assert get("USER") == ["samsa"]
-    assert get("EXPOSE") == ["9092"]
+    assert get("EXPOSE") == ["9092 8090"]   # 8090: samsa.http.listener (web console, /metrics)
     assert get("VOLUME") == ['["/var/lib/samsa/data"]']
     assert get("ENTRYPOINT") == ['["samsa-entrypoint"]'] and get("CMD") == ['["serve"]']
     health = get("HEALTHCHECK")[0]
     assert health.endswith('CMD ["samsa", "healthcheck"]')
     env = " ".join(get("ENV"))
     assert "SAMSA_BOOTSTRAP=127.0.0.1:9092" in env and "KAFKA_LOG_DIRS=/var/lib/samsa/data" in env
+    assert "KAFKA_SAMSA_HTTP_LISTENER=http://0.0.0.0:8090" in env
     assert "docker/entrypoint.sh /usr/local/bin/samsa-entrypoint" in get("COPY")
     assert os.access(ENTRYPOINT, os.X_OK)  # COPY keeps the mode: the script must be executable in git
     assert not any("pyspark" in r for r in get("RUN"))
@@ -287,7 +288,8 @@ def test_compose_file_services_and_ports():
     advertised = dict(item.split("://") for item in env["KAFKA_ADVERTISED_LISTENERS"].split(","))
     assert listeners == {"INTERNAL": "0.0.0.0:9092", "EXTERNAL": "0.0.0.0:29092"}
     assert advertised == {"INTERNAL": "samsa:9092", "EXTERNAL": "localhost:29092"}
-    assert samsa["ports"] == ["29092:29092"] and samsa["build"] == {"context": ".", "network": "host"}
+    assert samsa["ports"] == ["29092:29092", "8090:8090"] and samsa["build"] == {"context": ".", "network": "host"}
+    assert samsa["environment"]["KAFKA_SAMSA_HTTP_LISTENER"] == "http://0.0.0.0:8090"
     job = services["streaming-job"]
     command = " ".join(job["command"])
     assert "python3 -m spark_jobs.streaming_aggregate" in command

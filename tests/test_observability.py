@@ -6,6 +6,7 @@ import re
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 from typing import Iterator
 
 import httpx
@@ -126,6 +127,13 @@ def test_no_metrics_without_listener(samsa_broker: SamsaBroker) -> None:
     assert "listener=samsa.http.listener" not in samsa_broker.read_log()
 
 
+def test_bad_http_listener_is_a_clear_error(tmp_path: Path) -> None:
+    broker = SamsaBroker(tmp_path / "data", overrides={"samsa.http.listener": "127.0.0.1:8090"})
+    with pytest.raises(RuntimeError, match="exited with 2"):
+        broker.start(timeout=10)
+    assert "samsa.http.listener: expected http://host:port, got '127.0.0.1:8090'" in broker.read_log()
+
+
 def test_group_lifecycle_logs(http_broker: SamsaBroker) -> None:
     bootstrap = http_broker.bootstrap_servers
     topic, group = f"obs-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
@@ -139,6 +147,14 @@ def test_group_lifecycle_logs(http_broker: SamsaBroker) -> None:
     consumer.close()
     wait_for_log(http_broker, rf"member left [^\n]*group={group}")
     wait_for_log(http_broker, rf"rebalance completed .*generation=2 group={group}[^\n]*state=Empty")
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.delete_groups([group])
+    finally:
+        admin.close()
+    wait_for_log(http_broker, rf"group deleted [^\n]*group={group}")
 
 
 def test_transaction_logs(http_broker: SamsaBroker) -> None:
@@ -162,5 +178,63 @@ def test_transaction_logs(http_broker: SamsaBroker) -> None:
     wait_for_log(http_broker, rf"transaction committed [^\n]*partitions=1 [^\n]*transactional_id={tid}")
     wait_for_log(http_broker, rf"transaction aborted [^\n]*transactional_id={tid}")
     wait_for_log(http_broker, rf"transaction timed out; aborting [^\n]*transactional_id={tid}", timeout=20)
-    assert len(re.findall(rf"transaction aborted [^\n]*transactional_id={tid}", http_broker.read_log())) >= 1
+    assert len(re.findall(rf"transaction aborted [^\n]*transactional_id={tid}", http_broker.read_log())) == 2
+    # (the explicit abort and the timed-out one)
+    # the console's recent records are what read_committed sees: the aborted ones are not there
+    page = httpx.get(f"{http_url(http_broker)}/topics/{topic}", timeout=10).text
+    assert "<code>committed</code>" in page
+    assert "aborted" not in page and "left open" not in page
     del p
+
+
+def test_deleted_topic_series_go(http_broker: SamsaBroker) -> None:
+    from kafka.admin import KafkaAdminClient
+
+    bootstrap = http_broker.bootstrap_servers
+    topic = f"obs-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    produce(bootstrap, topic, 6)
+    assert scrape(http_broker)[("kafka_server_brokertopicmetrics_messagesin_total", (("topic", topic),))] == 6
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.delete_topics([topic])
+    finally:
+        admin.close()
+    assert not [k for k in scrape(http_broker) if ("topic", topic) in k[1]]
+
+
+def test_request_lines_at_debug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SAMSA_LOG_LEVEL", "DEBUG")
+    broker = SamsaBroker(tmp_path / "data").start()
+    try:
+        topic = f"obs-{uuid.uuid4().hex[:8]}"
+        create_topic(broker.bootstrap_servers, topic, 1)
+        produce(broker.bootstrap_servers, topic, 1)
+        line = wait_for_log(broker, r"\[debug\s*\] request [^\n]*api=Produce [^\n]*")
+        assert re.search(r"client_id=rdkafka .*correlation_id=\d+ .*ms=[\d.]+ .*version=\d+", line), line
+    finally:
+        broker.stop()
+
+
+def test_console_escapes_what_clients_send(http_broker: SamsaBroker) -> None:
+    """Group ids and record contents are the clients' bytes: the console shows them as text."""
+    bootstrap = http_broker.bootstrap_servers
+    topic, group = f"obs-{uuid.uuid4().hex[:8]}", "<img src=x onerror=alert(1)>&"
+    create_topic(bootstrap, topic, PARTITIONS)
+    p = Producer({"bootstrap.servers": bootstrap})
+    p.produce(topic, key=b"<script>k</script>", value=b"<b>v</b>", headers=[("h<", b"\"'")], partition=0)
+    assert p.flush(10) == 0
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    c.close()
+    base = http_url(http_broker)
+    overview = httpx.get(base + "/", timeout=10).text
+    assert "&lt;img src=x onerror=alert(1)&gt;&amp;" in overview and "<img src=x" not in overview
+    group_page = httpx.get(base + "/groups/" + quote(group, safe=""), timeout=10)
+    assert group_page.status_code == 200 and "<img src=x" not in group_page.text
+    assert f"<td>{topic}</td>" in group_page.text or f">{topic}</a>" in group_page.text
+    records = httpx.get(f"{base}/topics/{topic}", timeout=10).text
+    assert "&lt;script&gt;k&lt;/script&gt;" in records and "&lt;b&gt;v&lt;/b&gt;" in records
+    assert "h&lt;: <code>&quot;&#x27;</code>" in records and "<script>k" not in records
+    assert httpx.get(base + "/topics/nope", timeout=10).status_code == 404
+    assert httpx.get(base + "/groups/nope", timeout=10).status_code == 404

@@ -259,6 +259,8 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
             answer(at, name, tid, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete internal topic {name}")
             continue
         logs.delete_topic(name)
+        if ctx.broker.metrics is not None:
+            ctx.broker.metrics.topic_deleted(name)
         deleted.append(name)
         answer(at, name, tid)
     if deleted:

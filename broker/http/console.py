@@ -93,11 +93,10 @@ def overview(broker: "Broker") -> str:
     by_topic: dict[str, list[introspect.PartitionView]] = {}
     for p in parts:
         by_topic.setdefault(p.topic, []).append(p)
-    adv = broker.config.advertised_listeners
     brokers = _table(["Node", "Endpoints", "Rack", "Controller", "Alive", "Partitions led"], [[
-        _td(broker.node_id), _td(", ".join(f"{a.name}://{a.host}:{a.port}" for a in adv)),
-        _td(broker.config.get("broker.rack") or ""), _td("yes", cls="ok"), _td("yes", cls="ok"),
-        _td(len(parts), num=True)]], "brokers")
+        _td(b.node_id), _td(", ".join(b.endpoints)), _td(b.rack or ""),
+        _td("yes" if b.is_controller else "", cls="ok"), _td("yes" if b.alive else "no", cls="ok" if b.alive else "lag"),
+        _td(sum(1 for p in parts if p.leader == b.node_id), num=True)] for b in introspect.brokers(broker)], "brokers")
     topics = _table(["Topic", "Partitions", "Records (HW − log start)", "Size", "Internal"], [[
         _td(_link("topics", name), raw=True), _td(len(ps), num=True),
         _td(sum(p.high_watermark - p.log_start_offset for p in ps), num=True),

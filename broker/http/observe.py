@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import trio
+
 from .console import console_app
-from .serve import Receive, Routes, Scope, Send, respond
+from .serve import Receive, Routes, Scope, Send, respond, serve_http
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -24,3 +26,12 @@ def observe_routes(broker: "Broker") -> Routes:
     routes.mount("/metrics", metrics)
     routes.mount("/", console_app(broker))
     return routes
+
+
+async def run_http_listener(broker: "Broker", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve ``samsa.http.listener`` until cancelled; the broker keeps metrics only from here on."""
+    from ..metrics import BrokerMetrics
+
+    broker.metrics = BrokerMetrics(broker)
+    await serve_http(observe_routes(broker), str(broker.config["samsa.http.listener"]), "samsa.http.listener",
+                     task_status=task_status)
