@@ -17,16 +17,12 @@ def _serve(args: argparse.Namespace) -> int:
     skip_client_package_init()
     import trio
 
-    from . import apis  # noqa: F401  (registers the API handlers)
-    from .broker import Broker
-    from .logging import configure
-    from .server import serve
+    from .startup import serve_fast  # listens first; the rest is loaded while it answers ApiVersions
 
-    configure(json=args.json_logs or os.environ.get("SAMSA_LOG_FORMAT") == "json",
-              level=os.environ.get("SAMSA_LOG_LEVEL", "INFO"))
     extra = dict(kv.split("=", 1) for kv in args.override)
     config = BrokerConfig.load(args.config, extra=extra)
-    trio.run(serve, Broker(config))
+    trio.run(serve_fast, config, args.json_logs or os.environ.get("SAMSA_LOG_FORMAT") == "json",
+             os.environ.get("SAMSA_LOG_LEVEL", "INFO"))
     return 0
 
 

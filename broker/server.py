@@ -11,17 +11,19 @@ import errno
 import signal
 import socket
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import structlog
 import trio
 
 from protocol.frame import FrameDecoder, FrameError
 
-from .broker import Broker
 from .config import Listener
 from .dispatch import check_handlers, dispatch
 from .sendfile import send_parts
+
+if TYPE_CHECKING:
+    from .broker import Broker
 
 log = structlog.get_logger("samsa.server")
 
@@ -89,7 +91,10 @@ async def _answer(broker: Broker, stream: trio.SocketStream, receive: trio.Memor
 
 
 async def handle_connection(broker: Broker, stream: trio.SocketStream, listener: str,
-                            readers: set[trio.CancelScope]) -> None:
+                            readers: set[trio.CancelScope], decoder: FrameDecoder | None = None,
+                            pending: Sequence[bytes] = ()) -> None:
+    """Serve one connection; ``decoder`` and ``pending`` (frames received but not answered) come
+    from broker/startup.py when the connection arrived while the broker was loading."""
     try:
         addr = stream.socket.getpeername()
         host, peer = addr[0], f"{addr[0]}:{addr[1]}"
@@ -105,22 +110,24 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener:
                 stream.socket.setsockopt(socket.SOL_SOCKET, opt, size)
     except OSError:
         pass
-    decoder = FrameDecoder(int(broker.config["socket.request.max.bytes"]))
+    decoder = decoder or FrameDecoder(int(broker.config["socket.request.max.bytes"]))
     send, receive = trio.open_memory_channel(_QUEUE)
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_read_frames, stream, decoder, send, peer, readers)
             nursery.start_soon(_answer, broker, stream, receive, peer, host, listener, nursery.cancel_scope)
+            for frame in pending:           # answered first, in order, before anything read later
+                await send.send(frame)
+            nursery.start_soon(_read_frames, stream, decoder, send, peer, readers)
     finally:
         with trio.CancelScope(shield=True):
             await stream.aclose()
 
 
 async def run_listener(broker: Broker, listener: Listener, conn_nursery: trio.Nursery,
-                       readers: set[trio.CancelScope],
+                       readers: set[trio.CancelScope], bound_sockets: list[trio.SocketListener] | None = None,
                        task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
     host = listener.host or None
-    listeners = await trio.open_tcp_listeners(listener.port, host=host)
+    listeners = bound_sockets or await trio.open_tcp_listeners(listener.port, host=host)
     bound = listeners[0].socket.getsockname()[1]
     log.info("listening", listener=listener.name, host=listener.host or "0.0.0.0", port=bound)
     task_status.started(bound)
@@ -145,10 +152,11 @@ async def _accept_loop(broker: Broker, lst: trio.SocketListener, listener: str, 
 
 
 async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
-                stop: trio.Event | None = None) -> None:
+                stop: trio.Event | None = None, startup: Any = None) -> None:
     """Run until SIGTERM/SIGINT (or until ``stop`` is set, for a broker in a thread of another
     program, which cannot receive signals): stop accepting, let in-flight requests finish,
-    flush, return."""
+    flush, return. ``startup`` (broker/startup.py) hands over the listening sockets and the
+    connections that arrived while the broker was loading."""
     check_handlers()
     control = broker.config.get("samsa.control.listener")
     if control:
@@ -159,7 +167,7 @@ async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_
              log_dir=broker.logs.log_dir, topics=len(broker.logs.topics))
     async with trio.open_nursery() as services:
         await services.start(broker.run_services)
-        await _serve_connections(broker, task_status, stop)
+        await _serve_connections(broker, task_status, stop, startup)
         services.cancel_scope.cancel()
     broker.logs.shutdown()
     log.info("broker stopped")
@@ -175,7 +183,8 @@ async def _until_stopped(signals: Any, stop: trio.Event | None) -> None:
         return
 
 
-async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop: trio.Event | None = None) -> None:
+async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop: trio.Event | None = None,
+                             startup: Any = None) -> None:
     readers: set[trio.CancelScope] = set()
     # a broker in a thread of another program (stop given) cannot receive signals
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) if stop is None else nullcontext() as signals:
@@ -183,7 +192,10 @@ async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop:
             async with trio.open_nursery() as listeners:
                 ports = []
                 for listener in broker.config.listeners:
-                    ports.append(await listeners.start(run_listener, broker, listener, conns, readers))
+                    bound = startup.sockets.get(listener.name) if startup is not None else None
+                    ports.append(await listeners.start(run_listener, broker, listener, conns, readers, bound))
+                if startup is not None:
+                    startup.adopt(broker, conns, readers)
                 task_status.started(ports)
                 if broker.config.get("samsa.control.listener"):  # after the Kafka listeners: start-up first
                     from .control import run_control_listener
