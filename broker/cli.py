@@ -27,19 +27,28 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def healthcheck(bootstrap: str, timeout: float = 2.0) -> bool:
-    """True when the broker answers an ApiVersions v0 request with error code 0."""
+    """True when the broker answers an ApiVersions v0 request with error code 0 and then a
+    Metadata v1 request for no topics: ApiVersions alone is answered while the broker is still
+    loading (broker/startup.py), Metadata once it serves."""
     host, _, port = bootstrap.rpartition(":")
+    client = struct.pack(">h", len(b"samsa-healthcheck")) + b"samsa-healthcheck"
     try:
         with socket.create_connection((host or "localhost", int(port)), timeout=timeout) as s:
-            body = struct.pack(">hhih", 18, 0, 1, len(b"samsa-healthcheck")) + b"samsa-healthcheck"
-            s.sendall(struct.pack(">i", len(body)) + body)
-            head = _recv_exact(s, 4)
-            (size,) = struct.unpack(">i", head)
-            payload = _recv_exact(s, size)
-            corr, err = struct.unpack_from(">ih", payload)
-            return corr == 1 and err == 0
+            api_versions = struct.pack(">hhi", 18, 0, 1) + client
+            metadata = struct.pack(">hhi", 3, 1, 2) + client + struct.pack(">i", 0)
+            s.sendall(b"".join(struct.pack(">i", len(r)) + r for r in (api_versions, metadata)))
+            corr, err = struct.unpack_from(">ih", _recv_frame(s))
+            if corr != 1 or err != 0:
+                return False
+            (corr,) = struct.unpack_from(">i", _recv_frame(s))
+            return corr == 2
     except (OSError, struct.error, ValueError):
         return False
+
+
+def _recv_frame(s: socket.socket) -> bytes:
+    (size,) = struct.unpack(">i", _recv_exact(s, 4))
+    return _recv_exact(s, size)
 
 
 def _recv_exact(s: socket.socket, n: int) -> bytes:

@@ -137,6 +137,10 @@ def _load(config: BrokerConfig, json_logs: bool, level: str) -> "Broker":
 async def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO") -> None:
     """``samsa serve``: listen, answer ApiVersions while loading, then run the broker."""
     startup = Startup(config)
+    control = config.get("samsa.control.listener")
+    if control:                    # refused before listening, not after the first answers
+        from .control import ALLOW_REMOTE, check_bind
+        check_bind(str(control), bool(config.get(ALLOW_REMOTE)))
     release = config.get("samsa.emulate.kafka.version")
     if release:
         from protocol.emulation import emulated_table
