@@ -204,6 +204,7 @@ async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop:
                 listeners.cancel_scope.cancel()
             # stop reading; requests already received are answered, then connections close
             broker.stopping.set()
+            broker.faults.clear()    # held requests go on: shutdown does not wait for a release
             broker.appends.notify()  # release long polls so their answers go out now
             for scope in list(readers):
                 scope.cancel()
