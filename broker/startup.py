@@ -20,12 +20,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import trio
-from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 from protocol.api_versions import SUPPORTED
+from protocol.kafka_import import import_submodule_alone
 from protocol.frame import FrameDecoder, FrameError, peek_header
 
 from .config import BrokerConfig
+
+_av = import_submodule_alone("kafka.protocol.metadata.api_versions")  # not the whole metadata family
+ApiVersionsRequest, ApiVersionsResponse = _av.ApiVersionsRequest, _av.ApiVersionsResponse
 
 if TYPE_CHECKING:
     from .broker import Broker
