@@ -17,43 +17,38 @@ def _serve(args: argparse.Namespace) -> int:
     skip_client_package_init()
     import trio
 
-    from . import apis  # noqa: F401  (registers the API handlers)
-    from .broker import Broker
-    from .logging import configure
-    from .server import serve
+    from .startup import serve_fast  # listens first; the rest is loaded while it answers ApiVersions
 
-    from .request_log import set_request_logging
-
-    level = os.environ.get("SAMSA_LOG_LEVEL", "INFO")
-    configure(json=args.json_logs or os.environ.get("SAMSA_LOG_FORMAT") == "json", level=level)
-    set_request_logging(level.upper() == "DEBUG")
     extra = dict(kv.split("=", 1) for kv in args.override)
     try:
         config = BrokerConfig.load(args.config, extra=extra)
-        broker = Broker(config)
+        if config.get("samsa.http.listener"):
+            from .http.serve import HttpListenerError, parse_http_listener
+            try:
+                parse_http_listener(str(config["samsa.http.listener"]))
+            except HttpListenerError as exc:
+                print(f"samsa: samsa.http.listener: {exc}", file=sys.stderr)
+                return 2
+        trio.run(serve_fast, config, args.json_logs or os.environ.get("SAMSA_LOG_FORMAT") == "json",
+                 os.environ.get("SAMSA_LOG_LEVEL", "INFO"))
     except ConfigError as exc:   # a clear line, not a traceback (Kafka exits on a bad config too)
         print(f"samsa serve: invalid configuration: {exc}", file=sys.stderr)
         return 2
-    if config.get("samsa.http.listener"):
-        from .http.serve import HttpListenerError, parse_http_listener
-        try:
-            parse_http_listener(str(config["samsa.http.listener"]))
-        except HttpListenerError as exc:
-            print(f"samsa: samsa.http.listener: {exc}", file=sys.stderr)
-            return 2
-    trio.run(serve, broker)
     return 0
 
 
 def healthcheck(bootstrap: str, timeout: float = 2.0) -> bool:
-    """True when the broker answers an ApiVersions v0 request with error code 0."""
+    """True when the broker answers ApiVersions v0 with error code 0 and then Metadata v1."""
     return probe(bootstrap, timeout) is None
 
 
 def probe(bootstrap: str, timeout: float = 2.0) -> str | None:
-    """None when the broker at ``bootstrap`` answers ApiVersions v0 with error code 0, else why not
-    (one phrase: what failed and how), so a failing container HEALTHCHECK says what it tried."""
+    """None when the broker at ``bootstrap`` answers ApiVersions v0 with error code 0 and then a
+    Metadata v1 request for no topics (ApiVersions alone is answered while the broker is still
+    loading: broker/startup.py; Metadata once it serves), else why not (one phrase: what failed
+    and how), so a failing container HEALTHCHECK says what it tried."""
     host, _, port = bootstrap.rpartition(":")
+    client = struct.pack(">h", len(b"samsa-healthcheck")) + b"samsa-healthcheck"
     try:
         port_number = int(port)
     except ValueError:
@@ -62,21 +57,28 @@ def probe(bootstrap: str, timeout: float = 2.0) -> str | None:
     try:
         with socket.create_connection((host or "localhost", port_number), timeout=timeout) as s:
             step = "ApiVersions request"
-            body = struct.pack(">hhih", 18, 0, 1, len(b"samsa-healthcheck")) + b"samsa-healthcheck"
-            s.sendall(struct.pack(">i", len(body)) + body)
-            head = _recv_exact(s, 4)
-            (size,) = struct.unpack(">i", head)
-            payload = _recv_exact(s, size)
-            corr, err = struct.unpack_from(">ih", payload)
+            api_versions = struct.pack(">hhi", 18, 0, 1) + client
+            metadata = struct.pack(">hhi", 3, 1, 2) + client + struct.pack(">i", 0)
+            s.sendall(b"".join(struct.pack(">i", len(r)) + r for r in (api_versions, metadata)))
+            corr, err = struct.unpack_from(">ih", _recv_frame(s))
+            if corr != 1:
+                return f"ApiVersions answer has correlation id {corr}, expected 1"
+            if err != 0:
+                return f"ApiVersions answered with error code {err}"
+            step = "Metadata request"
+            (corr,) = struct.unpack_from(">i", _recv_frame(s))
+            if corr != 2:
+                return f"Metadata answer has correlation id {corr}, expected 2"
     except socket.timeout:
         return f"{step} timed out after {timeout:g} s"
     except (OSError, struct.error) as exc:
         return f"{step} failed: {exc.strerror or exc}" if isinstance(exc, OSError) else f"{step}: bad answer ({exc})"
-    if corr != 1:
-        return f"ApiVersions answer has correlation id {corr}, expected 1"
-    if err != 0:
-        return f"ApiVersions answered with error code {err}"
     return None
+
+
+def _recv_frame(s: socket.socket) -> bytes:
+    (size,) = struct.unpack(">i", _recv_exact(s, 4))
+    return _recv_exact(s, size)
 
 
 def _recv_exact(s: socket.socket, n: int) -> bytes:
@@ -176,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         # Shown by `docker inspect` (State.Health.Log) when the container's HEALTHCHECK fails.
         print(f"samsa healthcheck: no ApiVersions answer from {args.bootstrap}: {problem}", file=sys.stderr)
         return 1
-    print(f"samsa healthcheck: {args.bootstrap} answered ApiVersions")
+    print(f"samsa healthcheck: {args.bootstrap} answered ApiVersions and Metadata")
     return 0
 
 

@@ -116,6 +116,8 @@ def http_call(url: str, timeout: float = 30.0, connect_wait: float = 5.0) -> Cal
                         f"no Samsa control endpoint at {url} ({exc}); faults and the clock need the broker "
                         "started with samsa.control.listener=http://127.0.0.1:PORT") from None
                 time.sleep(0.02)
+            except httpx.TransportError as exc:   # something else listens there
+                raise ControlUnavailable(f"no Samsa control endpoint at {url}: {exc!r}") from None
         if resp.status_code == 400:
             raise ValueError(resp.json().get("error", resp.text))
         if resp.status_code != 200:

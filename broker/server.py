@@ -11,20 +11,22 @@ import errno
 import signal
 import socket
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import structlog
 import trio
 
 from protocol.frame import FrameDecoder, FrameError
 
-from .broker import Broker
 from .config import Listener
 from .dispatch import check_handlers, dispatch
 from .security.session import Session
 from .security.transport import secure
 from .sendfile import send_parts
 from . import request_log
+
+if TYPE_CHECKING:
+    from .broker import Broker
 
 log = structlog.get_logger("samsa.server")
 
@@ -125,7 +127,10 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
 
 
 async def handle_connection(broker: Broker, stream: trio.SocketStream, listener: str,
-                            readers: set[trio.CancelScope]) -> None:
+                            readers: set[trio.CancelScope], decoder: FrameDecoder | None = None,
+                            pending: Sequence[bytes] = ()) -> None:
+    """Serve one connection; ``decoder`` and ``pending`` (frames received but not answered) come
+    from broker/startup.py when the connection arrived while the broker was loading."""
     try:
         addr = stream.socket.getpeername()
         host, peer = addr[0], f"{addr[0]}:{addr[1]}"
@@ -141,7 +146,7 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener:
                 stream.socket.setsockopt(socket.SOL_SOCKET, opt, size)
     except OSError:
         pass
-    decoder = FrameDecoder(int(broker.config["socket.request.max.bytes"]))
+    decoder = decoder or FrameDecoder(int(broker.config["socket.request.max.bytes"]))
     send, receive = trio.open_memory_channel(_QUEUE)
     metrics = broker.metrics
     if metrics is not None:
@@ -153,9 +158,11 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener:
             return
         conn, session = secured
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_read_frames, conn, decoder, send, peer, readers)
             nursery.start_soon(_answer, broker, conn, receive, peer, host, listener, nursery.cancel_scope,
                                session)
+            for frame in pending:           # answered first, in order, before anything read later
+                await send.send(frame)
+            nursery.start_soon(_read_frames, conn, decoder, send, peer, readers)
     finally:
         if metrics is not None:
             metrics.connection_closed(listener)
@@ -170,10 +177,10 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener:
 
 
 async def run_listener(broker: Broker, listener: Listener, conn_nursery: trio.Nursery,
-                       readers: set[trio.CancelScope],
+                       readers: set[trio.CancelScope], bound_sockets: list[trio.SocketListener] | None = None,
                        task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
     host = listener.host or None
-    listeners = await trio.open_tcp_listeners(listener.port, host=host)
+    listeners = bound_sockets or await trio.open_tcp_listeners(listener.port, host=host)
     bound = listeners[0].socket.getsockname()[1]
     log.info("listening", listener=listener.name, security_protocol=listener.security_protocol,
              host=listener.host or "0.0.0.0", port=bound)
@@ -199,10 +206,11 @@ async def _accept_loop(broker: Broker, lst: trio.SocketListener, listener: str, 
 
 
 async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
-                stop: trio.Event | None = None) -> None:
+                stop: trio.Event | None = None, startup: Any = None) -> None:
     """Run until SIGTERM/SIGINT (or until ``stop`` is set, for a broker in a thread of another
     program, which cannot receive signals): stop accepting, let in-flight requests finish,
-    flush, return."""
+    flush, return. ``startup`` (broker/startup.py) hands over the listening sockets and the
+    connections that arrived while the broker was loading."""
     check_handlers()
     control = broker.config.get("samsa.control.listener")
     if control:
@@ -217,7 +225,7 @@ async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_
             from .http.observe import run_http_listener
             await services.start(run_http_listener, broker)
         await services.start(broker.run_services)
-        await _serve_connections(broker, task_status, stop)
+        await _serve_connections(broker, task_status, stop, startup)
         services.cancel_scope.cancel()
     broker.logs.shutdown()
     log.info("broker stopped")
@@ -233,7 +241,8 @@ async def _until_stopped(signals: Any, stop: trio.Event | None) -> None:
         return
 
 
-async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop: trio.Event | None = None) -> None:
+async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop: trio.Event | None = None,
+                             startup: Any = None) -> None:
     readers: set[trio.CancelScope] = set()
     # a broker in a thread of another program (stop given) cannot receive signals
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) if stop is None else nullcontext() as signals:
@@ -241,7 +250,10 @@ async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop:
             async with trio.open_nursery() as listeners:
                 ports = []
                 for listener in broker.config.listeners:
-                    ports.append(await listeners.start(run_listener, broker, listener, conns, readers))
+                    bound = startup.sockets.get(listener.name) if startup is not None else None
+                    ports.append(await listeners.start(run_listener, broker, listener, conns, readers, bound))
+                if startup is not None:
+                    startup.adopt(broker, conns, readers)
                 task_status.started(ports)
                 if broker.config.get("samsa.control.listener"):  # after the Kafka listeners: start-up first
                     from .control import run_control_listener
@@ -251,6 +263,7 @@ async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop:
                 listeners.cancel_scope.cancel()
             # stop reading; requests already received are answered, then connections close
             broker.stopping.set()
+            broker.faults.clear()    # held requests go on: shutdown does not wait for a release
             broker.appends.notify()  # release long polls so their answers go out now
             for scope in list(readers):
                 scope.cancel()

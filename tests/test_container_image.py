@@ -183,7 +183,7 @@ def test_published_port_clients_healthcheck_and_kafka_env(samsa_image: str, res:
     healthy = wait_for(f"{name} healthy", lambda: health(name) == "healthy", HEALTHY_WITHIN_S, 0.2)
     to_healthy = time.monotonic() - t0
     last = inspect(name)["State"]["Health"]["Log"][-1]
-    assert (last["ExitCode"], last["Output"].strip()) == (0, "samsa healthcheck: 127.0.0.1:9092 answered ApiVersions")
+    assert (last["ExitCode"], last["Output"].strip()) == (0, "samsa healthcheck: 127.0.0.1:9092 answered ApiVersions and Metadata")
     first_start = logs(name)
     assert "new_log_dir=True" in first_start and "not clean" not in first_start and "clean_shutdown" not in first_start
     report(pytestconfig, [f"container answering on the published port {ready:.1f} s after `docker run -d` "

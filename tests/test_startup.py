@@ -1,0 +1,66 @@
+"""``samsa serve`` listens before it loads (broker/startup.py): connections made in the first
+moments get ApiVersions answered at once, and any other request they pipeline is answered, in
+order, on the same connection once the broker is loaded."""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+
+from broker.testing import SamsaBroker
+from protocol.api_versions import SUPPORTED
+from tests.rawclient import RawClient
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def connect_asap(port: int, deadline: float) -> socket.socket:
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=10)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.001)
+
+
+def test_requests_sent_while_the_broker_loads_are_answered_in_order(tmp_path: Path) -> None:
+    b = SamsaBroker(tmp_path / "d", control=False)
+    b.data_dir.mkdir(parents=True)
+    proc = subprocess.Popen([sys.executable, "-m", "broker", "serve"], env=b.env(), cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        sock = connect_asap(b.port, time.monotonic() + 20)
+        frames = []
+        for corr, req in ((1, ApiVersionsRequest(version=3, client_software_name="t", client_software_version="1")),
+                          (2, MetadataRequest(version=12, topics=None, allow_auto_topic_creation=False)),
+                          (3, ApiVersionsRequest(version=0))):
+            req.with_header(correlation_id=corr, client_id="early")
+            frames.append(bytes(req.encode(header=True, framed=True)))
+        sock.sendall(b"".join(frames))               # pipelined, as clients do
+        client = RawClient.__new__(RawClient)
+        client.sock = sock
+        first = ApiVersionsResponse.decode(client.recv_frame(), version=3, header=True)
+        second = MetadataResponse.decode(client.recv_frame(), version=12, header=True)
+        third = ApiVersionsResponse.decode(client.recv_frame(), version=0, header=True)
+        assert [r.header.correlation_id for r in (first, second, third)] == [1, 2, 3]
+        assert {k.api_key: (k.min_version, k.max_version) for k in first.api_keys} == SUPPORTED
+        assert first.error_code == 0 and third.error_code == 0
+        assert [(br.host, br.port) for br in second.brokers] == [("127.0.0.1", b.port)]
+        sock.close()
+    finally:
+        proc.terminate()
+        assert proc.wait(20) == 0                   # a clean SIGTERM shutdown
+
+
+def test_a_broker_that_cannot_load_exits_with_its_reason(tmp_path: Path) -> None:
+    b = SamsaBroker(tmp_path / "d", control=False, overrides={"samsa.emulate.kafka.version": "0.1"})
+    b.data_dir.mkdir(parents=True)
+    out = subprocess.run([sys.executable, "-m", "broker", "serve"], env=b.env(), cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert "not a Kafka release Samsa knows" in out.stderr
