@@ -67,6 +67,15 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "group.min.session.timeout.ms": ("int", 6000),
     "group.max.session.timeout.ms": ("int", 1800000),
     "group.max.size": ("int", 2147483647),
+    "group.consumer.session.timeout.ms": ("int", 45000),
+    "group.consumer.min.session.timeout.ms": ("int", 45000),
+    "group.consumer.max.session.timeout.ms": ("int", 60000),
+    "group.consumer.heartbeat.interval.ms": ("int", 5000),
+    "group.consumer.min.heartbeat.interval.ms": ("int", 5000),
+    "group.consumer.max.heartbeat.interval.ms": ("int", 15000),
+    "group.consumer.max.size": ("int", 2147483647),
+    "group.consumer.assignors": ("list", "uniform,range"),
+    "group.consumer.migration.policy": ("string", "bidirectional"),
     "fetch.max.bytes": ("int", 57671680),
     "replica.fetch.max.bytes": ("int", 1048576),
     "broker.rack": ("string", None),
@@ -74,6 +83,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     # Samsa's own (no Kafka equivalent; see the README's configuration section)
     "samsa.fsync.on.acks.all": ("boolean", False),
     "samsa.log.max.open.segment.files": ("int", None),
+    "samsa.transaction.version": ("int", None),     # finalized transaction.version (protocol/features.py)
 }
 
 LONG_MAX = 9223372036854775807

@@ -31,7 +31,8 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
         cfg = broker.config
         super().__init__(broker, int(cfg["offsets.topic.num.partitions"]))
         self.coordinator_config = GroupCoordinatorConfig.from_properties(
-            {k: cfg[k] for k in GroupCoordinatorConfig._KAFKA_NAMES if cfg.get(k) is not None})
+            {k: cfg[k] for k in (*GroupCoordinatorConfig._KAFKA_NAMES, *GroupCoordinatorConfig._STRING_NAMES)
+             if cfg.get(k) is not None})
 
     def new_coordinator(self, partition: int) -> GroupCoordinator:
         return GroupCoordinator(self.coordinator_config, partition, loading=True)

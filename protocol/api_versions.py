@@ -43,6 +43,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.DescribeTransactions: (0, 0),
     ApiKey.ListTransactions: (0, 2),
     ApiKey.DescribeProducers: (0, 0),
+    ApiKey.ConsumerGroupHeartbeat: (0, 1),
+    ApiKey.ConsumerGroupDescribe: (0, 0),
 }
 
 
