@@ -449,7 +449,8 @@ public class SamsaJavaClient {
     /** A subscribing group member (classic protocol unless --prop group.protocol=consumer). */
     static void consumeGroup(Args a) throws Exception {
         List<String> topics = a.all("--topic");
-        if (topics.isEmpty()) throw new IllegalArgumentException("--topic is required");
+        String regex = a.get("--topic-regex", null);
+        if (topics.isEmpty() && regex == null) throw new IllegalArgumentException("--topic or --topic-regex is required");
         Properties p = consumerProps(a, "samsa-java-group");
         p.put("group.id", a.req("--group"));
         p.put("auto.offset.reset", a.get("--reset", "earliest"));
@@ -462,12 +463,27 @@ public class SamsaJavaClient {
         }
         if (a.has("--group-instance-id")) p.put("group.instance.id", a.req("--group-instance-id"));
         overrides(p, a);
+        if ("consumer".equalsIgnoreCase(String.valueOf(p.getOrDefault("group.protocol", "classic")))) {
+            // KIP-848: the broker owns these (group.consumer.*); the 4.x client refuses them.
+            p.remove("session.timeout.ms");
+            p.remove("heartbeat.interval.ms");
+            p.remove("partition.assignment.strategy");
+        }
         long t0 = System.nanoTime();
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
-            c.subscribe(topics, new ConsumerRebalanceListener() {
+            ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
                 public void onPartitionsRevoked(Collection<TopicPartition> ps) { emit(obj("type", "revoked", "partitions", tpList(ps))); }
                 public void onPartitionsAssigned(Collection<TopicPartition> ps) { emit(obj("type", "assigned", "partitions", tpList(ps))); }
-            });
+            };
+            if (regex != null) {
+                // subscribe(SubscriptionPattern) (4.x only: a broker-side RE2/J regex), by reflection
+                // so that this file still compiles against 3.9.
+                Class<?> sp = Class.forName("org.apache.kafka.clients.consumer.SubscriptionPattern");
+                Object pattern = sp.getConstructor(String.class).newInstance(regex);
+                c.getClass().getMethod("subscribe", sp, ConsumerRebalanceListener.class).invoke(c, pattern, listener);
+            } else {
+                c.subscribe(topics, listener);
+            }
             Map<TopicPartition, Long> last = new HashMap<>();
             long n;
             try {
@@ -686,7 +702,12 @@ public class SamsaJavaClient {
                 for (MemberDescription m : ms)
                     members.add(obj("member_id", m.consumerId(), "group_instance_id", m.groupInstanceId(),
                             "client_id", m.clientId(), "host", m.host(), "assignment", tpList(m.assignment().topicPartitions())));
+                Object groupEpoch = null;   // 4.x: present only when described through ConsumerGroupDescribe
+                try {
+                    groupEpoch = ((Optional<?>) d.getClass().getMethod("groupEpoch").invoke(d)).orElse(null);
+                } catch (NoSuchMethodException e) { /* 3.9 */ }
                 emit(obj("type", "group", "group_id", d.groupId(), "simple", d.isSimpleConsumerGroup(),
+                        "group_epoch", groupEpoch,
                         "state", String.valueOf(d.state()), "assignor", d.partitionAssignor(),
                         "coordinator", d.coordinator() == null ? null : d.coordinator().id(), "members", members));
             } catch (ExecutionException e) {
