@@ -108,3 +108,144 @@ def test_java_three_members_disjoint_cover_then_a_leaver_is_absorbed_without_rev
         assert all(not (set(r) & before) for r in revoked_before_close), results[i]
         assert {int(p): o for p, o in s["last_offsets"].items() if int(p) in after} == {
             p: PER_PARTITION - 1 for p in after}
+
+
+@pytest.mark.java
+def test_java_member_sigkilled_its_partitions_move_after_the_session_timeout(cbroker: SamsaBroker) -> None:
+    from tests.javaclient import start_java
+    java_ready()
+    bs = cbroker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, 1)
+    keep = start_java(JAVA, bs, *group_args(topic, group, "--quiet", "--client-id", "keep", "--timeout-ms", 40000))
+    victim = start_java(JAVA, bs, *group_args(topic, group, "--quiet", "--client-id", "victim", "--timeout-ms", 60000))
+    try:
+        _, two = stable(bs, group, 2, topic)
+        victim_id = next(mid for mid, m in two.items() if m[0] == "victim")
+        victim.kill()
+        killed = time.monotonic()
+        time.sleep(SESSION_MS / 1000 - 1.0)
+        assert victim_id in cg_view(bs, group)[3]              # not before its session ends
+        _, one = stable(bs, group, 1, topic, lambda ms: victim_id not in ms, timeout=15)
+        elapsed = time.monotonic() - killed
+        assert SESSION_MS / 1000 - 1.0 <= elapsed <= SESSION_MS / 1000 + 3.0, elapsed
+        assert [m[0] for m in one.values()] == ["keep"]
+    finally:
+        victim.kill()
+        keep.kill()
+
+
+@pytest.mark.java
+def test_java_commit_stop_all_restart_resumes_at_committed_offsets(own_broker: SamsaBroker) -> None:
+    from tests.javaclient import last, of_type, run_java
+    java_ready()
+    bs = own_broker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, 5)
+    first = run_java(JAVA, bs, *group_args(topic, group, "--max", PARTITIONS * 5, "--commit", "--quiet",
+                                           "--timeout-ms", 20000))
+    assert last(first, "summary")["count"] == PARTITIONS * 5
+    assert last(first, "committed")["offsets"] == {str(p): 5 for p in range(PARTITIONS)}
+    own_broker.restart()
+    produce(bs, topic, PARTITIONS, 5)
+    second = run_java(JAVA, bs, *group_args(topic, group, "--max", PARTITIONS * 5, "--timeout-ms", 20000))
+    got = sorted((r["partition"], r["offset"]) for r in of_type(second, "record"))
+    assert got == sorted((p, o) for p in range(PARTITIONS) for o in range(5, 10))
+
+
+@pytest.mark.java
+def test_java_regex_subscription_picks_up_a_topic_created_later(cbroker: SamsaBroker) -> None:
+    from tests.javaclient import of_type, start_java
+    java_ready()
+    bs = cbroker.bootstrap_servers
+    prefix, group = unique("rx"), unique("g")
+    produce(bs, f"{prefix}-a", PARTITIONS, 1)
+    proc = start_java(JAVA, bs, "consume-group", "--topic-regex", f"{prefix}-.*", "--group", group, *CONSUMER,
+                      "--timeout-ms", 20000, "--max", 2 * PARTITIONS)
+    try:
+        stable(bs, group, 1, f"{prefix}-a")
+        produce(bs, f"{prefix}-b", PARTITIONS, 1)
+        produce(bs, f"other-{prefix}", PARTITIONS, 1)
+        lines = proc.result(timeout=60)
+    finally:
+        proc.kill()
+    got = sorted((r["topic"], r["partition"]) for r in of_type(lines, "record"))
+    assert got == sorted((f"{prefix}-{t}", p) for t in "ab" for p in range(PARTITIONS))
+
+
+@pytest.mark.java
+def test_java_static_member_restart_keeps_its_partitions_without_reassignment(cbroker: SamsaBroker) -> None:
+    from tests.javaclient import last, run_java, start_java
+    java_ready()
+    bs = cbroker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, 1)
+    other = start_java(JAVA, bs, *group_args(topic, group, "--quiet", "--client-id", "other", "--timeout-ms", 25000))
+    static = ("--group-instance-id", "static-1", "--quiet", "--client-id", "static")
+    first = start_java(JAVA, bs, *group_args(topic, group, *static, "--timeout-ms", 6000))
+    try:
+        epoch, two = stable(bs, group, 2, topic)
+        s1 = last(first.result(timeout=60), "summary")
+        share = two[s1["member_id"]][3][topic]
+        other_id = next(mid for mid, m in two.items() if m[0] == "other")
+        second = run_java(JAVA, bs, *group_args(topic, group, *static, "--timeout-ms", 3000))
+        s2 = last(second, "summary")
+        after = cg_view(bs, group)
+        other_lines = other.result(timeout=60)
+    finally:
+        other.kill()
+        first.kill()
+    assert s2["member_id"] != s1["member_id"]
+    assert tuple(sorted(tp["partition"] for tp in s2["assignment"])) == share
+    assert tps(second, "assigned")[:1] == [share]
+    assert after[3][other_id][3][topic] == two[other_id][3][topic]     # the other member never moved
+    # the other member gave up the static member's share at most once (when it first joined), never
+    # again on its restart (its last revocation is its own close)
+    revoked = tps(other_lines, "revoked")[:-1]
+    assert len(revoked) <= 1 and all(set(r) <= set(share) for r in revoked), other_lines
+
+
+@pytest.mark.java
+def test_java_admin_describes_a_consumer_group_through_consumer_group_describe(cbroker: SamsaBroker) -> None:
+    from tests.javaclient import last, run_java, start_java
+    java_ready()
+    bs = cbroker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, 1)
+    proc = start_java(JAVA, bs, *group_args(topic, group, "--quiet", "--client-id", "described", "--timeout-ms", 15000))
+    try:
+        epoch, members = stable(bs, group, 1, topic)
+        d = last(run_java(JAVA, bs, "admin-describe-groups", "--group", group), "group")
+        listed = [g for g in run_java(JAVA, bs, "admin-list-groups") if g.get("group_id") == group]
+    finally:
+        proc.kill()
+    assert (d["state"].lower(), d["assignor"], d["group_epoch"]) == ("stable", "uniform", epoch)
+    [m] = d["members"]
+    assert m["client_id"] == "described" and m["member_id"] in members
+    assert sorted(tp["partition"] for tp in m["assignment"]) == list(range(PARTITIONS))
+    assert [(g["state"].lower(), g["group_type"].lower()) for g in listed] == [("stable", "consumer")]
+
+
+@pytest.mark.java
+def test_classic_kafka_python_group_beside_a_java_consumer_group(cbroker: SamsaBroker) -> None:
+    from kafka import KafkaConsumer
+    from tests.javaclient import last, start_java
+    java_ready()
+    bs = cbroker.bootstrap_servers
+    topic, cgroup, classic = unique("t"), unique("cg"), unique("classic")
+    produce(bs, topic, PARTITIONS, 3)
+    proc = start_java(JAVA, bs, *group_args(topic, cgroup, "--max", PARTITIONS * 3, "--quiet", "--timeout-ms", 20000))
+    kc = KafkaConsumer(topic, bootstrap_servers=bs, group_id=classic, auto_offset_reset="earliest",
+                       consumer_timeout_ms=8000, enable_auto_commit=False)
+    try:
+        got = sorted((m.partition, m.offset) for m in kc)
+        with RawClient(bs) as c:
+            listed = {g.group_id: (g.group_type, g.protocol_type)
+                      for g in c.request(16, 5, states_filter=[], types_filter=[]).groups}
+        summary = last(proc.result(timeout=60), "summary")
+    finally:
+        kc.close()
+        proc.kill()
+    assert got == sorted((p, o) for p in range(PARTITIONS) for o in range(3))
+    assert summary["count"] == PARTITIONS * 3 and summary["distinct"] == PARTITIONS * 3
+    assert listed[classic] == ("classic", "consumer") and listed[cgroup] == ("consumer", "consumer")
