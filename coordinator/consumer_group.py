@@ -282,7 +282,7 @@ class ConsumerGroupHandlers:
                 raise bad("RebalanceTimeoutMs must be provided in first request.")
             if req.topic_partitions is None or req.topic_partitions:
                 raise bad("TopicPartitions must be empty when (re-)joining.")
-            if not req.subscribed_topic_names and req.subscribed_topic_regex is None:
+            if not req.subscribed_topic_names and not req.subscribed_topic_regex:
                 raise bad("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
         elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if not req.member_id:
@@ -295,9 +295,7 @@ class ConsumerGroupHandlers:
         if req.server_assignor is not None and req.server_assignor not in assignors:
             raise HeartbeatError(UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported. "
                                  f"Supported assignors: {', '.join(assignors)}.")
-        if req.subscribed_topic_regex is not None:
-            if req.subscribed_topic_regex == "":
-                raise bad("SubscribedTopicRegex can't be empty.")
+        if req.subscribed_topic_regex:      # "" means no regex (librdkafka sends it with topic names)
             _full_match(req.subscribed_topic_regex, "", self._regex_cache)
 
     def _consumer_group_for(self, group_id: str, create: bool, step: Step) -> ConsumerGroup:

@@ -249,3 +249,97 @@ def test_classic_kafka_python_group_beside_a_java_consumer_group(cbroker: SamsaB
     assert got == sorted((p, o) for p in range(PARTITIONS) for o in range(3))
     assert summary["count"] == PARTITIONS * 3 and summary["distinct"] == PARTITIONS * 3
     assert listed[classic] == ("classic", "consumer") and listed[cgroup] == ("consumer", "consumer")
+
+
+# --------------------------------------------------------------------------- confluent-kafka (librdkafka)
+
+def confluent_member(bs: str, group: str, topic: str, name: str, events: list[tuple[str, str, tuple[int, ...]]],
+                     **extra: Any) -> Any:
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "group.protocol": "consumer",
+                  "client.id": name, "auto.offset.reset": "earliest", "enable.auto.commit": False, **extra})
+
+    def on_assign(consumer: Any, partitions: list[Any]) -> None:
+        events.append((name, "assigned", tuple(sorted(p.partition for p in partitions))))
+
+    def on_revoke(consumer: Any, partitions: list[Any]) -> None:
+        events.append((name, "revoked", tuple(sorted(p.partition for p in partitions))))
+
+    c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+    return c
+
+
+def test_confluent_version_supports_the_consumer_protocol() -> None:
+    import confluent_kafka
+    assert confluent_kafka.libversion()[1] >= 0x020c0000, confluent_kafka.libversion()
+
+
+def test_confluent_three_members_disjoint_cover_then_a_leaver_is_absorbed(cbroker: SamsaBroker) -> None:
+    bs = cbroker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, PER_PARTITION)
+    events: list[tuple[str, str, tuple[int, ...]]] = []
+    members = {n: confluent_member(bs, group, topic, n, events) for n in ("c0", "c1", "c2")}
+    seen: dict[str, list[tuple[int, int]]] = {n: [] for n in members}
+
+    def poll_all() -> None:
+        for n, c in members.items():
+            m = c.poll(0.05)
+            if m is not None and m.error() is None:
+                seen[n].append((m.partition(), m.offset()))
+
+    try:
+        def three() -> Any:
+            poll_all()
+            return stable(bs, group, 3, topic, timeout=0.0001) if _stable_now(bs, group, 3, topic) else None
+        _, view3 = wait_until("3 librdkafka members Stable", three, 40)
+        owner = {m[0]: set(m[3][topic]) for m in view3.values()}
+        members.pop("c2").close()
+        def two() -> Any:
+            poll_all()
+            return _stable_now(bs, group, 2, topic)
+        _, view2 = wait_until("2 librdkafka members Stable", two, 40)
+    finally:
+        for c in members.values():
+            c.close()
+    assert sorted(len(p) for p in owner.values()) == [2, 2, 2]
+    after = {m[0]: set(m[3][topic]) for m in view2.values()}
+    assert sorted(len(p) for p in after.values()) == [3, 3]
+    for n in ("c0", "c1"):
+        assert owner[n] < after[n]
+        revoked_while_member = [e for e in events if e[0] == n and e[1] == "revoked"]
+        assert all(not (set(r) & owner[n]) for _, _, r in revoked_while_member[:-1]), events
+
+
+def _stable_now(bs: str, group: str, n: int, topic: str) -> Any:
+    err, state, epoch, members = cg_view(bs, group)
+    held = [p for (_, _, _, a) in members.values() for p in a.get(topic, ())]
+    if err == 0 and state == "Stable" and len(members) == n and sorted(held) == list(range(PARTITIONS)):
+        return epoch, members
+    return None
+
+
+def test_confluent_commit_close_restart_resumes_at_committed_offsets(own_broker: SamsaBroker) -> None:
+    bs = own_broker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, 5)
+
+    def consume(count: int) -> list[tuple[int, int]]:
+        events: list[Any] = []
+        c = confluent_member(bs, group, topic, "c", events)
+        got: list[tuple[int, int]] = []
+        try:
+            deadline = time.monotonic() + 30
+            while len(got) < count and time.monotonic() < deadline:
+                m = c.poll(0.2)
+                if m is not None and m.error() is None:
+                    got.append((m.partition(), m.offset()))
+            c.commit(asynchronous=False)
+        finally:
+            c.close()
+        return sorted(got)
+
+    assert consume(PARTITIONS * 5) == sorted((p, o) for p in range(PARTITIONS) for o in range(5))
+    own_broker.restart()
+    produce(bs, topic, PARTITIONS, 5)
+    assert consume(PARTITIONS * 5) == sorted((p, o) for p in range(PARTITIONS) for o in range(5, 10))
