@@ -15,7 +15,7 @@ from __future__ import annotations
 
 METADATA_VERSION = ("metadata.version", 7, 25)
 GROUP_VERSION = ("group.version", 0, 1)
-TRANSACTION_VERSION_MAX = 1       # KIP-890 part 2 (TV2) is not implemented yet
+TRANSACTION_VERSION_MAX = 2       # KIP-890 part 2 (transactions v2)
 FINALIZED_FEATURES_EPOCH = 0
 
 

@@ -284,6 +284,54 @@ public class SamsaJavaClient {
         }
     }
 
+    /** Consume-transform-produce, exactly once: read --input (read_committed) as member of --group,
+     *  write each value upper-cased to --output and commit the consumed offsets with
+     *  sendOffsetsToTransaction, one transaction per poll, until --max records or the deadline. */
+    static void transform(Args a) throws Exception {
+        String in = a.req("--input"), out = a.req("--output"), txId = a.req("--transactional-id");
+        long max = a.num("--max", Long.MAX_VALUE);
+        long deadline = System.currentTimeMillis() + a.num("--timeout-ms", 60000);
+        Properties cp = consumerProps(a, "samsa-java-transform");
+        cp.put("group.id", a.req("--group"));
+        cp.put("auto.offset.reset", "earliest");
+        cp.put("isolation.level", "read_committed");
+        Properties pp = common(a, "samsa-java-transform-producer");
+        pp.put("key.serializer", ByteArraySerializer.class.getName());
+        pp.put("value.serializer", ByteArraySerializer.class.getName());
+        pp.put("transactional.id", txId);
+        pp.put("max.block.ms", "20000");
+        pp.put("delivery.timeout.ms", "30000");
+        for (String kv : a.all("--prop")) {
+            int eq = kv.indexOf('=');
+            String k = kv.substring(0, eq), v = kv.substring(eq + 1);
+            if (k.startsWith("consumer.")) cp.put(k.substring(9), v);
+            else if (k.startsWith("producer.")) pp.put(k.substring(9), v);
+        }
+        long n = 0, txns = 0;
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(cp); KafkaProducer<byte[], byte[]> pr = new KafkaProducer<>(pp)) {
+            pr.initTransactions();
+            c.subscribe(List.of(in));
+            while (n < max && System.currentTimeMillis() < deadline) {
+                ConsumerRecords<byte[], byte[]> recs = c.poll(Duration.ofMillis(200));
+                if (recs.isEmpty()) continue;
+                pr.beginTransaction();
+                Map<TopicPartition, OffsetAndMetadata> offs = new HashMap<>();
+                for (ConsumerRecord<byte[], byte[]> r : recs) {
+                    pr.send(new ProducerRecord<>(out, r.partition(), r.key(), bytes(str(r.value()).toUpperCase(Locale.ROOT))));
+                    offs.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+                    n++;
+                }
+                pr.sendOffsetsToTransaction(offs, c.groupMetadata());
+                pr.commitTransaction();
+                txns++;
+            }
+        } catch (KafkaException e) {
+            error(e, "stage", "transform");
+            return;
+        }
+        emit(obj("type", "transform", "count", n, "transactions", txns));
+    }
+
     /** Two producers with one transactional id: the younger one's initTransactions fences the
      *  older, whose open transaction is aborted and whose next send or commit must fail. */
     static void fence(Args a) throws Exception {
@@ -806,6 +854,7 @@ public class SamsaJavaClient {
             else if (cmd.equals("version")) emit(obj("type", "version", "kafka_clients", AppInfoVersion.get()));
             else if (cmd.equals("produce")) produce(a);
             else if (cmd.equals("fence")) fence(a);
+            else if (cmd.equals("transform")) transform(a);
             else if (cmd.equals("consume-assign")) consumeAssign(a);
             else if (cmd.equals("consume-group")) consumeGroup(a);
             else if (ADMIN.containsKey(cmd)) {
