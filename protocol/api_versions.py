@@ -2,8 +2,8 @@
 
 ApiVersions advertises exactly this table, and the dispatcher refuses anything outside it.
 Clients use every API they see advertised, so an API appears here only when its handler
-is complete (see client-facts: GetTelemetrySubscriptions, DescribeTopicPartitions and
-ConsumerGroupDescribe are deliberately absent).
+is complete (see client-facts: GetTelemetrySubscriptions and DescribeTopicPartitions are
+deliberately absent).
 """
 from __future__ import annotations
 

@@ -239,3 +239,13 @@ def test_classic_join_to_a_non_empty_consumer_group_is_inconsistent_and_empty_on
     step = cg.co.handle(join, 0)
     assert cg.group() is None and cg.co.group("g") is not None
     assert any(rec.key_type(k) == rec.GROUP_METADATA and v is None for k, v in step.records)
+
+
+def test_ten_thousand_join_attempts_beyond_the_max_size_are_refused_and_the_group_is_intact() -> None:
+    cg = CG(consumer_group_max_size=50)
+    codes = [cg.hb(f"m{i}", 0).error_code for i in range(10000)]
+    assert codes[:50] == [0] * 50 and set(codes[50:]) == {81}       # GROUP_MAX_SIZE_REACHED
+    g = cg.group()
+    assert len(g.members) == 50 and g.group_epoch == 50
+    assert sorted(p for a in g.target.values() for p in a.get(T1, ())) == list(range(6))
+    assert cg.hb("m0", g.members["m0"].member_epoch, {}).error_code == 0
