@@ -67,6 +67,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "group.min.session.timeout.ms": ("int", 6000),
     "group.max.session.timeout.ms": ("int", 1800000),
     "group.max.size": ("int", 2147483647),
+    "max.request.partition.size.limit": ("int", 2000),      # DescribeTopicPartitions page size cap
     "group.consumer.session.timeout.ms": ("int", 45000),
     "group.consumer.min.session.timeout.ms": ("int", 45000),
     "group.consumer.max.session.timeout.ms": ("int", 60000),

@@ -2,8 +2,7 @@
 
 ApiVersions advertises exactly this table, and the dispatcher refuses anything outside it.
 Clients use every API they see advertised, so an API appears here only when its handler
-is complete (see client-facts: GetTelemetrySubscriptions and DescribeTopicPartitions are
-deliberately absent).
+is complete (see client-facts: GetTelemetrySubscriptions is deliberately absent).
 """
 from __future__ import annotations
 
@@ -45,6 +44,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.DescribeProducers: (0, 0),
     ApiKey.ConsumerGroupHeartbeat: (0, 1),
     ApiKey.ConsumerGroupDescribe: (0, 0),
+    ApiKey.DescribeTopicPartitions: (0, 0),
 }
 
 

@@ -1,3 +1,3 @@
 """API handler modules, one per API family; importing this package registers them."""
-from . import (api_versions, cluster, configs, consumer_groups, fetch, groups, log_offsets, metadata, offsets,  # noqa: F401
+from . import (api_versions, cluster, configs, consumer_groups, describe_topic_partitions, fetch, groups, log_offsets, metadata, offsets,  # noqa: F401
                produce, producer_ids, topics, transactions)
