@@ -310,11 +310,16 @@ class Rebalance:
 
 
 def rebalance_latency(bootstrap: str, topic: str, partitions: int, members: int,
-                      session_timeout_ms: int, heartbeat_ms: int, timeout: float) -> Rebalance:
+                      session_timeout_ms: int, heartbeat_ms: int, timeout: float,
+                      protocol: str = "classic") -> Rebalance:
     """N consumers subscribe to one group at once (eager range assignor); time from the first
     subscribe() — which sends FindCoordinator then the first JoinGroup — until every member holds
-    an assignment and the assignments partition the topic exactly (all in one generation)."""
-    group = f"bench-rebalance-{members}-{uuid.uuid4().hex[:8]}"
+    an assignment and the assignments partition the topic exactly (all in one generation).
+    ``protocol="consumer"``: KIP-848 (``group.protocol=consumer``; the broker assigns, members
+    reconcile incrementally, so assignments are added and revoked piece by piece; session and
+    heartbeat settings are the broker's)."""
+    incremental = protocol == "consumer"
+    group = f"bench-rebalance-{protocol}-{members}-{uuid.uuid4().hex[:8]}"
     assigned: dict[int, frozenset[int]] = {}
     lock = threading.Lock()
     consumers: list[Consumer] = []
@@ -322,19 +327,24 @@ def rebalance_latency(bootstrap: str, topic: str, partitions: int, members: int,
     def make_callbacks(i: int):
         def on_assign(c: Consumer, parts: list[TopicPartition]) -> None:
             with lock:
-                assigned[i] = frozenset(tp.partition for tp in parts)
+                got = frozenset(tp.partition for tp in parts)
+                assigned[i] = assigned.get(i, frozenset()) | got if incremental else got
 
         def on_revoke(c: Consumer, parts: list[TopicPartition]) -> None:
             with lock:
-                assigned.pop(i, None)
+                if incremental:
+                    assigned[i] = assigned.get(i, frozenset()) - frozenset(tp.partition for tp in parts)
+                else:
+                    assigned.pop(i, None)
         return on_assign, on_revoke
 
     try:
         for _ in range(members):
-            consumers.append(_consumer(bootstrap, group, **{
+            conf: dict[str, object] = {"group.protocol": "consumer"} if incremental else {
                 "session.timeout.ms": session_timeout_ms,
                 "heartbeat.interval.ms": heartbeat_ms,
-                "partition.assignment.strategy": "range"}))
+                "partition.assignment.strategy": "range"}
+            consumers.append(_consumer(bootstrap, group, **conf))
         for c in consumers:       # connected and bootstrapped before the clock starts
             c.list_topics(topic=topic, timeout=10.0)
         everything = frozenset(range(partitions))
@@ -348,7 +358,7 @@ def rebalance_latency(bootstrap: str, topic: str, partitions: int, members: int,
             for c in consumers:
                 c.poll(0)
             with lock:
-                if len(assigned) == members and all(assigned.values()):
+                if len(assigned) == members and (incremental or all(assigned.values())):
                     union = frozenset().union(*assigned.values())
                     if union == everything and sum(len(a) for a in assigned.values()) == partitions:
                         done_at = time.perf_counter()
@@ -359,7 +369,8 @@ def rebalance_latency(bootstrap: str, topic: str, partitions: int, members: int,
                 held = len([a for a in assigned.values() if a])
             return Rebalance(float("nan"), members,
                              f"not stable after {timeout:.0f} s ({held}/{members} members assigned)")
-        return Rebalance(done_at - t0, members, describe_note=_describe_check(bootstrap, group, members))
+        return Rebalance(done_at - t0, members,
+                         describe_note="" if incremental else _describe_check(bootstrap, group, members))
     finally:
         _close_all(consumers)
 
