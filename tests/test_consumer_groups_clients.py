@@ -343,3 +343,64 @@ def test_confluent_commit_close_restart_resumes_at_committed_offsets(own_broker:
     own_broker.restart()
     produce(bs, topic, PARTITIONS, 5)
     assert consume(PARTITIONS * 5) == sorted((p, o) for p in range(PARTITIONS) for o in range(5, 10))
+
+
+def test_confluent_regex_subscription_picks_up_a_topic_created_later(cbroker: SamsaBroker) -> None:
+    from confluent_kafka import Consumer
+    bs = cbroker.bootstrap_servers
+    prefix, group = unique("crx"), unique("g")
+    produce(bs, f"{prefix}-a", PARTITIONS, 1)
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 1000})
+    c.subscribe([f"^{prefix}-.*"])
+    got: set[tuple[str, int]] = set()
+    try:
+        deadline = time.monotonic() + 40
+        created = False
+        while time.monotonic() < deadline and len(got) < 2 * PARTITIONS:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                got.add((m.topic(), m.partition()))
+            if not created and len(got) == PARTITIONS:
+                produce(bs, f"{prefix}-b", PARTITIONS, 1)
+                produce(bs, f"other-{prefix}", PARTITIONS, 1)
+                created = True
+    finally:
+        c.close()
+    assert got == {(f"{prefix}-{t}", p) for t in "ab" for p in range(PARTITIONS)}
+
+
+def test_confluent_static_member_restart_keeps_its_partitions(cbroker: SamsaBroker) -> None:
+    bs = cbroker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, 1)
+    events: list[tuple[str, str, tuple[int, ...]]] = []
+    other = confluent_member(bs, group, topic, "other", events)
+    static = confluent_member(bs, group, topic, "static", events, **{"group.instance.id": "inst-1"})
+    try:
+        def both() -> Any:
+            other.poll(0.05)
+            static.poll(0.05)
+            return _stable_now(bs, group, 2, topic)
+        _, view = wait_until("2 members Stable", both, 40)
+        share = next(m[3][topic] for m in view.values() if m[1] == "inst-1")
+        other_share = next(m[3][topic] for m in view.values() if m[1] is None)
+        static.close()                                   # a static member leaves with epoch -2
+        left = [m for m in cg_view(bs, group)[3].values() if m[1] == "inst-1"]
+        assert [(m[2], m[3][topic]) for m in left] == [(-2, share)]     # still holding its partitions
+        back = confluent_member(bs, group, topic, "static2", events, **{"group.instance.id": "inst-1"})
+        try:
+            def again() -> Any:
+                other.poll(0.05)
+                back.poll(0.05)
+                v = _stable_now(bs, group, 2, topic)
+                return v if v and any(m[0] == "static2" for m in v[1].values()) else None
+            _, view2 = wait_until("static member back", again, 40)
+        finally:
+            back.close()
+    finally:
+        other.close()
+    assert next(m[3][topic] for m in view2.values() if m[1] == "inst-1") == share
+    assert next(m[3][topic] for m in view2.values() if m[1] is None) == other_share
+    revoked_other = [e[2] for e in events if e[0] == "other" and e[1] == "revoked"][:-1]
+    assert all(set(r) <= set(share) for r in revoked_other) and len(revoked_other) <= 1, events
