@@ -154,3 +154,30 @@ def test_raw_transactions_v2_rules(tbroker: SamsaBroker) -> None:
         v4 = c.request(END_TXN, 4, transactional_id=tid, producer_id=pid, producer_epoch=epoch + 1, committed=False)
         assert (v4.error_code, v4.producer_id, v4.producer_epoch) == (0, -1, -1)       # v1 rules: no bump
         assert describe(bs, tid).producer_epoch == epoch + 1
+
+
+def test_raw_v2_transaction_left_open_is_aborted_and_its_producer_fenced(tbroker: SamsaBroker) -> None:
+    """Timeouts as in v1: the coordinator aborts at a bumped epoch; the producer's EndTxn v5 is
+    fenced, its records are never visible."""
+    bs, topic, tid = tbroker.bootstrap_servers, name("slow"), name("slowtx")
+    with RawClient(bs) as c:
+        c.request(3, 12, topics=[REQUESTS[3].MetadataRequestTopic(name=topic, topic_id=None)],
+                  allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+        init = c.request(INIT_PID, 5, transactional_id=tid, transaction_timeout_ms=1000, producer_id=-1,
+                         producer_epoch=-1)
+        pid, epoch = init.producer_id, init.producer_epoch
+        data = rb.build_batch([(None, b"late")], timestamp_ms=int(time.time() * 1000), producer_id=pid,
+                              producer_epoch=epoch, base_sequence=0, transactional=True)
+        P = REQUESTS[PRODUCE]
+        r = c.request(PRODUCE, 12, transactional_id=tid, acks=-1, timeout_ms=5000, topic_data=[
+            P.TopicProduceData(name=topic, partition_data=[P.TopicProduceData.PartitionProduceData(
+                index=0, records=data)])])
+        assert r.responses[0].partition_responses[0].error_code == 0
+        deadline = time.monotonic() + 10
+        while describe(bs, tid).transaction_state != "CompleteAbort":
+            assert time.monotonic() < deadline, "the coordinator never aborted the transaction"
+            time.sleep(0.1)
+        assert describe(bs, tid).producer_epoch == epoch + 1
+        end = c.request(END_TXN, 5, transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True)
+        assert end.error_code == 90                                     # PRODUCER_FENCED
+    assert read_all(bs, topic, "read_committed", timeout=2) == []
