@@ -43,7 +43,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.ListTransactions: (0, 2),
     ApiKey.DescribeProducers: (0, 0),
     ApiKey.ConsumerGroupHeartbeat: (0, 1),
-    ApiKey.ConsumerGroupDescribe: (0, 0),
+    ApiKey.ConsumerGroupDescribe: (0, 1),
     ApiKey.DescribeTopicPartitions: (0, 0),
 }
 

@@ -69,7 +69,7 @@ def owned(assignment: dict[uuid.UUID, list[int]]) -> list[Any]:
 def test_api_versions_advertises_consumer_group_apis_and_features(client: RawClient) -> None:
     r = client.request(API_VERSIONS, 3, client_software_name="t", client_software_version="1")
     keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
-    assert keys[HB] == (0, 1) and keys[DESCRIBE] == (0, 0)
+    assert keys[HB] == (0, 1) and keys[DESCRIBE] == (0, 1)
     assert {f.name: (f.min_version, f.max_version) for f in r.supported_features}["group.version"] == (0, 1)
     finalized = {f.name: f.max_version_level for f in r.finalized_features}
     assert finalized["group.version"] == 1 and finalized["metadata.version"] == 25
@@ -101,6 +101,8 @@ def test_two_members_reconcile_revocation_before_assignment(client: RawClient) -
     got = {m.member_id: sorted(p for tp in m.assignment.topic_partitions for p in tp.partitions) for m in d.members}
     assert got == {"member-a": kept, "member-b": sorted(set(range(PARTITIONS)) - set(kept))}
     assert {tp.topic_name for m in d.members for tp in m.assignment.topic_partitions} == {topic}
+    d1 = client.request(DESCRIBE, 1, group_ids=[group], include_authorized_operations=False).groups[0]
+    assert [m.member_type for m in d1.members] == [1, 1]
     listed = client.request(LIST_GROUPS, 5, states_filter=[], types_filter=["consumer"])
     assert [(x.group_type, x.group_state, x.protocol_type) for x in listed.groups if x.group_id == group] == \
         [("consumer", "Stable", "consumer")]

@@ -1,4 +1,5 @@
-"""KIP-848 consumer-group APIs: ConsumerGroupHeartbeat v0-v1, ConsumerGroupDescribe v0.
+"""KIP-848 consumer-group APIs: ConsumerGroupHeartbeat v0-v1, ConsumerGroupDescribe v0-v1 (v1: MemberType,
+always 1 = consumer member since classic members never join consumer groups here).
 
 Quirks: the heartbeat carries the broker's current (non-internal) topics to the pure coordinator,
 which compares them with the group's subscription metadata on every heartbeat (topic creation,
@@ -77,6 +78,7 @@ async def consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
                                subscribed_topic_names=m.subscribed_topic_names,
                                subscribed_topic_regex=m.subscribed_topic_regex,
                                assignment=assignment(m.assignment),
-                               target_assignment=assignment(m.target_assignment)) for m in d.members],
+                               target_assignment=assignment(m.target_assignment),
+                               member_type=1) for m in d.members],
             authorized_operations=_AUTHORIZED_OPERATIONS_OMITTED))
     return resp
