@@ -404,3 +404,37 @@ def test_confluent_static_member_restart_keeps_its_partitions(cbroker: SamsaBrok
     assert next(m[3][topic] for m in view2.values() if m[1] is None) == other_share
     revoked_other = [e[2] for e in events if e[0] == "other" and e[1] == "revoked"][:-1]
     assert all(set(r) <= set(share) for r in revoked_other) and len(revoked_other) <= 1, events
+
+
+@pytest.mark.java
+def test_online_upgrade_of_an_empty_classic_group_keeps_its_offsets(cbroker: SamsaBroker) -> None:
+    """A kafka-python (classic) group commits and leaves; Java 4.3 members with
+    group.protocol=consumer then join the same group id: it becomes a consumer group and they
+    resume at the committed offsets."""
+    from kafka import KafkaConsumer
+    from tests.javaclient import of_type, run_java
+    java_ready()
+    bs = cbroker.bootstrap_servers
+    topic, group = unique("t"), unique("g")
+    produce(bs, topic, PARTITIONS, 4)
+    kc = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
+                       enable_auto_commit=False, consumer_timeout_ms=8000)
+    try:
+        seen = 0
+        for _ in kc:
+            seen += 1
+            if seen == PARTITIONS * 4:
+                break
+        kc.commit()
+    finally:
+        kc.close()
+    with RawClient(bs) as c:
+        before = {g.group_id: g.group_type for g in c.request(16, 5, states_filter=[], types_filter=[]).groups}
+    assert before[group] == "classic"
+    produce(bs, topic, PARTITIONS, 2)
+    lines = run_java(JAVA, bs, *group_args(topic, group, "--max", PARTITIONS * 2, "--timeout-ms", 20000))
+    got = sorted((r["partition"], r["offset"]) for r in of_type(lines, "record"))
+    assert got == sorted((p, o) for p in range(PARTITIONS) for o in (4, 5))
+    with RawClient(bs) as c:
+        after = {g.group_id: g.group_type for g in c.request(16, 5, states_filter=[], types_filter=[]).groups}
+    assert after[group] == "consumer"
