@@ -144,6 +144,9 @@ def figures_for(args: argparse.Namespace) -> list[Figure]:
             figs.append(Figure(f"rebalance848_{n}",
                                f"rebalance, {n} member{'s' * (n > 1)}, KIP-848 consumer protocol (to a full cover)",
                                "ms", False, 0))
+    if "rebalance848" in s:
+        figs.append(Figure("hb848_per_s", "KIP-848 heartbeats, 10 members (heartbeats/s)", "hb/s", True, 0))
+        figs.append(Figure("hb848_per_cpu_s", "KIP-848 heartbeats per broker CPU second", "hb/CPU-s", True, 0))
     if "commits" in s:
         figs.append(Figure("commits_per_s", f"offset commits, {args.commit_groups} groups",
                            "commits/s", True, 0))
@@ -321,7 +324,7 @@ class BrokerBench:
         """The same scenario with group.protocol=consumer (skipped on brokers without
         ConsumerGroupHeartbeat); the broker's group.consumer.* settings are its defaults."""
         a = self.args
-        keys = [f"rebalance848_{n}" for n in a.group_size_list]
+        keys = [f"rebalance848_{n}" for n in a.group_size_list] + ["hb848_per_s", "hb848_per_cpu_s"]
 
         def body(b: RunningBroker):
             topic = "bench-groups"
@@ -335,6 +338,11 @@ class BrokerBench:
                 ms = r.seconds * 1000
                 self.say(f"rebalance (KIP-848), {n} member{'s' * (n > 1)}: {ms:.0f} ms {r.note}")
                 out[f"rebalance848_{n}"] = Value(None if r.note else ms, r.note)
+            h = workloads.heartbeat_rate(b.bootstrap, b.pid, topic, 10, a.commit_seconds)
+            self.say(f"KIP-848 heartbeats: {h.per_second:.0f}/s, {h.per_cpu_second:.0f} per broker CPU second "
+                     f"({h.heartbeats}) {h.note}")
+            out["hb848_per_s"] = Value(None if h.note else h.per_second, h.note)
+            out["hb848_per_cpu_s"] = Value(None if h.note else h.per_cpu_second, h.note)
             return out
         self.measure(keys, CONSUMER_GROUP_APIS, body)
 
