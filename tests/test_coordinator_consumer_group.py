@@ -249,3 +249,22 @@ def test_ten_thousand_join_attempts_beyond_the_max_size_are_refused_and_the_grou
     assert len(g.members) == 50 and g.group_epoch == 50
     assert sorted(p for a in g.target.values() for p in a.get(T1, ())) == list(range(6))
     assert cg.hb("m0", g.members["m0"].member_epoch, {}).error_code == 0
+
+
+def test_delete_groups_of_a_consumer_group_and_replay_keeps_it_deleted() -> None:
+    from coordinator.group import DeleteGroups, ListGroups
+    cg = CG()
+    cg.hb("a", 0)
+    r = cg.co.handle(DeleteGroups(groups=["g"], token=1), 0).completions[0][1]
+    assert [(x.group_id, x.error_code) for x in r.results] == [("g", 68)]       # NON_EMPTY_GROUP
+    cg.hb("a", -1)
+    step = cg.co.handle(DeleteGroups(groups=["g"], token=2), 0)
+    cg.records.extend(step.records)
+    assert [(x.group_id, x.error_code) for x in step.completions[0][1].results] == [("g", 0)]
+    assert cg.group() is None
+    assert cg.co.handle(ListGroups(token=3), 0).completions[0][1].groups == []
+    fresh = GroupCoordinator(GroupCoordinatorConfig(), loading=True)
+    for k, v in cg.records:
+        fresh.replay(k, v)
+    fresh.load_complete(0)
+    assert fresh._consumer_groups == {} and fresh.group_ids() == []
