@@ -19,6 +19,8 @@ epoch at once (Kafka refreshes it on ``group.consumer.metadata.refresh.interval.
 next heartbeat after a change too). Regex subscriptions use RE2 (google-re2), the syntax Kafka's
 RE2/J accepts, matched against the whole topic name; internal topics never match.
 
+Offsets expire by commit time except for subscribed topics (see _expire_offsets in coordinator.group).
+
 Not supported (documented in the README): classic-protocol members inside a consumer group and
 online conversion of a non-empty group in either direction (a classic group converts when it is
 empty; a JoinGroup for a non-empty consumer group answers INCONSISTENT_GROUP_PROTOCOL), rack-aware

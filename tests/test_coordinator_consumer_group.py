@@ -268,3 +268,25 @@ def test_delete_groups_of_a_consumer_group_and_replay_keeps_it_deleted() -> None
         fresh.replay(k, v)
     fresh.load_complete(0)
     assert fresh._consumer_groups == {} and fresh.group_ids() == []
+
+
+def test_offsets_expire_by_commit_time_except_subscribed_topics_then_the_empty_group_goes() -> None:
+    from coordinator.group import OffsetCommit, OffsetCommitPartition, OffsetCommitTopic
+    cg = CG(offsets_retention_minutes=1, offsets_retention_check_interval_ms=10000)
+    a = cg.hb("a", 0)
+
+    def commit(topic: str) -> int:
+        req = OffsetCommit(group_id="g", topics=[OffsetCommitTopic(topic, [OffsetCommitPartition(0, 5, -1, "")])],
+                           generation_id=a.member_epoch, member_id="a", api_version=9, token=1)
+        step = cg.co.handle(req, cg.now)
+        return step.completions[0][1].topics[0].partitions[0].error_code
+
+    assert commit("t1") == 0 and commit("gone") == 0
+    for t in range(5000, 70001, 5000):                   # a stays a member (heartbeats)
+        cg.tick(t)
+        cg.hb("a", a.member_epoch, mine(a))
+    left = {t.name for t in cg.co.offsets.fetch("g", None, True, False)}
+    assert left == {"t1"}                                  # subscribed: kept while a is a member
+    cg.hb("a", -1)
+    cg.tick(2 * 60000 + 20000)
+    assert cg.group() is None and cg.co.offsets.has_offsets("g") is False
