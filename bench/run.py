@@ -28,13 +28,14 @@ from bench.brokers import BrokerKind, BrokerUnavailable, RunningBroker  # noqa: 
 from bench.report import Figure, Value  # noqa: E402
 
 SECTIONS = ("startup", "rss", "produce", "consume", "latency", "groups", "txn")
-GROUP_SUBSECTIONS = ("rebalance", "commits")
+GROUP_SUBSECTIONS = ("rebalance", "rebalance848", "commits")
 
 # API keys each section needs the broker to advertise.
 PRODUCE_APIS = {0: "Produce", 3: "Metadata", 19: "CreateTopics"}
 FETCH_APIS = {**PRODUCE_APIS, 1: "Fetch", 2: "ListOffsets"}
 GROUP_APIS = {**PRODUCE_APIS, 10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat",
               14: "SyncGroup", 13: "LeaveGroup"}
+CONSUMER_GROUP_APIS = {**PRODUCE_APIS, 10: "FindCoordinator", 68: "ConsumerGroupHeartbeat"}
 COMMIT_APIS = {**PRODUCE_APIS, 10: "FindCoordinator", 8: "OffsetCommit", 9: "OffsetFetch"}
 TXN_APIS = {**PRODUCE_APIS, 10: "FindCoordinator", 22: "InitProducerId", 24: "AddPartitionsToTxn", 26: "EndTxn"}
 
@@ -138,6 +139,14 @@ def figures_for(args: argparse.Namespace) -> list[Figure]:
             figs.append(Figure(f"rebalance_{n}",
                                f"rebalance, {n} member{'s' * (n > 1)} (first JoinGroup to Stable)",
                                "ms", False, 0))
+    if "rebalance848" in s:
+        for n in args.group_size_list:
+            figs.append(Figure(f"rebalance848_{n}",
+                               f"rebalance, {n} member{'s' * (n > 1)}, KIP-848 consumer protocol (to a full cover)",
+                               "ms", False, 0))
+    if "rebalance848" in s:
+        figs.append(Figure("hb848_per_s", "KIP-848 heartbeats, 10 members (heartbeats/s)", "hb/s", True, 0))
+        figs.append(Figure("hb848_per_cpu_s", "KIP-848 heartbeats per broker CPU second", "hb/CPU-s", True, 0))
     if "commits" in s:
         figs.append(Figure("commits_per_s", f"offset commits, {args.commit_groups} groups",
                            "commits/s", True, 0))
@@ -311,6 +320,32 @@ class BrokerBench:
             return out
         self.measure(keys, GROUP_APIS, body)
 
+    def rebalance848(self) -> None:
+        """The same scenario with group.protocol=consumer (skipped on brokers without
+        ConsumerGroupHeartbeat); the broker's group.consumer.* settings are its defaults."""
+        a = self.args
+        keys = [f"rebalance848_{n}" for n in a.group_size_list] + ["hb848_per_s", "hb848_per_cpu_s"]
+
+        def body(b: RunningBroker):
+            topic = "bench-groups"
+            parts = max(a.group_size_list)
+            workloads.create_topic(b.bootstrap, topic, parts)
+            workloads.warm_coordinator(b.bootstrap, topic)
+            out: dict[str, Value] = {}
+            for n in a.group_size_list:
+                r = workloads.rebalance_latency(b.bootstrap, topic, parts, n, a.session_timeout_ms,
+                                                a.heartbeat_ms, a.rebalance_timeout, protocol="consumer")
+                ms = r.seconds * 1000
+                self.say(f"rebalance (KIP-848), {n} member{'s' * (n > 1)}: {ms:.0f} ms {r.note}")
+                out[f"rebalance848_{n}"] = Value(None if r.note else ms, r.note)
+            h = workloads.heartbeat_rate(b.bootstrap, b.pid, topic, 10, a.commit_seconds)
+            self.say(f"KIP-848 heartbeats: {h.per_second:.0f}/s, {h.per_cpu_second:.0f} per broker CPU second "
+                     f"({h.heartbeats}) {h.note}")
+            out["hb848_per_s"] = Value(None if h.note else h.per_second, h.note)
+            out["hb848_per_cpu_s"] = Value(None if h.note else h.per_cpu_second, h.note)
+            return out
+        self.measure(keys, CONSUMER_GROUP_APIS, body)
+
     def commits(self) -> None:
         a = self.args
 
@@ -351,7 +386,7 @@ class BrokerBench:
             self.say(reason)
             self.skip_all(reason.splitlines()[0])
             return self.results
-        for name in ("produce", "consume", "latency", "rebalance", "commits", "txn"):
+        for name in ("produce", "consume", "latency", "rebalance", "rebalance848", "commits", "txn"):
             if name in s:
                 getattr(self, name)()
         return self.results

@@ -310,11 +310,16 @@ class Rebalance:
 
 
 def rebalance_latency(bootstrap: str, topic: str, partitions: int, members: int,
-                      session_timeout_ms: int, heartbeat_ms: int, timeout: float) -> Rebalance:
+                      session_timeout_ms: int, heartbeat_ms: int, timeout: float,
+                      protocol: str = "classic") -> Rebalance:
     """N consumers subscribe to one group at once (eager range assignor); time from the first
     subscribe() — which sends FindCoordinator then the first JoinGroup — until every member holds
-    an assignment and the assignments partition the topic exactly (all in one generation)."""
-    group = f"bench-rebalance-{members}-{uuid.uuid4().hex[:8]}"
+    an assignment and the assignments partition the topic exactly (all in one generation).
+    ``protocol="consumer"``: KIP-848 (``group.protocol=consumer``; the broker assigns, members
+    reconcile incrementally, so assignments are added and revoked piece by piece; session and
+    heartbeat settings are the broker's)."""
+    incremental = protocol == "consumer"
+    group = f"bench-rebalance-{protocol}-{members}-{uuid.uuid4().hex[:8]}"
     assigned: dict[int, frozenset[int]] = {}
     lock = threading.Lock()
     consumers: list[Consumer] = []
@@ -322,19 +327,24 @@ def rebalance_latency(bootstrap: str, topic: str, partitions: int, members: int,
     def make_callbacks(i: int):
         def on_assign(c: Consumer, parts: list[TopicPartition]) -> None:
             with lock:
-                assigned[i] = frozenset(tp.partition for tp in parts)
+                got = frozenset(tp.partition for tp in parts)
+                assigned[i] = assigned.get(i, frozenset()) | got if incremental else got
 
         def on_revoke(c: Consumer, parts: list[TopicPartition]) -> None:
             with lock:
-                assigned.pop(i, None)
+                if incremental:
+                    assigned[i] = assigned.get(i, frozenset()) - frozenset(tp.partition for tp in parts)
+                else:
+                    assigned.pop(i, None)
         return on_assign, on_revoke
 
     try:
         for _ in range(members):
-            consumers.append(_consumer(bootstrap, group, **{
+            conf: dict[str, object] = {"group.protocol": "consumer"} if incremental else {
                 "session.timeout.ms": session_timeout_ms,
                 "heartbeat.interval.ms": heartbeat_ms,
-                "partition.assignment.strategy": "range"}))
+                "partition.assignment.strategy": "range"}
+            consumers.append(_consumer(bootstrap, group, **conf))
         for c in consumers:       # connected and bootstrapped before the clock starts
             c.list_topics(topic=topic, timeout=10.0)
         everything = frozenset(range(partitions))
@@ -348,7 +358,7 @@ def rebalance_latency(bootstrap: str, topic: str, partitions: int, members: int,
             for c in consumers:
                 c.poll(0)
             with lock:
-                if len(assigned) == members and all(assigned.values()):
+                if len(assigned) == members and (incremental or all(assigned.values())):
                     union = frozenset().union(*assigned.values())
                     if union == everything and sum(len(a) for a in assigned.values()) == partitions:
                         done_at = time.perf_counter()
@@ -359,7 +369,8 @@ def rebalance_latency(bootstrap: str, topic: str, partitions: int, members: int,
                 held = len([a for a in assigned.values() if a])
             return Rebalance(float("nan"), members,
                              f"not stable after {timeout:.0f} s ({held}/{members} members assigned)")
-        return Rebalance(done_at - t0, members, describe_note=_describe_check(bootstrap, group, members))
+        return Rebalance(done_at - t0, members,
+                         describe_note="" if incremental else _describe_check(bootstrap, group, members))
     finally:
         _close_all(consumers)
 
@@ -512,3 +523,84 @@ def transaction_rate(bootstrap: str, topic: str, seconds: float, records: int = 
         return TxnRate(0.0, 0, 0.0, 0.0, f"transactions failed: {e}")
     commits.sort()
     return TxnRate(len(commits) / elapsed, len(commits), _percentile(commits, 50), _percentile(commits, 99))
+
+
+# --------------------------------------------------------------------------------------------
+# KIP-848: ConsumerGroupHeartbeat rate per broker CPU second
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class HeartbeatRate:
+    per_second: float
+    per_cpu_second: float
+    heartbeats: int
+    note: str = ""
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc)."""
+    import os
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def heartbeat_rate(bootstrap: str, broker_pid: int, topic: str, members: int, seconds: float) -> HeartbeatRate:
+    """``members`` KIP-848 members (one connection each, raw ConsumerGroupHeartbeat v1 built with
+    the project's message classes) join one group, then heartbeat back to back at their current
+    epoch for ``seconds``; the figure is heartbeats answered per second and per second of the
+    broker's CPU time (its process' user+system time over the same window)."""
+    import socket
+    from protocol.messages import REQUESTS, RESPONSES
+    host, _, port = bootstrap.rpartition(":")
+    Req, Resp = REQUESTS[68], RESPONSES[68]
+    group = f"bench-hb-{uuid.uuid4().hex[:8]}"
+    socks = [socket.create_connection((host, int(port)), timeout=10) for _ in range(members)]
+    corr = 0
+
+    def call(sock: socket.socket, **fields: object) -> object:
+        nonlocal corr
+        corr += 1
+        req = Req(**fields)
+        req.with_header(correlation_id=corr, client_id="bench-hb")
+        sock.sendall(bytes(req.encode(version=1, header=True, framed=True)))
+        size = struct.unpack(">i", _recv(sock, 4))[0]
+        return Resp.decode(_recv(sock, size), version=1, header=True)
+
+    try:
+        state = []
+        for i, s in enumerate(socks):
+            r = call(s, group_id=group, member_id=f"m{i}", member_epoch=0, rebalance_timeout_ms=30000,
+                     subscribed_topic_names=[topic], topic_partitions=[])
+            if r.error_code:
+                return HeartbeatRate(float("nan"), float("nan"), 0, f"join failed with error {r.error_code}")
+            state.append([r.member_epoch, []])
+        n = 0
+        cpu0, t0 = _cpu_seconds(broker_pid), time.perf_counter()
+        end = t0 + seconds
+        while time.perf_counter() < end:
+            for i, s in enumerate(socks):
+                epoch, owned = state[i]
+                r = call(s, group_id=group, member_id=f"m{i}", member_epoch=epoch, topic_partitions=owned)
+                if r.error_code:
+                    return HeartbeatRate(float("nan"), float("nan"), n, f"heartbeat error {r.error_code}")
+                state[i][0] = r.member_epoch
+                if r.assignment is not None:
+                    state[i][1] = [Req.TopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions)
+                                   for tp in r.assignment.topic_partitions]
+                n += 1
+        elapsed, cpu = time.perf_counter() - t0, _cpu_seconds(broker_pid) - cpu0
+        return HeartbeatRate(n / elapsed, n / cpu if cpu > 0 else float("nan"), n)
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _recv(sock: object, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))  # type: ignore[attr-defined]
+        if not chunk:
+            raise ConnectionError("broker closed the connection")
+        buf += chunk
+    return bytes(buf)

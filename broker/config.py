@@ -67,6 +67,16 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "group.min.session.timeout.ms": ("int", 6000),
     "group.max.session.timeout.ms": ("int", 1800000),
     "group.max.size": ("int", 2147483647),
+    "max.request.partition.size.limit": ("int", 2000),      # DescribeTopicPartitions page size cap
+    "group.consumer.session.timeout.ms": ("int", 45000),
+    "group.consumer.min.session.timeout.ms": ("int", 45000),
+    "group.consumer.max.session.timeout.ms": ("int", 60000),
+    "group.consumer.heartbeat.interval.ms": ("int", 5000),
+    "group.consumer.min.heartbeat.interval.ms": ("int", 5000),
+    "group.consumer.max.heartbeat.interval.ms": ("int", 15000),
+    "group.consumer.max.size": ("int", 2147483647),
+    "group.consumer.assignors": ("list", "uniform,range"),
+    "group.consumer.migration.policy": ("string", "bidirectional"),
     "fetch.max.bytes": ("int", 57671680),
     "replica.fetch.max.bytes": ("int", 1048576),
     # replication between brokers (broker/replica/)
@@ -119,6 +129,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "controlled.shutdown.enable": ("boolean", True),
     "transaction.state.log.min.isr": ("int", 2),
     "samsa.log.max.open.segment.files": ("int", None),
+    "samsa.transaction.version": ("int", None),     # finalized transaction.version (protocol/features.py)
 }
 
 LONG_MAX = 9223372036854775807

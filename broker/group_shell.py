@@ -32,7 +32,8 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
         cfg = broker.config
         super().__init__(broker, int(cfg["offsets.topic.num.partitions"]))
         self.coordinator_config = GroupCoordinatorConfig.from_properties(
-            {k: cfg[k] for k in GroupCoordinatorConfig._KAFKA_NAMES if cfg.get(k) is not None})
+            {k: cfg[k] for k in (*GroupCoordinatorConfig._KAFKA_NAMES, *GroupCoordinatorConfig._STRING_NAMES)
+             if cfg.get(k) is not None})
         self.timeline = GroupTimeline(self, broker.now_ms)   # lifecycle logs, the console's timeline
 
     def new_coordinator(self, partition: int) -> GroupCoordinator:

@@ -19,6 +19,8 @@ epoch at once (Kafka refreshes it on ``group.consumer.metadata.refresh.interval.
 next heartbeat after a change too). Regex subscriptions use RE2 (google-re2), the syntax Kafka's
 RE2/J accepts, matched against the whole topic name; internal topics never match.
 
+Offsets expire by commit time except for subscribed topics (see _expire_offsets in coordinator.group).
+
 Not supported (documented in the README): classic-protocol members inside a consumer group and
 online conversion of a non-empty group in either direction (a classic group converts when it is
 empty; a JoinGroup for a non-empty consumer group answers INCONSISTENT_GROUP_PROTOCOL), rack-aware
@@ -282,7 +284,7 @@ class ConsumerGroupHandlers:
                 raise bad("RebalanceTimeoutMs must be provided in first request.")
             if req.topic_partitions is None or req.topic_partitions:
                 raise bad("TopicPartitions must be empty when (re-)joining.")
-            if not req.subscribed_topic_names and req.subscribed_topic_regex is None:
+            if not req.subscribed_topic_names and not req.subscribed_topic_regex:
                 raise bad("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
         elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if not req.member_id:
@@ -295,9 +297,7 @@ class ConsumerGroupHandlers:
         if req.server_assignor is not None and req.server_assignor not in assignors:
             raise HeartbeatError(UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported. "
                                  f"Supported assignors: {', '.join(assignors)}.")
-        if req.subscribed_topic_regex is not None:
-            if req.subscribed_topic_regex == "":
-                raise bad("SubscribedTopicRegex can't be empty.")
+        if req.subscribed_topic_regex:      # "" means no regex (librdkafka sends it with topic names)
             _full_match(req.subscribed_topic_regex, "", self._regex_cache)
 
     def _consumer_group_for(self, group_id: str, create: bool, step: Step) -> ConsumerGroup:

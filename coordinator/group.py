@@ -528,6 +528,21 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, GroupTimers)
                 step.records.append(group_metadata_record(gid, None))
                 group.transition_to(GroupState.DEAD, now)
                 self._drop_group(gid)
+        for gid in list(self._consumer_groups):
+            # Kafka's ConsumerGroup: retention counts from each commit; offsets of subscribed
+            # topics stay while the group has members; an empty group without offsets goes.
+            cgroup = self._consumer_groups[gid]
+            subscribed = set(cgroup.subscription_metadata)
+            for m in cgroup.members.values():
+                subscribed.update(m.subscribed_topic_names)
+            if self.offsets.has_offsets(gid):
+                records, all_expired = self.offsets.expire(gid, lambda oam: oam.commit_timestamp_ms,
+                                                           lambda t: t in subscribed, now, retention)
+                step.records.extend(records)
+            else:
+                all_expired = True
+            if all_expired and not cgroup.members and not self.offsets.has_pending(gid):
+                self._cg_delete(cgroup, step.records)
         self._schedule(("expire-offsets",), self.config.offsets_retention_check_interval_ms, self._expire_offsets)
 
     # ================================================================== both protocols

@@ -107,7 +107,9 @@ _VALID_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
     TxnState.ONGOING: frozenset({TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
                                  TxnState.COMPLETE_ABORT}),
     TxnState.PREPARE_COMMIT: frozenset({TxnState.ONGOING}),
-    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE}),
+    # Empty/Complete*: a transactions-v2 abort of a transaction that added nothing (Kafka 4.0)
+    TxnState.PREPARE_ABORT: frozenset({TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE, TxnState.EMPTY,
+                                       TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
     TxnState.COMPLETE_COMMIT: frozenset({TxnState.PREPARE_COMMIT}),
     TxnState.COMPLETE_ABORT: frozenset({TxnState.PREPARE_ABORT}),
     TxnState.DEAD: frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT}),
@@ -222,6 +224,8 @@ class AddPartitionsResult:
 @dataclass(slots=True)
 class EndTxnResult:
     error_code: int
+    producer_id: int = -1        # EndTxn v5 (transactions v2): the id and epoch of the next transaction
+    producer_epoch: int = -1
 
 
 @dataclass(slots=True)
@@ -598,23 +602,48 @@ class TransactionCoordinator:
     # ================================================================== EndTxn
 
     def _handle_end_txn(self, req: EndTxn, step: Step) -> None:
-        def answer(code: int) -> None:
-            step.completions.append((req.token, EndTxnResult(code)))
+        """EndTxn. v5 is transactions v2 (KIP-890 part 2): every commit or abort bumps the producer
+        epoch (the markers carry the new epoch, fencing the old one everywhere), the answer carries
+        the producer id and epoch of the next transaction, a retry with the previous epoch is
+        recognised, and aborting a transaction that added nothing is allowed."""
+        tv2 = req.api_version >= 5
 
+        def answer(code: int, md: TxnMetadata | None = None) -> None:
+            ok = tv2 and code == NONE and md is not None
+            step.completions.append((req.token, EndTxnResult(
+                code, md.producer_id if ok else -1, md.producer_epoch if ok else -1)))
+
+        commit = req.committed
+        if tv2:
+            md = self._txns.get(req.transactional_id) if self._owns(req.transactional_id or "") else None
+            if (md is not None and md.producer_id == req.producer_id and req.producer_epoch != md.producer_epoch
+                    and req.producer_epoch == md.last_producer_epoch and md.producer_epoch == req.producer_epoch + 1):
+                # a retry of the EndTxn that bumped the epoch
+                done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+                preparing = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+                if md.state == done:
+                    return answer(NONE, md)
+                if md.state == preparing:
+                    return answer(CONCURRENT_TRANSACTIONS)
+                return answer(INVALID_TXN_STATE)
         err, md = self._check_producer(req.transactional_id, req.producer_id, req.producer_epoch)
         if md is None:
             return answer(err)
-        commit = req.committed
         state = md.state
-        if state == TxnState.ONGOING:
-            self._transition(md, TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, step,
-                             last_update_ms=self._now)
+        if state == TxnState.ONGOING or (tv2 and not commit and state in (
+                TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)):
+            changes: dict[str, Any] = {"last_update_ms": self._now}
+            if tv2 and not md.epoch_exhausted:
+                changes.update(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
+            if state != TxnState.ONGOING:
+                changes["partitions"] = set()
+            self._transition(md, TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, step, **changes)
             step.markers.append(self._marker_job(md))
-            return answer(NONE)
+            return answer(NONE, md)
         if state == TxnState.COMPLETE_COMMIT:
-            return answer(NONE if commit else INVALID_TXN_STATE)       # a retry of a finished commit
+            return answer(NONE if commit else INVALID_TXN_STATE, md)    # a retry of a finished commit
         if state == TxnState.COMPLETE_ABORT:
-            return answer(NONE if not commit else INVALID_TXN_STATE)
+            return answer(NONE if not commit else INVALID_TXN_STATE, md)
         if state == TxnState.PREPARE_COMMIT:
             return answer(CONCURRENT_TRANSACTIONS if commit else INVALID_TXN_STATE)
         if state == TxnState.PREPARE_ABORT:

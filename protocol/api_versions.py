@@ -2,8 +2,7 @@
 
 ApiVersions advertises exactly this table, and the dispatcher refuses anything outside it.
 Clients use every API they see advertised, so an API appears here only when its handler
-is complete (see client-facts: GetTelemetrySubscriptions, DescribeTopicPartitions and
-ConsumerGroupDescribe are deliberately absent).
+is complete (see client-facts: GetTelemetrySubscriptions is deliberately absent).
 """
 from __future__ import annotations
 
@@ -42,8 +41,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.ListPartitionReassignments: (0, 0),
     ApiKey.AddPartitionsToTxn: (0, 5),
     ApiKey.AddOffsetsToTxn: (0, 4),
-    ApiKey.EndTxn: (0, 4),
-    ApiKey.TxnOffsetCommit: (0, 4),
+    ApiKey.EndTxn: (0, 5),
+    ApiKey.TxnOffsetCommit: (0, 5),
     ApiKey.DescribeTransactions: (0, 0),
     ApiKey.ListTransactions: (0, 2),
     ApiKey.DescribeProducers: (0, 0),
@@ -55,6 +54,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.DeleteAcls: (1, 3),
     ApiKey.DescribeUserScramCredentials: (0, 0),
     ApiKey.AlterUserScramCredentials: (0, 0),
+    # KIP-848 consumer groups and the Java Admin's describeTopics (coordinator/consumer_group*.py)
+    ApiKey.ConsumerGroupHeartbeat: (0, 1),
+    ApiKey.ConsumerGroupDescribe: (0, 1),
+    ApiKey.DescribeTopicPartitions: (0, 0),
 }
 
 

@@ -2,7 +2,8 @@
 Kafka's message definitions in ``protocol/schemas/`` (copied verbatim from Kafka's
 clients/src/main/resources/common/message and group-coordinator/src/main/resources/common/message).
 
-- KIP-848 APIs: ConsumerGroupHeartbeat (68) v0-1, ConsumerGroupDescribe (69) v0.
+- KIP-848 APIs: ConsumerGroupHeartbeat (68) v0-1, ConsumerGroupDescribe (69) v0-1 (v1's MemberType added
+  from KIP-1099 / Kafka 4.0, the mirror being older).
 - The coordinator records of consumer groups in ``__consumer_offsets`` (key versions 3-8): the
   key is an int16 record type followed by the non-flexible key struct, the value an int16 version
   followed by the flexible value struct, exactly as Kafka's CoordinatorRecordSerde writes them.

@@ -1,5 +1,5 @@
 """API handler modules, one per API family; importing this package registers them."""
-from . import (api_versions, cluster, configs, fetch, groups, log_offsets, metadata, offsets,  # noqa: F401
+from . import (api_versions, cluster, configs, consumer_groups, describe_topic_partitions, fetch, groups, log_offsets, metadata, offsets,  # noqa: F401
                produce, producer_ids, topics, transactions)
 from . import log_dirs, quotas, reassignments  # noqa: F401  (what the web consoles call)
 from . import acls, sasl, scram  # noqa: F401  (security: broker/security/)

@@ -4,11 +4,14 @@ Quirks: the response header is never flexible (kafka-python handles this); a req
 newer than advertised (v4, or less when ``samsa.emulate.kafka.version`` emulates an older
 Kafka) is answered in v0 with UNSUPPORTED_VERSION and the full table (KIP-511), so
 clients can downgrade; tagged fields (features) are written only when non-default.
+v3+ carry the supported and finalized features of protocol/features.py (transaction.version
+finalized at ``samsa.transaction.version``), except when emulating an older Kafka.
 """
 from __future__ import annotations
 
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
+from protocol import features
 from protocol.api_versions import SUPPORTED
 from protocol.errors import ErrorCode
 
@@ -28,4 +31,13 @@ def unsupported_version_response(correlation_id: int, table: dict[int, tuple[int
 
 @handles(18)
 async def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
-    return ctx.response(error_code=ErrorCode.NONE, api_keys=_keys(ctx.broker.api_versions), throttle_time_ms=0)
+    resp = ctx.response(error_code=ErrorCode.NONE, api_keys=_keys(ctx.broker.api_versions), throttle_time_ms=0)
+    if ctx.api_version >= 3 and ctx.broker.api_versions is SUPPORTED:   # an emulated old Kafka: none
+        tv = ctx.broker.config.get("samsa.transaction.version")
+        resp.supported_features = [resp.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
+                                   for n, lo, hi in features.supported_features()]
+        resp.finalized_features_epoch = features.FINALIZED_FEATURES_EPOCH
+        resp.finalized_features = [resp.FinalizedFeatureKey(name=n, max_version_level=level, min_version_level=level)
+                                   for n, level in features.finalized_features(
+                                       features.TRANSACTION_VERSION_MAX if tv is None else int(tv))]
+    return resp

@@ -61,7 +61,8 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
         allow = v < 4 or bool(req.allow_auto_topic_creation)
         for rt in req.topics:
             tid = getattr(rt, "topic_id", None)
-            if rt.name is None and tid is not None and tid != ZERO_UUID:
+            # by topic id: the name is null (v10+), or "" as the Java 4.x consumer sends it
+            if not rt.name and tid is not None and tid != ZERO_UUID:
                 topic = logs.topics_by_id.get(tid)
                 if topic is None:
                     topics.append(T(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=tid,

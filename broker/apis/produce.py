@@ -32,15 +32,18 @@ def _error(index: int, code: int, message: str | None = None) -> PR:
 def _verify_transaction(ctx: RequestContext, transactional_id: str | None, topic: str, partition: int,
                         batch: rb.BatchHeader) -> int:
     """Is (topic, partition) in the ongoing transaction of the batch's producer? Answered within
-    this step (no await), so the transaction cannot end between the check and the append."""
+    this step (no await), so the transaction cannot end between the check and the append. From
+    Produce v12 (transactions v2 clients, KIP-890 part 2) the partition is added instead."""
     if not transactional_id:
         return ErrorCode.NONE        # Kafka verifies only requests that name their transaction
     r: tx.AddPartitionsResult = ctx.broker.txns.call_now(transactional_id, tx.AddPartitionsToTxn(
         transactional_id=transactional_id, producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
-        partitions=[(topic, partition)], verify_only=True))
+        partitions=[(topic, partition)], verify_only=ctx.api_version < 12))
     code = r.error_for((topic, partition))
     if code == ErrorCode.PRODUCER_FENCED:
         code = ErrorCode.INVALID_PRODUCER_EPOCH       # Kafka's AddPartitionsToTxnManager mapping
+    elif code == ErrorCode.CONCURRENT_TRANSACTIONS:
+        code = ErrorCode.NOT_ENOUGH_REPLICAS          # (the previous transaction is completing): retriable
     return code
 
 

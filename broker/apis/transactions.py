@@ -1,5 +1,5 @@
 """Transactions: InitProducerId with a transactional id, AddPartitionsToTxn v0-v5,
-AddOffsetsToTxn v0-v4, EndTxn v0-v4, TxnOffsetCommit v0-v4, DescribeTransactions v0,
+AddOffsetsToTxn v0-v4, EndTxn v0-v5, TxnOffsetCommit v0-v5, DescribeTransactions v0,
 ListTransactions v0-v2, DescribeProducers v0.
 
 Quirks (Kafka's): PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH to clients that predate
@@ -9,9 +9,12 @@ and the others OPERATION_NOT_ATTEMPTED; v4+ batches several transactions (and ``
 checks membership instead of adding). TxnOffsetCommit first verifies, without yielding, that the
 group's ``__consumer_offsets`` partition is in the producer's transaction (KIP-890: a wrong epoch
 answers INVALID_PRODUCER_EPOCH, a partition not added INVALID_TXN_STATE), then the group
-coordinator validates the member and stores the offsets as pending. EndTxn v5 and TxnOffsetCommit
-v5 (transactions v2, an epoch bump per transaction) are not offered: clients use them only when
-the ``transaction.version`` feature is finalized, which this broker does not advertise.
+coordinator validates the member and stores the offsets as pending. Transactions v2 (KIP-890
+part 2; clients use it when ``transaction.version`` 2 is finalized, see protocol/features.py):
+EndTxn v5 bumps the producer epoch on every commit/abort and answers the next producer id/epoch,
+TxnOffsetCommit v5 adds the group's partition itself (no AddOffsetsToTxn), Produce v12+ adds
+partitions implicitly (broker/apis/produce.py). Not done: a TV2 commit/abort at the last epoch
+(32766) keeps the epoch instead of moving to a new producer id.
 WriteTxnMarkers is not offered either: this node writes its own markers.
 """
 from __future__ import annotations
@@ -124,7 +127,7 @@ async def end_txn(ctx: RequestContext, req: Any) -> Any:
         transactional_id=req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
         committed=bool(req.committed), api_version=ctx.api_version))
     return ctx.response(throttle_time_ms=0, error_code=_fenced_for(ctx.api_version, 2, r.error_code),
-                        producer_id=-1, producer_epoch=-1)
+                        producer_id=r.producer_id, producer_epoch=r.producer_epoch)
 
 
 # ---------------------------------------------------------------------------- TxnOffsetCommit
@@ -167,9 +170,11 @@ def _verify_offsets_partition(ctx: RequestContext, req: Any, topics: list[Offset
     if not req.group_id:
         return {}        # the group coordinator answers INVALID_GROUP_ID
     offsets_partition = partition_for_group(req.group_id, ctx.broker.groups.num_partitions)
+    ctx.broker.groups.ensure_topic()
+    # v5 (transactions v2): no AddOffsetsToTxn before, the partition is added here
     r: tx.AddPartitionsResult = ctx.broker.txns.call_now(req.transactional_id, tx.AddPartitionsToTxn(
         transactional_id=req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
-        partitions=[(tx.OFFSETS_TOPIC, offsets_partition)], verify_only=True))
+        partitions=[(tx.OFFSETS_TOPIC, offsets_partition)], verify_only=ctx.api_version < 5))
     code = r.error_for((tx.OFFSETS_TOPIC, offsets_partition))
     if code == ErrorCode.NONE:
         return {}

@@ -284,6 +284,54 @@ public class SamsaJavaClient {
         }
     }
 
+    /** Consume-transform-produce, exactly once: read --input (read_committed) as member of --group,
+     *  write each value upper-cased to --output and commit the consumed offsets with
+     *  sendOffsetsToTransaction, one transaction per poll, until --max records or the deadline. */
+    static void transform(Args a) throws Exception {
+        String in = a.req("--input"), out = a.req("--output"), txId = a.req("--transactional-id");
+        long max = a.num("--max", Long.MAX_VALUE);
+        long deadline = System.currentTimeMillis() + a.num("--timeout-ms", 60000);
+        Properties cp = consumerProps(a, "samsa-java-transform");
+        cp.put("group.id", a.req("--group"));
+        cp.put("auto.offset.reset", "earliest");
+        cp.put("isolation.level", "read_committed");
+        Properties pp = common(a, "samsa-java-transform-producer");
+        pp.put("key.serializer", ByteArraySerializer.class.getName());
+        pp.put("value.serializer", ByteArraySerializer.class.getName());
+        pp.put("transactional.id", txId);
+        pp.put("max.block.ms", "20000");
+        pp.put("delivery.timeout.ms", "30000");
+        for (String kv : a.all("--prop")) {
+            int eq = kv.indexOf('=');
+            String k = kv.substring(0, eq), v = kv.substring(eq + 1);
+            if (k.startsWith("consumer.")) cp.put(k.substring(9), v);
+            else if (k.startsWith("producer.")) pp.put(k.substring(9), v);
+        }
+        long n = 0, txns = 0;
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(cp); KafkaProducer<byte[], byte[]> pr = new KafkaProducer<>(pp)) {
+            pr.initTransactions();
+            c.subscribe(List.of(in));
+            while (n < max && System.currentTimeMillis() < deadline) {
+                ConsumerRecords<byte[], byte[]> recs = c.poll(Duration.ofMillis(200));
+                if (recs.isEmpty()) continue;
+                pr.beginTransaction();
+                Map<TopicPartition, OffsetAndMetadata> offs = new HashMap<>();
+                for (ConsumerRecord<byte[], byte[]> r : recs) {
+                    pr.send(new ProducerRecord<>(out, r.partition(), r.key(), bytes(str(r.value()).toUpperCase(Locale.ROOT))));
+                    offs.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+                    n++;
+                }
+                pr.sendOffsetsToTransaction(offs, c.groupMetadata());
+                pr.commitTransaction();
+                txns++;
+            }
+        } catch (KafkaException e) {
+            error(e, "stage", "transform");
+            return;
+        }
+        emit(obj("type", "transform", "count", n, "transactions", txns));
+    }
+
     /** Two producers with one transactional id: the younger one's initTransactions fences the
      *  older, whose open transaction is aborted and whose next send or commit must fail. */
     static void fence(Args a) throws Exception {
@@ -449,7 +497,8 @@ public class SamsaJavaClient {
     /** A subscribing group member (classic protocol unless --prop group.protocol=consumer). */
     static void consumeGroup(Args a) throws Exception {
         List<String> topics = a.all("--topic");
-        if (topics.isEmpty()) throw new IllegalArgumentException("--topic is required");
+        String regex = a.get("--topic-regex", null);
+        if (topics.isEmpty() && regex == null) throw new IllegalArgumentException("--topic or --topic-regex is required");
         Properties p = consumerProps(a, "samsa-java-group");
         p.put("group.id", a.req("--group"));
         p.put("auto.offset.reset", a.get("--reset", "earliest"));
@@ -462,12 +511,27 @@ public class SamsaJavaClient {
         }
         if (a.has("--group-instance-id")) p.put("group.instance.id", a.req("--group-instance-id"));
         overrides(p, a);
+        if ("consumer".equalsIgnoreCase(String.valueOf(p.getOrDefault("group.protocol", "classic")))) {
+            // KIP-848: the broker owns these (group.consumer.*); the 4.x client refuses them.
+            p.remove("session.timeout.ms");
+            p.remove("heartbeat.interval.ms");
+            p.remove("partition.assignment.strategy");
+        }
         long t0 = System.nanoTime();
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
-            c.subscribe(topics, new ConsumerRebalanceListener() {
+            ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
                 public void onPartitionsRevoked(Collection<TopicPartition> ps) { emit(obj("type", "revoked", "partitions", tpList(ps))); }
                 public void onPartitionsAssigned(Collection<TopicPartition> ps) { emit(obj("type", "assigned", "partitions", tpList(ps))); }
-            });
+            };
+            if (regex != null) {
+                // subscribe(SubscriptionPattern) (4.x only: a broker-side RE2/J regex), by reflection
+                // so that this file still compiles against 3.9.
+                Class<?> sp = Class.forName("org.apache.kafka.clients.consumer.SubscriptionPattern");
+                Object pattern = sp.getConstructor(String.class).newInstance(regex);
+                c.getClass().getMethod("subscribe", sp, ConsumerRebalanceListener.class).invoke(c, pattern, listener);
+            } else {
+                c.subscribe(topics, listener);
+            }
             Map<TopicPartition, Long> last = new HashMap<>();
             long n;
             try {
@@ -711,7 +775,12 @@ public class SamsaJavaClient {
                 for (MemberDescription m : ms)
                     members.add(obj("member_id", m.consumerId(), "group_instance_id", m.groupInstanceId(),
                             "client_id", m.clientId(), "host", m.host(), "assignment", tpList(m.assignment().topicPartitions())));
+                Object groupEpoch = null;   // 4.x: present only when described through ConsumerGroupDescribe
+                try {
+                    groupEpoch = ((Optional<?>) d.getClass().getMethod("groupEpoch").invoke(d)).orElse(null);
+                } catch (NoSuchMethodException e) { /* 3.9 */ }
                 emit(obj("type", "group", "group_id", d.groupId(), "simple", d.isSimpleConsumerGroup(),
+                        "group_epoch", groupEpoch,
                         "state", String.valueOf(d.state()), "assignor", d.partitionAssignor(),
                         "coordinator", d.coordinator() == null ? null : d.coordinator().id(), "members", members));
             } catch (ExecutionException e) {
@@ -811,6 +880,7 @@ public class SamsaJavaClient {
             else if (cmd.equals("version")) emit(obj("type", "version", "kafka_clients", AppInfoVersion.get()));
             else if (cmd.equals("produce")) produce(a);
             else if (cmd.equals("fence")) fence(a);
+            else if (cmd.equals("transform")) transform(a);
             else if (cmd.equals("consume-assign")) consumeAssign(a);
             else if (cmd.equals("consume-group")) consumeGroup(a);
             else if (ADMIN.containsKey(cmd)) {

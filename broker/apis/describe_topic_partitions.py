@@ -1,0 +1,77 @@
+"""DescribeTopicPartitions v0 (KIP-966), which the Java Admin 3.8+ prefers for describeTopics by name.
+
+As Kafka's DescribeTopicPartitionsRequestHandler and KRaftMetadataCache: the requested topics (or,
+with none, every topic) in name order from the cursor's topic on, the cursor's topic starting at
+its partition; at most min(ResponsePartitionLimit, ``max.request.partition.size.limit``, default
+2000) and at least one partition per answer; when the limit cuts a topic, NextCursor names the
+first partition not returned, and when it is reached just before a further topic, NextCursor is
+that topic's partition 0. A named topic that does not exist answers UNKNOWN_TOPIC_OR_PARTITION
+(INVALID_TOPIC_EXCEPTION for an invalid name); a cursor outside the requested topics, or with a
+negative partition, is INVALID_REQUEST for every requested topic. This single node leads every
+partition, its only replica and ISR; ELR lists are empty; authorized operations are "not
+requested" (-2147483648), there being no authorizer.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import ErrorCode
+
+from ..dispatch import RequestContext, handles
+from ..log.manager import topic_name_error
+from .common import ZERO_UUID
+
+_NOT_REQUESTED = -2147483648
+
+
+@handles(75)
+async def describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
+    logs = ctx.broker.logs
+    node = ctx.broker.node_id
+    resp = ctx.response(throttle_time_ms=0, topics=[], next_cursor=None)
+    T = resp.DescribeTopicPartitionsResponseTopic
+    P = T.DescribeTopicPartitionsResponsePartition
+    fetch_all = not req.topics
+    cursor = req.cursor
+    cursor_topic = cursor.topic_name if cursor is not None else ""
+    if fetch_all:
+        names = sorted(n for n in list(logs.topics) if n >= cursor_topic)
+    else:
+        names = sorted({t.name for t in req.topics if t.name is not None and t.name >= cursor_topic})
+        if cursor is not None and cursor.topic_name not in names:
+            names = []
+            cursor = None
+            resp.topics = [T(error_code=ErrorCode.INVALID_REQUEST, name=t.name, topic_id=ZERO_UUID,
+                             is_internal=False, partitions=[], topic_authorized_operations=_NOT_REQUESTED)
+                           for t in req.topics]
+            return resp
+    if cursor is not None and cursor.partition_index < 0:
+        resp.topics = [T(error_code=ErrorCode.INVALID_REQUEST, name=n, topic_id=ZERO_UUID, is_internal=False,
+                         partitions=[], topic_authorized_operations=_NOT_REQUESTED) for n in names]
+        return resp
+    limit = int(ctx.broker.config.get("max.request.partition.size.limit") or 2000)
+    remaining = max(min(limit, req.response_partition_limit), 1)
+    for name in names:
+        if remaining == 0:
+            resp.next_cursor = resp.Cursor(topic_name=name, partition_index=0)
+            break
+        topic = logs.topics.get(name)
+        if topic is None:
+            if not fetch_all:
+                err = ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_error(name) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                resp.topics.append(T(error_code=err, name=name, topic_id=ZERO_UUID, is_internal=False, partitions=[],
+                                     topic_authorized_operations=_NOT_REQUESTED))
+            continue
+        start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        count = len(topic.partitions)
+        upper = min(count, start + remaining)
+        parts = [P(error_code=0, partition_index=p.index, leader_id=node, leader_epoch=p.leader_epoch,
+                   replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[], last_known_elr=[],
+                   offline_replicas=[]) for p in topic.partitions[start:upper]]
+        resp.topics.append(T(error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.internal,
+                             partitions=parts, topic_authorized_operations=_NOT_REQUESTED))
+        if upper < count:
+            resp.next_cursor = resp.Cursor(topic_name=name, partition_index=upper)
+            break
+        remaining -= len(parts)
+    return resp

@@ -1,0 +1,268 @@
+"""KIP-848 consumer groups on the wire (raw ConsumerGroupHeartbeat/ConsumerGroupDescribe requests
+against a real broker process): epochs, assignments, errors as Kafka gives them, restart."""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from broker.testing import SamsaBroker
+from protocol.messages import REQUESTS
+from tests.rawclient import RawClient
+
+HB, DESCRIBE, METADATA, API_VERSIONS, LIST_GROUPS, DESCRIBE_GROUPS = 68, 69, 3, 18, 16, 15
+OFFSET_COMMIT, OFFSET_FETCH = 8, 9
+NONE, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, INVALID_REQUEST = 0, 22, 25, 42
+GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED = 69, 81
+FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, STALE_MEMBER_EPOCH = 110, 111, 112, 113
+INVALID_REGULAR_EXPRESSION = 128
+PARTITIONS = 6
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def cbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
+    broker = SamsaBroker(tmp_path_factory.mktemp("cg-wire") / "data", overrides={
+        "num.partitions": str(PARTITIONS), "group.consumer.max.size": "3"}).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def client(cbroker: SamsaBroker) -> Iterator[RawClient]:
+    with RawClient(cbroker.bootstrap_servers) as c:
+        yield c
+
+
+def create_topic(client: RawClient, topic: str) -> uuid.UUID:
+    md = client.request(METADATA, 12, topics=[REQUESTS[METADATA].MetadataRequestTopic(name=topic, topic_id=None)],
+                        allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+    assert md.topics[0].error_code == NONE
+    return md.topics[0].topic_id
+
+
+def hb(client: RawClient, group: str, member_id: str, epoch: int, owned: Any = None, version: int = 1,
+       **kw: Any) -> Any:
+    if epoch == 0:
+        kw.setdefault("rebalance_timeout_ms", 30000)
+        owned = [] if owned is None else owned
+    return client.request(HB, version, group_id=group, member_id=member_id, member_epoch=epoch,
+                          topic_partitions=owned, **kw)
+
+
+def parts(resp: Any) -> dict[uuid.UUID, list[int]]:
+    return {tp.topic_id: sorted(tp.partitions) for tp in resp.assignment.topic_partitions}
+
+
+def owned(assignment: dict[uuid.UUID, list[int]]) -> list[Any]:
+    TP = REQUESTS[HB].TopicPartitions
+    return [TP(topic_id=t, partitions=ps) for t, ps in assignment.items()]
+
+
+def test_api_versions_advertises_consumer_group_apis_and_features(client: RawClient) -> None:
+    r = client.request(API_VERSIONS, 3, client_software_name="t", client_software_version="1")
+    keys = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+    assert keys[HB] == (0, 1) and keys[DESCRIBE] == (0, 1)
+    assert {f.name: (f.min_version, f.max_version) for f in r.supported_features}["group.version"] == (0, 1)
+    finalized = {f.name: f.max_version_level for f in r.finalized_features}
+    assert finalized["group.version"] == 1 and finalized["metadata.version"] == 25
+    assert r.finalized_features_epoch >= 0
+
+
+def test_two_members_reconcile_revocation_before_assignment(client: RawClient) -> None:
+    group, topic = unique("g"), unique("t")
+    tid = create_topic(client, topic)
+    a = hb(client, group, "member-a", 0, subscribed_topic_names=[topic])
+    assert (a.error_code, a.member_id, a.member_epoch) == (NONE, "member-a", 1)
+    assert parts(a) == {tid: list(range(PARTITIONS))}
+    b = hb(client, group, "member-b", 0, subscribed_topic_names=[topic])
+    assert (b.error_code, b.member_epoch) == (NONE, 2)
+    assert parts(b) == {}                 # a still owns everything: b waits (UNRELEASED_PARTITIONS)
+    a2 = hb(client, group, "member-a", 1, owned=owned({tid: list(range(PARTITIONS))}))
+    assert a2.member_epoch == 1           # revoking first, epoch unchanged
+    kept = parts(a2)[tid]
+    assert len(kept) == 3
+    b2 = hb(client, group, "member-b", 2, owned=[])
+    assert b2.assignment is None          # nothing released yet
+    a3 = hb(client, group, "member-a", 1, owned=owned({tid: kept}))
+    assert a3.member_epoch == 2
+    b3 = hb(client, group, "member-b", 2, owned=[])
+    assert parts(b3) == {tid: sorted(set(range(PARTITIONS)) - set(kept))}
+    d = client.request(DESCRIBE, 0, group_ids=[group], include_authorized_operations=False).groups[0]
+    assert (d.error_code, d.group_state, d.group_epoch, d.assignment_epoch, d.assignor_name) == \
+        (NONE, "Stable", 2, 2, "uniform")
+    got = {m.member_id: sorted(p for tp in m.assignment.topic_partitions for p in tp.partitions) for m in d.members}
+    assert got == {"member-a": kept, "member-b": sorted(set(range(PARTITIONS)) - set(kept))}
+    assert {tp.topic_name for m in d.members for tp in m.assignment.topic_partitions} == {topic}
+    d1 = client.request(DESCRIBE, 1, group_ids=[group], include_authorized_operations=False).groups[0]
+    assert [m.member_type for m in d1.members] == [1, 1]
+    listed = client.request(LIST_GROUPS, 5, states_filter=[], types_filter=["consumer"])
+    assert [(x.group_type, x.group_state, x.protocol_type) for x in listed.groups if x.group_id == group] == \
+        [("consumer", "Stable", "consumer")]
+    classic_only = client.request(LIST_GROUPS, 5, states_filter=[], types_filter=["classic"])
+    assert group not in {x.group_id for x in classic_only.groups}
+    dg = client.request(DESCRIBE_GROUPS, 5, groups=[group], include_authorized_operations=False).groups[0]
+    assert (dg.error_code, dg.protocol_type, dg.group_state, len(dg.members)) == (NONE, "consumer", "Stable", 2)
+    # leave: the other member gets everything on its next heartbeats
+    leave = hb(client, group, "member-a", -1)
+    assert (leave.error_code, leave.member_epoch) == (NONE, -1)
+    b4 = hb(client, group, "member-b", 2, owned=owned(parts(b3)))
+    assert b4.member_epoch == 3 and parts(b4) == {tid: list(range(PARTITIONS))}
+
+
+@pytest.mark.parametrize("case", ["greater", "smaller", "unknown", "empty-group", "bad-epoch", "no-rebalance-timeout",
+                                  "bad-assignor", "bad-regex", "max-size", "no-subscription"])
+def test_bad_heartbeats_get_kafkas_error_codes(client: RawClient, case: str) -> None:
+    group, topic = unique("g"), unique("t")
+    create_topic(client, topic)
+    first = hb(client, group, "m1", 0, subscribed_topic_names=[topic])
+    assert first.error_code == NONE
+    expected = {"greater": FENCED_MEMBER_EPOCH, "smaller": FENCED_MEMBER_EPOCH, "unknown": UNKNOWN_MEMBER_ID,
+                "empty-group": INVALID_REQUEST, "bad-epoch": INVALID_REQUEST, "no-rebalance-timeout": INVALID_REQUEST,
+                "bad-assignor": UNSUPPORTED_ASSIGNOR, "bad-regex": INVALID_REGULAR_EXPRESSION,
+                "max-size": GROUP_MAX_SIZE_REACHED, "no-subscription": INVALID_REQUEST}[case]
+    if case == "greater":
+        r = hb(client, group, "m1", 5, owned=[])
+    elif case == "smaller":
+        hb(client, group, "m2", 0, subscribed_topic_names=[topic])     # epoch 2 for m2; m1 still at 1
+        hb(client, group, "m1", 1, owned=[])                           # m1 moves to 2 (it owns nothing yet)
+        r = hb(client, group, "m1", 1, owned=owned({uuid.uuid4(): [0]}))
+    elif case == "unknown":
+        r = hb(client, group, "nobody", 1, owned=[])
+    elif case == "empty-group":
+        r = hb(client, "", "m9", 0, subscribed_topic_names=[topic])
+    elif case == "bad-epoch":
+        r = hb(client, group, "m1", -3, owned=[])
+    elif case == "no-rebalance-timeout":
+        r = hb(client, group, "m9", 0, subscribed_topic_names=[topic], rebalance_timeout_ms=-1)
+    elif case == "bad-assignor":
+        r = hb(client, group, "m9", 0, subscribed_topic_names=[topic], server_assignor="sticky")
+    elif case == "bad-regex":
+        r = hb(client, group, "m9", 0, subscribed_topic_regex="t-(")
+    elif case == "max-size":
+        for m in ("m2", "m3"):
+            assert hb(client, group, m, 0, subscribed_topic_names=[topic]).error_code == NONE
+        r = hb(client, group, "m4", 0, subscribed_topic_names=[topic])
+    else:
+        r = hb(client, group, "m9", 0)
+    assert r.error_code == expected, r
+    # the group is intact: m1 still heartbeats
+    d = client.request(DESCRIBE, 0, group_ids=[group], include_authorized_operations=False).groups[0]
+    assert "m1" in {m.member_id for m in d.members}
+
+
+def test_static_member_leaves_with_minus_two_and_rejoins_with_its_partitions(client: RawClient) -> None:
+    group, topic = unique("g"), unique("t")
+    tid = create_topic(client, topic)
+    a = hb(client, group, "a1", 0, subscribed_topic_names=[topic], instance_id="inst-a")
+    assert parts(a) == {tid: list(range(PARTITIONS))}
+    left = hb(client, group, "a1", -2, instance_id="inst-a")
+    assert (left.error_code, left.member_epoch) == (NONE, -2)
+    clash = hb(client, group, "x1", 0, subscribed_topic_names=[topic], instance_id="inst-b")
+    assert clash.error_code == NONE and parts(clash) == {}        # inst-a's partitions stay reserved
+    back = hb(client, group, "a2", 0, subscribed_topic_names=[topic], instance_id="inst-a")
+    assert back.error_code == NONE and back.member_id == "a2"
+    assert set(parts(back)[tid]) <= set(range(PARTITIONS)) and len(parts(back)[tid]) >= 3
+    again = hb(client, group, "a3", 0, subscribed_topic_names=[topic], instance_id="inst-a")
+    assert again.error_code == UNRELEASED_INSTANCE_ID
+
+
+def test_regex_subscription_picks_up_a_topic_created_later(client: RawClient) -> None:
+    group, prefix = unique("g"), unique("rx")
+    t1 = create_topic(client, f"{prefix}-one")
+    a = hb(client, group, "m", 0, subscribed_topic_regex=f"{prefix}-.*")
+    assert parts(a) == {t1: list(range(PARTITIONS))}
+    t2 = create_topic(client, f"{prefix}-two")
+    create_topic(client, f"other-{prefix}")
+    a2 = hb(client, group, "m", a.member_epoch, owned=owned(parts(a)))
+    assert a2.member_epoch == a.member_epoch + 1
+    assert parts(a2) == {t1: list(range(PARTITIONS)), t2: list(range(PARTITIONS))}
+
+
+def test_offset_commit_and_fetch_validate_member_epoch(client: RawClient) -> None:
+    group, topic = unique("g"), unique("t")
+    create_topic(client, topic)
+    a = hb(client, group, "m", 0, subscribed_topic_names=[topic])
+    Req = REQUESTS[OFFSET_COMMIT]
+
+    def commit(member: str, epoch: int) -> int:
+        r = client.request(OFFSET_COMMIT, 9, group_id=group, generation_id_or_member_epoch=epoch, member_id=member,
+                           group_instance_id=None, topics=[Req.OffsetCommitRequestTopic(name=topic, partitions=[
+                               Req.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                                   partition_index=0, committed_offset=7, committed_leader_epoch=-1,
+                                   committed_metadata="")])])
+        return r.topics[0].partitions[0].error_code
+
+    assert commit("m", a.member_epoch + 1) == STALE_MEMBER_EPOCH
+    assert commit("x", a.member_epoch) == UNKNOWN_MEMBER_ID
+    assert commit("m", a.member_epoch) == NONE
+    F = REQUESTS[OFFSET_FETCH]
+
+    def fetch(member: str | None, epoch: int) -> Any:
+        r = client.request(OFFSET_FETCH, 9, groups=[F.OffsetFetchRequestGroup(
+            group_id=group, member_id=member, member_epoch=epoch,
+            topics=[F.OffsetFetchRequestGroup.OffsetFetchRequestTopics(name=topic, partition_indexes=[0])])],
+            require_stable=False)
+        return r.groups[0]
+
+    assert fetch("m", 99).error_code == STALE_MEMBER_EPOCH
+    ok = fetch("m", a.member_epoch)
+    assert ok.error_code == NONE and ok.topics[0].partitions[0].committed_offset == 7
+    assert fetch(None, -1).topics[0].partitions[0].committed_offset == 7    # admin-style fetch
+
+
+def test_consumer_group_describe_of_a_classic_group_is_group_id_not_found(client: RawClient) -> None:
+    group, topic = unique("g"), unique("t")
+    create_topic(client, topic)
+    Req = REQUESTS[OFFSET_COMMIT]
+    client.request(OFFSET_COMMIT, 8, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                   group_instance_id=None, topics=[Req.OffsetCommitRequestTopic(name=topic, partitions=[
+                       Req.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                           partition_index=0, committed_offset=1, committed_leader_epoch=-1,
+                           committed_metadata="")])])
+    d = client.request(DESCRIBE, 0, group_ids=[group, unique("none")], include_authorized_operations=False)
+    assert [g.error_code for g in d.groups] == [GROUP_ID_NOT_FOUND, GROUP_ID_NOT_FOUND]
+    # an empty classic ("simple") group converts when a consumer-protocol member joins; offsets stay
+    a = hb(client, group, "m", 0, subscribed_topic_names=[topic])
+    assert a.error_code == NONE
+    F = REQUESTS[OFFSET_FETCH]
+    r = client.request(OFFSET_FETCH, 9, groups=[F.OffsetFetchRequestGroup(
+        group_id=group, member_id=None, member_epoch=-1,
+        topics=[F.OffsetFetchRequestGroup.OffsetFetchRequestTopics(name=topic, partition_indexes=[0])])],
+        require_stable=False)
+    assert r.groups[0].topics[0].partitions[0].committed_offset == 1
+
+
+def test_state_survives_a_restart(tmp_path: Any) -> None:
+    broker = SamsaBroker(tmp_path / "data", overrides={"num.partitions": "4"}).start()
+    try:
+        group, topic = unique("g"), unique("t")
+        with RawClient(broker.bootstrap_servers) as c:
+            tid = create_topic(c, topic)
+            a = hb(c, group, "a", 0, subscribed_topic_names=[topic])
+            b = hb(c, group, "b", 0, subscribed_topic_names=[topic])
+            a = hb(c, group, "a", 1, owned=owned(parts(a)))
+            a = hb(c, group, "a", a.member_epoch, owned=owned(parts(a)))
+            b = hb(c, group, "b", 2, owned=[])
+            before = c.request(DESCRIBE, 0, group_ids=[group], include_authorized_operations=False).groups[0]
+        broker.stop()
+        broker.start()
+        with RawClient(broker.bootstrap_servers) as c:
+            after = c.request(DESCRIBE, 0, group_ids=[group], include_authorized_operations=False).groups[0]
+            assert (after.group_state, after.group_epoch, after.assignment_epoch) == \
+                (before.group_state, before.group_epoch, before.assignment_epoch) == ("Stable", 2, 2)
+            assert sorted((m.member_id, m.member_epoch, str(m.assignment), str(m.target_assignment))
+                          for m in after.members) == \
+                sorted((m.member_id, m.member_epoch, str(m.assignment), str(m.target_assignment)) for m in before.members)
+            again = hb(c, group, "b", 2, owned=owned(parts(b)))
+            assert again.error_code == NONE and again.member_epoch == 2
+            assert tid in parts(b)
+    finally:
+        broker.stop()
