@@ -39,6 +39,7 @@ TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."   # Kafka's ClusterAuthorizationException text
 
 
 def check(*api_keys: int):
@@ -138,14 +139,17 @@ async def fetch(ctx, req, handler):
     if not denied:
         return await handler(ctx, req)
     req.topics = ok
-    response = await handler(ctx, req)
+    # nothing left to read: answer now rather than long-poll (fetches here are sessionless)
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, error_code=0, session_id=0,
+                                                                responses=[])
     TR = _cls(1, "FetchableTopicResponse")
     PD = TR.PartitionData
     _message(response).responses.extend(
         TR(topic=t.topic, topic_id=getattr(t, "topic_id", None),
            partitions=[PD(partition_index=p.partition, error_code=TOPIC_DENIED, high_watermark=-1,
                           last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
-                          preferred_read_replica=-1, records=None) for p in t.partitions])
+                          preferred_read_replica=-1, records=b"") for p in t.partitions])
+        # empty, not null, records: librdkafka cannot parse a null records field
         for t in denied)
     return response
 
@@ -156,7 +160,7 @@ async def list_offsets(ctx, req, handler):
     if not denied:
         return await handler(ctx, req)
     req.topics = ok
-    response = await handler(ctx, req)
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
     TR = _cls(2, "ListOffsetsTopicResponse")
     P = TR.ListOffsetsPartitionResponse
     response.topics.extend(TR(name=t.name, partitions=[
@@ -171,7 +175,7 @@ async def offset_for_leader_epoch(ctx, req, handler):
     if not denied:
         return await handler(ctx, req)
     req.topics = ok
-    response = await handler(ctx, req)
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
     TR = _cls(23, "OffsetForLeaderTopicResult")
     E = TR.EpochEndOffset
     response.topics.extend(TR(topic=t.topic, partitions=[
@@ -186,7 +190,7 @@ async def describe_producers(ctx, req, handler):
     if not denied:
         return await handler(ctx, req)
     req.topics = ok
-    response = await handler(ctx, req)
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
     TR = _cls(61, "TopicResponse")
     P = TR.PartitionResponse
     response.topics.extend(TR(name=t.name, partitions=[
@@ -201,7 +205,7 @@ async def delete_records(ctx, req, handler):
     if not denied:
         return await handler(ctx, req)
     req.topics = ok
-    response = await handler(ctx, req)
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
     TR = _cls(21, "DeleteRecordsTopicResult")
     P = TR.DeleteRecordsPartitionResult
     response.topics.extend(TR(name=t.name, partitions=[
@@ -586,7 +590,8 @@ async def alter_configs(ctx, req, handler):
 async def describe_acls(ctx, req, handler):
     if cluster(ctx, Op.DESCRIBE):
         return await handler(ctx, req)
-    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=None, resources=[])
+    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE,
+                        resources=[])
 
 
 @check(30)
@@ -611,7 +616,8 @@ async def delete_acls(ctx, req, handler):
 async def describe_scram(ctx, req, handler):
     if cluster(ctx, Op.DESCRIBE):
         return await handler(ctx, req)
-    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=None, results=[])
+    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE,
+                        results=[])
 
 
 @check(51)
