@@ -95,6 +95,7 @@ class Broker:
             await nursery.start(flush.run_flusher, self)
             await nursery.start(cleaner.run_cleaner, self)
             await nursery.start(self.logs.run_file_deleter)
+            await nursery.start(self.security.refresh_jwks)
             task_status.started()
 
     def now_ms(self) -> int:

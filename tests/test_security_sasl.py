@@ -290,3 +290,47 @@ def test_reauthentication(pki, tmp_path) -> None:
         assert consume(conf, topic, 8, "g-" + topic) == [f"r{i}".encode() for i in range(8)]
     finally:
         b.stop()
+
+
+def test_oauthbearer_with_jwks(pki, tmp_path) -> None:
+    """sasl.oauthbearer.jwks.endpoint.url (a file: URL): a signed token from the right key passes,
+    an unsecured or wrongly signed one fails."""
+    import json
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from kafka import KafkaProducer
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+    key, other = (rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in range(2))
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    jwk.update({"kid": "k1", "alg": "RS256"})
+    (tmp_path / "jwks.json").write_text(json.dumps({"keys": [jwk]}))
+    b = SecureBroker(tmp_path / "data", ["SASL_SSL"], {
+        **tls_overrides(pki), "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        "sasl.oauthbearer.jwks.endpoint.url": f"file://{tmp_path / 'jwks.json'}",
+        "sasl.oauthbearer.expected.audience": "kafka"})
+    b.start()
+
+    class Signed(AbstractTokenProvider):
+        def __init__(self, signing_key):
+            self.signing_key = signing_key
+
+        def token(self):
+            return jwt.encode({"sub": "alice", "aud": "kafka", "exp": time.time() + 600, "iat": time.time()},
+                              self.signing_key, algorithm="RS256", headers={"kid": "k1"})
+    try:
+        common = dict(bootstrap_servers=b.bootstrap("SASL_SSL"), security_protocol="SASL_SSL", ssl_cafile=str(pki.ca),
+                      sasl_mechanism="OAUTHBEARER")
+        p = KafkaProducer(sasl_oauth_token_provider=Signed(key), **common)
+        p.send(_topic(), b"signed").get(10)
+        p.close()
+        from kafka.errors import KafkaError
+        with pytest.raises(KafkaError):
+            p = KafkaProducer(sasl_oauth_token_provider=Signed(other), max_block_ms=3000, **common)
+            try:
+                p.send(_topic(), b"x").get(5)
+            finally:
+                p.close(0)
+    finally:
+        b.stop()

@@ -164,3 +164,28 @@ def test_cipher_suite_names() -> None:
     assert _openssl_cipher("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256") == "ECDHE-RSA-AES128-GCM-SHA256"
     assert _openssl_cipher("TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256") == "ECDHE-ECDSA-CHACHA20-POLY1305"
     assert _openssl_cipher("ECDHE-RSA-AES256-GCM-SHA384") == "ECDHE-RSA-AES256-GCM-SHA384"
+
+
+def test_jwks_validator(tmp_path) -> None:
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from broker.security.sasl import JwksValidator
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    jwk.update({"kid": "k1", "alg": "RS256", "use": "sig"})
+    (tmp_path / "jwks.json").write_text(json.dumps({"keys": [jwk]}))
+    v = JwksValidator(f"file://{tmp_path / 'jwks.json'}", ["kafka"], "https://issuer", "sub", 30)
+    now = time.time()
+    good = {"sub": "alice", "aud": "kafka", "iss": "https://issuer", "exp": now + 60, "iat": now}
+    sign = lambda claims, k=key: jwt.encode(claims, k, algorithm="RS256", headers={"kid": "k1"})  # noqa: E731
+    assert v.validate(sign(good), int(now * 1000)) == ("alice", int((now + 60) * 1000))
+    for bad in (sign(good, other), sign({**good, "aud": "other"}), sign({**good, "iss": "x"}),
+                sign({**good, "exp": now - 120}), _jwt({"sub": "alice", "exp": now + 60})):
+        with pytest.raises(ValueError):
+            v.validate(bad, int(now * 1000))
+    ex = OAuthBearerExchange({}, lambda: int(now * 1000), v)
+    assert ex.step(f"n,,\x01auth=Bearer {sign(good)}\x01\x01".encode()) == b"" and ex.principal == "alice"
+    unsecured = OAuthBearerExchange({}, lambda: int(now * 1000), v)
+    assert b"invalid_token" in unsecured.step(
+        f"n,,\x01auth=Bearer {_jwt({'sub': 'alice', 'exp': now + 60})}\x01\x01".encode())
