@@ -246,3 +246,21 @@ def test_describe_acls_without_authorizer_is_security_disabled(samsa_broker) -> 
         r = c.request(29, 3, resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
                       principal_filter=None, host_filter=None, operation=1, permission_type=1)
         assert r.error_code == 54   # SECURITY_DISABLED
+
+
+def test_authorized_operations(acl_broker) -> None:
+    """KIP-430: Metadata/DescribeCluster/DescribeGroups report what the principal may do."""
+    from confluent_kafka import TopicCollection
+    topic = _name("ops-")
+    assert produce_errors(conf(acl_broker, "admin"), topic, 1) == [None]
+    create_acls(acl_broker, allow(ResourceType.TOPIC, topic, AclOperation.READ, principal="User:bob"),
+                allow(ResourceType.TOPIC, topic, AclOperation.ALTER_CONFIGS, principal="User:bob"))
+    bob_admin = AdminClient(conf(acl_broker, "bob"))
+    described = bob_admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic].result(10)
+    assert set(described.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE,
+                                                    AclOperation.ALTER_CONFIGS, AclOperation.DESCRIBE_CONFIGS}
+    with RawClient(acl_broker.bootstrap("SASL_PLAINTEXT")) as c:
+        c.request(17, 1, mechanism="PLAIN")
+        c.request(36, 2, auth_bytes=b"\0admin\0admin-secret")
+        r = c.request(60, 1, include_cluster_authorized_operations=True, endpoint_type=1)
+        assert r.authorized_operations == {5, 7, 8, 9, 10, 11, 12}   # a super user: every cluster operation

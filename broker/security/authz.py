@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
-from .acl import CLUSTER_NAME, Operation as Op, ResourceType as RT
+from .acl import (CLUSTER_NAME, CLUSTER_OPERATIONS, GROUP_OPERATIONS, TOPIC_OPERATIONS, Operation as Op,
+                  ResourceType as RT)
 
 if TYPE_CHECKING:
     from ..dispatch import RequestContext
@@ -98,7 +99,7 @@ def _no_check(ctx: "RequestContext", req: Any, handler: Handler) -> Awaitable[An
 
 
 # APIs Kafka does not authorize (beyond authentication)
-for _key in (17, 18, 36, 60):
+for _key in (17, 18, 36):
     CHECKS[_key] = _no_check
 
 
@@ -217,6 +218,24 @@ async def delete_records(ctx, req, handler):
 # -- Metadata -------------------------------------------------------------------------------
 @check(3)
 async def metadata(ctx, req, handler):
+    return _with_authorized_operations(ctx, req, await _metadata(ctx, req, handler))
+
+
+def _with_authorized_operations(ctx, req, response):
+    """KIP-430: the operations the principal may perform, when the request asks for them."""
+    auth = ctx.broker.authorizer
+    if getattr(req, "include_topic_authorized_operations", False):
+        for t in response.topics:
+            if t.error_code == 0 and t.name:
+                t.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.TOPIC,
+                                                                     t.name, TOPIC_OPERATIONS)
+    if getattr(req, "include_cluster_authorized_operations", False) and not getattr(response, "error_code", 0):
+        response.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.CLUSTER,
+                                                                    CLUSTER_NAME, CLUSTER_OPERATIONS)
+    return response
+
+
+async def _metadata(ctx, req, handler):
     T = _cls(3, "MetadataResponseTopic")
     logs = ctx.broker.logs
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
@@ -245,6 +264,11 @@ async def metadata(ctx, req, handler):
     response.topics.extend(T(error_code=TOPIC_DENIED, name=rt.name, topic_id=getattr(rt, "topic_id", None),
                              is_internal=False, partitions=[], authorized_operations=None) for rt in denied)
     return response
+
+
+@check(60)
+async def describe_cluster(ctx, req, handler):
+    return _with_authorized_operations(ctx, req, await handler(ctx, req))
 
 
 # -- groups and offsets ------------------------------------------------------------------------
@@ -388,10 +412,15 @@ async def find_coordinator(ctx, req, handler):
 @check(15)
 async def describe_groups(ctx, req, handler):
     denied = [g for g in req.groups if not allowed(ctx, Op.DESCRIBE, RT.GROUP, g)]
-    if not denied:
-        return await handler(ctx, req)
     req.groups = [g for g in req.groups if g not in denied]
     response = await handler(ctx, req) if req.groups else ctx.response(throttle_time_ms=0, groups=[])
+    if getattr(req, "include_authorized_operations", False):
+        auth = ctx.broker.authorizer
+        for g in response.groups:
+            g.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP,
+                                                                 g.group_id, GROUP_OPERATIONS)
+    if not denied:
+        return response
     D = _cls(15, "DescribedGroup")
     response.groups.extend(D(error_code=GROUP_DENIED, error_message=None, group_id=g, group_state="",
                              protocol_type="", protocol_data="", members=[], authorized_operations=-2147483648)
