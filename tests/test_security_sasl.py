@@ -103,10 +103,20 @@ def test_kafka_python_sasl_ssl(sasl_broker, pki, mechanism) -> None:
         p.send(topic, f"k{i}".encode())
     p.flush()
     p.close()
-    c = KafkaConsumer(topic, group_id="g-" + topic, auto_offset_reset="earliest", consumer_timeout_ms=8000, **common)
+    tp = KafkaProducer(transactional_id="tx-" + topic, **common)
+    tp.init_transactions()
+    tp.begin_transaction()
+    tp.send(topic, b"committed")
+    tp.commit_transaction()
+    tp.begin_transaction()
+    tp.send(topic, b"aborted")
+    tp.abort_transaction()
+    tp.close()
+    c = KafkaConsumer(topic, group_id="g-" + topic, auto_offset_reset="earliest", consumer_timeout_ms=8000,
+                      isolation_level="read_committed", **common)
     got = [m.value for m in c]
     c.close()
-    assert got == [f"k{i}".encode() for i in range(10)]
+    assert got == [f"k{i}".encode() for i in range(10)] + [b"committed"]
 
 
 def test_kafka_python_oauthbearer(sasl_broker, pki) -> None:
@@ -126,7 +136,7 @@ def test_kafka_python_oauthbearer(sasl_broker, pki) -> None:
     p.close()
 
 
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512", "OAUTHBEARER"])
 def test_aiokafka_sasl_ssl(sasl_broker, pki, mechanism) -> None:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka.helpers import create_ssl_context
@@ -134,16 +144,27 @@ def test_aiokafka_sasl_ssl(sasl_broker, pki, mechanism) -> None:
 
     async def run() -> list[bytes]:
         common = dict(bootstrap_servers=sasl_broker.bootstrap("SASL_SSL"), security_protocol="SASL_SSL",
-                      ssl_context=create_ssl_context(cafile=str(pki.ca)), sasl_mechanism=mechanism,
-                      sasl_plain_username="alice", sasl_plain_password="alice-secret")
+                      ssl_context=create_ssl_context(cafile=str(pki.ca)), sasl_mechanism=mechanism)
+        if mechanism == "OAUTHBEARER":
+            common["sasl_oauth_token_provider"] = _AioUnsecuredToken()
+        else:
+            common.update(sasl_plain_username="alice", sasl_plain_password="alice-secret")
         p = AIOKafkaProducer(**common)
         await p.start()
         try:
-            for i in range(5):
+            for i in range(4):
                 await p.send_and_wait(topic, f"a{i}".encode())
         finally:
             await p.stop()
-        c = AIOKafkaConsumer(topic, group_id="g-" + topic, auto_offset_reset="earliest", **common)
+        tp = AIOKafkaProducer(transactional_id="tx-" + topic, **common)
+        await tp.start()
+        try:
+            async with tp.transaction():
+                await tp.send_and_wait(topic, b"a4")
+        finally:
+            await tp.stop()
+        c = AIOKafkaConsumer(topic, group_id="g-" + topic, auto_offset_reset="earliest",
+                             isolation_level="read_committed", **common)
         await c.start()
         got = []
         try:
@@ -157,6 +178,22 @@ def test_aiokafka_sasl_ssl(sasl_broker, pki, mechanism) -> None:
         return got
 
     assert asyncio.run(run()) == [f"a{i}".encode() for i in range(5)]
+
+
+def unsecured_jwt(sub: str = "alice", lifetime_s: float = 3600) -> str:
+    import base64
+    import json
+    enc = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()  # noqa: E731
+    return enc({"alg": "none"}) + "." + enc({"sub": sub, "exp": time.time() + lifetime_s, "iat": time.time()}) + "."
+
+
+def _AioUnsecuredToken():  # noqa: N802 (a class made on demand: aiokafka is imported lazily)
+    from aiokafka.abc import AbstractTokenProvider
+
+    class Token(AbstractTokenProvider):
+        async def token(self) -> str:
+            return unsecured_jwt()
+    return Token()
 
 
 # -- the state machine, through raw requests -------------------------------------------------

@@ -202,7 +202,7 @@ class OAuthBearerExchange:
         if not isinstance(exp, (int, float)) or exp * 1000 + self.skew_ms <= now:
             raise ValueError("expired or no exp claim")
         iat = claims.get("iat")
-        if isinstance(iat, (int, float)) and iat * 1000 - self.skew_ms > now:
+        if isinstance(iat, (int, float)) and int(iat * 1000) - self.skew_ms > now:
             raise ValueError("issued in the future")
         sub = claims.get(self.principal_claim)
         if not isinstance(sub, str) or not sub.strip():
