@@ -189,3 +189,28 @@ def test_jwks_validator(tmp_path) -> None:
     unsecured = OAuthBearerExchange({}, lambda: int(now * 1000), v)
     assert b"invalid_token" in unsecured.step(
         f"n,,\x01auth=Bearer {_jwt({'sub': 'alice', 'exp': now + 60})}\x01\x01".encode())
+
+
+def test_listener_security_protocol_map() -> None:
+    from broker.config import BrokerConfig
+    from broker.security.setup import Security
+    c = BrokerConfig({"listeners": "CLIENT://:9092,MTLS://:9093,PLAINTEXT://:9094",
+                      "listener.security.protocol.map": "CLIENT:SASL_SSL,MTLS:SSL,PLAINTEXT:PLAINTEXT",
+                      "advertised.listeners": "CLIENT://kafka.example:9092,MTLS://kafka.example:9093,"
+                                              "PLAINTEXT://kafka.example:9094"})
+    assert [(l.name, l.security_protocol) for l in c.listeners] == [
+        ("CLIENT", "SASL_SSL"), ("MTLS", "SSL"), ("PLAINTEXT", "PLAINTEXT")]
+    assert [(l.host, l.security_protocol) for l in c.advertised_listeners][0] == ("kafka.example", "SASL_SSL")
+    with pytest.raises(ConfigError):   # an explicit map must name every listener, as in Kafka
+        BrokerConfig({"listeners": "X://:1", "listener.security.protocol.map": "Y:SSL"}).listeners
+    with pytest.raises(ConfigError):
+        BrokerConfig({"listener.security.protocol.map": "A:TLS"}).listeners
+    # names outside the default map stay PLAINTEXT while the map is left alone (docker-compose.yml)
+    assert [l.security_protocol for l in BrokerConfig({"listeners": "INTERNAL://:1"}).listeners] == ["PLAINTEXT"]
+    with pytest.raises(ConfigError):
+        Security(BrokerConfig({"listeners": "PLAINTEXT://:1", "inter.broker.listener.name": "REPLICATION"}), "/tmp",
+                 lambda: 0)
+    with pytest.raises(ConfigError):   # a TLS listener without a key store refuses to start
+        Security(BrokerConfig({"listeners": "SSL://:1"}), "/tmp", lambda: 0)
+    with pytest.raises(ConfigError):   # a SASL listener with only GSSAPI (Kafka's default) offers nothing
+        Security(BrokerConfig({"listeners": "SASL_PLAINTEXT://:1"}), "/tmp", lambda: 0)

@@ -91,6 +91,10 @@ class Security:
         self.clock = clock
         self.store = SecurityStore(log_dir)
         self.listeners = {l.name: ListenerSecurity(config, l) for l in config.listeners}
+        inter = config.get("inter.broker.listener.name")
+        if inter and inter.upper() not in self.listeners:
+            raise ConfigError(f"inter.broker.listener.name {inter} must be one of the listeners "
+                              f"({', '.join(self.listeners)})")
         self.reauth_ms = int(config["connections.max.reauth.ms"] or 0)
         self.max_receive = int(config["sasl.server.max.receive.size"])
         self.handshake_timeout_s = int(config["samsa.ssl.handshake.timeout.ms"]) / 1000
