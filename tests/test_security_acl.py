@@ -264,3 +264,155 @@ def test_authorized_operations(acl_broker) -> None:
         c.request(36, 2, auth_bytes=b"\0admin\0admin-secret")
         r = c.request(60, 1, include_cluster_authorized_operations=True, endpoint_type=1)
         assert r.authorized_operations == {5, 7, 8, 9, 10, 11, 12}   # a super user: every cluster operation
+
+
+# -- every API family's denial, raw (exact codes, and the connection stays usable) -----------
+def _build(cls, data: dict):
+    """A kafka-python message (or nested struct) from plain dicts and lists."""
+    kwargs = {}
+    for key, value in data.items():
+        struct = cls.fields[key]._type_str.removeprefix("[]")
+        nested = getattr(cls, struct, None)
+        if nested is not None and isinstance(value, list):
+            value = [_build(nested, v) if isinstance(v, dict) else v for v in value]
+        elif nested is not None and isinstance(value, dict):
+            value = _build(nested, value)
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+class _DictClient(RawClient):
+    def request(self, api_key: int, version: int, **fields):
+        from protocol.messages import REQUESTS, RESPONSES
+        return self.call(_build(REQUESTS[api_key], fields), RESPONSES[api_key], version)
+
+
+def _bob(acl_broker) -> RawClient:
+    c = _DictClient(acl_broker.bootstrap("SASL_PLAINTEXT"))
+    c.request(17, 1, mechanism="PLAIN")
+    assert c.request(36, 2, auth_bytes=b"\0bob\0bob-secret").error_code == 0
+    return c
+
+
+def test_every_api_family_denies_with_kafkas_codes(acl_broker) -> None:
+    topic = _name("deny-")
+    assert produce_errors(conf(acl_broker, "admin"), topic, 2) == [None, None]
+    T, G, C, X = 29, 30, 31, 53
+    with _bob(acl_broker) as c:
+        r = c.request(2, 7, replica_id=-1, isolation_level=0, topics=[
+            dict(name=topic, partitions=[dict(partition_index=0, current_leader_epoch=-1, timestamp=-1)])])
+        assert r.topics[0].partitions[0].error_code == T                                   # ListOffsets
+        r = c.request(1, 12, replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                      session_id=0, session_epoch=-1, topics=[dict(topic=topic, partitions=[dict(
+                          partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+                          log_start_offset=-1, partition_max_bytes=1 << 20)])], forgotten_topics_data=[], rack_id="")
+        assert [(t.topic, t.partitions[0].error_code) for t in r.responses] == [(topic, T)]  # Fetch
+        r = c.request(23, 4, replica_id=-1, topics=[dict(topic=topic, partitions=[
+            dict(partition=0, current_leader_epoch=-1, leader_epoch=0)])])
+        assert r.topics[0].partitions[0].error_code == T                                   # OffsetForLeaderEpoch
+        r = c.request(10, 3, key="g1", key_type=0)
+        assert r.error_code == G                                                           # FindCoordinator v3
+        r = c.request(10, 4, key_type=1, coordinator_keys=["tx1"])
+        assert r.coordinators[0].error_code == X                                           # FindCoordinator v4
+        r = c.request(11, 7, group_id="g1", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
+                      group_instance_id=None, protocol_type="consumer", protocols=[dict(name="range", metadata=b"")])
+        assert r.error_code == G                                                           # JoinGroup
+        assert c.request(12, 4, group_id="g1", generation_id=1, member_id="m", group_instance_id=None
+                         ).error_code == G                                                 # Heartbeat
+        r = c.request(8, 8, group_id="g1", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+                      topics=[dict(name=topic, partitions=[dict(partition_index=0, committed_offset=1,
+                                                                committed_leader_epoch=-1, committed_metadata="")])])
+        assert r.topics[0].partitions[0].error_code == G                                   # OffsetCommit
+        r = c.request(9, 7, group_id="g1", topics=None, require_stable=False)
+        assert r.error_code == G                                                           # OffsetFetch v7
+        r = c.request(9, 8, groups=[dict(group_id="g1", topics=None)], require_stable=False)
+        assert r.groups[0].error_code == G                                                 # OffsetFetch v8
+        r = c.request(15, 5, groups=["g1"], include_authorized_operations=False)
+        assert r.groups[0].error_code == G                                                 # DescribeGroups
+        assert c.request(16, 4, states_filter=[]).groups == []                             # ListGroups (filtered)
+        r = c.request(42, 2, groups_names=["g1"])
+        assert r.results[0].error_code == G                                                # DeleteGroups
+        r = c.request(47, 0, group_id="g1", topics=[dict(name=topic, partitions=[dict(partition_index=0)])])
+        assert r.error_code == G                                                           # OffsetDelete
+        r = c.request(22, 4, transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1)
+        assert r.error_code == C                                                           # InitProducerId idempotent
+        r = c.request(22, 4, transactional_id="tx1", transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1)
+        assert r.error_code == X                                                           # InitProducerId txn
+        r = c.request(24, 3, v3_and_below_transactional_id="tx1", v3_and_below_producer_id=1,
+                      v3_and_below_producer_epoch=0, v3_and_below_topics=[dict(name=topic, partitions=[0])])
+        assert r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == X  # AddPartitionsToTxn
+        assert c.request(25, 3, transactional_id="tx1", producer_id=1, producer_epoch=0, group_id="g1"
+                         ).error_code == X                                                 # AddOffsetsToTxn
+        assert c.request(26, 3, transactional_id="tx1", producer_id=1, producer_epoch=0, committed=True
+                         ).error_code == X                                                 # EndTxn
+        r = c.request(28, 3, transactional_id="tx1", group_id="g1", producer_id=1, producer_epoch=0, generation_id=-1,
+                      member_id="", group_instance_id=None, topics=[dict(name=topic, partitions=[dict(
+                          partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata="")])])
+        assert r.topics[0].partitions[0].error_code == X                                   # TxnOffsetCommit
+        r = c.request(65, 0, transactional_ids=["tx1"])
+        assert r.transaction_states[0].error_code == X                                     # DescribeTransactions
+        assert c.request(66, 1, state_filters=[], producer_id_filters=[]).transaction_states == []  # ListTransactions
+        r = c.request(61, 0, topics=[dict(name=topic, partition_indexes=[0])])
+        assert r.topics[0].partitions[0].error_code == T                                   # DescribeProducers
+        r = c.request(19, 7, topics=[dict(name=_name("bob-"), num_partitions=1, replication_factor=1, assignments=[],
+                                          configs=[])], timeout_ms=5000, validate_only=False)
+        assert r.topics[0].error_code == T                                                 # CreateTopics
+        r = c.request(20, 6, topics=[dict(name=topic, topic_id=None)], timeout_ms=5000)
+        assert r.responses[0].error_code == T                                              # DeleteTopics v6
+        r = c.request(20, 5, topic_names=[topic], timeout_ms=5000)
+        assert r.responses[0].error_code == T                                              # DeleteTopics v5
+        r = c.request(37, 3, topics=[dict(name=topic, count=3, assignments=None)], timeout_ms=5000, validate_only=False)
+        assert r.results[0].error_code == T                                                # CreatePartitions
+        r = c.request(21, 2, topics=[dict(name=topic, partitions=[dict(partition_index=0, offset=1)])], timeout_ms=5000)
+        assert r.topics[0].partitions[0].error_code == T                                   # DeleteRecords
+        r = c.request(32, 4, resources=[dict(resource_type=2, resource_name=topic, configuration_keys=None),
+                                        dict(resource_type=4, resource_name="1", configuration_keys=None)],
+                      include_synonyms=False, include_documentation=False)
+        assert sorted(x.error_code for x in r.results) == [T, C]                           # DescribeConfigs
+        r = c.request(44, 1, resources=[dict(resource_type=2, resource_name=topic, configs=[
+            dict(name="retention.ms", config_operation=0, value="1000")])], validate_only=False)
+        assert r.responses[0].error_code == T                                              # IncrementalAlterConfigs
+        r = c.request(33, 2, resources=[dict(resource_type=2, resource_name=topic, configs=[
+            dict(name="retention.ms", value="1000")])], validate_only=False)
+        assert r.responses[0].error_code == T                                              # AlterConfigs
+        r = c.request(30, 3, creations=[dict(resource_type=2, resource_name="x", resource_pattern_type=3,
+                                             principal="User:bob", host="*", operation=2, permission_type=3)])
+        assert r.results[0].error_code == C                                                # CreateAcls
+        r = c.request(31, 3, filters=[dict(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+                                           principal_filter=None, host_filter=None, operation=1, permission_type=1)])
+        assert r.filter_results[0].error_code == C                                         # DeleteAcls
+        assert c.request(50, 0, users=None).error_code == C                               # DescribeUserScram
+        r = c.request(51, 0, deletions=[], upsertions=[dict(name="bob", mechanism=2, iterations=4096, salt=b"s",
+                                                             salted_password=b"p")])
+        assert r.results[0].error_code == C                                                # AlterUserScram
+        # the connection survived every denial
+        assert c.request(3, 12, topics=None, allow_auto_topic_creation=False,
+                         include_topic_authorized_operations=False).topics == []
+    assert produce_errors(conf(acl_broker, "admin"), topic, 1) == [None]   # nothing was deleted or altered
+
+
+def test_mixed_requests_answer_allowed_and_denied_topics(acl_broker) -> None:
+    """One request naming a readable and an unreadable topic: the handler answers the first
+    (records spliced from the files), the check adds the second with TOPIC_AUTHORIZATION_FAILED."""
+    ok, denied = _name("mix-ok-"), _name("mix-no-")
+    for t in (ok, denied):
+        assert produce_errors(conf(acl_broker, "admin"), t, 3) == [None] * 3
+    create_acls(acl_broker, allow(ResourceType.TOPIC, ok, AclOperation.READ, principal="User:bob"))
+    with _bob(acl_broker) as c:
+        part = dict(partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1, log_start_offset=-1,
+                    partition_max_bytes=1 << 20)
+        r = c.request(1, 12, replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                      session_id=0, session_epoch=-1, topics=[dict(topic=ok, partitions=[part]),
+                                                             dict(topic=denied, partitions=[part])],
+                      forgotten_topics_data=[], rack_id="")
+        by_topic = {t.topic: t.partitions[0] for t in r.responses}
+        assert by_topic[denied].error_code == 29 and by_topic[ok].error_code == 0
+        from kafka.record import MemoryRecords
+        batch = MemoryRecords(bytes(by_topic[ok].records))
+        values = []
+        while batch.has_next():
+            values += [rec.value for rec in batch.next_batch()]
+        assert values == [b"v0", b"v1", b"v2"]
+        r = c.request(3, 12, topics=[dict(name=ok, topic_id=None), dict(name=denied, topic_id=None)],
+                      allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        assert {t.name: t.error_code for t in r.topics} == {ok: 0, denied: 29}

@@ -321,7 +321,8 @@ async def end_txn(ctx, req, handler):
 def _denied_offset_topics(api_key: int, topics: list, code: int, topic_path: str, part_path: str) -> list:
     TR = _cls(api_key, topic_path)
     P = getattr(TR, part_path)
-    return [TR(name=t.name, topic_id=getattr(t, "topic_id", None),
+    ids = {"topic_id": None} if "topic_id" in TR.fields else {}
+    return [TR(name=t.name, **({"topic_id": getattr(t, "topic_id", None)} if ids else {}),
                partitions=[P(partition_index=p.partition_index, error_code=code) for p in t.partitions])
             for t in topics]
 
@@ -423,7 +424,7 @@ async def describe_groups(ctx, req, handler):
         return response
     D = _cls(15, "DescribedGroup")
     response.groups.extend(D(error_code=GROUP_DENIED, error_message=None, group_id=g, group_state="",
-                             protocol_type="", protocol_data="", members=[], authorized_operations=-2147483648)
+                             protocol_type="", protocol_data="", members=[], authorized_operations=None)
                            for g in denied)
     return response
 
