@@ -33,8 +33,10 @@ def pki(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def acl_broker(pki, tmp_path_factory):
-    b = SecureBroker(tmp_path_factory.mktemp("acl") / "data", ["SASL_PLAINTEXT", "SSL"],
-                     {**tls_overrides(pki, client_auth="required"), **OVERRIDES}).start()
+    b = SecureBroker(tmp_path_factory.mktemp("acl") / "data", ["SASL_PLAINTEXT", "SSL", "REQ"],
+                     {**tls_overrides(pki, client_auth="required"), **OVERRIDES,
+                      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,REQ:SSL",
+                      "listener.name.req.ssl.client.auth": "requested"}).start()
     try:
         yield b
     finally:
@@ -386,8 +388,9 @@ def test_every_api_family_denies_with_kafkas_codes(acl_broker) -> None:
                                                              salted_password=b"p")])
         assert r.results[0].error_code == C                                                # AlterUserScram
         # the connection survived every denial
-        assert c.request(3, 12, topics=None, allow_auto_topic_creation=False,
-                         include_topic_authorized_operations=False).topics == []
+        listed = c.request(3, 12, topics=None, allow_auto_topic_creation=False,
+                           include_topic_authorized_operations=False).topics
+        assert topic not in {t.name for t in listed}
     assert produce_errors(conf(acl_broker, "admin"), topic, 1) == [None]   # nothing was deleted or altered
 
 
@@ -416,3 +419,45 @@ def test_mixed_requests_answer_allowed_and_denied_topics(acl_broker) -> None:
         r = c.request(3, 12, topics=[dict(name=ok, topic_id=None), dict(name=denied, topic_id=None)],
                       allow_auto_topic_creation=False, include_topic_authorized_operations=False)
         assert {t.name: t.error_code for t in r.topics} == {ok: 0, denied: 29}
+
+
+def test_client_auth_requested_listener(acl_broker, pki) -> None:
+    """listener.name.req.ssl.client.auth=requested: a certificate maps to its principal, no
+    certificate is User:ANONYMOUS."""
+    topic = _name("req-")
+    create_acls(acl_broker, allow(ResourceType.TOPIC, topic, AclOperation.ALL),
+                allow(ResourceType.TOPIC, topic, AclOperation.DESCRIBE, principal="User:ANONYMOUS"))
+    base = {"bootstrap.servers": acl_broker.bootstrap("REQ"), "security.protocol": "SSL",
+            "ssl.ca.location": str(pki.ca)}
+    with_cert = {**base, "ssl.certificate.location": str(pki.client_cert), "ssl.key.location": str(pki.client_key)}
+    assert produce_errors(with_cert, topic, 1) == [None]
+    assert [e.code() for e in produce_errors(base, topic, 1)] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+
+
+def test_aiokafka_gets_the_authorization_errors(acl_broker) -> None:
+    import asyncio
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
+    topic = _name("aio-")
+    assert produce_errors(conf(acl_broker, "admin"), topic, 1) == [None]
+    common = dict(bootstrap_servers=acl_broker.bootstrap("SASL_PLAINTEXT"), security_protocol="SASL_PLAINTEXT",
+                  sasl_mechanism="PLAIN", sasl_plain_username="bob", sasl_plain_password="bob-secret")
+
+    async def run() -> None:
+        p = AIOKafkaProducer(**common)
+        await p.start()
+        try:
+            with pytest.raises(TopicAuthorizationFailedError):
+                await p.send_and_wait(topic, b"x")
+        finally:
+            await p.stop()
+        create_acls(acl_broker, allow(ResourceType.TOPIC, topic, AclOperation.READ, principal="User:bob"))
+        c = AIOKafkaConsumer(topic, group_id="aio-denied", **common)
+        try:
+            with pytest.raises(GroupAuthorizationFailedError):   # from start(): the group join
+                async with asyncio.timeout(20):
+                    await c.start()
+                    await c.getone()
+        finally:
+            await c.stop()
+    asyncio.run(run())
