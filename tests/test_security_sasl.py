@@ -263,8 +263,19 @@ def test_garbage_and_oversized_tokens_close_only_their_connection(sasl_broker, p
         assert _handshake(c).error_code == 0
         c.send(36, 2, auth_bytes=b"\0alice\0" + b"x" * 100_000)   # > sasl.server.max.receive.size
         assert c.is_closed()
+    with RawClient(sasl_broker.bootstrap("SASL_PLAINTEXT")) as c:   # announces 50 MB: refused at the prefix
+        c.send_raw(struct.pack(">i", 50_000_000) + b"\0" * 1000)
+        assert c.is_closed()
     assert healthcheck(sasl_broker.bootstrap_servers)
     test_librdkafka_produce_group_and_transactions(sasl_broker, pki, "PLAIN")
+    # once authenticated, the connection's frame limit is socket.request.max.bytes again
+    conf = rdkafka_conf(sasl_broker, pki, "SCRAM-SHA-512")
+    p = Producer({**conf, "message.max.bytes": 1_000_000})
+    big = os.urandom(300_000)
+    topic = _topic()
+    p.produce(topic, big)
+    assert p.flush(15) == 0
+    assert consume(conf, topic, 1, "g-" + topic) == [big]
 
 
 def _rss_kb(pid: int) -> int:
