@@ -182,7 +182,7 @@ def test_samsa_cluster_command_prints_bootstrap_and_stops_on_sigterm(tmp_path) -
             lines.append(line)
             if line.startswith("127.0.0.1:"):
                 break
-        assert lines[-1].strip() == f"127.0.0.1:{base},127.0.0.1:{base + 1}", lines
+        assert lines[-1].strip() == f"127.0.0.1:{base},127.0.0.1:{base + 1}", "".join(lines)
         assert metadata(f"127.0.0.1:{base + 1}")["brokers"] == [1, 2]
         r = create_topic(f"127.0.0.1:{base}", "four", partitions=-1, rf=2)
         assert (r.error_code, r.num_partitions) == (0, 4)
