@@ -191,3 +191,20 @@ def test_samsa_cluster_command_prints_bootstrap_and_stops_on_sigterm(tmp_path) -
         assert proc.wait(30) == 0
     with pytest.raises(OSError):
         metadata(f"127.0.0.1:{base}")
+
+
+def test_a_paused_leader_loses_its_lease_and_comes_back_registered_again(samsa_cluster) -> None:
+    c = samsa_cluster
+    boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
+    assert create_topic(boots[1], "hung", rf=3).error_code == 0
+    leader, epoch, _, isr = wait_for(lambda: metadata(boots[1])["topics"].get("hung"), what="hung")[0]
+    c.pause(leader)                               # SIGSTOP: a hung broker keeps its sockets
+    other = next(b for b in boots if b != leader)
+    p = wait_for(lambda: (q := metadata(boots[other])["topics"]["hung"][0])[0] not in (leader, -1) and q,
+                 timeout=20, what="leadership to move off the hung broker")
+    assert p[1] == epoch + 1 and leader not in p[3]
+    assert c.image().brokers[leader].fenced
+    c.resume(leader)
+    # its keep-alive finds the lease gone: it registers again, unfenced, as a new incarnation
+    wait_for(lambda: not c.image().brokers[leader].fenced, timeout=20, what="the broker to register again")
+    wait_for(lambda: metadata(boots[other])["brokers"] == [1, 2, 3], what="all brokers listed again")
