@@ -208,3 +208,18 @@ def test_a_paused_leader_loses_its_lease_and_comes_back_registered_again(samsa_c
     # its keep-alive finds the lease gone: it registers again, unfenced, as a new incarnation
     wait_for(lambda: not c.image().brokers[leader].fenced, timeout=20, what="the broker to register again")
     wait_for(lambda: metadata(boots[other])["brokers"] == [1, 2, 3], what="all brokers listed again")
+
+
+def test_producer_ids_are_unique_across_brokers(samsa_cluster) -> None:
+    boots = samsa_cluster.bootstrap_servers.split(",")
+    pids = []
+    for _ in range(3):
+        for b in boots:
+            with RawClient(b) as c:
+                r = c.request(22, 4, transactional_id=None, transaction_timeout_ms=60000, producer_id=-1,
+                              producer_epoch=-1)
+            assert r.error_code == 0
+            pids.append(r.producer_id)
+    assert len(set(pids)) == len(pids)
+    blocks = {p // 1000 for p in pids}
+    assert len(blocks) == 3          # each broker hands out ids from its own reserved block
