@@ -128,7 +128,7 @@ def test_local_store_appends_replays_and_refuses_stale_writes(tmp_path) -> None:
         store = LocalMetadataStore(str(tmp_path), 1)
         await store.start()
         seen = []
-        store.subscribe(lambda old, new, delta: seen.append((old.offset, new.offset)), initial=False)
+        store.subscribe(lambda old, new, delta: seen.append((old.offset, new.offset)))
         base = store.image
         assert await store.append([_register(1)])
         assert await store.append(create_topic_records(store.image, "t", "tid", [(1,)]))
@@ -170,7 +170,7 @@ def test_a_late_subscriber_first_sees_the_whole_image(tmp_path) -> None:
         assert await store.append([_register(1), _register(2)])
         assert await store.append(create_topic_records(store.image, "t", "tid", [(1, 2), (2, 1)]))
         calls = []
-        store.subscribe(lambda old, new, delta: calls.append(delta.local_changes(1)))
+        store.subscribe(lambda old, new, delta: calls.append(delta.local_changes(1)), initial=True)
         assert len(calls) == 1
         assert set(calls[0].leaders) == {("t", 0)} and set(calls[0].followers) == {("t", 1)}
         assert await store.append([FenceBrokerRecord(id=2, epoch=10)])
