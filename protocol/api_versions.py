@@ -44,6 +44,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.ListTransactions: (0, 2),
     ApiKey.DescribeProducers: (0, 0),
     ApiKey.ElectLeaders: (0, 2),
+    ApiKey.AlterPartitionReassignments: (0, 1),
+    ApiKey.ListPartitionReassignments: (0, 0),
 }
 
 

@@ -294,3 +294,32 @@ def test_topic_configs_live_in_the_metadata_log(samsa_cluster) -> None:
                    what="the altered config on broker 1")
     assert got["unclean.leader.election.enable"] == ("true", 1) and got["retention.ms"] == ("604800000", 5)
     assert dict(samsa_cluster.image().topic_configs("cfg")) == {"unclean.leader.election.enable": "true"}
+
+
+def test_partition_reassignment_starts_lists_completes_and_cancels(samsa_cluster) -> None:
+    from kafka.protocol.admin import AlterPartitionReassignmentsRequest as APR
+    T, P = APR.ReassignableTopic, APR.ReassignableTopic.ReassignablePartition
+    c = samsa_cluster
+    boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
+    assert create_topic(boots[1], "mv", assignments=[[1, 2], [1, 2]]).error_code == 0
+    assert c.stop(3) == 0      # registered but down: it cannot join the ISR, so a move to it stays ongoing
+
+    def alter(*parts):
+        with RawClient(boots[2]) as cl:
+            r = cl.request(45, 1, timeout_ms=5000, allow_replication_factor_change=True,
+                           topics=[T(name="mv", partitions=[P(partition_index=i, replicas=rs) for i, rs in parts])])
+        return [p.error_code for t in r.responses for p in t.partitions]
+
+    def ongoing():
+        with RawClient(boots[1]) as cl:
+            r = cl.request(46, 0, timeout_ms=5000, topics=None)
+        return {(t.name, p.partition_index): (tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas))
+                for t in r.topics for p in t.partitions}
+    assert alter((0, [2, 3]), (1, [2]), (5, [1])) == [0, 0, 3]
+    assert ongoing() == {("mv", 0): ((2, 3, 1), (3,), (1,))}
+    m = metadata(boots[1])["topics"]["mv"]
+    assert m[1][0] == 2 and m[1][2] == (2,) and m[1][1] == 1      # [2] was in the ISR: done at once, 2 leads
+    assert m[0][2] == (2, 3, 1) and m[0][0] == 1                  # moving: 1 still leads
+    assert alter((0, None), (1, None)) == [0, 85]                 # cancel; nothing ongoing on partition 1
+    assert ongoing() == {}
+    assert metadata(boots[2])["topics"]["mv"][0][2] == (2, 1)
