@@ -1,4 +1,5 @@
 """API handler modules, one per API family; importing this package registers them."""
 from . import (api_versions, cluster, configs, fetch, groups, log_offsets, metadata, offsets,  # noqa: F401
                produce, producer_ids, topics, transactions)
-from . import elect_leaders, reassignments  # noqa: F401
+from . import elect_leaders  # noqa: F401
+from . import reassignments  # noqa: F401
