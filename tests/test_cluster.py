@@ -2,6 +2,7 @@
 (the ``samsa_cluster`` fixture), answers read with a raw client from every broker."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -323,3 +324,32 @@ def test_partition_reassignment_starts_lists_completes_and_cancels(samsa_cluster
     assert alter((0, None), (1, None)) == [0, 85]                 # cancel; nothing ongoing on partition 1
     assert ongoing() == {}
     assert metadata(boots[2])["topics"]["mv"][0][2] == (2, 1)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("broker.replica") is None,
+                    reason="needs the replica manager (broker/replica/) to copy data")
+def test_reassignment_with_replication_moves_the_data_and_completes(samsa_cluster) -> None:
+    """With the data plane (broker/replica/, the replica manager), the new replica copies the
+    log, joins the ISR, and the controller completes the move: the old leader leaves."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.protocol.admin import AlterPartitionReassignmentsRequest as APR
+    T, P = APR.ReassignableTopic, APR.ReassignableTopic.ReassignablePartition
+    c = samsa_cluster
+    boots = c.bootstrap_servers.split(",")
+    assert create_topic(boots[0], "moved", assignments=[[1, 2]]).error_code == 0
+    producer = KafkaProducer(bootstrap_servers=boots[0], acks="all")
+    for i in range(100):
+        producer.send("moved", b"v%d" % i)
+    producer.flush()
+    producer.close()
+    with RawClient(boots[1]) as cl:
+        r = cl.request(45, 1, timeout_ms=5000, allow_replication_factor_change=True,
+                       topics=[T(name="moved", partitions=[P(partition_index=0, replicas=[2, 3])])])
+    assert r.responses[0].partitions[0].error_code == 0
+    reg = wait_for(lambda: (g := c.image().partition("moved", 0)).replicas == (2, 3) and not g.adding_replicas and g,
+                   what="the move to complete")
+    assert reg.isr == (2, 3) and reg.leader == 2 and reg.leader_epoch == 1
+    consumer = KafkaConsumer("moved", bootstrap_servers=boots[2], auto_offset_reset="earliest",
+                             consumer_timeout_ms=5000)
+    assert [m.value for m in consumer] == [b"v%d" % i for i in range(100)]
+    consumer.close()
