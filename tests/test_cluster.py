@@ -353,3 +353,20 @@ def test_reassignment_with_replication_moves_the_data_and_completes(samsa_cluste
                              consumer_timeout_ms=5000)
     assert [m.value for m in consumer] == [b"v%d" % i for i in range(100)]
     consumer.close()
+
+
+@pytest.mark.parametrize("samsa_cluster", [{"brokers": 4, "broker_overrides": {
+    1: {"broker.rack": "rack-a"}, 2: {"broker.rack": "rack-a"}, 3: {"broker.rack": "rack-b"},
+    4: {"broker.rack": "rack-b"}}}], indirect=True)
+def test_rack_aware_placement(samsa_cluster) -> None:
+    boots = samsa_cluster.bootstrap_servers.split(",")
+    assert create_topic(boots[0], "racks", partitions=8, rf=2).error_code == 0
+    with RawClient(boots[3]) as c:
+        r = c.request(3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    racks = {b.node_id: b.rack for b in r.brokers}
+    assert racks == {1: "rack-a", 2: "rack-a", 3: "rack-b", 4: "rack-b"}
+    parts = next(t for t in r.topics if t.name == "racks").partitions
+    assert len(parts) == 8
+    for p in parts:
+        assert {racks[b] for b in p.replica_nodes} == {"rack-a", "rack-b"}, p
+    assert {p.leader_id for p in parts} == {1, 2, 3, 4}
