@@ -133,6 +133,7 @@ class EtcdMetadataStore(Publisher):
         killed) up to twice the session timeout, then refuses."""
         deadline = trio.current_time() + 2 * self.ttl_s + 2
         key = self.key("brokers", self.node_id)
+        waiting = False
         while True:
             lease = await self.client.lease_grant(self.ttl_s)
             self.lease_id = lease
@@ -150,6 +151,10 @@ class EtcdMetadataStore(Publisher):
                 self._registered.set()
                 return
             await self.client.lease_revoke(lease)
+            if not waiting:
+                waiting = True
+                log.warning("node.id is registered by a live session; waiting for it to expire",
+                            node_id=self.node_id, session_timeout_s=self.ttl_s)
             if trio.current_time() > deadline:
                 msg = (f"node.id={self.node_id} is already live in cluster {self.cluster_id} "
                        f"(etcd key {key} exists); refusing to start a second broker with this id")
