@@ -370,3 +370,30 @@ def test_rack_aware_placement(samsa_cluster) -> None:
     for p in parts:
         assert {racks[b] for b in p.replica_nodes} == {"rack-a", "rack-b"}, p
     assert {p.leader_id for p in parts} == {1, 2, 3, 4}
+
+
+def test_never_elects_outside_the_isr_unless_unclean_election_is_enabled(samsa_cluster) -> None:
+    from kafka.protocol.admin import CreateTopicsRequest
+    CC = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
+    c = samsa_cluster
+    boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
+    with RawClient(boots[3]) as cl:
+        for name, unclean in (("clean", "false"), ("dirty", "true")):
+            t = CT(name=name, num_partitions=-1, replication_factor=-1,
+                   assignments=[CTA(partition_index=0, broker_ids=[1, 2])],
+                   configs=[CC(name="unclean.leader.election.enable", value=unclean)])
+            assert cl.request(19, 7, topics=[t], timeout_ms=5000, validate_only=False).topics[0].error_code == 0
+    c.kill(2)                                                   # the follower: it leaves the ISR
+    wait_for(lambda: all(c.image().partition(t, 0).isr == (1,) for t in ("clean", "dirty")), what="ISR (1,)")
+    c.kill(1)                                                   # the last ISR member: no leader left
+    wait_for(lambda: all(c.image().partition(t, 0).leader == -1 for t in ("clean", "dirty")), what="no leader")
+    assert metadata(boots[3])["topics"]["clean"][0][0] == -1
+    c.start_broker(2)                                           # back, but it was out of the ISR
+    dirty = wait_for(lambda: (r := c.image().partition("dirty", 0)).leader == 2 and r, what="unclean election")
+    assert dirty.isr == (2,) and dirty.leader_epoch == 2
+    time.sleep(1.5)                                             # the controller has reconciled meanwhile
+    clean = c.image().partition("clean", 0)
+    assert clean.leader == -1 and clean.isr == (1,)             # waits for broker 1: nothing is guessed
+    c.start_broker(1)
+    clean = wait_for(lambda: (r := c.image().partition("clean", 0)).leader == 1 and r, what="clean election")
+    assert clean.leader_epoch == 2 and clean.isr[0] == 1   # (the data plane may add 2 back right away)
