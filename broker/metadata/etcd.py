@@ -11,6 +11,7 @@ Keys under the prefix (``samsa.metadata.etcd.prefix``, default ``/samsa``):
 - ``cluster_id``: created by the first broker (its ``cluster.id``/meta.properties, or a new id);
   a log dir whose meta.properties names another cluster refuses to start (LogManager's check).
 - ``log/<uuid>``: a JSON batch of records (coordinator/metadata_records.py).
+- ``producer_ids`` = the next free producer id (ProducerIdsRecord blocks; producer_ids.py).
 - ``topic/<name>`` = ``<topic_id>:<partition count>`` and ``partition/<topic_id>/<p>`` = the
   partition epoch (absent while it is 0): the versions transactions compare, so a write decided
   on a stale image (a stale leader's ISR change, a stale controller's election, a racing topic
@@ -38,7 +39,7 @@ import trio
 
 from coordinator.metadata_image import MetadataImage, replay_all
 from coordinator.metadata_records import (BrokerEndpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord,
-                                          RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, decode_batch,
+                                          ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, decode_batch,
                                           encode_batch)
 
 from .etcd_client import (EtcdClient, KeyValue, cmp_absent, cmp_value, op_delete, op_put, op_range, unb64)
@@ -132,6 +133,7 @@ class EtcdMetadataStore(Publisher):
         killed) up to twice the session timeout, then refuses."""
         deadline = trio.current_time() + 2 * self.ttl_s + 2
         key = self.key("brokers", self.node_id)
+        waiting = False
         while True:
             lease = await self.client.lease_grant(self.ttl_s)
             self.lease_id = lease
@@ -149,6 +151,10 @@ class EtcdMetadataStore(Publisher):
                 self._registered.set()
                 return
             await self.client.lease_revoke(lease)
+            if not waiting:
+                waiting = True
+                log.warning("node.id is registered by a live session; waiting for it to expire",
+                            node_id=self.node_id, session_timeout_s=self.ttl_s)
             if trio.current_time() > deadline:
                 msg = (f"node.id={self.node_id} is already live in cluster {self.cluster_id} "
                        f"(etcd key {key} exists); refusing to start a second broker with this id")
@@ -192,15 +198,18 @@ class EtcdMetadataStore(Publisher):
         the controller at the same revision."""
         rev, kvs = await self.client.range(self.key("log") + "/", prefix=True,
                                            min_mod_revision=max(self.image.offset + 1, 1), sort_by_mod=True)
+        # the live brokers and the controller as of the same revision, all read before anything is
+        # applied: the controller never sees a new registration without its live key
+        _, brokers = await self.client.range(self.key("brokers") + "/", prefix=True, revision=rev)
+        _, ctl = await self.client.range(self.key("controller"), revision=rev)
         for kv in kvs:
             self._apply_log_kv(kv)
-        _, brokers = await self.client.range(self.key("brokers") + "/", prefix=True, revision=rev)
-        self.live.clear()
-        for kv in brokers:
-            self._apply_state_kv(kv, False)
-        _, ctl = await self.client.range(self.key("controller"), revision=rev)
-        self._apply_state_kv(ctl[0] if ctl else KeyValue(self.key("controller"), b"", 0, 0, 0), not ctl)
-        self._rev = max(self._rev, rev)
+        if rev >= self._rev:  # else the watch has meanwhile applied newer events: its state is newer
+            self.live.clear()
+            for kv in brokers:
+                self._apply_state_kv(kv, False)
+            self._apply_state_kv(ctl[0] if ctl else KeyValue(self.key("controller"), b"", 0, 0, 0), not ctl)
+            self._rev = rev
         self.available = True
         self.wake()
 
@@ -210,8 +219,8 @@ class EtcdMetadataStore(Publisher):
             try:
                 await self._catch_up()
                 async for result in self.client.watch(self.prefix + "/", self._rev + 1):
-                    if "compact_revision" in result and int(result["compact_revision"]) > 0:
-                        break  # our revision was compacted away: catch up with a range
+                    if int(result.get("compact_revision", 0) or 0) > 0 or result.get("canceled"):
+                        break  # compacted away or cancelled by etcd: catch up with a range, watch again
                     backoff = 0.2
                     for ev in result.get("events", []):
                         kv = KeyValue.from_json(ev["kv"])
@@ -244,6 +253,12 @@ class EtcdMetadataStore(Publisher):
                     self.incarnation_id = uuid.uuid4().hex
                     await self._register(fatal=False)
                     await self._catch_up()
+                else:
+                    me = self.image.brokers.get(self.node_id)
+                    if me is not None and me.fenced and self.live.get(self.node_id, {}).get("lease") == str(self.lease_id):
+                        # fenced while our lease lived (a controller's stale view): register again
+                        log.warning("fenced while alive; registering again", node_id=self.node_id)
+                        await self.append([self.registration_record()])
             except MetadataUnavailable as exc:
                 log.warning("lease keep-alive failed", reason=str(exc))
 
@@ -303,6 +318,11 @@ class EtcdMetadataStore(Publisher):
             t = new_img.topics.get(name)
             if t is not None:
                 puts.append(op_put(self.key("topic", name), f"{t.topic_id}:{len(t.partitions)}"))
+        if any(isinstance(r, ProducerIdsRecord) for r in records):
+            key = self.key("producer_ids")
+            compares.append(cmp_absent(key) if base.next_producer_id == 0
+                            else cmp_value(key, str(base.next_producer_id)))
+            puts.append(op_put(key, str(new_img.next_producer_id)))
         for topic_id in removed:
             t = base.topics_by_id.get(topic_id)
             if t is not None:
