@@ -181,3 +181,82 @@ def test_hung_leader_truncates_its_uncommitted_tail(cluster: LocalCluster) -> No
     checkpoint = (c.data_dir / f"broker-{old}" / "d-0" / "leader-epoch-checkpoint").read_text().split("\n")
     assert checkpoint[0] == "0" and checkpoint[2] == "0 0"
     assert consume_all(c, "d", 3) == [b"a", b"b", b"c"]
+
+
+def _kill_restart_rounds(c: LocalCluster, topic: str, rounds: int, during) -> None:
+    """``rounds`` times: ``during(kill)`` produces while the partition's leader is SIGKILLed, then
+    the killed broker restarts and rejoins the ISR."""
+    for _ in range(rounds):
+        leader = c.leader(topic, 0)
+        during(lambda: c.kill(leader))
+        c.wait_for(lambda: c.leader(topic, 0) not in (leader, -1), timeout=30, what="a new leader")
+        c.start_broker(leader)
+        c.wait_for(lambda: isr(c, topic) == (1, 2, 3), timeout=60, what="killed broker back in the ISR")
+
+
+def test_confluent_idempotent_acks_all_across_leader_kills(cluster: LocalCluster) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    c = cluster
+    create_topic(c, "ck")
+    producer = confluent_kafka.Producer({"bootstrap.servers": c.bootstrap_servers, "enable.idempotence": True,
+                                         "acks": "all", "linger.ms": 5, "message.timeout.ms": 120000,
+                                         "topic.metadata.refresh.interval.ms": 1000})
+    acked: list[bytes] = []
+    failed: list[str] = []
+    n = [0]
+
+    def report(err, msg) -> None:
+        if err is None:
+            acked.append(msg.value())
+        else:
+            failed.append(str(err))
+
+    def send(count: int) -> None:
+        for _ in range(count):
+            producer.produce("ck", b"ck-%06d" % n[0], on_delivery=report)
+            n[0] += 1
+            producer.poll(0)
+
+    def during(kill) -> None:
+        send(300)
+        producer.poll(0.05)
+        kill()
+        send(300)
+        assert producer.flush(120) == 0
+
+    send(200)
+    producer.flush(60)
+    _kill_restart_rounds(c, "ck", 2, during)
+    assert failed == []
+    got = consume_all(c, "ck", len(acked))
+    check_exactly_once_in_order(acked, got)
+    assert len(acked) == n[0] == len(got)
+
+
+def test_java_idempotent_acks_all_across_leader_kills(cluster: LocalCluster) -> None:
+    from tests.javaclient import java_available, of_type, start_java
+
+    if not java_available():
+        pytest.skip("java/javac not available")
+    c = cluster
+    create_topic(c, "jv")
+    acked: list[bytes] = []
+    start = [0]
+
+    def during(kill) -> None:
+        proc = start_java("4.3.0", c.bootstrap_servers, "produce", "--topic", "jv", "--count", 2000,
+                          "--start", start[0], "--acks", "all", "--idempotent", "true", "--linger-ms", 5,
+                          "--print-records", "--prop", "delivery.timeout.ms=120000",
+                          "--prop", "metadata.max.age.ms=1000")
+        time.sleep(2.5)                  # the JVM is up and producing
+        kill()
+        lines = proc.result(timeout=180)
+        acks = [ln for ln in of_type(lines, "ack")]
+        assert all(ln["ok"] for ln in acks), [ln for ln in acks if not ln["ok"]][:3]
+        acked.extend(b"v-%d" % ln["i"] for ln in sorted(acks, key=lambda ln: ln["i"]))   # in send order
+        start[0] += 2000
+
+    _kill_restart_rounds(c, "jv", 2, during)
+    got = consume_all(c, "jv", len(acked))
+    check_exactly_once_in_order(acked, got)
+    assert len(got) == len(acked) == 4000
