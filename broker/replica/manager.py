@@ -121,8 +121,18 @@ class ReplicaManager:
         """Follow a MetadataStore (broker/metadata/store.py): every published image is applied in
         order, ISR changes go through its alter_partition; the current image is applied now."""
         self.alter_partition = store.alter_partition
+        self.role_listeners.append(self._coordinator_roles)
         store.subscribe(self._on_metadata)
         self.apply_image(store.image)
+
+    def _coordinator_roles(self, part: Partition, is_leader: bool) -> None:
+        """A coordinator lives on its partition's leader: load on becoming leader, unload on losing it."""
+        for shell in (self.broker.groups, self.broker.txns):
+            if part.topic == shell.topic:
+                if is_leader:
+                    shell.become_leader(part.index)
+                else:
+                    shell.resign(part.index)
 
     def _on_metadata(self, old: Any, new: Any, delta: Any) -> None:
         self.apply_image(new)
