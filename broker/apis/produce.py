@@ -35,6 +35,8 @@ def _verify_transaction(ctx: RequestContext, transactional_id: str | None, topic
     this step (no await), so the transaction cannot end between the check and the append."""
     if not transactional_id:
         return ErrorCode.NONE        # Kafka verifies only requests that name their transaction
+    if ctx.broker.cluster is not None and getattr(ctx.broker.txns.coordinator_for(transactional_id)[1], "_unloaded", False):
+        return ErrorCode.NONE        # a cluster: the coordinator is another broker (not asked over the network)
     r: tx.AddPartitionsResult = ctx.broker.txns.call_now(transactional_id, tx.AddPartitionsToTxn(
         transactional_id=transactional_id, producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
         partitions=[(topic, partition)], verify_only=True))
