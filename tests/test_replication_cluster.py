@@ -260,3 +260,80 @@ def test_java_idempotent_acks_all_across_leader_kills(cluster: LocalCluster) -> 
     got = consume_all(c, "jv", len(acked))
     check_exactly_once_in_order(acked, got)
     assert len(got) == len(acked) == 4000
+
+
+def test_consumer_group_keeps_its_offsets_across_coordinator_failover(cluster: LocalCluster) -> None:
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    from coordinator.hashing import partition_for_group
+
+    c = cluster
+    create_topic(c, "g")
+    producer = KafkaProducer(bootstrap_servers=c.bootstrap_servers, acks="all")
+    for i in range(100):
+        producer.send("g", b"v%d" % i)
+    producer.flush()
+    producer.close()
+
+    def consumer() -> KafkaConsumer:
+        return KafkaConsumer("g", group_id="grp", bootstrap_servers=c.bootstrap_servers, auto_offset_reset="earliest",
+                             enable_auto_commit=False, consumer_timeout_ms=8000, max_poll_records=50)
+
+    first = consumer()
+    got = []
+    for m in first:
+        got.append(m.value)
+        if len(got) == 50:
+            first.commit()
+            break
+    assert first.committed(TopicPartition("g", 0)) == 50
+    first.close()
+    partitions = len(c.image().topics["__consumer_offsets"].partitions)
+    gp = partition_for_group("grp", partitions)
+    old = c.leader("__consumer_offsets", gp)
+    c.kill(old)                                  # the group coordinator's broker
+    c.wait_for(lambda: c.leader("__consumer_offsets", gp) not in (old, -1), timeout=30, what="a new coordinator")
+    second = consumer()
+    rest = [m.value for m in second]
+    assert rest == [b"v%d" % i for i in range(50, 100)]     # from the committed offset, nothing again
+    second.commit()
+    assert second.committed(TopicPartition("g", 0)) == 100
+    second.close()
+
+
+def test_transactions_across_a_coordinator_kill(cluster: LocalCluster) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from coordinator.hashing import partition_for_group
+
+    c = cluster
+    create_topic(c, "tx", partitions=3)
+    producer = confluent_kafka.Producer({"bootstrap.servers": c.bootstrap_servers, "transactional.id": "t1",
+                                         "transaction.timeout.ms": 60000})
+    producer.init_transactions(60)
+
+    def transaction(tag: bytes, commit: bool = True) -> None:
+        producer.begin_transaction()
+        for i in range(30):
+            producer.produce("tx", b"%s-%d" % (tag, i), partition=i % 3)
+        if commit:
+            producer.commit_transaction(60)
+        else:
+            producer.abort_transaction(60)
+
+    transaction(b"c0")
+    transaction(b"a0", commit=False)
+    partitions = len(c.image().topics["__transaction_state"].partitions)
+    tp = partition_for_group("t1", partitions)
+    old = c.leader("__transaction_state", tp)
+    c.kill(old)                                  # the transaction coordinator's broker
+    c.wait_for(lambda: c.leader("__transaction_state", tp) not in (old, -1), timeout=30, what="a new coordinator")
+    transaction(b"c1")
+    transaction(b"a1", commit=False)
+    transaction(b"c2")
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer("tx", bootstrap_servers=c.bootstrap_servers, auto_offset_reset="earliest",
+                             isolation_level="read_committed", consumer_timeout_ms=5000)
+    values = sorted(m.value for m in consumer)
+    consumer.close()
+    assert values == sorted(b"%s-%d" % (t, i) for t in (b"c0", b"c1", b"c2") for i in range(30))
