@@ -110,7 +110,8 @@ class Broker:
         self.logs.load()
         if self._metadata is None and os.path.exists(os.path.join(self.logs.log_dir, "__samsa_metadata.log")):
             _ = self.metadata  # replay the single node's metadata log (ACLs, credentials) now
-        self.producer_ids = ProducerIdAllocator(self.logs.log_dir)
+        self.producer_ids = (self.cluster.producer_ids if self.cluster is not None  # blocks from the metadata log
+                             else ProducerIdAllocator(self.logs.log_dir))
         self.groups.load()
         self.txns.load()      # after the groups: finishing a transaction may settle their offsets
 

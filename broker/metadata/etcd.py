@@ -11,6 +11,7 @@ Keys under the prefix (``samsa.metadata.etcd.prefix``, default ``/samsa``):
 - ``cluster_id``: created by the first broker (its ``cluster.id``/meta.properties, or a new id);
   a log dir whose meta.properties names another cluster refuses to start (LogManager's check).
 - ``log/<uuid>``: a JSON batch of records (coordinator/metadata_records.py).
+- ``producer_ids`` = the next free producer id (ProducerIdsRecord blocks; producer_ids.py).
 - ``topic/<name>`` = ``<topic_id>:<partition count>`` and ``partition/<topic_id>/<p>`` = the
   partition epoch (absent while it is 0): the versions transactions compare, so a write decided
   on a stale image (a stale leader's ISR change, a stale controller's election, a racing topic
@@ -38,7 +39,7 @@ import trio
 
 from coordinator.metadata_image import MetadataImage, replay_all
 from coordinator.metadata_records import (BrokerEndpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord,
-                                          RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, decode_batch,
+                                          ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, decode_batch,
                                           encode_batch)
 
 from .etcd_client import (EtcdClient, KeyValue, cmp_absent, cmp_value, op_delete, op_put, op_range, unb64)
@@ -303,6 +304,11 @@ class EtcdMetadataStore(Publisher):
             t = new_img.topics.get(name)
             if t is not None:
                 puts.append(op_put(self.key("topic", name), f"{t.topic_id}:{len(t.partitions)}"))
+        if any(isinstance(r, ProducerIdsRecord) for r in records):
+            key = self.key("producer_ids")
+            compares.append(cmp_absent(key) if base.next_producer_id == 0
+                            else cmp_value(key, str(base.next_producer_id)))
+            puts.append(op_put(key, str(new_img.next_producer_id)))
         for topic_id in removed:
             t = base.topics_by_id.get(topic_id)
             if t is not None:

@@ -16,8 +16,8 @@ import structlog
 import trio
 
 from coordinator.metadata_image import MetadataImage, replay_all
-from coordinator.metadata_records import (MetadataRecord, PartitionChangeRecord, TopicRecord, decode_batch,
-                                          encode_batch)
+from coordinator.metadata_records import (MetadataRecord, PartitionChangeRecord, ProducerIdsRecord, TopicRecord,
+                                          decode_batch, encode_batch)
 
 from .store import Publisher
 
@@ -38,6 +38,8 @@ def conflicts(current: MetadataImage, base: MetadataImage, records: Sequence[Met
             if old is None or cur is None or cur.partition_epoch != old.partition_epoch:
                 return True
         elif isinstance(r, TopicRecord) and r.name in current.topics:
+            return True
+        elif isinstance(r, ProducerIdsRecord) and current.next_producer_id != base.next_producer_id:
             return True
     return False
 

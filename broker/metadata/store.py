@@ -11,8 +11,9 @@ APIs, the controller and the replica manager only see this protocol:
 - ``await append(records, base=image, as_controller=False) -> bool``: writes one batch
   atomically and returns once this broker's image has applied it. ``base`` is the image the
   records were decided on: the write is refused (False) when a partition the batch changes has
-  moved past its partition epoch in ``base``, or a topic the batch creates already exists, or
-  (``as_controller``) this broker is no longer the active controller. Raises
+  moved past its partition epoch in ``base``, or a topic the batch creates already exists, or a
+  topic it grows, shrinks or removes changed, or (ProducerIdsRecord) ``next_producer_id`` moved,
+  or (``as_controller``) this broker is no longer the active controller. Raises
   ``MetadataUnavailable`` while the store cannot be reached (metadata changes wait; nothing
   is guessed).
 - ``await alter_partition(topic, partition, leader_id, leader_epoch, partition_epoch, new_isr)``

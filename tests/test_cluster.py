@@ -1,0 +1,225 @@
+"""A replicated cluster's control plane with real processes: etcd and three brokers
+(the ``samsa_cluster`` fixture), answers read with a raw client from every broker."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from kafka.protocol.admin import CreateTopicsRequest
+
+from broker.devcluster import find_etcd
+from broker.testing import SamsaBroker, free_port
+from tests.rawclient import RawClient
+
+pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
+                                                            "Debian's etcd-server)")
+
+CT = CreateTopicsRequest.CreatableTopic
+CTA = CT.CreatableReplicaAssignment
+
+
+def metadata(bootstrap: str) -> dict:
+    with RawClient(bootstrap) as c:
+        r = c.request(3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    return {"brokers": sorted(b.node_id for b in r.brokers), "controller": r.controller_id,
+            "cluster_id": r.cluster_id,
+            "topics": {t.name: {p.partition_index: (p.leader_id, p.leader_epoch, tuple(p.replica_nodes),
+                                                    tuple(p.isr_nodes))
+                                for p in t.partitions} for t in r.topics}}
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1, rf: int = 3, assignments=None):
+    with RawClient(bootstrap) as c:
+        t = CT(name=name, num_partitions=-1 if assignments else partitions,
+               replication_factor=-1 if assignments else rf,
+               assignments=[CTA(partition_index=i, broker_ids=a) for i, a in enumerate(assignments or [])],
+               configs=[])
+        return c.request(19, 7, topics=[t], timeout_ms=10000, validate_only=False).topics[0]
+
+
+def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = predicate()
+        except (OSError, ConnectionError) as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+
+
+def test_three_brokers_agree_and_replicas_are_placed(samsa_cluster) -> None:
+    c = samsa_cluster
+    boots = c.bootstrap_servers.split(",")
+    first = metadata(boots[0])
+    assert first["brokers"] == [1, 2, 3] and first["controller"] in (1, 2, 3)
+    r = create_topic(boots[1], "rf3", partitions=3, rf=3)
+    assert (r.error_code, r.num_partitions, r.replication_factor) == (0, 3, 3)
+    views = [wait_for(lambda b=b: (m := metadata(b))["topics"].get("rf3") and m, what=f"rf3 on {b}") for b in boots]
+    for v in views:
+        assert v["brokers"] == [1, 2, 3] and v["controller"] == first["controller"]
+        assert v["cluster_id"] == first["cluster_id"]
+        assert v["topics"]["rf3"] == views[0]["topics"]["rf3"]
+    parts = views[0]["topics"]["rf3"]
+    for p, (leader, epoch, replicas, isr) in parts.items():
+        assert sorted(replicas) == [1, 2, 3] and sorted(isr) == [1, 2, 3]
+        assert leader == replicas[0] and epoch == 0
+    assert {parts[p][0] for p in parts} == {1, 2, 3}       # leadership spread over the brokers
+    assert c.leader("rf3", 0) == parts[0][0]
+
+    r4 = create_topic(boots[2], "rf4", rf=4)
+    assert r4.error_code == 37 + 1  # INVALID_REPLICATION_FACTOR
+    assert "only 3 broker(s) are registered" in r4.error_message
+    manual = create_topic(boots[0], "manual", assignments=[[3, 1], [2, 3]])
+    assert manual.error_code == 0 and manual.replication_factor == 2
+    got = wait_for(lambda: metadata(boots[2])["topics"].get("manual"), what="manual topic")
+    assert got[0][2] == (3, 1) and got[1][2] == (2, 3) and got[0][0] == 3
+    bad = create_topic(boots[0], "bad", assignments=[[1, 7]])
+    assert bad.error_code == 39  # INVALID_REPLICATION_ASSIGNMENT: broker 7 is not registered
+    with RawClient(boots[1]) as cl:
+        dc = cl.request(60, 0, include_cluster_authorized_operations=False)
+    assert sorted(b.broker_id for b in dc.brokers) == [1, 2, 3] and dc.controller_id == first["controller"]
+
+
+def test_killed_leader_is_replaced_from_the_isr_with_a_new_epoch(samsa_cluster) -> None:
+    c = samsa_cluster
+    boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
+    assert create_topic(boots[1], "fo", rf=3).error_code == 0
+    leader, epoch, replicas, isr = wait_for(lambda: metadata(boots[1])["topics"].get("fo"), what="fo")[0]
+    c.kill(leader)
+    survivor = next(b for b in boots if b != leader)
+
+    def moved():
+        p = metadata(boots[survivor])["topics"]["fo"][0]
+        return p if p[0] not in (leader, -1) else None
+    new_leader, new_epoch, new_replicas, new_isr = wait_for(moved, timeout=20, what="a new leader")
+    assert new_leader in isr and new_epoch == epoch + 1 and new_replicas == replicas
+    assert leader not in new_isr and sorted(new_isr) == sorted(b for b in isr if b != leader)
+    assert metadata(boots[survivor])["brokers"] == sorted(b for b in boots if b != leader)
+    # it comes back: registered again, a follower (not in the ISR until the data plane adds it)
+    c.restart(leader)
+    wait_for(lambda: metadata(boots[leader])["brokers"] == [1, 2, 3], what="the broker back in Metadata")
+    assert metadata(boots[leader])["topics"]["fo"][0][0] == new_leader
+
+
+def test_kill_the_controller_another_takes_over_and_topics_can_be_created(samsa_cluster) -> None:
+    c = samsa_cluster
+    boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
+    old = wait_for(lambda: c.controller() if c.controller() > 0 else None, what="a controller")
+    c.kill(old)
+    rest = [b for b in boots if b != old]
+    new = wait_for(lambda: (n := c.controller()) not in (-1, old) and n, timeout=20, what="a new controller")
+    assert new in rest
+    wait_for(lambda: all(metadata(boots[b])["controller"] == new for b in rest), what="brokers see the controller")
+    r = create_topic(boots[rest[0]], "after", partitions=2, rf=2)
+    assert r.error_code == 0
+    got = wait_for(lambda: metadata(boots[rest[1]])["topics"].get("after"), what="the topic")
+    assert all(set(p[2]) == set(rest) for p in got.values())
+    assert create_topic(boots[rest[0]], "after3", rf=3).error_code == 38   # only 2 live brokers now
+
+
+def test_controlled_shutdown_moves_leadership_first(samsa_cluster) -> None:
+    c = samsa_cluster
+    boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
+    assert create_topic(boots[1], "cs", rf=3).error_code == 0
+    leader, epoch, _, _ = wait_for(lambda: metadata(boots[1])["topics"].get("cs"), what="cs")[0]
+    started = time.monotonic()
+    assert c.stop(leader) == 0
+    took = time.monotonic() - started
+    other = next(b for b in boots if b != leader)
+    p = metadata(boots[other])["topics"]["cs"][0]
+    assert p[0] not in (leader, -1) and p[1] == epoch + 1   # moved before the broker exited
+    assert took < 8
+
+
+def test_brokers_reconnect_after_etcd_restarts(samsa_cluster) -> None:
+    c = samsa_cluster
+    boots = c.bootstrap_servers.split(",")
+    assert create_topic(boots[0], "before", rf=3).error_code == 0
+    c.restart_etcd(down_s=1.0)
+    # brokers kept their leases (TTL 3 s > the outage) or registered again; writes work again
+    r = wait_for(lambda: (x := create_topic(boots[1], "after-etcd", rf=3)).error_code == 0 and x, timeout=30,
+                 what="a topic created after etcd restarted")
+    assert r.num_partitions == 1
+    for b in boots:
+        wait_for(lambda b=b: (m := metadata(b))["topics"].get("after-etcd") and m["brokers"] == [1, 2, 3],
+                 what=f"{b} to see the new topic and every broker")
+
+
+def test_a_live_node_id_and_a_foreign_log_dir_refuse_to_start(samsa_cluster, tmp_path) -> None:
+    c = samsa_cluster
+    common = {"samsa.metadata.etcd.endpoints": c.etcd.endpoint, "broker.session.timeout.ms": "3000"}
+    dup = SamsaBroker(tmp_path / "dup", overrides={**common, "node.id": "2"})
+    with pytest.raises(RuntimeError, match="node.id=2 is already live"):
+        dup.start(timeout=30)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "meta.properties").write_text("version=1\ncluster.id=someOtherCluster\nnode.id=4\n")
+    stranger = SamsaBroker(foreign, overrides={**common, "node.id": "4"})
+    with pytest.raises(RuntimeError, match="someOtherCluster"):
+        stranger.start(timeout=30)
+
+
+def test_samsa_cluster_command_prints_bootstrap_and_stops_on_sigterm(tmp_path) -> None:
+    base = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "broker", "cluster", "--brokers", "2", "--base-port", str(base),
+                             "--data-dir", str(tmp_path / "c"), "--override", "num.partitions=4"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")})
+    try:
+        lines = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if line.startswith("127.0.0.1:"):
+                break
+        assert lines[-1].strip() == f"127.0.0.1:{base},127.0.0.1:{base + 1}", "".join(lines)
+        assert metadata(f"127.0.0.1:{base + 1}")["brokers"] == [1, 2]
+        r = create_topic(f"127.0.0.1:{base}", "four", partitions=-1, rf=2)
+        assert (r.error_code, r.num_partitions) == (0, 4)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    with pytest.raises(OSError):
+        metadata(f"127.0.0.1:{base}")
+
+
+def test_a_paused_leader_loses_its_lease_and_comes_back_registered_again(samsa_cluster) -> None:
+    c = samsa_cluster
+    boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
+    assert create_topic(boots[1], "hung", rf=3).error_code == 0
+    leader, epoch, _, isr = wait_for(lambda: metadata(boots[1])["topics"].get("hung"), what="hung")[0]
+    c.pause(leader)                               # SIGSTOP: a hung broker keeps its sockets
+    other = next(b for b in boots if b != leader)
+    p = wait_for(lambda: (q := metadata(boots[other])["topics"]["hung"][0])[0] not in (leader, -1) and q,
+                 timeout=20, what="leadership to move off the hung broker")
+    assert p[1] == epoch + 1 and leader not in p[3]
+    assert c.image().brokers[leader].fenced
+    c.resume(leader)
+    # its keep-alive finds the lease gone: it registers again, unfenced, as a new incarnation
+    wait_for(lambda: not c.image().brokers[leader].fenced, timeout=20, what="the broker to register again")
+    wait_for(lambda: metadata(boots[other])["brokers"] == [1, 2, 3], what="all brokers listed again")
+
+
+def test_producer_ids_are_unique_across_brokers(samsa_cluster) -> None:
+    boots = samsa_cluster.bootstrap_servers.split(",")
+    pids = []
+    for _ in range(3):
+        for b in boots:
+            with RawClient(b) as c:
+                r = c.request(22, 4, transactional_id=None, transaction_timeout_ms=60000, producer_id=-1,
+                              producer_epoch=-1)
+            assert r.error_code == 0
+            pids.append(r.producer_id)
+    assert len(set(pids)) == len(pids)
+    blocks = {p // 1000 for p in pids}
+    assert len(blocks) == 3          # each broker hands out ids from its own reserved block
