@@ -228,3 +228,32 @@ def test_idempotent_sequences_continue_on_the_new_leader(cluster: InProcessClust
     _, pr = produce(c, 2, "t", [b"c"], producer_id=pid, producer_epoch=0, base_sequence=2)
     assert (pr.error_code, pr.base_offset) == (0, 2)
     wait_for(lambda: log_values(c, 1, "t") == [b"a", b"b", b"c"], what="old leader to follow")
+
+
+def test_follower_fetch_v15_replica_state_reads_past_the_hw(cluster: InProcessCluster) -> None:
+    """KIP-903: from Fetch v15 the follower's id travels in ReplicaState; a follower's fetch
+    reads up to the log end (not the HW) and its fetch offset moves the HW."""
+    c = cluster
+    c.create_topic("t", replicas=(1, 2, 3))
+    assert produce(c, 1, "t", [b"a"])[1].error_code == 0
+    c.pause(2)
+    c.pause(3)
+    assert produce(c, 1, "t", [b"b"], acks=1)[1].error_code == 0
+    FT = FetchRequest.FetchTopic
+    tid = c.topics["t"].topic_id
+
+    def follower_fetch(offset: int):
+        with RawClient(c.bootstrap(1)) as client:
+            resp = client.request(FETCH, 15, replica_state=FetchRequest.ReplicaState(replica_id=2, replica_epoch=-1),
+                                  max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0,
+                                  session_epoch=-1, topics=[FT(topic_id=tid, partitions=[FT.FetchPartition(
+                                      partition=0, current_leader_epoch=0, fetch_offset=offset, last_fetched_epoch=0,
+                                      log_start_offset=0, partition_max_bytes=1 << 20)])],
+                                  forgotten_topics_data=[], rack_id="")
+        return resp.responses[0].partitions[0]
+
+    pd = follower_fetch(1)
+    assert pd.error_code == 0 and pd.high_watermark == 1 and values_in(pd.records) == [b"b"]
+    # the follower now reports offset 2: with it and the leader at 2 ... 3 still holds the HW at 1
+    assert follower_fetch(2).high_watermark == 1
+    assert c.call(lambda: c.partition(1, "t").replica.followers[2].leo) == 2
