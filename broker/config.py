@@ -76,6 +76,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "replica.fetch.response.max.bytes": ("int", 10485760),
     "replica.fetch.backoff.ms": ("int", 1000),
     "replica.socket.timeout.ms": ("int", 30000),
+    "replica.high.watermark.checkpoint.interval.ms": ("long", 5000),
     "broker.rack": ("string", None),
     "cluster.id": ("string", None),
     # Samsa's own (no Kafka equivalent; see the README's configuration section)

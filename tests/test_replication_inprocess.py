@@ -80,7 +80,8 @@ def wait_for(cond, timeout: float = 15.0, what: str = "condition") -> None:
 
 @pytest.fixture
 def cluster(tmp_path: Path):
-    c = InProcessCluster(tmp_path, 3, **{"replica.lag.time.max.ms": 1000, "min.insync.replicas": 2}).start()
+    c = InProcessCluster(tmp_path, 3, **{"replica.lag.time.max.ms": 1000, "min.insync.replicas": 2,
+                                         "replica.high.watermark.checkpoint.interval.ms": 100}).start()
     yield c
     c.stop()
 
@@ -100,6 +101,12 @@ def test_followers_copy_the_leader_and_consumers_stop_at_the_hw(cluster: InProce
         assert c.call(lambda n=node: c.partition(n, "t").epochs.entries) == [(0, 0)]
     assert c.call(lambda: leader.high_watermark) == 4
     wait_for(lambda: c.call(lambda: c.partition(2, "t").high_watermark) == 4, what="follower HW")
+    # replication-offset-checkpoint (Kafka's format) holds every replica's HW for a restart
+    from broker.replica.checkpoint import read_offsets_checkpoint
+    for node in (1, 2, 3):
+        path = c.brokers[node].logs.log_dir + "/replication-offset-checkpoint"
+        wait_for(lambda: read_offsets_checkpoint(path) == {("t", 0): 4}, what="HW checkpoint")
+    assert open(path).read() == "0\n1\nt 0 4\n"
     _, pd = fetch(c, 1, "t", 0)
     assert pd.error_code == 0 and pd.high_watermark == 4 and values_in(pd.records) == [b"a", b"b", b"c", b"d"]
     # a follower answers consumers NOT_LEADER_OR_FOLLOWER, naming the leader (Fetch v12+, KIP-951 v16)

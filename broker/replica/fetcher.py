@@ -146,6 +146,10 @@ class ReplicaFetcher:
                         pending.pop(key)
                         self._back_off(key, s, rp.error_code)
                         continue
+                    if s.part.cleaning:      # the cleaner is rewriting segments: truncate after it
+                        pending.pop(key)
+                        s.retry_at = trio.current_time() + self.backoff_s
+                        continue
                     done = self._truncate_one(s.part, rp.leader_epoch, rp.end_offset)
                     if done:
                         pending.pop(key)
