@@ -64,7 +64,11 @@ def check_exactly_once_in_order(acked: list[bytes], got: list[bytes]) -> None:
 
 
 def test_kafka_python_idempotent_acks_all_across_leader_kills(cluster: LocalCluster) -> None:
-    from kafka import KafkaProducer
+    """The producer's every acknowledged record is there once, in order; a consumer group reading
+    all along keeps going across the failovers and never reads a record that later disappears."""
+    import threading
+
+    from kafka import KafkaConsumer, KafkaProducer
 
     c = cluster
     create_topic(c, "kp")
@@ -72,6 +76,26 @@ def test_kafka_python_idempotent_acks_all_across_leader_kills(cluster: LocalClus
                              retries=2147483647, request_timeout_ms=5000, delivery_timeout_ms=120000,
                              max_in_flight_requests_per_connection=5, linger_ms=5, metadata_max_age_ms=1000,
                              retry_backoff_ms=100)
+    seen: list[bytes] = []
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def watch() -> None:
+        try:
+            consumer = KafkaConsumer("kp", group_id="watchers", bootstrap_servers=c.bootstrap_servers,
+                                     auto_offset_reset="earliest", enable_auto_commit=True,
+                                     auto_commit_interval_ms=200, metadata_max_age_ms=1000,
+                                     request_timeout_ms=10000, session_timeout_ms=6000,
+                                     heartbeat_interval_ms=1000)
+            while not stop.is_set():
+                for records in consumer.poll(timeout_ms=200).values():
+                    seen.extend(r.value for r in records)
+            consumer.close()
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     acked: list[bytes] = []
     n = 0
 
@@ -99,6 +123,11 @@ def test_kafka_python_idempotent_acks_all_across_leader_kills(cluster: LocalClus
     got = consume_all(c, "kp", len(acked))
     check_exactly_once_in_order(acked, got)
     assert len(got) == len(acked)
+    c.wait_for(lambda: set(acked) <= set(seen) or errors, timeout=60, what="the group to read everything")
+    stop.set()
+    watcher.join(30)
+    assert not errors
+    assert set(seen) <= set(got), "a consumer read a record that is not in the log"
 
 
 def test_isr_shrinks_on_a_hung_follower_and_min_insync(cluster: LocalCluster) -> None:
