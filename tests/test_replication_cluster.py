@@ -361,3 +361,26 @@ def test_transactions_across_a_coordinator_kill(cluster: LocalCluster) -> None:
     values = sorted(m.value for m in consumer)
     consumer.close()
     assert values == sorted(b"%s-%d" % (t, i) for t in (b"c0", b"c1", b"c2") for i in range(30))
+
+
+def test_deleted_topic_logs_go_from_every_replica(cluster: LocalCluster) -> None:
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient
+
+    c = cluster
+    create_topic(c, "gone", partitions=2)
+    producer = KafkaProducer(bootstrap_servers=c.bootstrap_servers, acks="all")
+    for i in range(10):
+        producer.send("gone", b"old-%d" % i, partition=i % 2)
+    producer.flush()
+    dirs = [c.data_dir / f"broker-{n}" / f"gone-{p}" for n in (1, 2, 3) for p in (0, 1)]
+    c.wait_for(lambda: all(d.exists() for d in dirs), what="every replica's log")
+    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap_servers)
+    admin.delete_topics(["gone"])
+    c.wait_for(lambda: not any(d.exists() for d in dirs), timeout=30, what="the logs to be deleted")
+    admin.close()
+    create_topic(c, "gone", partitions=2)
+    producer.send("gone", b"new", partition=0)
+    producer.flush()
+    producer.close()
+    assert consume_all(c, "gone", 1) == [b"new"]
