@@ -173,6 +173,12 @@ class LocalCluster:
         assert proc is not None
         proc.send_signal(signal.SIGCONT)
 
+    def stop_etcd(self) -> None:
+        self.etcd.stop()
+
+    def start_etcd(self) -> None:
+        self.etcd.start()
+
     def restart_etcd(self, down_s: float = 0.0) -> None:
         self.etcd.stop()
         time.sleep(down_s)

@@ -144,7 +144,18 @@ def test_brokers_reconnect_after_etcd_restarts(samsa_cluster) -> None:
     c = samsa_cluster
     boots = c.bootstrap_servers.split(",")
     assert create_topic(boots[0], "before", rf=3).error_code == 0
-    c.restart_etcd(down_s=1.0)
+    before = wait_for(lambda: metadata(boots[2])["topics"].get("before"), what="before")
+    c.stop_etcd()
+    # etcd down: brokers answer from the image they have; a metadata change waits, then times out
+    for b in boots:
+        m = metadata(b)
+        assert m["topics"]["before"] == before and m["brokers"] == [1, 2, 3]
+    with RawClient(boots[1]) as cl:
+        t0 = time.monotonic()
+        r = cl.request(19, 7, topics=[CT(name="while-down", num_partitions=1, replication_factor=3, assignments=[],
+                                         configs=[])], timeout_ms=1500, validate_only=False).topics[0]
+        assert r.error_code == 7 and 1.2 < time.monotonic() - t0 < 10   # REQUEST_TIMED_OUT
+    c.start_etcd()
     # brokers kept their leases (TTL 3 s > the outage) or registered again; writes work again
     r = wait_for(lambda: (x := create_topic(boots[1], "after-etcd", rf=3)).error_code == 0 and x, timeout=30,
                  what="a topic created after etcd restarted")

@@ -146,6 +146,24 @@ def describe_cluster(ctx: RequestContext, req: Any, ops: Any) -> Any:
 
 
 # -- CreateTopics ------------------------------------------------------------------------------
+async def _while_unavailable(timeout_ms: int, fn: Any, *args: Any) -> Any:
+    """Metadata changes wait while etcd is unreachable, up to the request's timeout (then
+    MetadataUnavailable: the caller answers REQUEST_TIMED_OUT, as Kafka does when its controller
+    does not answer in time)."""
+    import trio
+
+    from ..metadata.store import MetadataUnavailable
+
+    deadline = trio.current_time() + max(timeout_ms, 0) / 1000
+    while True:
+        try:
+            return await fn(*args)
+        except MetadataUnavailable:
+            if trio.current_time() + 0.25 >= deadline:
+                raise
+            await trio.sleep(0.25)
+
+
 async def create_topics(ctx: RequestContext, req: Any) -> Any:
     from coordinator.metadata_controller import Rejection, check_assignment
 
@@ -242,7 +260,7 @@ async def create_topics(ctx: RequestContext, req: Any) -> Any:
         topic_id = ZERO_UUID
         if not validate_only:
             try:
-                created = await cluster.create_topic(name, assignments, overrides)
+                created = await _while_unavailable(req.timeout_ms, cluster.create_topic, name, assignments, overrides)
             except MetadataUnavailable as exc:
                 reject(ErrorCode.REQUEST_TIMED_OUT, f"the cluster metadata store is unavailable: {exc}")
                 continue
@@ -287,7 +305,7 @@ async def delete_topics(ctx: RequestContext, req: Any) -> Any:
                           error_message=f"Cannot delete internal topic {t.name}"))
             continue
         try:
-            rej = await cluster.delete_topic(t.name)
+            rej = await _while_unavailable(req.timeout_ms, cluster.delete_topic, t.name)
         except MetadataUnavailable as exc:
             out.append(DT(name=t.name, topic_id=_uuid(t.topic_id), error_code=ErrorCode.REQUEST_TIMED_OUT,
                           error_message=str(exc)))
@@ -347,7 +365,7 @@ async def create_partitions(ctx: RequestContext, req: Any) -> Any:
                     assignments = placed
         if rej is None and not req.validate_only:
             try:
-                rej = await cluster.create_partitions(name, assignments)
+                rej = await _while_unavailable(req.timeout_ms, cluster.create_partitions, name, assignments)
             except MetadataUnavailable as exc:
                 rej = Rejection(ErrorCode.REQUEST_TIMED_OUT, str(exc))
         results.append(CP(name=name, error_code=rej.code if rej else 0, error_message=rej.message if rej else None))

@@ -195,13 +195,17 @@ class EtcdMetadataStore(Publisher):
                                            min_mod_revision=max(self.image.offset + 1, 1), sort_by_mod=True)
         for kv in kvs:
             self._apply_log_kv(kv)
-        _, brokers = await self.client.range(self.key("brokers") + "/", prefix=True, revision=rev)
-        self.live.clear()
-        for kv in brokers:
-            self._apply_state_kv(kv, False)
-        _, ctl = await self.client.range(self.key("controller"), revision=rev)
-        self._apply_state_kv(ctl[0] if ctl else KeyValue(self.key("controller"), b"", 0, 0, 0), not ctl)
-        self._rev = max(self._rev, rev)
+        if rev >= self._rev:
+            # the live brokers and the controller as of the same revision, unless the watch has
+            # meanwhile applied newer events (then its state is the newer one)
+            _, brokers = await self.client.range(self.key("brokers") + "/", prefix=True, revision=rev)
+            _, ctl = await self.client.range(self.key("controller"), revision=rev)
+            if rev >= self._rev:
+                self.live.clear()
+                for kv in brokers:
+                    self._apply_state_kv(kv, False)
+                self._apply_state_kv(ctl[0] if ctl else KeyValue(self.key("controller"), b"", 0, 0, 0), not ctl)
+                self._rev = rev
         self.available = True
         self.wake()
 
@@ -245,6 +249,12 @@ class EtcdMetadataStore(Publisher):
                     self.incarnation_id = uuid.uuid4().hex
                     await self._register(fatal=False)
                     await self._catch_up()
+                else:
+                    me = self.image.brokers.get(self.node_id)
+                    if me is not None and me.fenced and self.live.get(self.node_id, {}).get("lease") == str(self.lease_id):
+                        # fenced while our lease lived (a controller's stale view): register again
+                        log.warning("fenced while alive; registering again", node_id=self.node_id)
+                        await self.append([self.registration_record()])
             except MetadataUnavailable as exc:
                 log.warning("lease keep-alive failed", reason=str(exc))
 
