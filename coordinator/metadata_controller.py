@@ -203,3 +203,39 @@ def alter_partition(image: MetadataImage, topic: str, partition: int, leader_id:
             return Rejection(ErrorCode.INELIGIBLE_REPLICA,
                              f"broker {b} is fenced or shutting down and cannot join the ISR")
     return PartitionChangeRecord(partition_id=partition, topic_id=t.topic_id, isr=isr, leader=NO_LEADER_CHANGE)
+
+
+PREFERRED, UNCLEAN = 0, 1   # ElectLeaders election types
+
+
+def elect_leaders_decision(image: MetadataImage, topic: str, partition: int,
+                           election_type: int) -> PartitionChangeRecord | Rejection:
+    """Kafka's ElectLeaders for one partition (ReplicationControlManager.electLeader):
+    PREFERRED makes the first replica leader when it is live and in the ISR (ELECTION_NOT_NEEDED
+    when it already leads, PREFERRED_LEADER_NOT_AVAILABLE otherwise); UNCLEAN elects only a
+    partition without a live leader, from the ISR first, else any live replica (which becomes
+    the ISR alone), ELIGIBLE_LEADERS_NOT_AVAILABLE when none is live."""
+    t = image.topics.get(topic)
+    reg = None if t is None else t.partitions.get(partition)
+    if t is None or reg is None:
+        return Rejection(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                         f"The partition {topic}-{partition} does not exist.")
+    eligible = _eligible(image)
+    if election_type == PREFERRED:
+        preferred = reg.replicas[0] if reg.replicas else NO_LEADER
+        if reg.leader == preferred:
+            return Rejection(ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
+        if preferred not in reg.isr or preferred not in eligible:
+            return Rejection(ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                             f"Failed to elect leader for partition {topic}-{partition} under strategy "
+                             "PreferredReplicaPartitionLeaderElectionStrategy")
+        return PartitionChangeRecord(partition_id=partition, topic_id=t.topic_id, leader=preferred)
+    if reg.leader in eligible:
+        return Rejection(ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
+    leader, isr = elect_leader(reg, eligible, unclean=True)
+    if leader == NO_LEADER:
+        return Rejection(ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                         f"Failed to elect leader for partition {topic}-{partition} under strategy "
+                         "UncleanLeaderElectionStrategy")
+    return PartitionChangeRecord(partition_id=partition, topic_id=t.topic_id, leader=leader,
+                                 isr=isr if isr != reg.isr else None)

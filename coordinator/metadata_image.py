@@ -22,7 +22,8 @@ Interface (what the replica manager, the APIs and the controller use):
   ``delta.deleted_topics`` {name: TopicImage}, ``delta.changed_brokers`` {id}, and
   ``delta.local_changes(broker_id)`` (Kafka's TopicsDelta.localChanges: the partitions this
   broker now leads, follows, or must delete) tell subscribers what happened.
-- ``replay_all(image, records, offset)`` -> ``(new_image, delta)``.
+- ``replay_all(image, records, offset)`` -> ``(new_image, delta)``; ``delta_from_empty(image)``
+  describes a whole image as changes (for a listener subscribing after start-up).
 """
 from __future__ import annotations
 
@@ -366,6 +367,21 @@ _HANDLERS = {
 }
 
 
+def delta_from_empty(image: MetadataImage) -> MetadataDelta:
+    """A delta that describes ``image`` as built from nothing: every partition, broker and
+    topic is new. What a listener that subscribes late is first given."""
+    delta = MetadataDelta(MetadataImage())
+    for t in image.topics.values():
+        delta.created_topics.add(t.name)
+        for p, reg in t.partitions.items():
+            delta.partition_changes[(t.name, p)] = (None, reg)
+    delta.changed_brokers.update(image.brokers)
+    delta.changed_configs.update(image.configs)
+    delta.acls_changed = bool(image.acls)
+    delta.scram_changed = bool(image.scram_credentials)
+    return delta
+
+
 def replay_all(image: MetadataImage, records: Iterable[MetadataRecord],
                offset: int | None = None) -> tuple[MetadataImage, MetadataDelta]:
     delta = MetadataDelta(image)
@@ -375,4 +391,5 @@ def replay_all(image: MetadataImage, records: Iterable[MetadataRecord],
 
 
 __all__ = ["BrokerRegistration", "PartitionRegistration", "TopicImage", "MetadataImage", "MetadataDelta",
-           "LocalReplicaChanges", "replay_all"]
+           "LocalReplicaChanges", "replay_all",
+           "delta_from_empty"]

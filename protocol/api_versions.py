@@ -44,6 +44,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.ListTransactions: (0, 2),
     ApiKey.DescribeProducers: (0, 0),
     ApiKey.WriteTxnMarkers: (1, 1),     # between brokers (a cluster's transaction coordinators)
+    ApiKey.ElectLeaders: (0, 2),
 }
 
 

@@ -234,3 +234,63 @@ def test_producer_ids_are_unique_across_brokers(samsa_cluster) -> None:
     assert len(set(pids)) == len(pids)
     blocks = {p // 1000 for p in pids}
     assert len(blocks) == 3          # each broker hands out ids from its own reserved block
+
+
+def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(samsa_cluster) -> None:
+    from kafka.protocol.admin import ElectLeadersRequest
+    c = samsa_cluster
+    boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
+    assert create_topic(boots[1], "pref", assignments=[[1, 2, 3]]).error_code == 0
+    assert c.stop(1) == 0                               # controlled shutdown: 2 leads now
+    assert metadata(boots[2])["topics"]["pref"][0][0] == 2
+    with RawClient(boots[2]) as cl:
+        tp = [ElectLeadersRequest.TopicPartitions(topic="pref", partitions=[0, 5])]
+        r = cl.request(43, 2, election_type=0, topic_partitions=tp, timeout_ms=5000)
+    codes = {p.partition_id: p.error_code for res in r.replica_election_results for p in res.partition_result}
+    assert codes == {0: 80, 5: 3}          # PREFERRED_LEADER_NOT_AVAILABLE (1 is down), UNKNOWN_TOPIC_OR_PARTITION
+    c.start_broker(1)
+    # broker 1 is back but out of the ISR until the data plane adds it: still not available
+    wait_for(lambda: metadata(boots[1])["brokers"] == [1, 2, 3], what="broker 1 registered")
+    reg = c.image().partition("pref", 0)
+    if 1 in reg.isr:                        # the data plane put it back in the ISR
+        with RawClient(boots[3]) as cl:
+            r = cl.request(43, 2, election_type=0, topic_partitions=None, timeout_ms=5000)
+        assert [(res.topic, p.error_code) for res in r.replica_election_results for p in res.partition_result] \
+            == [("pref", 0)]
+        assert c.leader("pref", 0) == 1
+    with RawClient(boots[3]) as cl:          # unclean: the partition has a live leader
+        r = cl.request(43, 2, election_type=1, topic_partitions=[ElectLeadersRequest.TopicPartitions(
+            topic="pref", partitions=[0])], timeout_ms=5000)
+    assert r.replica_election_results[0].partition_result[0].error_code == 84   # ELECTION_NOT_NEEDED
+
+
+def test_topic_configs_live_in_the_metadata_log(samsa_cluster) -> None:
+    from kafka.protocol.admin import (CreateTopicsRequest, DescribeConfigsRequest,
+                                      IncrementalAlterConfigsRequest)
+    boots = samsa_cluster.bootstrap_servers.split(",")
+    CC = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
+    with RawClient(boots[0]) as c:
+        t = CT(name="cfg", num_partitions=1, replication_factor=3, assignments=[],
+               configs=[CC(name="retention.ms", value="12345")])
+        assert c.request(19, 7, topics=[t], timeout_ms=5000, validate_only=False).topics[0].error_code == 0
+
+    def describe(b: str) -> dict:
+        with RawClient(b) as c:
+            r = c.request(32, 4, resources=[DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=2, resource_name="cfg", configuration_keys=["retention.ms",
+                                                                           "unclean.leader.election.enable"])],
+                include_synonyms=False, include_documentation=False)
+        res = r.results[0]
+        assert res.error_code == 0, res
+        return {cfg.name: (cfg.value, cfg.config_source) for cfg in res.configs}
+    assert wait_for(lambda: describe(boots[2])["retention.ms"] == ("12345", 1), what="the config on broker 3")
+    A = IncrementalAlterConfigsRequest.AlterConfigsResource
+    with RawClient(boots[1]) as c:
+        r = c.request(44, 1, resources=[A(resource_type=2, resource_name="cfg", configs=[
+            A.AlterableConfig(name="unclean.leader.election.enable", config_operation=0, value="true"),
+            A.AlterableConfig(name="retention.ms", config_operation=1, value=None)])], validate_only=False)
+        assert r.responses[0].error_code == 0
+    got = wait_for(lambda: (d := describe(boots[0]))["unclean.leader.election.enable"][0] == "true" and d,
+                   what="the altered config on broker 1")
+    assert got["unclean.leader.election.enable"] == ("true", 1) and got["retention.ms"] == ("604800000", 5)
+    assert dict(samsa_cluster.image().topic_configs("cfg")) == {"unclean.leader.election.enable": "true"}

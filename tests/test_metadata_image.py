@@ -161,3 +161,18 @@ def test_local_store_refuses_a_producer_id_block_claimed_on_a_stale_image(tmp_pa
         assert await store.append([ProducerIdsRecord(2, 10, 2000)], base=store.image)
         assert store.image.next_producer_id == 2000
     trio.run(main)
+
+
+def test_a_late_subscriber_first_sees_the_whole_image(tmp_path) -> None:
+    async def main() -> None:
+        store = LocalMetadataStore(str(tmp_path), 1)
+        await store.start()
+        assert await store.append([_register(1), _register(2)])
+        assert await store.append(create_topic_records(store.image, "t", "tid", [(1, 2), (2, 1)]))
+        calls = []
+        store.subscribe(lambda old, new, delta: calls.append(delta.local_changes(1)), initial=True)
+        assert len(calls) == 1
+        assert set(calls[0].leaders) == {("t", 0)} and set(calls[0].followers) == {("t", 1)}
+        assert await store.append([FenceBrokerRecord(id=2, epoch=10)])
+        assert len(calls) == 2 and not calls[1].leaders and not calls[1].followers
+    trio.run(main)

@@ -373,3 +373,40 @@ async def create_partitions(ctx: RequestContext, req: Any) -> Any:
         if n > 1:
             results.append(CP(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."))
     return ctx.response(throttle_time_ms=0, results=results)
+
+
+# -- topic configs (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) --------------------
+class TopicConfigView:
+    """What configs.py reads of a topic, from the image: its ConfigRecords."""
+
+    def __init__(self, name: str, configs: dict[str, str]) -> None:
+        self.name = name
+        self.configs = configs
+        self.internal = name in INTERNAL_TOPICS
+
+
+def topic_config_view(ctx: RequestContext, name: str) -> TopicConfigView | None:
+    image = ctx.broker.cluster.image
+    if name not in image.topics:
+        return None
+    return TopicConfigView(name, dict(image.topic_configs(name)))
+
+
+async def alter_topic_configs(ctx: RequestContext, name: str, new: dict[str, str]) -> tuple[int, str] | None:
+    """Write the difference between the image's overrides and ``new`` as ConfigRecords
+    (value None deletes), in one batch; an error (code, message) or None."""
+    from coordinator.metadata_records import TOPIC_RESOURCE, ConfigRecord
+
+    from ..metadata.store import MetadataUnavailable
+
+    cluster = ctx.broker.cluster
+    current = dict(cluster.image.topic_configs(name))
+    records = [ConfigRecord(TOPIC_RESOURCE, name, k, v) for k, v in sorted(new.items()) if current.get(k) != v]
+    records += [ConfigRecord(TOPIC_RESOURCE, name, k, None) for k in sorted(current) if k not in new]
+    if not records:
+        return None
+    try:
+        await _while_unavailable(30000, cluster.store.append, records)
+    except MetadataUnavailable as exc:
+        return ErrorCode.REQUEST_TIMED_OUT, f"the cluster metadata store is unavailable: {exc}"
+    return None

@@ -401,9 +401,18 @@ def _wanted(keys: list[str] | None, names: Iterable[str]) -> list[str]:
     return [n for n in names if n in want]
 
 
+def _topic(ctx: RequestContext, name: str) -> Any:
+    """The topic (``.name``, ``.configs``, ``.internal``): the local log's, or in cluster mode
+    the metadata image's (its ConfigRecords)."""
+    if ctx.broker.cluster is not None:
+        from .cluster_admin import topic_config_view
+        return topic_config_view(ctx, name)
+    return ctx.broker.logs.topics.get(name)
+
+
 def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> DR:
     logs = ctx.broker.logs
-    topic = logs.topics.get(name)
+    topic = _topic(ctx, name)
     if topic is None:
         return DR(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=None, resource_type=TOPIC,
                   resource_name=name, configs=[])
@@ -537,16 +546,22 @@ def _check_topic_resource(name: str) -> None:
         raise _Reject(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
 
 
-def _apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str | None], validate_only: bool) -> None:
+async def _apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str | None],
+                               validate_only: bool) -> None:
     """Validate a topic's complete new overrides, check the topic exists, then store them."""
     try:
         validate_topic_configs(new, ctx.broker.config)
     except ConfigError as exc:
         raise _Reject(ErrorCode.INVALID_CONFIG, str(exc)) from None
-    topic = ctx.broker.logs.topics.get(name)
+    topic = _topic(ctx, name)
     if topic is None:
         raise _Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-    if not validate_only and new != topic.configs:
+    if not validate_only and new != topic.configs and ctx.broker.cluster is not None:
+        from .cluster_admin import alter_topic_configs  # cluster mode: ConfigRecords in the metadata log
+        error = await alter_topic_configs(ctx, name, {k: v for k, v in new.items() if v is not None})
+        if error is not None:
+            raise _Reject(*error)
+    elif not validate_only and new != topic.configs:
         ctx.broker.logs.alter_configs(name, {k: v for k, v in new.items() if v is not None})
         log.info("topic configs altered", topic=name, configs=new)
 
@@ -613,7 +628,7 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
                 raise _non_topic_error(rtype)
             _check_topic_resource(name)
             new = {c.name: c.value for c in res.configs}
-            _apply_topic_configs(ctx, name, new, bool(req.validate_only))
+            await _apply_topic_configs(ctx, name, new, bool(req.validate_only))
             out.append(_resource_response(AlterConfigsResponse, rtype, name))
         except _Reject as rej:
             out.append(_resource_response(AlterConfigsResponse, rtype, name, rej.code, rej.message))
@@ -641,8 +656,8 @@ async def incremental_alter_configs(ctx: RequestContext,
             if rtype != TOPIC:
                 raise _non_topic_error(rtype)
             _check_topic_resource(name)
-            new = _incremental(ctx.broker.logs.topics.get(name), list(res.configs))
-            _apply_topic_configs(ctx, name, new, bool(req.validate_only))
+            new = _incremental(_topic(ctx, name), list(res.configs))
+            await _apply_topic_configs(ctx, name, new, bool(req.validate_only))
             out.append(_resource_response(IncrementalAlterConfigsResponse, rtype, name))
         except _Reject as rej:
             out.append(_resource_response(IncrementalAlterConfigsResponse, rtype, name, rej.code, rej.message))

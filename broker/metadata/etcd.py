@@ -215,8 +215,8 @@ class EtcdMetadataStore(Publisher):
             try:
                 await self._catch_up()
                 async for result in self.client.watch(self.prefix + "/", self._rev + 1):
-                    if "compact_revision" in result and int(result["compact_revision"]) > 0:
-                        break  # our revision was compacted away: catch up with a range
+                    if int(result.get("compact_revision", 0) or 0) > 0 or result.get("canceled"):
+                        break  # compacted away or cancelled by etcd: catch up with a range, watch again
                     backoff = 0.2
                     for ev in result.get("events", []):
                         kv = KeyValue.from_json(ev["kv"])

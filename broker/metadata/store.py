@@ -4,9 +4,9 @@ Why an interface: a single node keeps its metadata log in a file, a cluster in e
 APIs, the controller and the replica manager only see this protocol:
 
 - ``image`` (``coordinator.metadata_image.MetadataImage``): the newest image applied, immutable.
-- ``subscribe(listener)``: ``listener(old_image, new_image, delta)`` is called synchronously, in
-  record order, for every batch applied (also the ones this broker wrote), after ``image`` was
-  updated. The replica manager uses ``delta.local_changes(node_id)`` to become leader/follower.
+- ``subscribe(listener, initial=False)``: ``listener(old_image, new_image, delta)`` is called
+  synchronously, in record order, for every batch applied (also the ones this broker wrote),
+  after ``image`` was updated; with ``initial`` first once for the image as it is now. The replica manager uses ``delta.local_changes(node_id)`` to become leader/follower.
   Listeners must not block; they may start trio work of their own.
 - ``await append(records, base=image, as_controller=False) -> bool``: writes one batch
   atomically and returns once this broker's image has applied it. ``base`` is the image the
@@ -51,7 +51,7 @@ class MetadataStore(Protocol):
     controller_id: int
     cluster_id: str
 
-    def subscribe(self, listener: Listener) -> None: ...
+    def subscribe(self, listener: Listener, initial: bool = False) -> None: ...
 
     async def start(self) -> None: ...
 
@@ -73,8 +73,15 @@ class Publisher:
         self.image = MetadataImage()
         self._listeners: list[Listener] = []
 
-    def subscribe(self, listener: Listener) -> None:
+    def subscribe(self, listener: Listener, initial: bool = False) -> None:
+        """Add a listener; with ``initial`` it is first called at once with
+        ``(empty image, current image, delta_from_empty(current))``, so a replica manager that
+        subscribes after start-up sees every partition it already hosts."""
+        from coordinator.metadata_image import delta_from_empty
+
         self._listeners.append(listener)
+        if initial:
+            listener(MetadataImage(), self.image, delta_from_empty(self.image))
 
     def publish(self, records: Sequence[MetadataRecord], offset: int) -> MetadataDelta:
         old = self.image

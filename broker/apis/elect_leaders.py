@@ -1,0 +1,79 @@
+"""ElectLeaders v0-v2 (preferred and unclean leader election, KIP-460).
+
+Kafka's rules: v0 is always PREFERRED; v1+ carries ``election_type`` (0 PREFERRED, 1 UNCLEAN;
+anything else is INVALID_REQUEST for the whole request, top-level error from v1). Null
+``topic_partitions`` means every partition, and then partitions answering ELECTION_NOT_NEEDED are
+left out of the answer. Per partition: UNKNOWN_TOPIC_OR_PARTITION, ELECTION_NOT_NEEDED (the
+preferred replica already leads / the partition has a live leader),
+PREFERRED_LEADER_NOT_AVAILABLE (the first replica is not live or not in the ISR),
+ELIGIBLE_LEADERS_NOT_AVAILABLE (unclean: no live replica).
+A single node leads every partition it has, so every election there is not needed. In a cluster
+the decisions are coordinator/metadata_controller.py's, written with the partition epoch they
+were decided on (a lost race is decided again on the new image).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
+
+from protocol.errors import ErrorCode
+
+from ..dispatch import RequestContext, handles
+
+R = ElectLeadersResponse.ReplicaElectionResult
+PR = R.PartitionResult
+NOT_NEEDED = "Leader election not needed for topic partition."
+RETRIES = 10
+
+
+def _requested(ctx: RequestContext, req: Any) -> tuple[list[tuple[str, int]], bool]:
+    if req.topic_partitions is not None:
+        return [(tp.topic, p) for tp in req.topic_partitions for p in tp.partitions], False
+    cluster = ctx.broker.cluster
+    if cluster is not None:
+        return [(t.name, p) for t in cluster.image.topics.values() for p in sorted(t.partitions)], True
+    return [(t.name, p.index) for t in ctx.broker.logs.topics.values() for p in t.partitions], True
+
+
+async def _decide_cluster(ctx: RequestContext, topic: str, partition: int, election_type: int) -> tuple[int, str | None]:
+    from coordinator.metadata_controller import Rejection, elect_leaders_decision
+
+    from ..metadata.store import MetadataUnavailable
+
+    store = ctx.broker.cluster.store
+    for _ in range(RETRIES):
+        base = store.image
+        decision = elect_leaders_decision(base, topic, partition, election_type)
+        if isinstance(decision, Rejection):
+            return decision.code, decision.message
+        try:
+            if await store.append([decision], base=base):
+                return 0, None
+        except MetadataUnavailable as exc:
+            return ErrorCode.REQUEST_TIMED_OUT, str(exc)
+    return ErrorCode.REQUEST_TIMED_OUT, "the partition kept changing"
+
+
+@handles(43)
+async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
+    v = ctx.api_version
+    election_type = req.election_type if v >= 1 else 0
+    if election_type not in (0, 1):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, replica_election_results=[])
+    wanted, everything = _requested(ctx, req)
+    by_topic: dict[str, list[PR]] = {}
+    for topic, partition in wanted:
+        if ctx.broker.cluster is not None:
+            code, message = await _decide_cluster(ctx, topic, partition, election_type)
+        else:
+            t = ctx.broker.logs.topics.get(topic)
+            if t is None or not 0 <= partition < len(t.partitions):
+                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The partition {topic}-{partition} does not exist."
+            else:
+                code, message = ErrorCode.ELECTION_NOT_NEEDED, NOT_NEEDED
+        if everything and code == ErrorCode.ELECTION_NOT_NEEDED:
+            continue
+        by_topic.setdefault(topic, []).append(PR(partition_id=partition, error_code=code, error_message=message))
+    results = [R(topic=t, partition_result=parts) for t, parts in by_topic.items()]
+    return ctx.response(throttle_time_ms=0, error_code=0, replica_election_results=results)
