@@ -156,12 +156,15 @@ class CoordinatorShell(Generic[C]):
         if coord is not None and not getattr(coord, "_unloaded", False):
             self._apply(partition, coord.unload())  # type: ignore[attr-defined]
 
-    def _unavailable_answer(self, partition: int, request: Any) -> Any:
-        """NOT_COORDINATOR (in the request's own answer type) for a write that did not commit."""
-        coord = self.new_coordinator(partition)
-        coord.unload()  # type: ignore[attr-defined]
-        step = coord.handle(request, self.broker.now_ms())  # type: ignore[attr-defined]
-        return step.completions[0][1] if step.completions else None
+    def _unavailable_answer(self, partition: int, request: Any, code: int) -> Any:
+        """The request's own answer type for a write that did not commit, with Kafka's mapping:
+        leadership lost -> NOT_COORDINATOR; too few in-sync replicas or a timeout ->
+        COORDINATOR_NOT_AVAILABLE."""
+        from protocol.errors import ErrorCode
+
+        err = ErrorCode.NOT_COORDINATOR if code == ErrorCode.NOT_LEADER_OR_FOLLOWER \
+            else ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return self.new_coordinator(partition)._unavailable(request, int(err))  # type: ignore[attr-defined]
 
     async def call(self, partition: int, request: Any) -> Any:
         """Step ``request`` through the partition's coordinator and wait for its result."""
@@ -203,19 +206,19 @@ class CoordinatorShell(Generic[C]):
         if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
             self._deadline_changed.set()
 
-    def _release(self, completions: list, failed_partition: int | None = None) -> None:
+    def _release(self, completions: list, failed_partition: int | None = None, code: int = 0) -> None:
         for token, result in completions:
             pending = self._pending.get(token)
             if pending is not None:
                 if failed_partition is not None and pending.request is not None:
-                    result = self._unavailable_answer(failed_partition, pending.request)
+                    result = self._unavailable_answer(failed_partition, pending.request, code)
                 pending.result = result
                 pending.event.set()
 
     async def _release_when_committed(self, partition: int, part: Any, required: int, completions: list) -> None:
         timeout_s = int(self.broker.config["offsets.commit.timeout.ms"]) / 1000
         (code,) = await self.broker.replicas.wait_for_acks([(part, required)], timeout_s)
-        self._release(completions, None if code == 0 else partition)
+        self._release(completions, None if code == 0 else partition, code)
 
     # -- timers --------------------------------------------------------------------------
     async def run_timers(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:

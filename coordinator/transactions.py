@@ -465,8 +465,8 @@ class TransactionCoordinator:
         self._unloaded = True
         return Step()
 
-    def _unavailable(self, request: Any) -> Any:
-        err = NOT_COORDINATOR if self._unloaded else COORDINATOR_LOAD_IN_PROGRESS
+    def _unavailable(self, request: Any, error: int | None = None) -> Any:
+        err = error if error is not None else NOT_COORDINATOR if self._unloaded else COORDINATOR_LOAD_IN_PROGRESS
         if isinstance(request, InitProducerId):
             return InitProducerIdResult(err)
         if isinstance(request, (AddPartitionsToTxn, AddOffsetsToTxn)):

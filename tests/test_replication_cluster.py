@@ -384,3 +384,39 @@ def test_deleted_topic_logs_go_from_every_replica(cluster: LocalCluster) -> None
     producer.flush()
     producer.close()
     assert consume_all(c, "gone", 1) == [b"new"]
+
+
+def test_offset_commit_is_answered_once_replicated(cluster: LocalCluster) -> None:
+    """A coordinator answers a write only once the HW passed it: with a follower of the group's
+    __consumer_offsets partition hung, a commit waits until the ISR drops it
+    (replica.lag.time.max.ms; two replicas stay, min.insync.replicas=2), then it is readable."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    from coordinator.hashing import partition_for_group
+
+    c = cluster
+    create_topic(c, "oc")
+    consumer = KafkaConsumer(bootstrap_servers=c.bootstrap_servers, group_id="oc-group", enable_auto_commit=False,
+                             request_timeout_ms=30000)
+    tp = TopicPartition("oc", 0)
+    consumer.commit({tp: OffsetAndMetadata(1, "", -1)})      # creates __consumer_offsets, finds the coordinator
+    partitions = len(c.image().topics["__consumer_offsets"].partitions)
+    gp = partition_for_group("oc-group", partitions)
+    coordinator = c.leader("__consumer_offsets", gp)
+    followers = [b for b in (1, 2, 3) if b != coordinator][:1]
+    c.wait_for(lambda: isr(c, "__consumer_offsets", gp) == (1, 2, 3), what="a full ISR")
+    time.sleep(0.5)          # the follower's fetch in flight is answered before it hangs
+    for f in followers:
+        c.pause(f)
+    try:
+        start = time.monotonic()
+        consumer.commit({tp: OffsetAndMetadata(7, "", -1)})
+        waited = time.monotonic() - start
+        assert waited >= 1.0, f"answered after {waited:.2f}s, before the ISR could have shrunk"
+        assert followers[0] not in isr(c, "__consumer_offsets", gp)
+        assert consumer.committed(tp) == 7
+    finally:
+        for f in followers:
+            c.resume(f)
+        consumer.close()
