@@ -284,6 +284,15 @@ def test_java_idempotent_acks_all_across_leader_kills(cluster: LocalCluster) -> 
     got = consume_all(c, "jv", len(acked))
     check_exactly_once_in_order(acked, got)
     assert len(got) == len(acked) == 4000
+    # the Java consumer reads the same log; each record carries the leader epoch that wrote it
+    from tests.javaclient import run_java
+
+    lines = run_java("4.3.0", c.bootstrap_servers, "consume-group", "--topic", "jv", "--group", "jv-readers",
+                     "--max", 4000, "--timeout-ms", 60000, timeout=120)
+    records = of_type(lines, "record")
+    assert [r["value"].encode() for r in records] == got
+    epochs = [r["leader_epoch"] for r in records]
+    assert epochs == sorted(epochs) and epochs[-1] >= 1      # written across at least one failover
 
 
 def test_consumer_group_keeps_its_offsets_across_coordinator_failover(cluster: LocalCluster) -> None:
