@@ -127,7 +127,7 @@ class LocalCluster:
 
     def __init__(self, data_dir: str | os.PathLike, brokers: int = 3, base_port: int = 0,
                  config_file: str | None = None, overrides: dict[str, str] | None = None,
-                 prefix: str = "/samsa") -> None:
+                 prefix: str = "/samsa", broker_overrides: dict[int, dict[str, str]] | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         ports = {base_port + i for i in range(brokers)} if base_port else set()
@@ -145,6 +145,7 @@ class LocalCluster:
         for i in range(1, brokers + 1):
             port = base_port + i - 1 if base_port else _free_port_except(ports)
             node = dict(props)
+            node.update((broker_overrides or {}).get(i, {}))     # e.g. {1: {"broker.rack": "a"}}
             node.update({"node.id": str(i), "samsa.metadata.etcd.prefix": prefix})
             self.brokers[i] = SamsaBroker(self.data_dir / f"broker-{i}", port=port, overrides=node,
                                           log_path=str(self.data_dir / f"broker-{i}.log"))

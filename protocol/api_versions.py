@@ -45,6 +45,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.DescribeProducers: (0, 0),
     ApiKey.WriteTxnMarkers: (1, 1),     # between brokers (a cluster's transaction coordinators)
     ApiKey.ElectLeaders: (0, 2),
+    ApiKey.AlterPartitionReassignments: (0, 1),
+    ApiKey.ListPartitionReassignments: (0, 0),
 }
 
 

@@ -2,6 +2,7 @@
 (the ``samsa_cluster`` fixture), answers read with a raw client from every broker."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -294,3 +295,105 @@ def test_topic_configs_live_in_the_metadata_log(samsa_cluster) -> None:
                    what="the altered config on broker 1")
     assert got["unclean.leader.election.enable"] == ("true", 1) and got["retention.ms"] == ("604800000", 5)
     assert dict(samsa_cluster.image().topic_configs("cfg")) == {"unclean.leader.election.enable": "true"}
+
+
+def test_partition_reassignment_starts_lists_completes_and_cancels(samsa_cluster) -> None:
+    from kafka.protocol.admin import AlterPartitionReassignmentsRequest as APR
+    T, P = APR.ReassignableTopic, APR.ReassignableTopic.ReassignablePartition
+    c = samsa_cluster
+    boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
+    assert create_topic(boots[1], "mv", assignments=[[1, 2], [1, 2]]).error_code == 0
+    assert c.stop(3) == 0      # registered but down: it cannot join the ISR, so a move to it stays ongoing
+
+    def alter(*parts):
+        with RawClient(boots[2]) as cl:
+            r = cl.request(45, 1, timeout_ms=5000, allow_replication_factor_change=True,
+                           topics=[T(name="mv", partitions=[P(partition_index=i, replicas=rs) for i, rs in parts])])
+        return [p.error_code for t in r.responses for p in t.partitions]
+
+    def ongoing():
+        with RawClient(boots[1]) as cl:
+            r = cl.request(46, 0, timeout_ms=5000, topics=None)
+        return {(t.name, p.partition_index): (tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas))
+                for t in r.topics for p in t.partitions}
+    assert alter((0, [2, 3]), (1, [2]), (5, [1])) == [0, 0, 3]
+    assert ongoing() == {("mv", 0): ((2, 3, 1), (3,), (1,))}
+    m = metadata(boots[1])["topics"]["mv"]
+    assert m[1][0] == 2 and m[1][2] == (2,) and m[1][1] == 1      # [2] was in the ISR: done at once, 2 leads
+    assert m[0][2] == (2, 3, 1) and m[0][0] == 1                  # moving: 1 still leads
+    assert alter((0, None), (1, None)) == [0, 85]                 # cancel; nothing ongoing on partition 1
+    assert ongoing() == {}
+    assert metadata(boots[2])["topics"]["mv"][0][2] == (2, 1)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("broker.replica") is None,
+                    reason="needs the replica manager (broker/replica/) to copy data")
+def test_reassignment_with_replication_moves_the_data_and_completes(samsa_cluster) -> None:
+    """With the data plane (broker/replica/, the replica manager), the new replica copies the
+    log, joins the ISR, and the controller completes the move: the old leader leaves."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.protocol.admin import AlterPartitionReassignmentsRequest as APR
+    T, P = APR.ReassignableTopic, APR.ReassignableTopic.ReassignablePartition
+    c = samsa_cluster
+    boots = c.bootstrap_servers.split(",")
+    assert create_topic(boots[0], "moved", assignments=[[1, 2]]).error_code == 0
+    producer = KafkaProducer(bootstrap_servers=boots[0], acks="all")
+    for i in range(100):
+        producer.send("moved", b"v%d" % i)
+    producer.flush()
+    producer.close()
+    with RawClient(boots[1]) as cl:
+        r = cl.request(45, 1, timeout_ms=5000, allow_replication_factor_change=True,
+                       topics=[T(name="moved", partitions=[P(partition_index=0, replicas=[2, 3])])])
+    assert r.responses[0].partitions[0].error_code == 0
+    reg = wait_for(lambda: (g := c.image().partition("moved", 0)).replicas == (2, 3) and not g.adding_replicas and g,
+                   what="the move to complete")
+    assert reg.isr == (2, 3) and reg.leader == 2 and reg.leader_epoch == 1
+    consumer = KafkaConsumer("moved", bootstrap_servers=boots[2], auto_offset_reset="earliest",
+                             consumer_timeout_ms=5000)
+    assert [m.value for m in consumer] == [b"v%d" % i for i in range(100)]
+    consumer.close()
+
+
+@pytest.mark.parametrize("samsa_cluster", [{"brokers": 4, "broker_overrides": {
+    1: {"broker.rack": "rack-a"}, 2: {"broker.rack": "rack-a"}, 3: {"broker.rack": "rack-b"},
+    4: {"broker.rack": "rack-b"}}}], indirect=True)
+def test_rack_aware_placement(samsa_cluster) -> None:
+    boots = samsa_cluster.bootstrap_servers.split(",")
+    assert create_topic(boots[0], "racks", partitions=8, rf=2).error_code == 0
+    with RawClient(boots[3]) as c:
+        r = c.request(3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    racks = {b.node_id: b.rack for b in r.brokers}
+    assert racks == {1: "rack-a", 2: "rack-a", 3: "rack-b", 4: "rack-b"}
+    parts = next(t for t in r.topics if t.name == "racks").partitions
+    assert len(parts) == 8
+    for p in parts:
+        assert {racks[b] for b in p.replica_nodes} == {"rack-a", "rack-b"}, p
+    assert {p.leader_id for p in parts} == {1, 2, 3, 4}
+
+
+def test_never_elects_outside_the_isr_unless_unclean_election_is_enabled(samsa_cluster) -> None:
+    from kafka.protocol.admin import CreateTopicsRequest
+    CC = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig
+    c = samsa_cluster
+    boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
+    with RawClient(boots[3]) as cl:
+        for name, unclean in (("clean", "false"), ("dirty", "true")):
+            t = CT(name=name, num_partitions=-1, replication_factor=-1,
+                   assignments=[CTA(partition_index=0, broker_ids=[1, 2])],
+                   configs=[CC(name="unclean.leader.election.enable", value=unclean)])
+            assert cl.request(19, 7, topics=[t], timeout_ms=5000, validate_only=False).topics[0].error_code == 0
+    c.kill(2)                                                   # the follower: it leaves the ISR
+    wait_for(lambda: all(c.image().partition(t, 0).isr == (1,) for t in ("clean", "dirty")), what="ISR (1,)")
+    c.kill(1)                                                   # the last ISR member: no leader left
+    wait_for(lambda: all(c.image().partition(t, 0).leader == -1 for t in ("clean", "dirty")), what="no leader")
+    assert metadata(boots[3])["topics"]["clean"][0][0] == -1
+    c.start_broker(2)                                           # back, but it was out of the ISR
+    dirty = wait_for(lambda: (r := c.image().partition("dirty", 0)).leader == 2 and r, what="unclean election")
+    assert dirty.isr == (2,) and dirty.leader_epoch == 2
+    time.sleep(1.5)                                             # the controller has reconciled meanwhile
+    clean = c.image().partition("clean", 0)
+    assert clean.leader == -1 and clean.isr == (1,)             # waits for broker 1: nothing is guessed
+    c.start_broker(1)
+    clean = wait_for(lambda: (r := c.image().partition("clean", 0)).leader == 1 and r, what="clean election")
+    assert clean.leader_epoch == 2 and clean.isr[0] == 1   # (the data plane may add 2 back right away)

@@ -52,3 +52,53 @@ def test_single_node_elections_are_never_needed(samsa_broker) -> None:
         assert everything.error_code == 0 and everything.replica_election_results == []
         bad = c.request(43, 1, election_type=7, topic_partitions=None, timeout_ms=5000)
         assert bad.error_code == 42
+
+
+def test_reassignment_decisions() -> None:
+    from coordinator.metadata_controller import completed_reassignments, ongoing_reassignments, reassign_decision
+    regs = [RegisterBrokerRecord(broker_id=i, incarnation_id="x", broker_epoch=1,
+                                 end_points=(BrokerEndpoint("PLAINTEXT", "h", 1),), fenced=False) for i in (1, 2, 3, 4)]
+    img, _ = replay_all(MetadataImage(), [*regs, TopicRecord("t", "tid"),
+                                          PartitionRecord(0, "tid", (1, 2, 3), (1, 2, 3), leader=1)])
+    move = reassign_decision(img, "t", 0, [4, 2, 3])
+    assert isinstance(move, PartitionChangeRecord)
+    moving, _ = replay_all(img, [move])
+    reg = moving.partition("t", 0)
+    assert (reg.replicas, reg.adding_replicas, reg.removing_replicas, reg.leader) == ((4, 2, 3, 1), (4,), (1,), 1)
+    assert ongoing_reassignments(moving) == {"t": {0: reg}}
+    assert completed_reassignments(moving) == []                  # 4 has not joined the ISR yet
+    joined, _ = replay_all(moving, [PartitionChangeRecord(0, "tid", isr=(1, 2, 3, 4))])
+    done, _ = replay_all(joined, completed_reassignments(joined))
+    reg = done.partition("t", 0)
+    assert (reg.replicas, reg.isr, reg.leader, reg.adding_replicas, reg.removing_replicas) == \
+        ((4, 2, 3), (2, 3, 4), 4, (), ())
+    assert reg.leader_epoch == 1 and ongoing_reassignments(done) == {}
+    # cancel reverts to the original replicas (as Kafka: the merged list minus the adding ones,
+    # in its order); nothing ongoing -> NO_REASSIGNMENT_IN_PROGRESS
+    cancelled, _ = replay_all(moving, [reassign_decision(moving, "t", 0, None)])
+    reg = cancelled.partition("t", 0)
+    assert (reg.replicas, reg.isr, reg.leader, reg.adding_replicas) == ((2, 3, 1), (1, 2, 3), 1, ())
+    assert reassign_decision(cancelled, "t", 0, None).code == 85
+    # a subset of the ISR completes at once (only removals); bad targets are refused
+    shrink, _ = replay_all(img, [reassign_decision(img, "t", 0, [2, 3])])
+    assert (shrink.partition("t", 0).replicas, shrink.partition("t", 0).leader) == ((2, 3), 2)
+    assert reassign_decision(img, "t", 0, [1, 9]).code == 39
+    assert reassign_decision(img, "t", 0, [1, 1, 2]).code == 39
+    assert reassign_decision(img, "t", 0, [1, 2], allow_rf_change=False).code == 38
+    assert reassign_decision(img, "t", 0, [1, 2, 3]) is None
+
+
+def test_single_node_reassignments(samsa_broker) -> None:
+    from kafka.protocol.admin import AlterPartitionReassignmentsRequest as APR
+    CT = CreateTopicsRequest.CreatableTopic
+    T, P = APR.ReassignableTopic, APR.ReassignableTopic.ReassignablePartition
+    with RawClient(samsa_broker.bootstrap_servers) as c:
+        assert c.request(19, 4, topics=[CT(name="ra", num_partitions=1, replication_factor=1, assignments=[],
+                                           configs=[])], timeout_ms=5000, validate_only=False).topics[0].error_code == 0
+        r = c.request(45, 0, timeout_ms=5000, topics=[T(name="ra", partitions=[
+            P(partition_index=0, replicas=[1]), P(partition_index=0, replicas=[2]), P(partition_index=3, replicas=[1])]),
+            T(name="ra", partitions=[P(partition_index=0, replicas=None)])])
+        codes = [p.error_code for t in r.responses for p in t.partitions]
+        assert codes == [0, 39, 3, 85]
+        lst = c.request(46, 0, timeout_ms=5000, topics=None)
+        assert lst.error_code == 0 and lst.topics == []

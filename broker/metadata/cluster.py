@@ -54,7 +54,12 @@ class ClusterMetadata:
         self.broker = broker
         self.node_id = broker.node_id
         endpoints = [e.strip() for e in str(config["samsa.metadata.etcd.endpoints"]).split(",") if e.strip()]
-        advertised = tuple(BrokerEndpoint(l.name, l.host, l.port, SECURITY_PROTOCOLS.get(l.name, 0))
+        # listener.security.protocol.map (e.g. INTERNAL:PLAINTEXT), else the listener's own name
+        protocols = dict(item.strip().upper().split(":", 1)
+                         for item in str(config.get("listener.security.protocol.map") or "").split(",")
+                         if ":" in item)
+        advertised = tuple(BrokerEndpoint(l.name, l.host, l.port,
+                                          SECURITY_PROTOCOLS.get(protocols.get(l.name, l.name), 0))
                            for l in config.advertised_listeners)
         proposed = config.get("cluster.id") or _meta_properties_cluster_id(os.path.abspath(config.log_dir))
         self.store = EtcdMetadataStore(endpoints, self.node_id, prefix=str(config["samsa.metadata.etcd.prefix"]),

@@ -5,7 +5,8 @@ current image and the live brokers (``store.live``, the leased keys), so a contr
 over after a crash simply finds what is left to do: brokers whose lease is gone are fenced and
 lose their leaderships and ISR places; brokers in controlled shutdown lose their leaderships;
 leaderless partitions get a leader from the ISR (outside it only with
-``unclean.leader.election.enable``). Each write compares the controller key and the partition
+``unclean.leader.election.enable``); reassignments whose target replicas all joined the ISR
+are completed (KIP-455). Each write compares the controller key and the partition
 epochs it was decided on (``as_controller=True``), so a deposed controller writes nothing.
 Changes go out in chunks that fit etcd's default 128 operations per transaction.
 """
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 import structlog
 import trio
 
-from coordinator.metadata_controller import broker_leaving_records, leaderless_records
+from coordinator.metadata_controller import broker_leaving_records, completed_reassignments, leaderless_records
 from coordinator.metadata_image import MetadataImage
 from coordinator.metadata_records import FenceBrokerRecord
 
@@ -63,6 +64,7 @@ async def reconcile(store: "EtcdMetadataStore", unclean_default: bool) -> None:
             await _write_chunks(store, lambda img, i=b.id: broker_leaving_records(
                 img, i, unclean_for(img, unclean_default)))
     await _write_chunks(store, lambda img: leaderless_records(img, unclean_for(img, unclean_default)))
+    await _write_chunks(store, completed_reassignments)  # every target replica joined the ISR
 
 
 async def run_controller(store: "EtcdMetadataStore", unclean_default: bool) -> None:

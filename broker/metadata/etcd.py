@@ -133,6 +133,7 @@ class EtcdMetadataStore(Publisher):
         killed) up to twice the session timeout, then refuses."""
         deadline = trio.current_time() + 2 * self.ttl_s + 2
         key = self.key("brokers", self.node_id)
+        waiting = False
         while True:
             lease = await self.client.lease_grant(self.ttl_s)
             self.lease_id = lease
@@ -150,6 +151,10 @@ class EtcdMetadataStore(Publisher):
                 self._registered.set()
                 return
             await self.client.lease_revoke(lease)
+            if not waiting:
+                waiting = True
+                log.warning("node.id is registered by a live session; waiting for it to expire",
+                            node_id=self.node_id, session_timeout_s=self.ttl_s)
             if trio.current_time() > deadline:
                 msg = (f"node.id={self.node_id} is already live in cluster {self.cluster_id} "
                        f"(etcd key {key} exists); refusing to start a second broker with this id")
@@ -193,19 +198,18 @@ class EtcdMetadataStore(Publisher):
         the controller at the same revision."""
         rev, kvs = await self.client.range(self.key("log") + "/", prefix=True,
                                            min_mod_revision=max(self.image.offset + 1, 1), sort_by_mod=True)
+        # the live brokers and the controller as of the same revision, all read before anything is
+        # applied: the controller never sees a new registration without its live key
+        _, brokers = await self.client.range(self.key("brokers") + "/", prefix=True, revision=rev)
+        _, ctl = await self.client.range(self.key("controller"), revision=rev)
         for kv in kvs:
             self._apply_log_kv(kv)
-        if rev >= self._rev:
-            # the live brokers and the controller as of the same revision, unless the watch has
-            # meanwhile applied newer events (then its state is the newer one)
-            _, brokers = await self.client.range(self.key("brokers") + "/", prefix=True, revision=rev)
-            _, ctl = await self.client.range(self.key("controller"), revision=rev)
-            if rev >= self._rev:
-                self.live.clear()
-                for kv in brokers:
-                    self._apply_state_kv(kv, False)
-                self._apply_state_kv(ctl[0] if ctl else KeyValue(self.key("controller"), b"", 0, 0, 0), not ctl)
-                self._rev = rev
+        if rev >= self._rev:  # else the watch has meanwhile applied newer events: its state is newer
+            self.live.clear()
+            for kv in brokers:
+                self._apply_state_kv(kv, False)
+            self._apply_state_kv(ctl[0] if ctl else KeyValue(self.key("controller"), b"", 0, 0, 0), not ctl)
+            self._rev = rev
         self.available = True
         self.wake()
 

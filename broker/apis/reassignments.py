@@ -1,0 +1,109 @@
+"""AlterPartitionReassignments v0-v1 and ListPartitionReassignments v0 (KIP-455).
+
+Kafka's rules: per partition, a replica list moves the partition to those replicas (the
+replicas become target + the ones to remove, ``adding``/``removing`` set, and the controller
+completes the move once every target replica is in the ISR; at once when they already are);
+a null list cancels (NO_REASSIGNMENT_IN_PROGRESS when none is ongoing). Targets must name
+registered brokers once each (INVALID_REPLICA_ASSIGNMENT); v1's
+``allow_replication_factor_change=false`` refuses a different replica count
+(INVALID_REPLICATION_FACTOR). ListPartitionReassignments answers the ongoing ones (all with null topics), leaving out
+partitions not being moved. A single node's only replica is itself: moving to [itself] does
+nothing, any other broker is not registered, and nothing is ever ongoing.
+The decisions are coordinator/metadata_controller.py's, written with the partition epoch.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin import (AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
+                                  ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse)
+
+from protocol.errors import ErrorCode
+
+from ..dispatch import RequestContext, handles
+
+AT = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
+AP = AT.ReassignablePartitionResponse
+LT = ListPartitionReassignmentsResponse.OngoingTopicReassignment
+LP = LT.OngoingPartitionReassignment
+RETRIES = 10
+
+
+def _single_node(ctx: RequestContext, topic: str, partition: int, target: list[int] | None) -> tuple[int, str | None]:
+    t = ctx.broker.logs.topics.get(topic)
+    if t is None or not 0 <= partition < len(t.partitions):
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}:{partition}."
+    if target is None:
+        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, (f"Unable to cancel reassignment for {topic}-{partition}: "
+                                                       "no reassignment in progress.")
+    for b in target:
+        if b != ctx.broker.node_id:
+            return (ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                    f"The manual partition assignment includes broker {b}, but no such broker is registered.")
+    if len(target) != 1:
+        return (ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                f"The manual partition assignment includes the broker {ctx.broker.node_id} more than once."
+                if target else "The manual partition assignment includes an empty replica list.")
+    return 0, None
+
+
+async def _cluster(ctx: RequestContext, topic: str, partition: int, target: list[int] | None,
+                   allow_rf_change: bool) -> tuple[int, str | None]:
+    from coordinator.metadata_controller import Rejection, reassign_decision
+
+    from ..metadata.store import MetadataUnavailable
+
+    store = ctx.broker.cluster.store
+    for _ in range(RETRIES):
+        base = store.image
+        decision = reassign_decision(base, topic, partition, target, allow_rf_change)
+        if decision is None:
+            return 0, None
+        if isinstance(decision, Rejection):
+            return decision.code, decision.message
+        try:
+            if await store.append([decision], base=base):
+                return 0, None
+        except MetadataUnavailable as exc:
+            return ErrorCode.REQUEST_TIMED_OUT, str(exc)
+    return ErrorCode.REQUEST_TIMED_OUT, "the partition kept changing"
+
+
+@handles(45)
+async def alter_partition_reassignments(ctx: RequestContext, req: AlterPartitionReassignmentsRequest) -> Any:
+    allow = bool(getattr(req, "allow_replication_factor_change", True)) if ctx.api_version >= 1 else True
+    responses = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            target = list(p.replicas) if p.replicas is not None else None
+            if ctx.broker.cluster is not None:
+                code, message = await _cluster(ctx, t.name, p.partition_index, target, allow)
+            else:
+                code, message = _single_node(ctx, t.name, p.partition_index, target)
+                if code == 0 and not allow and target is not None and len(target) != 1:
+                    code = ErrorCode.INVALID_REPLICATION_FACTOR
+            parts.append(AP(partition_index=p.partition_index, error_code=code, error_message=message))
+        responses.append(AT(name=t.name, partitions=parts))
+    return ctx.response(throttle_time_ms=0, allow_replication_factor_change=allow, error_code=0,
+                        error_message=None, responses=responses)
+
+
+@handles(46)
+async def list_partition_reassignments(ctx: RequestContext, req: ListPartitionReassignmentsRequest) -> Any:
+    if ctx.broker.cluster is None:
+        return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, topics=[])
+    from coordinator.metadata_controller import ongoing_reassignments
+
+    ongoing = ongoing_reassignments(ctx.broker.cluster.image)
+    wanted = (None if req.topics is None else {t.name: set(t.partition_indexes) for t in req.topics})
+    topics = []
+    for name, parts in ongoing.items():
+        if wanted is not None and name not in wanted:
+            continue
+        entries = [LP(partition_index=p, replicas=list(reg.replicas), adding_replicas=list(reg.adding_replicas),
+                      removing_replicas=list(reg.removing_replicas))
+                   for p, reg in parts.items() if wanted is None or p in wanted[name]]
+        if entries:
+            topics.append(LT(name=name, partitions=entries))
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, topics=topics)
