@@ -86,6 +86,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "replica.fetch.response.max.bytes": ("int", 10485760),
     "replica.fetch.backoff.ms": ("int", 1000),
     "replica.socket.timeout.ms": ("int", 30000),
+    "replica.high.watermark.checkpoint.interval.ms": ("long", 5000),
     "broker.rack": ("string", None),
     "cluster.id": ("string", None),
     # security (issue 13): listeners' protocols, TLS, SASL, the authorizer

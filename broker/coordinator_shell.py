@@ -24,11 +24,12 @@ C = TypeVar("C")
 
 
 class _Pending:
-    __slots__ = ("event", "result")
+    __slots__ = ("event", "result", "request")
 
-    def __init__(self) -> None:
+    def __init__(self, request: Any = None) -> None:
         self.event = trio.Event()
         self.result: Any = None
+        self.request = request
 
 
 class CoordinatorShell(Generic[C]):
@@ -46,6 +47,14 @@ class CoordinatorShell(Generic[C]):
         self._next_token = 0
         self._deadline_changed = trio.Event()
         self._sleep_until: int | None = None  # the timer task's wake-up deadline; None = none
+        self._tasks: trio.Nursery | None = None  # cluster mode: answers waiting for the HW
+
+    @property
+    def clustered(self) -> bool:
+        """Cluster mode: a partition's coordinator loads when this broker becomes the leader of
+        that partition and unloads when it stops leading it (broker/replica/coordinators.py);
+        a write is answered once the high watermark passed it."""
+        return getattr(self.broker, "cluster", None) is not None
 
     # -- what subclasses define ----------------------------------------------------------
     def new_coordinator(self, partition: int) -> C:
@@ -73,7 +82,7 @@ class CoordinatorShell(Generic[C]):
     def load(self) -> int:
         """Replay the topic if it exists (it is created on first use); returns partitions loaded."""
         topic = self.broker.logs.topics.get(self.topic)
-        if topic is None:
+        if topic is None or self.clustered:
             return 0
         self.num_partitions = len(topic.partitions)
         self.coordinator_config = dataclasses.replace(
@@ -94,7 +103,7 @@ class CoordinatorShell(Generic[C]):
     def ensure_topic(self) -> None:
         """Create the internal topic (its first use, or a Metadata request that auto-creates
         it) with its own partition count and configs, and start its coordinators."""
-        if self.coordinators:
+        if self.coordinators or self.clustered:
             return
         logs = self.broker.logs
         if self.topic not in logs.topics:
@@ -111,17 +120,61 @@ class CoordinatorShell(Generic[C]):
     def coordinator_for(self, key: str) -> tuple[int, C]:
         self.ensure_topic()
         p = self.partition_for(key)
-        return p, self.coordinators[p]
+        return p, self._coordinator(p)
+
+    def _coordinator(self, partition: int) -> C:
+        coord = self.coordinators.get(partition)
+        if coord is None:       # cluster mode, a partition not led here: it answers NOT_COORDINATOR
+            coord = self.coordinators[partition] = self.new_coordinator(partition)
+            coord.unload()  # type: ignore[attr-defined]
+        return coord
+
+    # -- cluster mode: leadership of the topic's partitions ----------------------------------
+    def become_leader(self, partition: int) -> None:
+        """Load the partition's coordinator from its log (Kafka's onElection)."""
+        topic = self.broker.logs.topics.get(self.topic)
+        if topic is None or not 0 <= partition < len(topic.partitions):
+            return
+        if self.num_partitions != len(topic.partitions):
+            self.num_partitions = len(topic.partitions)
+            self.coordinator_config = dataclasses.replace(
+                self.coordinator_config, **{self.partition_count_field: self.num_partitions})
+        part = topic.partitions[partition]
+        coord = self.new_coordinator(partition)
+        for seg in part.segments:
+            for h in seg.iter_headers():
+                data = seg.read(h.position, h.size)
+                h.position = 0
+                self.replay_batch(coord, data, h)
+        self.coordinators[partition] = coord
+        self._apply(partition, coord.load_complete(self.broker.now_ms()))  # type: ignore[attr-defined]
+
+    def resign(self, partition: int) -> None:
+        """Unload the partition's coordinator (Kafka's onResignation): waiting requests and
+        later ones answer NOT_COORDINATOR."""
+        coord = self.coordinators.get(partition)
+        if coord is not None and not getattr(coord, "_unloaded", False):
+            self._apply(partition, coord.unload())  # type: ignore[attr-defined]
+
+    def _unavailable_answer(self, partition: int, request: Any, code: int) -> Any:
+        """The request's own answer type for a write that did not commit, with Kafka's mapping:
+        leadership lost -> NOT_COORDINATOR; too few in-sync replicas or a timeout ->
+        COORDINATOR_NOT_AVAILABLE."""
+        from protocol.errors import ErrorCode
+
+        err = ErrorCode.NOT_COORDINATOR if code == ErrorCode.NOT_LEADER_OR_FOLLOWER \
+            else ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return self.new_coordinator(partition)._unavailable(request, int(err))  # type: ignore[attr-defined]
 
     async def call(self, partition: int, request: Any) -> Any:
         """Step ``request`` through the partition's coordinator and wait for its result."""
         self.ensure_topic()
         self._next_token += 1
         token = self._next_token
-        pending = self._pending[token] = _Pending()
+        pending = self._pending[token] = _Pending(request)
         request.token = token
         try:
-            self._apply(partition, self.coordinators[partition].handle(  # type: ignore[attr-defined]
+            self._apply(partition, self._coordinator(partition).handle(  # type: ignore[attr-defined]
                 request, self.broker.now_ms()))
             if not pending.event.is_set():  # most requests are answered by their own step
                 await pending.event.wait()
@@ -149,12 +202,16 @@ class CoordinatorShell(Generic[C]):
         return await self.call(p, request)
 
     def _apply(self, partition: int, step: Any) -> None:
+        part = self.broker.logs.partition(self.topic, partition) if self.clustered else None
+        end = part.log_end_offset if part is not None else 0
         self.write_step(partition, step)
-        for token, result in step.completions:
-            pending = self._pending.get(token)
-            if pending is not None:
-                pending.result = result
-                pending.event.set()
+        if part is not None and part.replica is not None and part.replica.followers and \
+                part.log_end_offset > end and step.completions and self._tasks is not None:
+            # replicated: answer once the records are committed (the HW passed them)
+            self._tasks.start_soon(self._release_when_committed, partition, part, part.log_end_offset,
+                                   list(step.completions))
+        else:
+            self._release(step.completions)
         self.after_step(partition, step)
         # Wake the timer task only for a deadline earlier than the one it sleeps until: a
         # later or removed one is found when it wakes anyway. (Waking it on every step made it
@@ -164,8 +221,27 @@ class CoordinatorShell(Generic[C]):
         if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
             self._deadline_changed.set()
 
+    def _release(self, completions: list, failed_partition: int | None = None, code: int = 0) -> None:
+        for token, result in completions:
+            pending = self._pending.get(token)
+            if pending is not None:
+                if failed_partition is not None and pending.request is not None:
+                    result = self._unavailable_answer(failed_partition, pending.request, code)
+                pending.result = result
+                pending.event.set()
+
+    async def _release_when_committed(self, partition: int, part: Any, required: int, completions: list) -> None:
+        timeout_s = int(self.broker.config["offsets.commit.timeout.ms"]) / 1000
+        (code,) = await self.broker.replicas.wait_for_acks([(part, required)], timeout_s)
+        self._release(completions, None if code == 0 else partition, code)
+
     # -- timers --------------------------------------------------------------------------
     async def run_timers(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as tasks:
+            self._tasks = tasks
+            await self._run_timers(task_status)
+
+    async def _run_timers(self, task_status: trio.TaskStatus) -> None:
         task_status.started()
         while True:
             self._deadline_changed = trio.Event()

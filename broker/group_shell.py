@@ -77,6 +77,8 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
         """Remove every group's offsets for deleted topics (tombstones written); returns how many."""
         removed = 0
         for p in list(self.coordinators):   # none yet: no group has ever committed anything
+            if getattr(self.coordinators[p], "_unloaded", False):
+                continue                    # cluster mode: led by another broker, which does it
             result = await self.call(p, TopicsDeleted(topics=topics))
             removed += result.offsets_removed
         return removed

@@ -39,6 +39,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
     def __init__(self, broker: "Broker") -> None:
         cfg = broker.config
         super().__init__(broker, int(cfg.get("transaction.state.log.num.partitions") or 50))
+        self._marker_sender: Any = None   # cluster mode: WriteTxnMarkers to the partitions' leaders
         self.coordinator_config = TxnCoordinatorConfig.from_properties(
             {k: cfg.get(k) for k in TxnCoordinatorConfig._KAFKA_NAMES})
         # per transactional id, the last state logged and its partition count (for the logs)
@@ -112,7 +113,11 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
 
     def _write_markers(self, partition: int, job: MarkerJob) -> None:
         """Kafka's WriteTxnMarkers, done locally: one control batch per partition, then
-        CompleteCommit/CompleteAbort."""
+        CompleteCommit/CompleteAbort. In a cluster the markers go to each partition's leader
+        (broker/replica/markers.py)."""
+        if self.clustered and self._tasks is not None:
+            self._tasks.start_soon(self._deliver_markers, partition, job)
+            return
         now = self.broker.now_ms()
         logs = self.broker.logs
         for topic, p in job.partitions:
@@ -133,3 +138,15 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         coord = self.coordinators[partition]
         self._apply(partition, coord.markers_written(job.transactional_id, job.producer_id,
                                                      job.producer_epoch, job.commit, now))
+
+    async def _deliver_markers(self, partition: int, job: MarkerJob) -> None:
+        from .replica.markers import MarkerSender
+
+        if self._marker_sender is None:
+            self._marker_sender = MarkerSender(self.broker)
+        coord = self.coordinators.get(partition)
+        if not await self._marker_sender.deliver(job, lambda: self.coordinators.get(partition) is coord and
+                                                 not coord._unloaded):
+            return
+        self._apply(partition, coord.markers_written(job.transactional_id, job.producer_id,
+                                                     job.producer_epoch, job.commit, self.broker.now_ms()))

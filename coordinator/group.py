@@ -234,10 +234,11 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, GroupTimers)
         if self._groups.pop(group_id, None) is not None:
             self._cancel_group_timers(group_id)
 
-    def _unavailable(self, request: Any) -> Any:
+    def _unavailable(self, request: Any, error: int | None = None) -> Any:
         """The answer while loading (COORDINATOR_LOAD_IN_PROGRESS, with Kafka's per-API twists)
-        or after ``unload`` (NOT_COORDINATOR)."""
-        err = NOT_COORDINATOR if self._unloaded else COORDINATOR_LOAD_IN_PROGRESS
+        or after ``unload`` (NOT_COORDINATOR); ``error`` overrides it (a cluster's shell answers a
+        write that did not replicate with COORDINATOR_NOT_AVAILABLE, as Kafka does)."""
+        err = error if error is not None else NOT_COORDINATOR if self._unloaded else COORDINATOR_LOAD_IN_PROGRESS
         if isinstance(request, JoinGroup):
             return JoinGroupResult(err, request.member_id)
         if isinstance(request, SyncGroup):

@@ -336,6 +336,7 @@ class TransactionCoordinator:
         self.config = config or TxnCoordinatorConfig()
         self.partition = partition
         self.loading = loading
+        self._unloaded = False
         self.coordinator_epoch = coordinator_epoch
         self._allocate = allocate_producer_id
         self._txns: dict[str, TxnMetadata] = {}
@@ -460,8 +461,16 @@ class TransactionCoordinator:
         return MarkerJob(md.transactional_id, md.producer_id, md.producer_epoch,
                          md.state == TxnState.PREPARE_COMMIT, self.coordinator_epoch, tuple(sorted(md.partitions)))
 
-    def _unavailable(self, request: Any) -> Any:
-        err = COORDINATOR_LOAD_IN_PROGRESS
+    def unload(self) -> Step:
+        """Resign this partition (its leadership moved to another broker): all state is dropped
+        and every later request answers NOT_COORDINATOR, so clients find the new coordinator."""
+        self._txns.clear()
+        self.loading = True
+        self._unloaded = True
+        return Step()
+
+    def _unavailable(self, request: Any, error: int | None = None) -> Any:
+        err = error if error is not None else NOT_COORDINATOR if self._unloaded else COORDINATOR_LOAD_IN_PROGRESS
         if isinstance(request, InitProducerId):
             return InitProducerIdResult(err)
         if isinstance(request, (AddPartitionsToTxn, AddOffsetsToTxn)):

@@ -58,7 +58,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.ConsumerGroupHeartbeat: (0, 1),
     ApiKey.ConsumerGroupDescribe: (0, 1),
     ApiKey.DescribeTopicPartitions: (0, 0),
-    # cluster mode (broker/apis/elect_leaders.py, reassignments.py)
+    # cluster mode (broker/apis/elect_leaders.py, reassignments.py, txn_markers.py)
+    ApiKey.WriteTxnMarkers: (1, 1),     # between brokers (a cluster's transaction coordinators)
     ApiKey.ElectLeaders: (0, 2),
     ApiKey.AlterPartitionReassignments: (0, 1),
 }

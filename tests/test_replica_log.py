@@ -127,3 +127,23 @@ def test_truncate_everything(tmp_path: Path) -> None:
     assert p.log_end_offset == 0 and p.epochs.entries == [] and _values(p) == []
     b = _batch(1)
     assert p.append(b, [rb.parse_header(b)], T0).base_offset == 0
+
+
+@pytest.mark.parametrize("damage", ["missing", "torn"])
+def test_epoch_checkpoint_is_rebuilt_from_the_log(tmp_path: Path, damage: str) -> None:
+    log = Log(tmp_path)
+    p = log.part
+    for epoch, n in ((0, 2), (3, 1), (3, 2), (7, 1)):
+        p.leader_epoch = epoch
+        b = _batch(n)
+        p.append(b, [rb.parse_header(b)], T0)
+    assert p.epochs.entries == [(0, 0), (3, 2), (7, 5)]
+    p.close()
+    path = tmp_path / "leader-epoch-checkpoint"
+    if damage == "missing":
+        path.unlink()
+    else:
+        path.write_text("0\n3\n0 0\n3")
+    p = log.open(True)
+    assert p.epochs.entries == [(0, 0), (3, 2), (7, 5)]
+    assert path.read_text() == "0\n3\n0 0\n3 2\n7 5\n"

@@ -80,7 +80,8 @@ def wait_for(cond, timeout: float = 15.0, what: str = "condition") -> None:
 
 @pytest.fixture
 def cluster(tmp_path: Path):
-    c = InProcessCluster(tmp_path, 3, **{"replica.lag.time.max.ms": 1000, "min.insync.replicas": 2}).start()
+    c = InProcessCluster(tmp_path, 3, **{"replica.lag.time.max.ms": 1000, "min.insync.replicas": 2,
+                                         "replica.high.watermark.checkpoint.interval.ms": 100}).start()
     yield c
     c.stop()
 
@@ -100,6 +101,12 @@ def test_followers_copy_the_leader_and_consumers_stop_at_the_hw(cluster: InProce
         assert c.call(lambda n=node: c.partition(n, "t").epochs.entries) == [(0, 0)]
     assert c.call(lambda: leader.high_watermark) == 4
     wait_for(lambda: c.call(lambda: c.partition(2, "t").high_watermark) == 4, what="follower HW")
+    # replication-offset-checkpoint (Kafka's format) holds every replica's HW for a restart
+    from broker.replica.checkpoint import read_offsets_checkpoint
+    for node in (1, 2, 3):
+        path = c.brokers[node].logs.log_dir + "/replication-offset-checkpoint"
+        wait_for(lambda: read_offsets_checkpoint(path) == {("t", 0): 4}, what="HW checkpoint")
+    assert open(path).read() == "0\n1\nt 0 4\n"
     _, pd = fetch(c, 1, "t", 0)
     assert pd.error_code == 0 and pd.high_watermark == 4 and values_in(pd.records) == [b"a", b"b", b"c", b"d"]
     # a follower answers consumers NOT_LEADER_OR_FOLLOWER, naming the leader (Fetch v12+, KIP-951 v16)
@@ -228,3 +235,32 @@ def test_idempotent_sequences_continue_on_the_new_leader(cluster: InProcessClust
     _, pr = produce(c, 2, "t", [b"c"], producer_id=pid, producer_epoch=0, base_sequence=2)
     assert (pr.error_code, pr.base_offset) == (0, 2)
     wait_for(lambda: log_values(c, 1, "t") == [b"a", b"b", b"c"], what="old leader to follow")
+
+
+def test_follower_fetch_v15_replica_state_reads_past_the_hw(cluster: InProcessCluster) -> None:
+    """KIP-903: from Fetch v15 the follower's id travels in ReplicaState; a follower's fetch
+    reads up to the log end (not the HW) and its fetch offset moves the HW."""
+    c = cluster
+    c.create_topic("t", replicas=(1, 2, 3))
+    assert produce(c, 1, "t", [b"a"])[1].error_code == 0
+    c.pause(2)
+    c.pause(3)
+    assert produce(c, 1, "t", [b"b"], acks=1)[1].error_code == 0
+    FT = FetchRequest.FetchTopic
+    tid = c.topics["t"].topic_id
+
+    def follower_fetch(offset: int):
+        with RawClient(c.bootstrap(1)) as client:
+            resp = client.request(FETCH, 15, replica_state=FetchRequest.ReplicaState(replica_id=2, replica_epoch=-1),
+                                  max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0,
+                                  session_epoch=-1, topics=[FT(topic_id=tid, partitions=[FT.FetchPartition(
+                                      partition=0, current_leader_epoch=0, fetch_offset=offset, last_fetched_epoch=0,
+                                      log_start_offset=0, partition_max_bytes=1 << 20)])],
+                                  forgotten_topics_data=[], rack_id="")
+        return resp.responses[0].partitions[0]
+
+    pd = follower_fetch(1)
+    assert pd.error_code == 0 and pd.high_watermark == 1 and values_in(pd.records) == [b"b"]
+    # the follower now reports offset 2: with it and the leader at 2 ... 3 still holds the HW at 1
+    assert follower_fetch(2).high_watermark == 1
+    assert c.call(lambda: c.partition(1, "t").replica.followers[2].leo) == 2

@@ -27,6 +27,9 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 @handles(10)
 async def find_coordinator(ctx: RequestContext, req: Any) -> Any:
+    if ctx.broker.cluster is not None:  # cluster mode: the leader of the key's internal partition
+        from ..replica.coordinators import find_coordinator as cluster_find_coordinator
+        return await cluster_find_coordinator(ctx, req)
     adv = ctx.advertised
     key_type = req.key_type or GROUP_KEY
 

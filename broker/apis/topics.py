@@ -349,6 +349,8 @@ async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Dele
                 code = ErrorCode.INVALID_TOPIC_EXCEPTION
             elif "delete" not in topic.partitions[idx].policies():
                 code = ErrorCode.POLICY_VIOLATION
+            elif topic.partitions[idx].replica is not None and not topic.partitions[idx].replica.is_leader:
+                code = ErrorCode.NOT_LEADER_OR_FOLLOWER     # a cluster: the leader moves the log start
             else:
                 part = topic.partitions[idx]
                 offset = part.high_watermark if rp.offset == HIGH_WATERMARK else rp.offset

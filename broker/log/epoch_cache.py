@@ -52,27 +52,34 @@ def read_checkpoint(path: str) -> list[tuple[int, int]]:
     return entries
 
 
-def write_checkpoint(path: str, entries: list[tuple[int, int]]) -> None:
-    """Replace the file atomically and durably (Kafka's CheckpointFile writes, fsyncs, renames)."""
+def write_checkpoint(path: str, entries: list[tuple[int, int]], fsync: bool = False) -> None:
+    """Replace the file atomically. Not fsynced by default (Kafka fsyncs it): the file is
+    derived from the batches' epochs, and a missing or torn one is rebuilt from the log at
+    start-up (Partition._load_epochs), so the first append of each partition costs no fsync."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(f"{CHECKPOINT_VERSION}\n{len(entries)}\n")
         for epoch, offset in entries:
             f.write(f"{epoch} {offset}\n")
-        f.flush()
-        os.fsync(f.fileno())
+        if fsync:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
-    fsync_dir(os.path.dirname(path) or ".")
+    if fsync:
+        fsync_dir(os.path.dirname(path) or ".")
 
 
 class LeaderEpochCache:
     """The epoch entries of one partition, persisted on every change (changes are rare:
     one per leadership change that wrote something, and truncations)."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, entries: list[tuple[int, int]] | None = None) -> None:
+        """``entries``: rebuilt from the log (the file is then rewritten); else read from the file."""
         self.path = os.path.join(directory, CHECKPOINT_FILE)
-        self.entries: list[tuple[int, int]] = read_checkpoint(self.path)
+        self.entries: list[tuple[int, int]] = read_checkpoint(self.path) if entries is None else list(entries)
         self.latest_epoch = self.entries[-1][0] if self.entries else UNDEFINED_EPOCH
+        if entries is not None:
+            write_checkpoint(self.path, self.entries)
 
     def _flush(self) -> None:
         self.latest_epoch = self.entries[-1][0] if self.entries else UNDEFINED_EPOCH

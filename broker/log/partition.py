@@ -28,7 +28,7 @@ from protocol import records as rb
 from protocol.errors import ErrorCode
 
 from . import index as ix
-from .epoch_cache import LeaderEpochCache
+from .epoch_cache import EpochCheckpointInvalid, LeaderEpochCache
 from .fds import FdCache
 from .segment import Segment, segment_name
 
@@ -251,14 +251,23 @@ class Partition:
                 os.unlink(os.path.join(self.directory, name))  # written before a swap that never happened
 
     def _load_epochs(self) -> None:
-        """The leader epoch cache; a log written before it existed (single node) gets one entry
-        from its first batch's epoch, and entries past a cut tail go."""
-        self.epochs = LeaderEpochCache(self.directory)
+        """The leader epoch cache from ``leader-epoch-checkpoint``; rebuilt from the batches'
+        epochs when the file is missing (a log written before it existed) or unreadable, and
+        cut at the log end (a tail cut at recovery takes its epochs along)."""
+        try:
+            self.epochs = LeaderEpochCache(self.directory)
+        except EpochCheckpointInvalid as exc:
+            log.warning("rebuilding leader epoch checkpoint", partition=self.name, reason=str(exc))
+            self.epochs = None
         leo = self.log_end_offset
-        if not self.epochs.entries and leo > self.log_start_offset:
-            first = self.segments[0]
-            if first.size:
-                self.epochs.assign(first.header_at(0).leader_epoch, self.log_start_offset)
+        if self.epochs is None or (not self.epochs.entries and leo > self.log_start_offset):
+            entries: list[tuple[int, int]] = []
+            for seg in self.segments:
+                for h in seg.iter_headers():
+                    if h.last_offset >= self.log_start_offset and (not entries or h.leader_epoch > entries[-1][0]) \
+                            and h.leader_epoch >= 0:
+                        entries.append((h.leader_epoch, max(h.base_offset, self.log_start_offset)))
+            self.epochs = LeaderEpochCache(self.directory, entries)
         self.epochs.truncate_from_end(leo)
 
     def _load_producer_state(self) -> None:

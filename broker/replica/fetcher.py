@@ -4,8 +4,9 @@ the partitions that broker leads into the local logs.
 Each partition first truncates (Kafka's truncation by leader epoch): the follower asks the
 leader, with OffsetForLeaderEpoch, where its own latest epoch ends in the leader's log and
 cuts its log there, so a tail the leader never had (written by an old leader before it lost
-leadership) is dropped before anything is fetched. Then it fetches in a loop — Fetch v12
-with ``replica_id`` set, ``current_leader_epoch`` and ``last_fetched_epoch`` — appends the
+leadership) is dropped before anything is fetched. Then it fetches in a loop — Fetch v15
+with topic ids, the follower's id in ``ReplicaState`` (KIP-903), ``current_leader_epoch`` and
+``last_fetched_epoch``, as Kafka's brokers send it — appends the
 batches with the leader's offsets and takes the high watermark from the answer (never above
 its own log end). The fetch long-polls at the leader for ``replica.fetch.wait.max.ms``; the
 leader answers at once when it appends.
@@ -13,7 +14,7 @@ leader answers at once when it appends.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 import trio
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("samsa.replica")
 
-FETCH_VERSION = 12          # topic names, replica_id, current and last-fetched leader epochs
+FETCH_VERSION = 15          # topic ids, ReplicaState, current and last-fetched leader epochs
 OFFSET_FOR_EPOCH_VERSION = 4
 MAX_TRUNCATION_ROUNDS = 16
 
@@ -146,6 +147,10 @@ class ReplicaFetcher:
                         pending.pop(key)
                         self._back_off(key, s, rp.error_code)
                         continue
+                    if s.part.cleaning:      # the cleaner is rewriting segments: truncate after it
+                        pending.pop(key)
+                        s.retry_at = trio.current_time() + self.backoff_s
+                        continue
                     done = self._truncate_one(s.part, rp.leader_epoch, rp.end_offset)
                     if done:
                         pending.pop(key)
@@ -176,17 +181,27 @@ class ReplicaFetcher:
 
     async def _fetch(self, conn: BrokerConnection, states: dict[tuple[str, int], FetchState]) -> None:
         by_topic: dict[str, list] = {}
+        ids: dict[str, Any] = {}
+        logs = self.manager.broker.logs
         for (topic, index), s in states.items():
             part = s.part
+            local = logs.topics.get(topic)
+            if local is None:
+                continue
+            ids[topic] = local.topic_id
             leo = part.log_end_offset
             last_epoch = part.epochs.epoch_for_offset(leo - 1) if leo > 0 else -1
             by_topic.setdefault(topic, []).append(
                 FP(partition=index, current_leader_epoch=s.leader_epoch, fetch_offset=leo,
                    last_fetched_epoch=last_epoch, log_start_offset=part.log_start_offset,
                    partition_max_bytes=self.max_bytes))
-        req = FetchRequest(replica_id=self.manager.node_id, max_wait_ms=self.wait_ms, min_bytes=self.min_bytes,
+        if not by_topic:
+            return
+        names = {tid: name for name, tid in ids.items()}
+        req = FetchRequest(replica_state=FetchRequest.ReplicaState(replica_id=self.manager.node_id, replica_epoch=-1),
+                           max_wait_ms=self.wait_ms, min_bytes=self.min_bytes,
                            max_bytes=self.response_max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
-                           topics=[FT(topic=t, partitions=ps) for t, ps in by_topic.items()],
+                           topics=[FT(topic_id=ids[t], partitions=ps) for t, ps in by_topic.items()],
                            forgotten_topics_data=[], rack_id="")
         resp = await conn.call(req, FETCH_VERSION, timeout_s=self.socket_timeout_s + self.wait_ms / 1000)
         if resp.error_code:
@@ -195,7 +210,7 @@ class ReplicaFetcher:
         moved = False
         for rt in resp.responses:
             for rp in rt.partitions:
-                key = (rt.topic, rp.partition_index)
+                key = (names.get(rt.topic_id, ""), rp.partition_index)
                 s = states.get(key)
                 if s is None or self.partitions.get(key) is not s:
                     continue           # reassigned while the fetch was in flight

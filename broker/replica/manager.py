@@ -18,6 +18,7 @@ The image is read through a few attributes (``topics`` → name → ``topic_id``
 """
 from __future__ import annotations
 
+import os
 import uuid
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
 
@@ -27,6 +28,7 @@ import trio
 from protocol.errors import ErrorCode
 
 from ..log.partition import Partition
+from .checkpoint import HW_CHECKPOINT_FILE, read_offsets_checkpoint, write_offsets_checkpoint
 from .fetcher import ReplicaFetcher
 from .state import FollowerState, ReplicaState
 
@@ -97,6 +99,8 @@ class ReplicaManager:
         self._nursery: trio.Nursery | None = None
         cfg = broker.config
         self.lag_max_ms = int(cfg["replica.lag.time.max.ms"])
+        self.hw_checkpoint_interval_s = int(cfg["replica.high.watermark.checkpoint.interval.ms"]) / 1000
+        self._checkpointed_hw: dict[tuple[str, int], int] | None = None
         self.listener = cfg.advertised_listeners[0].name if cfg.advertised_listeners else "PLAINTEXT"
 
     @property
@@ -112,6 +116,7 @@ class ReplicaManager:
             for fetcher in self.fetchers.values():
                 nursery.start_soon(fetcher.run)
             nursery.start_soon(self._isr_expiration)
+            nursery.start_soon(self._hw_checkpointer)
             cluster = getattr(self.broker, "cluster", None)
             if cluster is not None:
                 self.attach(cluster.store)
@@ -121,8 +126,18 @@ class ReplicaManager:
         """Follow a MetadataStore (broker/metadata/store.py): every published image is applied in
         order, ISR changes go through its alter_partition; the current image is applied now."""
         self.alter_partition = store.alter_partition
+        self.role_listeners.append(self._coordinator_roles)
         store.subscribe(self._on_metadata)
         self.apply_image(store.image)
+
+    def _coordinator_roles(self, part: Partition, is_leader: bool) -> None:
+        """A coordinator lives on its partition's leader: load on becoming leader, unload on losing it."""
+        for shell in (self.broker.groups, self.broker.txns):
+            if part.topic == shell.topic:
+                if is_leader:
+                    shell.become_leader(part.index)
+                else:
+                    shell.resign(part.index)
 
     def _on_metadata(self, old: Any, new: Any, delta: Any) -> None:
         self.apply_image(new)
@@ -137,6 +152,35 @@ class ReplicaManager:
     def _stop_following(self, part: Partition) -> None:
         for fetcher in self.fetchers.values():
             fetcher.remove(part.topic, part.index)
+
+    async def _hw_checkpointer(self) -> None:
+        """Kafka's replication-offset-checkpoint: every replicated partition's high watermark,
+        so a restarted broker starts from it instead of the log start."""
+        try:
+            while True:
+                await trio.sleep(self.hw_checkpoint_interval_s)
+                self.write_hw_checkpoint()
+        finally:
+            self.write_hw_checkpoint()
+
+    def write_hw_checkpoint(self) -> None:
+        if not self.active:
+            return
+        entries = [(p.topic, p.index, p.hw) for p in self.broker.logs.all_partitions()
+                   if p.hw is not None and p.replica is not None]
+        try:
+            write_offsets_checkpoint(self._hw_path(), entries)
+        except OSError as exc:
+            log.warning("could not write the high watermark checkpoint", error=str(exc))
+
+    def _hw_path(self) -> str:
+        return os.path.join(self.broker.logs.log_dir, HW_CHECKPOINT_FILE)
+
+    def _initial_hw(self, part: Partition) -> int:
+        if self._checkpointed_hw is None:
+            self._checkpointed_hw = read_offsets_checkpoint(self._hw_path())
+        hw = self._checkpointed_hw.get((part.topic, part.index), part.log_start_offset)
+        return max(part.log_start_offset, min(hw, part.log_end_offset))
 
     async def _isr_expiration(self) -> None:
         while True:
@@ -228,7 +272,7 @@ class ReplicaManager:
         rs.reset_followers(now_ms)
         if rs.followers:
             if part.hw is None:
-                part.hw = min(part.log_start_offset, leo)
+                part.hw = self._initial_hw(part)
         else:
             part.hw = None                               # the only replica: HW = log end
         part.replica = rs
@@ -244,7 +288,7 @@ class ReplicaManager:
                                     list(reg.replicas), list(reg.isr), registration=reg)
         part.leader_epoch = reg.leader_epoch
         if part.hw is None:
-            part.hw = min(part.log_start_offset, part.log_end_offset)
+            part.hw = self._initial_hw(part)
         if new_term:
             log.info("became follower", partition=part.name, leader=reg.leader, leader_epoch=reg.leader_epoch,
                      log_end_offset=part.log_end_offset)

@@ -1,0 +1,60 @@
+"""FindCoordinator in a cluster: a group's or transactional id's coordinator is the leader of
+its ``__consumer_offsets`` / ``__transaction_state`` partition (created through the
+controller on first use, as Kafka's AutoTopicCreationManager does). The coordinators load
+and unload with that leadership (ReplicaManager._coordinator_roles, broker/coordinator_shell.py)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from coordinator.hashing import partition_for_group
+from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from ..dispatch import RequestContext
+
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
+async def locate_coordinator(ctx: "RequestContext", key_type: int, key: str) -> tuple[int, str | None, int, str, int]:
+    """(error, message, node id, host, port) of the coordinator for ``key``."""
+    broker = ctx.broker
+    if key_type == GROUP_KEY:
+        topic_name = broker.groups.topic
+    elif key_type == TRANSACTION_KEY:
+        topic_name = broker.txns.topic
+    else:
+        return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}", -1, "", -1
+    image = broker.cluster.image
+    topic = image.topics.get(topic_name)
+    if topic is None:
+        from ..apis.cluster_admin import auto_create
+
+        err = await auto_create(ctx, topic_name)
+        image = broker.cluster.image
+        topic = image.topics.get(topic_name)
+        if err or topic is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
+    p = partition_for_group(key or "", len(topic.partitions))
+    reg = topic.partitions.get(p)
+    b = image.brokers.get(reg.leader) if reg is not None and reg.leader >= 0 else None
+    ep = b.endpoint(ctx.listener or ctx.advertised.name) if b is not None else None
+    if ep is None and b is not None and b.endpoints:
+        ep = b.endpoints[0]
+    if ep is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
+    return ErrorCode.NONE, "NONE", reg.leader, ep.host, ep.port
+
+
+async def find_coordinator(ctx: "RequestContext", req: Any) -> Any:
+    key_type = req.key_type or GROUP_KEY
+    if ctx.api_version >= 4:
+        from kafka.protocol.metadata import FindCoordinatorResponse
+
+        coords = []
+        for key in req.coordinator_keys:
+            err, msg, node, host, port = await locate_coordinator(ctx, key_type, key)
+            coords.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port,
+                                                              error_code=err, error_message=msg))
+        return ctx.response(throttle_time_ms=0, coordinators=coords)
+    err, msg, node, host, port = await locate_coordinator(ctx, key_type, req.key)
+    return ctx.response(throttle_time_ms=0, error_code=err, error_message=msg, node_id=node, host=host, port=port)
