@@ -26,12 +26,12 @@ from kafka import KafkaProducer
 
 from spark_jobs.sample_events import make_event
 from tests import sparkconnector
-from tests.dockerhelpers import PREFIX, REPO, report, requires_docker, sh, wait_for
+from tests.dockerhelpers import PREFIX, REPO, image_size_mb, report, requires_docker, sh, wait_for
 from tests.test_container_image import read_all
 
 NO_CONNECTOR = sparkconnector.unavailable()
-pytestmark = [pytest.mark.container, requires_docker,
-              pytest.mark.skipif(NO_CONNECTOR is not None, reason=NO_CONNECTOR or "")]
+pytestmark = [pytest.mark.container, requires_docker]
+requires_connector = pytest.mark.skipif(NO_CONNECTOR is not None, reason=NO_CONNECTOR or "")
 
 README = REPO / "README.md"
 SPARK_IMAGE = "apache/spark:4.0.0-python3"
@@ -89,7 +89,6 @@ def parquet_rows(windows: dict[tuple[int, str], tuple[int, int, int]], minutes: 
 def spark_image(pytestconfig: pytest.Config) -> str:
     t0 = time.monotonic()
     sh(SPARK_IMAGE_BUILD, timeout=1500)
-    from tests.dockerhelpers import image_size_mb
     report(pytestconfig, [f"{SPARK_IMAGE_BUILD}: {time.monotonic() - t0:.1f} s; "
                           f"image size {image_size_mb(SPARK_IMAGE):.0f} MB"])
     return SPARK_IMAGE
@@ -185,6 +184,28 @@ def test_readme_shows_the_compose_commands_these_tests_run():
         assert command in text, f"README.md does not show: {command}"
 
 
+def test_compose_files_with_and_without_the_jars_override(tmp_path: Path):
+    """Without the override the job uses spark.jars.packages (as users pulling the real images do);
+    with it, the host folder is mounted and named, and a missing folder is a clear error."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COMPOSE_FILE", "SAMSA_SPARK_KAFKA_JARS_DIR")}
+    env["COMPOSE_PROJECT_NAME"] = f"{PREFIX}-config"
+    plain = json.loads(sh("docker compose config --format json", env=env, timeout=60).stdout)
+    job = plain["services"]["streaming-job"]
+    assert "SAMSA_SPARK_KAFKA_JARS" not in (job.get("environment") or {})
+    assert [v["target"] for v in job["volumes"]] == ["/opt/samsa/spark_jobs", "/opt/spark/work-dir"]
+    offline = {**env, "COMPOSE_FILE": "docker-compose.yml:docker-compose.jars.yml",
+               "SAMSA_SPARK_KAFKA_JARS_DIR": str(tmp_path)}
+    job = json.loads(sh("docker compose config --format json", env=offline, timeout=60).stdout)["services"]["streaming-job"]
+    assert job["environment"]["SAMSA_SPARK_KAFKA_JARS"] == "/opt/spark-kafka-jars"
+    mount = next(v for v in job["volumes"] if v["target"] == "/opt/spark-kafka-jars")
+    assert (mount["type"], mount["source"], mount.get("read_only")) == ("bind", str(tmp_path), True)
+    del offline["SAMSA_SPARK_KAFKA_JARS_DIR"]
+    missing = sh("docker compose config", env=offline, timeout=60, check=False)
+    assert missing.returncode != 0
+    assert "set SAMSA_SPARK_KAFKA_JARS_DIR to a host folder holding the connector's four jars" in missing.stderr
+
+
+@requires_connector
 def test_compose_stack_runs_the_streaming_job_on_the_spark_cluster(spark_image: str, stack: dict[str, str],
                                                                    tmp_path: Path, pytestconfig: pytest.Config):
     pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed: the Parquet output is read with it")

@@ -104,6 +104,15 @@ def test_entrypoint_serves_from_kafka_env_and_exits_cleanly(tmp_path: Path, entr
     assert (data / "meta.properties").is_file()
     assert healthcheck("--bootstrap", f"127.0.0.1:{port}").returncode == 0
     assert ep.stop() == 0  # SIGTERM: clean shutdown, exit 0
+    # A new, empty log dir had no previous shutdown: it is not reported as an unclean one.
+    log = (tmp_path / "log").read_text()
+    assert "new_log_dir=True" in log and "clean_shutdown" not in log and "not clean" not in log
+    again = Entrypoint(env, log=tmp_path / "log2")
+    entrypoints.append(again)
+    wait_healthy(f"127.0.0.1:{port}", again.proc)
+    assert again.stop() == 0
+    log = (tmp_path / "log2").read_text()
+    assert "clean_shutdown=True" in log and "new_log_dir" not in log
 
 
 def test_entrypoint_passes_options_to_serve(tmp_path: Path, entrypoints: list[Entrypoint]):
@@ -171,14 +180,21 @@ def test_each_listener_advertises_its_own_address(tmp_path: Path, entrypoints: l
 def test_healthcheck_exit_codes(tmp_path: Path, entrypoints: list[Entrypoint]):
     closed = free_port()
     t0 = time.monotonic()
-    assert healthcheck("--bootstrap", f"127.0.0.1:{closed}").returncode == 1
+    failed = healthcheck("--bootstrap", f"127.0.0.1:{closed}")
     assert time.monotonic() - t0 < 5
+    # It says what it tried and why it failed (docker inspect shows this under State.Health.Log).
+    assert (failed.returncode, failed.stdout, failed.stderr) == (
+        1, "", f"samsa healthcheck: no ApiVersions answer from 127.0.0.1:{closed}: connect failed: Connection refused\n")
+    bad = healthcheck("--bootstrap", "no-port-here")
+    assert (bad.returncode, bad.stderr) == (1, "samsa healthcheck: no ApiVersions answer from no-port-here: "
+                                               "'no-port-here' is not HOST:PORT\n")
     port = free_port()
     ep = Entrypoint(clean_env(KAFKA_LISTENERS=f"PLAINTEXT://127.0.0.1:{port}", KAFKA_LOG_DIRS=str(tmp_path / "d")),
                     log=tmp_path / "log")
     entrypoints.append(ep)
     wait_healthy(f"127.0.0.1:{port}", ep.proc)
-    assert healthcheck("--bootstrap", f"127.0.0.1:{port}").returncode == 0
+    ok = healthcheck("--bootstrap", f"127.0.0.1:{port}")
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, f"samsa healthcheck: 127.0.0.1:{port} answered ApiVersions\n", "")
     # The image's HEALTHCHECK runs `samsa healthcheck` with the address in SAMSA_BOOTSTRAP.
     assert healthcheck(env=clean_env(SAMSA_BOOTSTRAP=f"127.0.0.1:{port}")).returncode == 0
     assert healthcheck(env=clean_env(SAMSA_BOOTSTRAP=f"127.0.0.1:{closed}")).returncode == 1

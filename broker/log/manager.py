@@ -98,11 +98,12 @@ class LogManager:
     # -- start-up ------------------------------------------------------------------------
     def load(self) -> None:
         os.makedirs(self.log_dir, exist_ok=True)
+        # A log dir no broker has started in yet (no meta.properties, no topics) had no shutdown at
+        # all: not an unclean one.
+        fresh = not any(os.path.exists(os.path.join(self.log_dir, f)) for f in ("meta.properties", METADATA_FILE))
         self._load_meta_properties()
         marker = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
-        # A log dir no broker has written to yet had no shutdown at all: not an unclean one.
-        fresh = not os.path.exists(os.path.join(self.log_dir, METADATA_FILE))
         if not clean and not fresh:
             log.warning("previous shutdown was not clean; checking segment tails", log_dir=self.log_dir)
         try:
