@@ -658,3 +658,74 @@ async def alter_scram(ctx, req, handler):
     users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
     return ctx.response(throttle_time_ms=0, results=[R(user=u, error_code=CLUSTER_DENIED, error_message=None)
                                                       for u in users])
+
+
+# -- APIs added beside the authorizer: consoles, KIP-848 groups, cluster administration -----------
+def _whole_request(ctx, req, handler, ok: bool, code: int):
+    """The handler's answer when ``ok``, else the request answered with ``code`` in every item
+    (protocol/error_response.py walks the request's shape), nothing applied."""
+    if ok:
+        return handler(ctx, req)
+    from protocol.error_response import error_response
+
+    async def denied():
+        message = CLUSTER_DENIED_MESSAGE if code == CLUSTER_DENIED else None
+        return error_response(RESPONSES[ctx.api_key], req, ctx.api_version, code, message)
+    return denied()
+
+
+@check(35)   # DescribeLogDirs: DESCRIBE on the cluster
+def describe_log_dirs(ctx, req, handler):
+    return _whole_request(ctx, req, handler, cluster(ctx, Op.DESCRIBE), CLUSTER_DENIED)
+
+
+@check(48)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster
+def describe_client_quotas(ctx, req, handler):
+    return _whole_request(ctx, req, handler, cluster(ctx, Op.DESCRIBE_CONFIGS), CLUSTER_DENIED)
+
+
+@check(46)   # ListPartitionReassignments: DESCRIBE on the cluster
+def list_partition_reassignments(ctx, req, handler):
+    return _whole_request(ctx, req, handler, cluster(ctx, Op.DESCRIBE), CLUSTER_DENIED)
+
+
+@check(43, 45)   # ElectLeaders, AlterPartitionReassignments: ALTER on the cluster
+def alter_cluster(ctx, req, handler):
+    return _whole_request(ctx, req, handler, cluster(ctx, Op.ALTER), CLUSTER_DENIED)
+
+
+@check(27)   # WriteTxnMarkers (between brokers): CLUSTER_ACTION on the cluster
+def write_txn_markers(ctx, req, handler):
+    return _whole_request(ctx, req, handler, cluster(ctx, Op.CLUSTER_ACTION), CLUSTER_DENIED)
+
+
+@check(68)   # ConsumerGroupHeartbeat: READ on the group
+def consumer_group_heartbeat(ctx, req, handler):
+    return _whole_request(ctx, req, handler, allowed(ctx, Op.READ, RT.GROUP, req.group_id), GROUP_DENIED)
+
+
+@check(69)   # ConsumerGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
+async def consumer_group_describe(ctx, req, handler):
+    response = await handler(ctx, req)
+    G = _cls(69, "DescribedGroup")
+    response.groups = [g if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id) else
+                       G(error_code=GROUP_DENIED, error_message=None, group_id=g.group_id, group_state="",
+                         group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[],
+                         authorized_operations=-2147483648)
+                       for g in response.groups]
+    return response
+
+
+@check(75)   # DescribeTopicPartitions: DESCRIBE on each topic; unnamed ones are left out, named ones denied
+async def describe_topic_partitions(ctx, req, handler):
+    response = await handler(ctx, req)
+    named = bool(req.topics)
+    out = []
+    for t in response.topics:
+        if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name):
+            out.append(t)
+        elif named:
+            t.error_code, t.partitions, t.is_internal = TOPIC_DENIED, [], False
+            out.append(t)
+    response.topics = out
+    return response
