@@ -25,6 +25,7 @@ SASL_OVERRIDES = {
     "samsa.scram.bootstrap.credentials": "SCRAM-SHA-512=[name=alice,password=alice-secret];"
                                          "SCRAM-SHA-256=[name=alice,password=alice-secret]",
     "sasl.server.max.receive.size": "65536",
+    "connection.failed.authentication.delay.ms": "0",   # test_failed_login_close_is_delayed sets it
 }
 
 
@@ -201,6 +202,26 @@ def test_wrong_password_fails_and_closes_without_logging_it(sasl_broker) -> None
         assert c.is_closed()
     assert "wrong-password-xyz" not in sasl_broker.read_log()
     assert "alice-secret" not in sasl_broker.read_log()
+
+
+def test_failed_login_close_is_delayed(pki, tmp_path) -> None:
+    """connection.failed.authentication.delay.ms: the failure answer comes at once, the close
+    after the delay (brute force slows down); other connections are not held up."""
+    b = SecureBroker(tmp_path / "data", ["SASL_PLAINTEXT"],
+                     {**SASL_OVERRIDES, "connection.failed.authentication.delay.ms": "700"}).start()
+    try:
+        with RawClient(b.bootstrap("SASL_PLAINTEXT")) as c:
+            _handshake(c)
+            assert c.request(36, 2, auth_bytes=b"\0alice\0nope").error_code == 58
+            t0 = time.monotonic()
+            with RawClient(b.bootstrap("SASL_PLAINTEXT")) as other:
+                _handshake(other)
+                assert other.request(36, 2, auth_bytes=b"\0alice\0alice-secret").error_code == 0
+            assert time.monotonic() - t0 < 0.5
+            assert c.is_closed()
+            assert 0.5 < time.monotonic() - t0 < 3
+    finally:
+        b.stop()
 
 
 def test_plain_success_with_session_lifetime_zero(sasl_broker) -> None:

@@ -97,6 +97,7 @@ class Security:
                               f"({', '.join(self.listeners)})")
         self.reauth_ms = int(config["connections.max.reauth.ms"] or 0)
         self.max_receive = int(config["sasl.server.max.receive.size"])
+        self.failed_auth_delay_s = int(config["connection.failed.authentication.delay.ms"]) / 1000
         self.handshake_timeout_s = int(config["samsa.ssl.handshake.timeout.ms"]) / 1000
         name = (config.get("authorizer.class.name") or "").strip()
         self.authorizer: Authorizer | None = None
