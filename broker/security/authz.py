@@ -132,7 +132,11 @@ async def produce(ctx, req, handler):
 
 @check(1)
 async def fetch(ctx, req, handler):
-    if (getattr(req, "replica_id", -1) or -1) >= 0:
+    replica = getattr(req, "replica_id", None)
+    state = getattr(req, "replica_state", None)
+    if state is not None and getattr(state, "replica_id", None) is not None:
+        replica = state.replica_id if replica is None or replica < 0 else replica
+    if replica is not None and replica >= 0:   # a follower's fetch (v15+ names it in replica_state)
         if not cluster(ctx, Op.CLUSTER_ACTION):
             return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, session_id=0, responses=[])
         return await handler(ctx, req)
