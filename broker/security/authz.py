@@ -583,14 +583,21 @@ async def create_partitions(ctx, req, handler):
 _TOPIC_RESOURCE = 2
 
 
+_GROUP_RESOURCE = 32
+
+
 def _config_allowed(ctx, op: int, resource: Any) -> bool:
+    """Topic and group configs are checked on the topic or group; broker, broker-logger and
+    client-metrics configs on the cluster (KafkaApis/ConfigHelper)."""
     if resource.resource_type == _TOPIC_RESOURCE:
         return allowed(ctx, op, RT.TOPIC, resource.resource_name)
+    if resource.resource_type == _GROUP_RESOURCE:
+        return allowed(ctx, op, RT.GROUP, resource.resource_name)
     return cluster(ctx, op)
 
 
 def _config_code(resource: Any) -> int:
-    return TOPIC_DENIED if resource.resource_type == _TOPIC_RESOURCE else CLUSTER_DENIED
+    return {_TOPIC_RESOURCE: TOPIC_DENIED, _GROUP_RESOURCE: GROUP_DENIED}.get(resource.resource_type, CLUSTER_DENIED)
 
 
 @check(32)
