@@ -231,6 +231,7 @@ def test_plain_success_with_session_lifetime_zero(sasl_broker) -> None:
         assert hs.error_code == 0 and set(hs.mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
         r = c.request(36, 2, auth_bytes=b"\0alice\0alice-secret")
         assert (r.error_code, r.session_lifetime_ms) == (0, 0)
+        assert c.request(36, 2, auth_bytes=b"\0alice\0alice-secret").error_code == 34   # ILLEGAL_SASL_STATE
         assert c.request(3, 12, topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False
                          ).brokers
 
