@@ -244,10 +244,14 @@ def test_acl_admin_api_and_restart(acl_broker) -> None:
 
 
 def test_describe_acls_without_authorizer_is_security_disabled(samsa_broker) -> None:
-    with RawClient(samsa_broker.bootstrap_servers) as c:
+    with _DictClient(samsa_broker.bootstrap_servers) as c:
         r = c.request(29, 3, resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
                       principal_filter=None, host_filter=None, operation=1, permission_type=1)
         assert r.error_code == 54   # SECURITY_DISABLED
+        r = c.request(30, 3, creations=[dict(resource_type=2, resource_name="x", resource_pattern_type=3,
+                                             principal="User:bob", host="*", operation=2, permission_type=3)])
+        assert r.results[0].error_code == 54
+        assert c.request(17, 1, mechanism="PLAIN").error_code == 34   # ILLEGAL_SASL_STATE on PLAINTEXT
 
 
 def test_authorized_operations(acl_broker) -> None:
