@@ -109,6 +109,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "sasl.enabled.mechanisms": ("list", "GSSAPI"),
     "connections.max.reauth.ms": ("long", 0),
     "sasl.server.max.receive.size": ("int", 524288),
+    "connection.failed.authentication.delay.ms": ("int", 100),
     "authorizer.class.name": ("string", ""),
     "super.users": ("string", None),
     "allow.everyone.if.no.acl.found": ("boolean", False),

@@ -122,6 +122,8 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     break
             if session.close_after:
+                if session.auth_failed:   # Kafka's connection.failed.authentication.delay.ms
+                    await trio.sleep(broker.security.failed_auth_delay_s)
                 break
     cancel.cancel()
 

@@ -244,10 +244,14 @@ def test_acl_admin_api_and_restart(acl_broker) -> None:
 
 
 def test_describe_acls_without_authorizer_is_security_disabled(samsa_broker) -> None:
-    with RawClient(samsa_broker.bootstrap_servers) as c:
+    with _DictClient(samsa_broker.bootstrap_servers) as c:
         r = c.request(29, 3, resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
                       principal_filter=None, host_filter=None, operation=1, permission_type=1)
         assert r.error_code == 54   # SECURITY_DISABLED
+        r = c.request(30, 3, creations=[dict(resource_type=2, resource_name="x", resource_pattern_type=3,
+                                             principal="User:bob", host="*", operation=2, permission_type=3)])
+        assert r.results[0].error_code == 54
+        assert c.request(17, 1, mechanism="PLAIN").error_code == 34   # ILLEGAL_SASL_STATE on PLAINTEXT
 
 
 def test_authorized_operations(acl_broker) -> None:
@@ -309,6 +313,13 @@ def test_every_api_family_denies_with_kafkas_codes(acl_broker) -> None:
                           partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
                           log_start_offset=-1, partition_max_bytes=1 << 20)])], forgotten_topics_data=[], rack_id="")
         assert [(t.topic, t.partitions[0].error_code) for t in r.responses] == [(topic, T)]  # Fetch
+        r = c.request(1, 12, replica_id=0, max_wait_ms=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                      session_id=0, session_epoch=-1, topics=[], forgotten_topics_data=[], rack_id="")
+        assert r.error_code == C                                                           # follower Fetch v12
+        r = c.request(1, 15, replica_state=dict(replica_id=0, replica_epoch=0), max_wait_ms=100, min_bytes=1,
+                      max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1, topics=[],
+                      forgotten_topics_data=[], rack_id="")
+        assert r.error_code == C                                                           # follower Fetch v15
         r = c.request(23, 4, replica_id=-1, topics=[dict(topic=topic, partitions=[
             dict(partition=0, current_leader_epoch=-1, leader_epoch=0)])])
         assert r.topics[0].partitions[0].error_code == T                                   # OffsetForLeaderEpoch

@@ -25,6 +25,7 @@ SASL_OVERRIDES = {
     "samsa.scram.bootstrap.credentials": "SCRAM-SHA-512=[name=alice,password=alice-secret];"
                                          "SCRAM-SHA-256=[name=alice,password=alice-secret]",
     "sasl.server.max.receive.size": "65536",
+    "connection.failed.authentication.delay.ms": "0",   # test_failed_login_close_is_delayed sets it
 }
 
 
@@ -91,12 +92,20 @@ def test_librdkafka_produce_group_and_transactions(sasl_broker, pki, mechanism) 
     assert got == [f"m{i}".encode() for i in range(20)] + [b"committed"]
 
 
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256"])
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256", "OAUTHBEARER"])
 def test_kafka_python_sasl_ssl(sasl_broker, pki, mechanism) -> None:
     from kafka import KafkaConsumer, KafkaProducer
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    class Unsecured(AbstractTokenProvider):
+        def token(self):
+            return unsecured_jwt()
     common = dict(bootstrap_servers=sasl_broker.bootstrap("SASL_SSL"), security_protocol="SASL_SSL",
-                  ssl_cafile=str(pki.ca), sasl_mechanism=mechanism, sasl_plain_username="alice",
-                  sasl_plain_password="alice-secret")
+                  ssl_cafile=str(pki.ca), sasl_mechanism=mechanism)
+    if mechanism == "OAUTHBEARER":
+        common["sasl_oauth_token_provider"] = Unsecured()
+    else:
+        common.update(sasl_plain_username="alice", sasl_plain_password="alice-secret")
     topic = _topic()
     p = KafkaProducer(**common)
     for i in range(10):
@@ -117,23 +126,6 @@ def test_kafka_python_sasl_ssl(sasl_broker, pki, mechanism) -> None:
     got = [m.value for m in c]
     c.close()
     assert got == [f"k{i}".encode() for i in range(10)] + [b"committed"]
-
-
-def test_kafka_python_oauthbearer(sasl_broker, pki) -> None:
-    import base64
-    import json
-    from kafka import KafkaProducer
-    from kafka.net.sasl.oauth import AbstractTokenProvider
-
-    class Unsecured(AbstractTokenProvider):
-        def token(self):
-            enc = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()  # noqa: E731
-            return enc({"alg": "none"}) + "." + enc({"sub": "alice", "exp": time.time() + 3600,
-                                                     "iat": time.time()}) + "."
-    p = KafkaProducer(bootstrap_servers=sasl_broker.bootstrap("SASL_SSL"), security_protocol="SASL_SSL",
-                      ssl_cafile=str(pki.ca), sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=Unsecured())
-    p.send(_topic(), b"x").get(10)
-    p.close()
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512", "OAUTHBEARER"])
@@ -212,6 +204,26 @@ def test_wrong_password_fails_and_closes_without_logging_it(sasl_broker) -> None
     assert "alice-secret" not in sasl_broker.read_log()
 
 
+def test_failed_login_close_is_delayed(pki, tmp_path) -> None:
+    """connection.failed.authentication.delay.ms: the failure answer comes at once, the close
+    after the delay (brute force slows down); other connections are not held up."""
+    b = SecureBroker(tmp_path / "data", ["SASL_PLAINTEXT"],
+                     {**SASL_OVERRIDES, "connection.failed.authentication.delay.ms": "700"}).start()
+    try:
+        with RawClient(b.bootstrap("SASL_PLAINTEXT")) as c:
+            _handshake(c)
+            assert c.request(36, 2, auth_bytes=b"\0alice\0nope").error_code == 58
+            t0 = time.monotonic()
+            with RawClient(b.bootstrap("SASL_PLAINTEXT")) as other:
+                _handshake(other)
+                assert other.request(36, 2, auth_bytes=b"\0alice\0alice-secret").error_code == 0
+            assert time.monotonic() - t0 < 0.5
+            assert c.is_closed()
+            assert 0.5 < time.monotonic() - t0 < 3
+    finally:
+        b.stop()
+
+
 def test_plain_success_with_session_lifetime_zero(sasl_broker) -> None:
     with RawClient(sasl_broker.bootstrap("SASL_PLAINTEXT")) as c:
         assert c.request(18, 3, client_software_name="t", client_software_version="1").error_code == 0
@@ -219,6 +231,7 @@ def test_plain_success_with_session_lifetime_zero(sasl_broker) -> None:
         assert hs.error_code == 0 and set(hs.mechanisms) == {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
         r = c.request(36, 2, auth_bytes=b"\0alice\0alice-secret")
         assert (r.error_code, r.session_lifetime_ms) == (0, 0)
+        assert c.request(36, 2, auth_bytes=b"\0alice\0alice-secret").error_code == 34   # ILLEGAL_SASL_STATE
         assert c.request(3, 12, topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False
                          ).brokers
 

@@ -155,3 +155,32 @@ def test_pkcs12_keystore_and_inline_pem(pki, tmp_path) -> None:
         assert "store-secret" not in b.read_log()
     finally:
         b.stop()
+
+
+def test_enabled_protocols_and_cipher_suites(pki, tmp_path) -> None:
+    """ssl.enabled.protocols bounds the TLS versions; ssl.cipher.suites (Kafka's IANA names)
+    picks the TLS 1.2 suites."""
+    import ssl
+    b = SecureBroker(tmp_path / "data", ["SSL", "MODERN"], {
+        **tls_overrides(pki),
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MODERN:SSL",
+        "ssl.enabled.protocols": "TLSv1.2",
+        "ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "listener.name.modern.ssl.enabled.protocols": "TLSv1.3"})
+    b.start()
+
+    def handshake(port: int, version: ssl.TLSVersion) -> tuple[str, str]:
+        ctx = ssl.create_default_context(cafile=str(pki.ca))
+        ctx.minimum_version = ctx.maximum_version = version
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+            with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                return s.version(), s.cipher()[0]
+    try:
+        assert handshake(b.ports["SSL"], ssl.TLSVersion.TLSv1_2) == ("TLSv1.2", "ECDHE-ECDSA-AES256-GCM-SHA384")
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            handshake(b.ports["SSL"], ssl.TLSVersion.TLSv1_3)
+        assert handshake(b.ports["MODERN"], ssl.TLSVersion.TLSv1_3)[0] == "TLSv1.3"
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            handshake(b.ports["MODERN"], ssl.TLSVersion.TLSv1_2)
+    finally:
+        b.stop()

@@ -214,3 +214,17 @@ def test_listener_security_protocol_map() -> None:
         Security(BrokerConfig({"listeners": "SSL://:1"}), "/tmp", lambda: 0)
     with pytest.raises(ConfigError):   # a SASL listener with only GSSAPI (Kafka's default) offers nothing
         Security(BrokerConfig({"listeners": "SASL_PLAINTEXT://:1"}), "/tmp", lambda: 0)
+
+
+def test_sasl_ssl_ignores_broker_wide_client_auth(tmp_path) -> None:
+    """KIP-684: ssl.client.auth applies to SASL_SSL listeners only with a listener prefix."""
+    import ssl
+    from broker.config import BrokerConfig
+    from broker.security.tls import server_context
+    from tests.security_support import make_pki, tls_overrides
+    pki = make_pki(tmp_path)
+    props = {"listeners": "SSL://:1,SASL_SSL://:2", **tls_overrides(pki, client_auth="required")}
+    assert server_context(BrokerConfig(props), "SSL").verify_mode == ssl.CERT_REQUIRED
+    assert server_context(BrokerConfig(props), "SASL_SSL", sasl=True).verify_mode == ssl.CERT_NONE
+    props["listener.name.sasl_ssl.ssl.client.auth"] = "requested"
+    assert server_context(BrokerConfig(props), "SASL_SSL", sasl=True).verify_mode == ssl.CERT_OPTIONAL

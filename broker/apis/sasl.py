@@ -37,11 +37,11 @@ async def sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest):
 async def sasl_authenticate(ctx: RequestContext, req: SaslAuthenticateRequest):
     session = ctx.session
     if session is None or not session.listener.listener.sasl or session.exchange is None:
-        if session is not None:
-            session.close_after = session.listener.listener.sasl
+        # KafkaApis' answer on a non-SASL or already authenticated connection (which stays open;
+        # before authentication the session's gate has already closed such a connection)
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE,
-                            error_message="SaslAuthenticate without a SaslHandshake", auth_bytes=b"",
-                            session_lifetime_ms=0)
+                            error_message="SaslAuthenticate request received after successful authentication",
+                            auth_bytes=b"", session_lifetime_ms=0)
     try:
         answer, lifetime = session.step(bytes(req.auth_bytes or b""))
     except AuthenticationFailed as exc:

@@ -132,7 +132,11 @@ async def produce(ctx, req, handler):
 
 @check(1)
 async def fetch(ctx, req, handler):
-    if (getattr(req, "replica_id", -1) or -1) >= 0:
+    replica = getattr(req, "replica_id", None)
+    state = getattr(req, "replica_state", None)
+    if state is not None and getattr(state, "replica_id", None) is not None:
+        replica = state.replica_id if replica is None or replica < 0 else replica
+    if replica is not None and replica >= 0:   # a follower's fetch (v15+ names it in replica_state)
         if not cluster(ctx, Op.CLUSTER_ACTION):
             return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, session_id=0, responses=[])
         return await handler(ctx, req)
@@ -579,14 +583,21 @@ async def create_partitions(ctx, req, handler):
 _TOPIC_RESOURCE = 2
 
 
+_GROUP_RESOURCE = 32
+
+
 def _config_allowed(ctx, op: int, resource: Any) -> bool:
+    """Topic and group configs are checked on the topic or group; broker, broker-logger and
+    client-metrics configs on the cluster (KafkaApis/ConfigHelper)."""
     if resource.resource_type == _TOPIC_RESOURCE:
         return allowed(ctx, op, RT.TOPIC, resource.resource_name)
+    if resource.resource_type == _GROUP_RESOURCE:
+        return allowed(ctx, op, RT.GROUP, resource.resource_name)
     return cluster(ctx, op)
 
 
 def _config_code(resource: Any) -> int:
-    return TOPIC_DENIED if resource.resource_type == _TOPIC_RESOURCE else CLUSTER_DENIED
+    return {_TOPIC_RESOURCE: TOPIC_DENIED, _GROUP_RESOURCE: GROUP_DENIED}.get(resource.resource_type, CLUSTER_DENIED)
 
 
 @check(32)

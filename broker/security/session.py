@@ -34,7 +34,8 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE, API_VERSIONS = 17, 36, 18
 
 class Session:
     __slots__ = ("security", "listener", "host", "principal", "authenticated", "exchange", "mechanism",
-                 "raw_tokens", "expires_at", "reauthenticating", "close_after", "gated", "_decoder", "_max_frame")
+                 "raw_tokens", "expires_at", "reauthenticating", "close_after", "gated", "_decoder", "_max_frame",
+                 "auth_failed")
 
     def __init__(self, security: "Security", listener: "ListenerSecurity", host: str,
                  principal: str = ANONYMOUS) -> None:
@@ -52,6 +53,7 @@ class Session:
         self.gated = not self.authenticated
         self._decoder: Any = None
         self._max_frame = 0
+        self.auth_failed = False    # closing is delayed by connection.failed.authentication.delay.ms
 
     def limit_frames(self, decoder: Any) -> None:
         """Until authenticated, frames larger than ``sasl.server.max.receive.size`` are refused
@@ -116,6 +118,7 @@ class Session:
             answer = self.exchange.step(token)
         except AuthenticationFailed:
             self.close_after = True
+            self.auth_failed = True
             log.info("SASL authentication failed", host=self.host, mechanism=self.mechanism,
                      listener=self.listener.listener.name)
             raise

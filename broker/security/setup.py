@@ -60,7 +60,8 @@ def _jwks_validator(config: BrokerConfig, listener: str) -> JwksValidator | None
 class ListenerSecurity:
     def __init__(self, config: BrokerConfig, listener: Listener) -> None:
         self.listener = listener
-        self.ssl_context: ssl.SSLContext | None = server_context(config, listener.name) if listener.tls else None
+        self.ssl_context: ssl.SSLContext | None = server_context(config, listener.name, listener.sasl) \
+            if listener.tls else None
         self.mapping_rules = parse_mapping_rules(config.for_listener(listener.name, "ssl.principal.mapping.rules"))
         raw = config.for_listener(listener.name, "sasl.enabled.mechanisms", "GSSAPI")
         mechs = raw if isinstance(raw, list) else [m.strip() for m in str(raw).split(",") if m.strip()]
@@ -97,6 +98,7 @@ class Security:
                               f"({', '.join(self.listeners)})")
         self.reauth_ms = int(config["connections.max.reauth.ms"] or 0)
         self.max_receive = int(config["sasl.server.max.receive.size"])
+        self.failed_auth_delay_s = int(config["connection.failed.authentication.delay.ms"]) / 1000
         self.handshake_timeout_s = int(config["samsa.ssl.handshake.timeout.ms"]) / 1000
         name = (config.get("authorizer.class.name") or "").strip()
         self.authorizer: Authorizer | None = None

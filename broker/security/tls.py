@@ -66,9 +66,10 @@ def _load_chain(ctx: ssl.SSLContext, chain_pem: bytes, key_pem: bytes, password:
         os.unlink(path)
 
 
-def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
+def server_context(config: BrokerConfig, listener: str, sasl: bool = False) -> ssl.SSLContext:
     """The server-side context of one TLS listener; raises ConfigError when the properties
-    cannot make one (the broker then refuses to start, as Kafka does)."""
+    cannot make one (the broker then refuses to start, as Kafka does). On SASL_SSL listeners
+    only a listener-prefixed ``ssl.client.auth`` counts (KIP-684): SASL authenticates them."""
     def get(name: str) -> Any:
         return config.for_listener(listener, name)
 
@@ -128,7 +129,10 @@ def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
         if isinstance(exc, ConfigError):
             raise
         raise ConfigError(f"cannot load the TLS key or trust store of listener {listener}: {exc}") from None
-    client_auth = str(get("ssl.client.auth") or "none").lower()
+    if sasl:
+        client_auth = str(config.get(f"listener.name.{listener.lower()}.ssl.client.auth") or "none").lower()
+    else:
+        client_auth = str(get("ssl.client.auth") or "none").lower()
     if client_auth not in _CLIENT_AUTH:
         raise ConfigError(f"ssl.client.auth must be none, requested or required, not {client_auth!r}")
     ctx.verify_mode = _CLIENT_AUTH[client_auth]

@@ -34,11 +34,14 @@ async def secure(security: Security, listener: ListenerSecurity, stream: trio.So
         return None
     principal = ANONYMOUS
     if not listener.listener.sasl:
-        dn = peer_dn(tls)
-        if dn is not None:
-            try:
+        try:
+            dn = peer_dn(tls)
+            if dn is not None:
                 principal = "User:" + map_principal(dn, listener.mapping_rules)
-            except ConfigError:
-                log.info("no ssl.principal.mapping.rules rule matches the client certificate", peer=peer)
-                return None
+        except ConfigError:
+            log.info("no ssl.principal.mapping.rules rule matches the client certificate", peer=peer)
+            return None
+        except Exception as exc:   # a certificate `cryptography` cannot read: this connection only
+            log.info("unreadable client certificate", peer=peer, error=str(exc)[:200])
+            return None
     return tls, Session(security, listener, host, principal)
