@@ -207,6 +207,11 @@ def test_generation_increments_on_every_completed_join(client: RawClient, wbroke
     with RawClient(wbroker.bootstrap_servers) as other:
         b = other.request(JOIN_GROUP, 9, **join_fields(group, "", meta)).member_id
         other.send(JOIN_GROUP, 9, **join_fields(group, b, meta))          # parked until a rejoins
+        # (another connection: wait until the broker has taken it, or the heartbeat may overtake it)
+        deadline = time.monotonic() + 10
+        while describe(client, group).state != "PreparingRebalance":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         hb = client.request(HEARTBEAT, 4, group_id=group, generation_id=1, member_id=a, group_instance_id=None)
         assert hb.error_code == REBALANCE_IN_PROGRESS
         ra = client.request(JOIN_GROUP, 9, **join_fields(group, a, meta))
