@@ -429,3 +429,27 @@ def test_offset_commit_is_answered_once_replicated(cluster: LocalCluster) -> Non
         for f in followers:
             c.resume(f)
         consumer.close()
+
+
+def test_topic_config_changes_reach_every_replica(cluster: LocalCluster) -> None:
+    """Topic configs live in the metadata image in a cluster; each replica's log follows them
+    (here min.insync.replicas, which the leader's acks=all check reads)."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    from protocol.errors import ErrorCode
+    from tests.rawclient import RawClient
+    from tests.test_replication_inprocess import _batch
+    from kafka.protocol.producer import ProduceRequest
+
+    c = cluster
+    create_topic(c, "cfg")
+    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap_servers)
+    admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "cfg", configs={"min.insync.replicas": "4"})])
+    admin.close()
+    c.wait_for(lambda: all((c.data_dir / f"broker-{n}" / "samsa-topics.json").read_text().count('"min.insync.replicas": "4"')
+                           for n in (1, 2, 3)), timeout=20, what="every broker's local topic config")
+    td = ProduceRequest.TopicProduceData(name="cfg", partition_data=[
+        ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(_batch([b"x"])))])
+    with RawClient(c.brokers[c.leader("cfg", 0)].bootstrap_servers) as client:
+        resp = client.request(0, 9, transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[td])
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.NOT_ENOUGH_REPLICAS

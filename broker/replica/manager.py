@@ -239,8 +239,11 @@ class ReplicaManager:
             if not any(self.node_id in reg.replicas for reg in regs.values()):
                 return None
             topic = logs.create_topic(name, max(regs) + 1, configs, topic_id=topic_id)
-        elif len(topic.partitions) <= max(regs, default=-1):
-            logs.add_partitions(name, max(regs) + 1)
+        else:
+            if len(topic.partitions) <= max(regs, default=-1):
+                logs.add_partitions(name, max(regs) + 1)
+            if configs != topic.configs:
+                logs.alter_configs(name, configs)    # topic configs are ConfigRecords in the image
         return topic
 
     def _not_a_replica(self, part: Partition, reg: Any) -> None:
