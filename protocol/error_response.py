@@ -67,6 +67,8 @@ def _fill(resp_struct: Any, req_struct: Any | None, req: Any, version: int, code
             values[name] = code
         elif name == "error_message" and message is not None:
             values[name] = message
+        elif name == "records":            # Kafka answers errors with empty records, never null
+            values[name] = b""               # (librdkafka cannot parse null records in Fetch v16)
         elif f.is_struct_array():
             rf = pairs.get(name)
             items = getattr(req, rf.name, None) if rf is not None and req is not None else None

@@ -79,3 +79,29 @@ def test_error_answer_mirrors_the_request(api: str, version: int, fields: dict, 
     codes = error_codes(resp_cls._struct, decoded, version)
     assert codes and set(codes) == {6}
     assert keys(decoded)
+
+
+def _fetch_v16_fields() -> dict[str, Any]:
+    cls = REQUESTS[ApiKey.Fetch]
+    return build(cls._struct, 16, dict(
+        max_wait_ms=0, min_bytes=1, max_bytes=1024, isolation_level=0, session_id=0, session_epoch=-1,
+        topics=[dict(topic_id=TOPIC_ID, partitions=[dict(partition=0, current_leader_epoch=-1, fetch_offset=0,
+                                                         last_fetched_epoch=-1, log_start_offset=-1,
+                                                         partition_max_bytes=1024)])],
+        forgotten_topics_data=[], rack_id=""))
+
+
+def test_fetch_error_answers_carry_empty_records_not_null() -> None:
+    """Kafka answers a failed partition with empty records; librdkafka cannot parse null ones (v16)."""
+    req = REQUESTS[ApiKey.Fetch](version=16, **_fetch_v16_fields())
+    resp = error_response(RESPONSES[ApiKey.Fetch], req, 16, 6)
+    decoded = RESPONSES[ApiKey.Fetch].decode(bytes(resp.encode(version=16)), version=16)
+    assert [(p.error_code, p.records) for t in decoded.responses for p in t.partitions] == [(6, b"")]
+
+
+def test_fetch_of_an_unknown_topic_id_answers_empty_records(samsa_broker) -> None:
+    from tests.rawclient import RawClient
+
+    with RawClient(samsa_broker.bootstrap_servers) as c:
+        r = c.request(ApiKey.Fetch, 16, **_fetch_v16_fields())
+    assert [(p.error_code, p.records) for t in r.responses for p in t.partitions] == [(100, b"")]

@@ -68,7 +68,7 @@ def _collect(ctx: RequestContext, req: FetchRequest,
                 code = ErrorCode.UNKNOWN_TOPIC_ID if by_id and topic is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 parts.append(PD(partition_index=pidx, error_code=code, high_watermark=-1, last_stable_offset=-1,
                                 log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1,
-                                records=None))
+                                records=b""))   # empty, as Kafka sends (librdkafka fails on null at v16)
                 continue
             part = topic.partitions[pidx]
             if by_topic is not None and topic.name not in by_topic:
