@@ -151,9 +151,14 @@ def check_bind(listener: str, allow_remote: bool) -> None:
 
 async def run_control_listener(broker: "Broker", task_status: Any = None) -> None:
     """Serve the control endpoint on ``samsa.control.listener`` until cancelled."""
+    import importlib
+
     import trio
 
     from .http.serve import Routes, serve_http
+
+    # hypercorn is a large import: done off the event loop, so Kafka requests are not held up
+    await trio.to_thread.run_sync(importlib.import_module, "hypercorn.trio")
 
     listener = str(broker.config["samsa.control.listener"])
     routes = Routes()

@@ -15,6 +15,7 @@ kafka-python's ApiVersions classes).
 from __future__ import annotations
 
 import errno
+import signal
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,9 @@ from protocol.kafka_import import import_submodule_alone
 from protocol.frame import FrameDecoder, FrameError, peek_header
 
 from .config import BrokerConfig
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import BaseExceptionGroup
 
 _av = import_submodule_alone("kafka.protocol.metadata.api_versions")  # not the whole metadata family
 ApiVersionsRequest, ApiVersionsResponse = _av.ApiVersionsRequest, _av.ApiVersionsResponse
@@ -63,7 +67,10 @@ class Startup:
         if not lo <= prefix.api_version <= hi:
             resp = ApiVersionsResponse(version=0, error_code=UNSUPPORTED_VERSION, api_keys=self._keys())
         else:
-            ApiVersionsRequest.decode(frame, version=prefix.api_version, header=True)  # a malformed one fails
+            try:                        # a malformed one closes the connection, as dispatch.py does
+                ApiVersionsRequest.decode(frame, version=prefix.api_version, header=True)
+            except Exception as exc:
+                raise FrameError(f"cannot decode ApiVersionsRequest v{prefix.api_version}: {exc!r}") from None
             resp = ApiVersionsResponse(version=prefix.api_version, error_code=0, api_keys=self._keys(),
                                        throttle_time_ms=0)
         resp.with_header(correlation_id=prefix.correlation_id)
@@ -72,6 +79,15 @@ class Startup:
     def _keys(self) -> list:
         return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
                 for k, (lo, hi) in sorted(self.table.items())]
+
+    def close(self) -> None:
+        """Start-up ended without a broker: close what the lobby holds."""
+        for c in self.connections:
+            c.stream.socket.close()
+        for sockets in self.sockets.values():
+            for lst in sockets:
+                lst.socket.close()
+        self.connections = []
 
     def adopt(self, broker: "Broker", conns: trio.Nursery, readers: set[trio.CancelScope]) -> None:
         """Called by ``serve`` once it listens: its connection tasks take over the lobby's."""
@@ -107,7 +123,7 @@ async def _lobby_connection(startup: Startup, stream: trio.SocketStream, listene
         startup.connections.append(conn)
         handed = True
         raise
-    except (FrameError, OSError, trio.BrokenResourceError, trio.ClosedResourceError, ValueError):
+    except (FrameError, OSError, trio.BrokenResourceError, trio.ClosedResourceError):
         return                          # as the running broker does: a bad frame closes the connection
     finally:
         if not handed:
@@ -155,6 +171,39 @@ async def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str =
             raise SystemExit(str(exc)) from None
     for listener in config.listeners:
         startup.sockets[listener.name] = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
+    # SIGTERM/SIGINT are ours from here on: while loading they stop the start-up cleanly, later
+    # they stop the broker (serve's clean shutdown, through ``stop``)
+    stop = trio.Event()
+    try:
+        await _run(startup, config, json_logs, level, stop)
+    except BaseExceptionGroup as group:   # a refusal to start (SystemExit) reads as before, not as a group
+        exits = group.subgroup(SystemExit)
+        if exits is not None:
+            leaf: BaseException = exits
+            while isinstance(leaf, BaseExceptionGroup):
+                leaf = leaf.exceptions[0]
+            raise leaf from None
+        raise
+
+
+async def _run(startup: Startup, config: BrokerConfig, json_logs: bool, level: str, stop: trio.Event) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as top:
+            async def watch() -> None:
+                async for _ in signals:
+                    stop.set()
+                    return
+            top.start_soon(watch)
+            broker = await _load_while_answering(startup, config, json_logs, level)
+            if not stop.is_set():
+                from .server import serve
+                await serve(broker, stop=stop, startup=startup)
+            else:
+                startup.close()
+            top.cancel_scope.cancel()
+
+
+async def _load_while_answering(startup: Startup, config: BrokerConfig, json_logs: bool, level: str) -> "Broker":
     interval = sys.getswitchinterval()
     sys.setswitchinterval(0.001)   # while the loader thread runs, the event loop gets the GIL sooner
     loaded: list[Broker] = []
@@ -174,10 +223,6 @@ async def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str =
     finally:
         sys.setswitchinterval(interval)
     if failed:
-        for c in startup.connections:
-            c.stream.socket.close()
+        startup.close()
         raise failed[0]
-    broker = loaded[0]
-    from .server import serve
-
-    await serve(broker, startup=startup)
+    return loaded[0]

@@ -407,3 +407,15 @@ def test_readme_testing_examples_run_as_a_users_suite(pytester: pytest.Pytester)
     pytester.makepyfile(**{f"test_example_{i}": code for i, code in enumerate(examples)})
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", timeout=300)
     result.assert_outcomes(passed=5)
+
+
+def test_clock_advance_expires_committed_offsets_after_offsets_retention(samsa_broker_in_process):
+    from tests.groups_support import committed
+    b = samsa_broker_in_process
+    b.create_topic("kept", 1)
+    c = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "retained", "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition("kept", 0, 5)], asynchronous=False)
+    c.close()
+    assert committed(b.bootstrap_servers, "retained") == {("kept", 0): (5, "", 0)}
+    b.clock.advance(7 * 24 * 3600 * 1000 + 600_000 + 1)     # offsets.retention.minutes + one check interval
+    wait_until("the offsets expired", lambda: committed(b.bootstrap_servers, "retained") == {}, timeout=5)

@@ -64,3 +64,23 @@ def test_a_broker_that_cannot_load_exits_with_its_reason(tmp_path: Path) -> None
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1
     assert "not a Kafka release Samsa knows" in out.stderr
+
+
+def test_garbage_during_start_up_closes_only_that_connection(tmp_path: Path) -> None:
+    b = SamsaBroker(tmp_path / "d", control=False)
+    b.data_dir.mkdir(parents=True)
+    proc = subprocess.Popen([sys.executable, "-m", "broker", "serve"], env=b.env(), cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        bad = connect_asap(b.port, time.monotonic() + 20)
+        body = b"\x00\x12\x00\x03\x00\x00\x00\x01" + b"\xff" * 7         # ApiVersions v3, broken body
+        bad.sendall(len(body).to_bytes(4, "big") + body)
+        bad.settimeout(10)
+        assert bad.recv(1) == b""                                          # closed, nothing answered
+        bad.close()
+        with RawClient(b.bootstrap_servers) as good:                       # the broker goes on
+            resp = good.call(ApiVersionsRequest(version=0), ApiVersionsResponse, 0)
+            assert resp.error_code == 0
+    finally:
+        proc.terminate()
+        assert proc.wait(20) == 0
