@@ -108,3 +108,44 @@ def test_produce_and_fetch_go_on_while_etcd_is_down(samsa_cluster: LocalCluster)
         assert (reg.leader, reg.leader_epoch, sorted(reg.isr)) == (regs[p].leader, regs[p].leader_epoch, [1, 2, 3])
     got = read_exactly(c, TOPIC, PARTITIONS, {p: len(v) for p, v in sent.items()})
     assert got == {p: list(enumerate(v)) for p, v in sent.items()}
+
+
+def test_isr_shrink_waits_for_etcd(samsa_cluster: LocalCluster) -> None:
+    """A follower hangs while etcd is down: the leader may not drop it from the ISR on its own, so
+    acks=all stays unanswered (the HW waits for the hung ISR member) until etcd is back and the
+    shrink is committed there; then the record is acknowledged once, at the next offset."""
+    from kafka import KafkaProducer
+
+    c = samsa_cluster
+    create_topic(c, "isr-wait", 1)
+    reg = c.image().partition("isr-wait", 0)
+    assert sorted(reg.isr) == [1, 2, 3]
+    controller = c.controller()
+    followers = [r for r in reg.replicas if r != reg.leader]
+    hung = next((r for r in followers if r != controller), followers[0])
+    other = next(r for r in followers if r != hung)
+    producer = KafkaProducer(bootstrap_servers=c.bootstrap_servers, acks="all", enable_idempotence=True,
+                             linger_ms=0, retries=2**31 - 1, request_timeout_ms=3000)
+    try:
+        assert producer.send("isr-wait", value=b"first", partition=0).get(timeout=20).offset == 0
+        c.stop_etcd()
+        c.pause(hung)
+        try:
+            future = producer.send("isr-wait", value=b"second", partition=0)
+            # 3x replica.lag.time.max.ms (1.5 s): a leader deciding alone would have answered
+            time.sleep(4.5)
+            assert not future.is_done, f"acknowledged while etcd was down: {future.value or future.exception}"
+            c.start_etcd()
+            # committed in etcd (the leader's AlterPartition or the controller fencing the hung broker)
+            assert future.get(timeout=30).offset == 1
+            shrunk = c.image().partition("isr-wait", 0)
+            assert hung not in shrunk.isr and {reg.leader, other} <= set(shrunk.isr)
+        finally:
+            c.resume(hung)
+        c.wait_for(lambda: sorted(c.image().partition("isr-wait", 0).isr) == [1, 2, 3], timeout=40,
+                   what=f"broker {hung} back in the ISR")
+        assert producer.send("isr-wait", value=b"third", partition=0).get(timeout=20).offset == 2
+    finally:
+        producer.close(timeout=5)
+    got = read_exactly(c, "isr-wait", 1, {0: 3})
+    assert got == {0: [(0, b"first"), (1, b"second"), (2, b"third")]}
