@@ -5,7 +5,8 @@ null topics means every partition; requested partitions this broker does not hav
 out (no error), and so are topics with none left; sizes are the partition's segment bytes;
 the offset lag is max(HW - LEO, 0), always 0 for a current (non-future) log; v3+ carries a
 top-level error code (0); v4+ the volume's total and usable bytes (statvfs, as Java's
-FileStore.getTotalSpace/getUsableSpace). Internal topics are listed like any other.
+FileStore.getTotalSpace/getUsableSpace). Internal topics are listed like any other. In a
+cluster only the partitions this broker is a replica of are listed.
 """
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ def _volume(path: str) -> tuple[int, int]:
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
 
 
+def _hosted(part) -> bool:
+    """In a cluster a broker keeps (empty) local logs for a topic's partitions it is not a replica
+    of (the log manager holds a topic's partitions as one list); Kafka lists only its replicas."""
+    rs = part.replica
+    return rs is None or rs.node_id in rs.replicas
+
+
 @handles(35)
 async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     logs = ctx.broker.logs
@@ -41,7 +49,8 @@ async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) ->
         parts = [R.DescribeLogDirsTopic.DescribeLogDirsPartition(
                      partition_index=p.index, partition_size=p.size_bytes,
                      offset_lag=max(p.high_watermark - p.log_end_offset, 0), is_future_key=False)
-                 for p in logs.topics[name].partitions if wanted is None or p.index in wanted[name]]
+                 for p in logs.topics[name].partitions
+                 if (wanted is None or p.index in wanted[name]) and _hosted(p)]
         if parts:
             topics.append(R.DescribeLogDirsTopic(name=name, partitions=parts))
     total, usable = _volume(logs.log_dir)
