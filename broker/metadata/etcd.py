@@ -190,8 +190,16 @@ class EtcdMetadataStore(Publisher):
                 except ValueError:
                     self.live[node] = {}
         elif rest == "controller":
+            previous = self.controller_id
             self.controller_value = "" if deleted else kv.value.decode()
             self.controller_id = int(self.controller_value.split(":")[0]) if self.controller_value else -1
+            if previous != self.controller_id:
+                if previous == self.node_id:
+                    log.info("resigned as the active controller", node_id=self.node_id, controller=self.controller_id)
+                elif self.controller_id >= 0:
+                    log.info("active controller changed", controller=self.controller_id, previous=previous)
+                else:
+                    log.info("no active controller", previous=previous)
 
     async def _catch_up(self) -> None:
         """Apply every log batch after the last applied one, and reload the live brokers and
@@ -350,6 +358,8 @@ class EtcdMetadataStore(Publisher):
     async def controlled_shutdown_done(self) -> None:
         """Give up the lease: brokers/<id> and (if ours) controller vanish at once."""
         self.closing = True
+        if self.is_controller:
+            log.info("resigning as the active controller", node_id=self.node_id, reason="controlled shutdown")
         if self.lease_id:
             try:
                 await self.client.lease_revoke(self.lease_id)
