@@ -41,12 +41,14 @@ def gauge(c: LocalCluster, node: int, name: str) -> float:
     return scrape(c, node)[(name, ())]
 
 
-def create_topic(c: LocalCluster, name: str, partitions: int = 1, rf: int = 3) -> None:
+def create_topic(c: LocalCluster, name: str, partitions: int = 1, rf: int = 3,
+                 assignment: dict[int, list[int]] | None = None) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=c.bootstrap_servers)
     try:
-        admin.create_topics([NewTopic(name, partitions, rf)])
+        admin.create_topics([NewTopic(name, -1, -1, replica_assignments=assignment) if assignment
+                             else NewTopic(name, partitions, rf)])
     finally:
         admin.close()
     c.wait_for(lambda: all(c.leader(name, p) >= 0 for p in range(partitions)), what="leaders")
@@ -133,6 +135,12 @@ def test_metrics_and_console_of_a_cluster(samsa_cluster: LocalCluster) -> None:
     controller = c.wait_for(lambda: c.controller() if c.controller() > 0 else None, what="a controller")
     counts = {n: gauge(c, n, "kafka_controller_kafkacontroller_activecontrollercount") for n in (1, 2, 3)}
     assert counts == {n: (1.0 if n == controller else 0.0) for n in (1, 2, 3)}
+    # elected once, never flapping; the others name it
+    assert len(log_lines(c, controller, "became the active controller", node_id=controller)) == 1
+    assert not log_lines(c, controller, "resigned as the active controller")
+    for n in (1, 2, 3):
+        if n != controller:
+            assert log_lines(c, n, "active controller changed", controller=controller)
 
     create_topic(c, "obs", partitions=3, rf=3)
     create_topic(c, "obs1", partitions=1, rf=3)
@@ -205,10 +213,11 @@ def test_metrics_and_console_of_a_cluster(samsa_cluster: LocalCluster) -> None:
                                             "broker_overrides": http_overrides()}], indirect=True, ids=["http"])
 def test_leader_failover_is_logged_and_shown(samsa_cluster: LocalCluster) -> None:
     c = samsa_cluster
-    create_topic(c, "fo", partitions=1, rf=3)
+    # the active controller leads fo-0 (the first replica): killing it moves both
+    old = c.wait_for(lambda: c.controller() if c.controller() > 0 else None, what="a controller")
+    create_topic(c, "fo", assignment={0: [old] + [b for b in (1, 2, 3) if b != old]})
     c.wait_for(lambda: sorted(c.image().partition("fo", 0).isr) == [1, 2, 3], what="full ISR")
-    old = c.leader("fo", 0)
-    old_controller = c.controller()
+    assert c.leader("fo", 0) == old
     assert c.image().partition("fo", 0).leader_epoch == 0
     assert log_lines(c, old, "became leader", partition="fo-0", leader_epoch=0)
     c.kill(old)
@@ -234,11 +243,11 @@ def test_leader_failover_is_logged_and_shown(samsa_cluster: LocalCluster) -> Non
                                      previous_leader=old, leader_epoch=1)]
     assert len(elected) == 1 and elected == log_lines(c, controller, "partition leader changed", partition="fo-0",
                                                        leader=new, previous_leader=old, leader_epoch=1)
-    if controller != old_controller:   # the killed broker was the controller: the take-over is logged
-        assert log_lines(c, controller, "became the active controller", node_id=controller)
-        other = next(b for b in survivors if b != controller)
-        c.wait_for(lambda: log_lines(c, other, "active controller changed", controller=controller),
-                   timeout=10, what="'active controller changed' on the other survivor")
+    # the take-over: logged by the new controller, and seen by the other survivor
+    assert log_lines(c, controller, "became the active controller", node_id=controller)
+    other = next(b for b in survivors if b != controller)
+    c.wait_for(lambda: log_lines(c, other, "active controller changed", controller=controller),
+               timeout=10, what="'active controller changed' on the other survivor")
     # metrics and console on the survivors: one active controller, the dead broker shown fenced
     c.wait_for(lambda: [gauge(c, b, "kafka_controller_kafkacontroller_activecontrollercount") for b in survivors]
                == [1.0 if b == controller else 0.0 for b in survivors], timeout=10, what="one active controller")
