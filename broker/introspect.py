@@ -165,8 +165,17 @@ def partitions(broker: "Broker", include_internal: bool = True, cluster_wide: bo
 
 
 def _high_watermark(broker: "Broker", topic: str, partition: int) -> int:
+    """The partition's high watermark as this broker knows it (a follower's trails the leader's by
+    a fetch); -1 when the partition does not exist or, in cluster mode, has no replica here."""
     part = broker.logs.partition(topic, partition)
-    return -1 if part is None else part.high_watermark
+    if part is None:
+        return -1
+    image = _cluster_image(broker)
+    if image is not None:
+        reg = image.partition(topic, partition)
+        if reg is None or broker.node_id not in reg.replicas:
+            return -1
+    return part.high_watermark
 
 
 def groups(broker: "Broker", with_offsets: bool = True, only: str | None = None) -> list[GroupView]:

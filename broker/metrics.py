@@ -250,15 +250,23 @@ class _ScrapeCollector(Collector):
                                     labels=["consumergroup", "topic"])
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of the group",
                                     labels=["consumergroup"])
+        cluster_mode = getattr(broker, "cluster", None) is not None
         for view in introspect.groups(broker):
             members.add_metric([view.group_id], len(view.members))
             sums: dict[str, int] = {}
+            unknown: set[str] = set()
             for o in view.offsets:
+                if cluster_mode and o.high_watermark < 0:
+                    # no replica on the coordinator's broker: no lag (nor a topic sum) rather than a wrong one
+                    current.add_metric([view.group_id, o.topic, str(o.partition)], o.committed)
+                    unknown.add(o.topic)
+                    continue
                 lag.add_metric([view.group_id, o.topic, str(o.partition)], o.lag)
                 current.add_metric([view.group_id, o.topic, str(o.partition)], o.committed)
                 sums[o.topic] = sums.get(o.topic, 0) + o.lag
             for t, s in sums.items():
-                lag_sum.add_metric([view.group_id, t], s)
+                if t not in unknown:
+                    lag_sum.add_metric([view.group_id, t], s)
         yield lag
         yield current
         yield lag_sum

@@ -259,3 +259,40 @@ def test_leader_failover_is_logged_and_shown(samsa_cluster: LocalCluster) -> Non
         assert gauge(c, b, "kafka_brokers") == 2
     parts = tables(c, new, "/topics/fo")["partitions"]
     assert [(r[1], r[3], r[-1]) for r in parts] == [(str(new), ",".join(map(str, reg.isr)), "1")]
+
+
+@pytest.mark.parametrize("samsa_cluster", [{"overrides": {**FAST, "group.initial.rebalance.delay.ms": "0"},
+                                            "broker_overrides": http_overrides()}], indirect=True, ids=["http"])
+def test_consumer_group_lag_on_the_coordinator(samsa_cluster: LocalCluster) -> None:
+    """kafka_consumergroup_* come from the group's coordinator (the leader of its
+    __consumer_offsets partition), with lag from its replica's high watermark; the other brokers
+    report no series for the group."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    c = samsa_cluster
+    create_topic(c, "lag3", partitions=2, rf=3)
+    p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all"})
+    for i in range(12):
+        p.produce("lag3", value=b"v%d" % i, partition=0 if i < 7 else 1)
+    assert p.flush(30) == 0
+
+    def commit(offsets: list) -> None:
+        consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "g"})
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+        finally:
+            consumer.close()
+
+    commit([TopicPartition("lag3", 0, 3), TopicPartition("lag3", 1, 2)])
+    lag = lambda m, t, part: m.get(("kafka_consumergroup_lag", (("consumergroup", "g"), ("partition", str(part)),
+                                                                 ("topic", t))))
+    want = {0: 4.0, 1: 3.0}
+    c.wait_for(lambda: [n for n in (1, 2, 3) if {q: lag(scrape(c, n), "lag3", q) for q in (0, 1)} == want],
+               timeout=20, what="the coordinator's exact lag")
+    reporting = [n for n in (1, 2, 3) if ("kafka_consumergroup_members", (("consumergroup", "g"),)) in scrape(c, n)]
+    assert len(reporting) == 1, reporting
+    coordinator = reporting[0]
+    m = scrape(c, coordinator)
+    assert m[("kafka_consumergroup_lag_sum", (("consumergroup", "g"), ("topic", "lag3")))] == 7
+    assert m[("kafka_consumergroup_current_offset", (("consumergroup", "g"), ("partition", "0"),
+                                                     ("topic", "lag3")))] == 3
