@@ -260,6 +260,20 @@ def test_leader_failover_is_logged_and_shown(samsa_cluster: LocalCluster) -> Non
     parts = tables(c, new, "/topics/fo")["partitions"]
     assert [(r[1], r[3], r[-1]) for r in parts] == [(str(new), ",".join(map(str, reg.isr)), "1")]
 
+    # the killed broker comes back: unfenced (a new registration), a follower again, back in the ISR
+    c.start_broker(old)
+    for b in survivors:
+        c.wait_for(lambda b=b: log_lines(c, b, "broker unfenced", broker=old, reregistered=True), timeout=20,
+                   what=f"'broker unfenced' on {b}")
+    c.wait_for(lambda: sorted(c.image().partition("fo", 0).isr) == [1, 2, 3], timeout=30, what="ISR back to 3")
+    reg = c.image().partition("fo", 0)
+    assert log_lines(c, old, "became follower", partition="fo-0", leader=new, leader_epoch=1)
+    assert len(log_lines(c, new, "ISR expanded", partition="fo-0", added=f"[{old}]",
+                         partition_epoch=reg.partition_epoch)) == 1
+    for b in (1, 2, 3):
+        c.wait_for(lambda b=b: gauge(c, b, "kafka_brokers") == 3, timeout=10, what=f"3 live brokers on {b}")
+        assert [r[4] for r in tables(c, b, "/")["brokers"]] == ["yes", "yes", "yes"]
+
 
 @pytest.mark.parametrize("samsa_cluster", [{"overrides": {**FAST, "group.initial.rebalance.delay.ms": "0"},
                                             "broker_overrides": http_overrides()}], indirect=True, ids=["http"])
