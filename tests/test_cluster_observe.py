@@ -166,12 +166,24 @@ def test_metrics_and_console_of_a_cluster(samsa_cluster: LocalCluster) -> None:
         assert [r[1] for r in rows] == [f"PLAINTEXT://127.0.0.1:{c.brokers[b].port}" for b in (1, 2, 3)]
         assert [r[3] for r in rows] == ["yes" if b == controller else "" for b in (1, 2, 3)]
         assert [r[4] for r in rows] == ["yes", "yes", "yes"]
+        assert [r[5] for r in rows] == [str(expected_counts(c, b)[1]) for b in (1, 2, 3)]   # partitions led
     image = c.image()
     for n in (1, 2, 3):
         parts = tables(c, n, "/topics/obs")["partitions"]
         assert [(r[0], r[1], r[2], r[3], r[-1]) for r in parts] == [
             (str(p), str(reg.leader), ",".join(map(str, reg.replicas)), ",".join(map(str, reg.isr)),
              str(reg.leader_epoch)) for p, reg in sorted(image.topics["obs"].partitions.items())]
+    # a topic whose one replica is on broker 1: the other brokers' pages name its leader, without offsets
+    create_topic(c, "solo", assignment={0: [1]})
+    for n in (1, 2, 3):
+        resp = c.wait_for(lambda n=n: (r := httpx.get(url(c, n) + "/topics/solo", timeout=10)).status_code == 200
+                          and r, timeout=10, what=f"/topics/solo on {n}")
+        parser = _Tables()
+        parser.feed(resp.text)
+        row = parser.tables["partitions"][0]
+        assert row[:4] == ["0", "1", "1", "1"] and row[-1] == "0"
+        assert (row[4] == "not hosted on this broker") == (n != 1)
+    assert httpx.get(url(c, 2) + "/topics/nope", timeout=10).status_code == 404
 
     # a hung follower of obs1-0 falls behind and leaves the ISR: its leader counts one
     # under-replicated partition (obs1-0: the other partitions get no writes, so stay in sync)
