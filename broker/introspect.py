@@ -31,6 +31,8 @@ class PartitionView:
     log_end_offset: int
     size_bytes: int
     segments: int
+    leader_epoch: int = 0
+    hosted: bool = True       # False: a cluster partition with no replica on this broker (no offsets here)
 
 
 @dataclass(slots=True)
@@ -83,15 +85,30 @@ class BrokerView:
     rack: str | None
     is_controller: bool
     alive: bool
+    state: str = "alive"      # cluster mode: alive, fenced or shutting down (controlled shutdown)
+
+
+def _cluster_image(broker: "Broker") -> Any:
+    """The metadata image in cluster mode, else None (a single node has none)."""
+    cluster = getattr(broker, "cluster", None)
+    return None if cluster is None else cluster.image
 
 
 def brokers(broker: "Broker") -> list[BrokerView]:
-    """The brokers Metadata/DescribeCluster would name. One node today, the controller and alive
-    by definition; a cluster's metadata would list every node here, and the pages and gauges
-    that read this follow."""
-    adv = broker.config.advertised_listeners
-    return [BrokerView(broker.node_id, [f"{a.name}://{a.host}:{a.port}" for a in adv],
-                       broker.config.get("broker.rack"), True, True)]
+    """The brokers DescribeCluster (with fenced brokers) would name. A single node: itself, the
+    controller and alive by definition. A cluster: every broker registered in the metadata image,
+    alive unless fenced, and the active controller as this broker last saw it (etcd's
+    controller key)."""
+    image = _cluster_image(broker)
+    if image is None:
+        adv = broker.config.advertised_listeners
+        return [BrokerView(broker.node_id, [f"{a.name}://{a.host}:{a.port}" for a in adv],
+                           broker.config.get("broker.rack"), True, True)]
+    controller = broker.cluster.controller_id
+    return [BrokerView(b.id, [f"{e.name}://{e.host}:{e.port}" for e in b.endpoints], b.rack,
+                       b.id == controller, not b.fenced,
+                       "fenced" if b.fenced else "shutting down" if b.in_controlled_shutdown else "alive")
+            for _, b in sorted(image.brokers.items())]
 
 
 def decode_assignment(data: bytes, protocol_type: str) -> dict[str, list[int]]:
@@ -109,23 +126,56 @@ def decode_assignment(data: bytes, protocol_type: str) -> dict[str, list[int]]:
     return {t: sorted(ps) for t, ps in sorted(out.items())}
 
 
-def partitions(broker: "Broker", include_internal: bool = True) -> list[PartitionView]:
+def partitions(broker: "Broker", include_internal: bool = True, cluster_wide: bool = False) -> list[PartitionView]:
+    """The partitions whose log is on this broker, with their offsets and sizes. In cluster mode
+    leader, replicas and ISR come from the metadata image, a local log of a partition this broker
+    is no replica of is left out, and with ``cluster_wide`` every other partition of the image is
+    added with ``hosted=False`` and offsets of -1 (the console names every partition's leader)."""
     node = broker.node_id
+    image = _cluster_image(broker)
     out = []
     for name in sorted(broker.logs.topics):
         topic = broker.logs.topics[name]
         if topic.internal and not include_internal:
             continue
         for part in topic.partitions:
-            out.append(PartitionView(name, part.index, node, [node], [node], part.log_start_offset,
-                                     part.high_watermark, part.last_stable_offset, part.log_end_offset,
-                                     part.size_bytes, len(part.segments)))
+            view = PartitionView(name, part.index, node, [node], [node], part.log_start_offset,
+                                 part.high_watermark, part.last_stable_offset, part.log_end_offset,
+                                 part.size_bytes, len(part.segments), part.leader_epoch)
+            if image is not None:
+                reg = image.partition(name, part.index)
+                if reg is None or node not in reg.replicas:
+                    continue
+                view.leader, view.replicas, view.isr = reg.leader, list(reg.replicas), list(reg.isr)
+                view.leader_epoch = reg.leader_epoch
+            out.append(view)
+    if image is not None and cluster_wide:
+        from .log.manager import INTERNAL_TOPICS
+
+        local = {(v.topic, v.partition) for v in out}
+        for name, t in image.topics.items():
+            if name in INTERNAL_TOPICS and not include_internal:
+                continue
+            for index, reg in t.partitions.items():
+                if (name, index) not in local:
+                    out.append(PartitionView(name, index, reg.leader, list(reg.replicas), list(reg.isr),
+                                             -1, -1, -1, -1, 0, 0, reg.leader_epoch, hosted=False))
+        out.sort(key=lambda v: (v.topic, v.partition))
     return out
 
 
 def _high_watermark(broker: "Broker", topic: str, partition: int) -> int:
+    """The partition's high watermark as this broker knows it (a follower's trails the leader's by
+    a fetch); -1 when the partition does not exist or, in cluster mode, has no replica here."""
     part = broker.logs.partition(topic, partition)
-    return -1 if part is None else part.high_watermark
+    if part is None:
+        return -1
+    image = _cluster_image(broker)
+    if image is not None:
+        reg = image.partition(topic, partition)
+        if reg is None or broker.node_id not in reg.replicas:
+            return -1
+    return part.high_watermark
 
 
 def groups(broker: "Broker", with_offsets: bool = True, only: str | None = None) -> list[GroupView]:

@@ -201,20 +201,39 @@ class _ScrapeCollector(Collector):
             topics.add_metric([t], n)
         yield topics
 
-        # a single node leads every partition and is the active controller
-        n_parts = len(parts)
+        # a single node leads every partition and is the active controller; in a cluster these
+        # come from the metadata image (leader, replicas, committed ISR) and the controller key
+        node = broker.node_id
+        led = [p for p in parts if p.leader == node]
         yield _gauge("kafka_server_replicamanager_underreplicatedpartitions",
-                     "Partitions with fewer in-sync replicas than replicas", 0)
-        yield _gauge("kafka_server_replicamanager_partitioncount", "Partitions on this broker", n_parts)
-        yield _gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads", n_parts)
+                     "Partitions led here whose ISR is smaller than their replica set",
+                     sum(1 for p in led if len(p.isr) < len(p.replicas)))
+        yield _gauge("kafka_server_replicamanager_partitioncount", "Partitions with a replica on this broker",
+                     len(parts))
+        yield _gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads", len(led))
         yield _gauge("kafka_server_replicamanager_offlinereplicacount", "Offline replicas", 0)
-        is_controller = any(b.is_controller and b.node_id == broker.node_id for b in introspect.brokers(broker))
+        cluster = getattr(broker, "cluster", None)
+        is_controller = cluster.store.is_controller if cluster is not None else True
         yield _gauge("kafka_controller_kafkacontroller_activecontrollercount",
                      "1 on the broker that is the active controller", 1 if is_controller else 0)
-        yield _gauge("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a leader", 0)
-        yield _gauge("kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster", len(counts))
-        yield _gauge("kafka_controller_kafkacontroller_globalpartitioncount", "Partitions in the cluster", n_parts)
-        yield _gauge("kafka_brokers", "Brokers in the cluster (kafka_exporter)", len(introspect.brokers(broker)))
+        # as Kafka, the cluster-wide counts are the active controller's (0 elsewhere: dashboards sum them)
+        topic_count, partition_count, offline = _global_counts(broker, parts, counts) if is_controller else (0, 0, 0)
+        yield _gauge("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a leader",
+                     offline)
+        yield _gauge("kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster", topic_count)
+        yield _gauge("kafka_controller_kafkacontroller_globalpartitioncount", "Partitions in the cluster",
+                     partition_count)
+        yield _gauge("kafka_brokers", "Live brokers in the cluster (kafka_exporter)",
+                     sum(1 for b in introspect.brokers(broker) if b.alive))
+        for name, doc, value in (
+                ("kafka_cluster_partition_insyncreplicascount", "In-sync replicas of a partition led here",
+                 lambda p: len(p.isr)),
+                ("kafka_cluster_partition_underreplicated", "1 when a partition led here lacks in-sync replicas",
+                 lambda p: 1 if len(p.isr) < len(p.replicas) else 0)):
+            fam = GaugeMetricFamily(name, doc, labels=labels)
+            for p in led:
+                fam.add_metric([p.topic, str(p.partition)], value(p))
+            yield fam
 
         metrics = broker.metrics
         conns = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",
@@ -231,15 +250,23 @@ class _ScrapeCollector(Collector):
                                     labels=["consumergroup", "topic"])
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of the group",
                                     labels=["consumergroup"])
+        cluster_mode = getattr(broker, "cluster", None) is not None
         for view in introspect.groups(broker):
             members.add_metric([view.group_id], len(view.members))
             sums: dict[str, int] = {}
+            unknown: set[str] = set()
             for o in view.offsets:
+                if cluster_mode and o.high_watermark < 0:
+                    # no replica on the coordinator's broker: no lag (nor a topic sum) rather than a wrong one
+                    current.add_metric([view.group_id, o.topic, str(o.partition)], o.committed)
+                    unknown.add(o.topic)
+                    continue
                 lag.add_metric([view.group_id, o.topic, str(o.partition)], o.lag)
                 current.add_metric([view.group_id, o.topic, str(o.partition)], o.committed)
                 sums[o.topic] = sums.get(o.topic, 0) + o.lag
             for t, s in sums.items():
-                lag_sum.add_metric([view.group_id, t], s)
+                if t not in unknown:
+                    lag_sum.add_metric([view.group_id, t], s)
         yield lag
         yield current
         yield lag_sum
@@ -252,6 +279,18 @@ def _replicas(parts: list[introspect.PartitionView]) -> GaugeMetricFamily:
     for p in parts:
         fam.add_metric([p.topic, str(p.partition)], len(p.replicas))
     return fam
+
+
+def _global_counts(broker: "Broker", parts: list[introspect.PartitionView],
+                   counts: dict[str, int]) -> tuple[int, int, int]:
+    """(topics, partitions, partitions without a live leader) of the whole cluster."""
+    cluster = getattr(broker, "cluster", None)
+    if cluster is None:
+        return len(counts), len(parts), 0
+    image = cluster.image
+    live = {b.id for b in image.live_brokers()}
+    regs = [reg for t in image.topics.values() for reg in t.partitions.values()]
+    return len(image.topics), len(regs), sum(1 for reg in regs if reg.leader not in live)
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:

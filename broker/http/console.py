@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Iterable
 from urllib.parse import quote, unquote
 
 from .. import introspect
+from ..log.manager import INTERNAL_TOPICS
 from .serve import ASGIApp, Receive, Scope, Send, respond
 
 if TYPE_CHECKING:
@@ -89,19 +90,22 @@ def _link(kind: str, name: str) -> str:
 
 # -- pages ------------------------------------------------------------------------------------
 def overview(broker: "Broker") -> str:
-    parts = introspect.partitions(broker)
+    parts = introspect.partitions(broker, cluster_wide=True)
     by_topic: dict[str, list[introspect.PartitionView]] = {}
     for p in parts:
         by_topic.setdefault(p.topic, []).append(p)
     brokers = _table(["Node", "Endpoints", "Rack", "Controller", "Alive", "Partitions led"], [[
         _td(b.node_id), _td(", ".join(b.endpoints)), _td(b.rack or ""),
-        _td("yes" if b.is_controller else "", cls="ok"), _td("yes" if b.alive else "no", cls="ok" if b.alive else "lag"),
+        _td("yes" if b.is_controller else "", cls="ok"),
+        _td("yes" if b.state == "alive" else f"yes ({b.state})" if b.alive else f"no ({b.state})",
+            cls="ok" if b.alive else "lag"),
         _td(sum(1 for p in parts if p.leader == b.node_id), num=True)] for b in introspect.brokers(broker)], "brokers")
+    # sizes and record counts are this broker's replicas' (a partition hosted elsewhere adds none)
     topics = _table(["Topic", "Partitions", "Records (HW − log start)", "Size", "Internal"], [[
         _td(_link("topics", name), raw=True), _td(len(ps), num=True),
-        _td(sum(p.high_watermark - p.log_start_offset for p in ps), num=True),
-        _td(_size(sum(p.size_bytes for p in ps)), num=True),
-        _td("yes" if broker.logs.topics[name].internal else "")] for name, ps in by_topic.items()], "topics")
+        _td(sum(p.high_watermark - p.log_start_offset for p in ps if p.hosted), num=True),
+        _td(_size(sum(p.size_bytes for p in ps if p.hosted)), num=True),
+        _td("yes" if name in INTERNAL_TOPICS else "")] for name, ps in by_topic.items()], "topics")
     groups = introspect.groups(broker)
     group_table = _table(["Group", "State", "Protocol", "Members", "Partitions committed", "Total lag"], [[
         _td(_link("groups", v.group_id), raw=True), _td(v.state, cls="state"),
@@ -127,16 +131,29 @@ def _transactions(broker: "Broker") -> str:
 
 def topic_page(broker: "Broker", name: str) -> str | None:
     topic = broker.logs.topics.get(name)
-    if topic is None:
+    cluster = getattr(broker, "cluster", None)
+    in_image = cluster.image.topics.get(name) if cluster is not None else None
+    if topic is None and in_image is None:
         return None
-    parts = [p for p in introspect.partitions(broker) if p.topic == name]
-    cfg = ", ".join(f"{k}={v}" for k, v in sorted(topic.configs.items())) or "(broker defaults)"
+    parts = [p for p in introspect.partitions(broker, cluster_wide=True) if p.topic == name]
+    if in_image is not None:   # the cluster's id and configs (a topic may have no replica here)
+        topic_id, configs = in_image.topic_id, dict(cluster.image.topic_configs(name))
+    else:
+        topic_id, configs = topic.topic_id, topic.configs
+    cfg = ", ".join(f"{k}={v}" for k, v in sorted(configs.items())) or "(broker defaults)"
+
+    def offsets(p: introspect.PartitionView) -> list[str]:
+        if not p.hosted:
+            return [_td("not hosted on this broker", cls="muted")] + [_td("")] * 5
+        return [_td(p.log_start_offset, num=True), _td(p.high_watermark, num=True),
+                _td(p.last_stable_offset, num=True), _td(p.log_end_offset, num=True),
+                _td(_size(p.size_bytes), num=True), _td(p.segments, num=True)]
+
     table = _table(["Partition", "Leader", "Replicas", "ISR", "Log start", "High watermark", "LSO", "Log end",
-                    "Size", "Segments"], [[
+                    "Size", "Segments", "Leader epoch"], [[
         _td(p.partition, num=True), _td(p.leader, num=True), _td(",".join(map(str, p.replicas))),
-        _td(",".join(map(str, p.isr))), _td(p.log_start_offset, num=True), _td(p.high_watermark, num=True),
-        _td(p.last_stable_offset, num=True), _td(p.log_end_offset, num=True), _td(_size(p.size_bytes), num=True),
-        _td(p.segments, num=True)] for p in parts], "partitions")
+        _td(",".join(map(str, p.isr)), cls="lag" if len(p.isr) < len(p.replicas) else ""), *offsets(p),
+        _td(p.leader_epoch, num=True)] for p in parts], "partitions")
     prod_rows = []
     for p in parts:
         for pr in introspect.producers(broker, name, p.partition):
@@ -152,7 +169,7 @@ def topic_page(broker: "Broker", name: str) -> str | None:
         _td(_bytes(r.value), raw=True),
         _td("<br>".join(f"{_e(k)}: {_bytes(v)}" for k, v in r.headers), raw=True)] for r in records],
         "records") if records else '<p class="muted">No records.</p>'
-    return (f"<h2>Topic {_e(name)}</h2><p>Topic id <code>{_e(topic.topic_id)}</code> · configs: {_e(cfg)}</p>"
+    return (f"<h2>Topic {_e(name)}</h2><p>Topic id <code>{_e(topic_id)}</code> · configs: {_e(cfg)}</p>"
             f"{table}<h2>Producers per partition</h2>{producers}"
             f"<h2>Recent records</h2><p class=\"muted\">The last 20 committed records of each partition, newest "
             f"first; values cut at {RECORD_PREVIEW_BYTES} bytes.</p>{rec}")

@@ -86,6 +86,10 @@ class ClusterMetadata:
         except MetadataUnavailable as exc:
             log.error("refusing to start: the cluster metadata store cannot be reached", reason=str(exc))
             raise SystemExit(f"cannot reach etcd: {exc}") from None
+        from .changes_log import ImageChangeLog
+
+        # lifecycle lines for what later batches change (brokers, leaders, ISR); not the history replayed above
+        self.store.subscribe(ImageChangeLog(self.node_id, lambda: self.store.is_controller))
         # LogManager compares it with meta.properties: a log dir of another cluster refuses to start
         self.broker.config.values["cluster.id"] = self.store.cluster_id
         from .producer_ids import ClusterProducerIdAllocator

@@ -75,6 +75,7 @@ class EtcdMetadataStore(Publisher):
         self.incarnation_id = uuid.uuid4().hex
         self.available = False
         self._rev = 0                             # etcd revision of the state applied
+        self._campaign_rev = 0                    # revision of our last won election (set before the watch sees it)
         self._wake = trio.Event()
         self._registered = trio.Event()
         self.closing = False
@@ -190,8 +191,17 @@ class EtcdMetadataStore(Publisher):
                 except ValueError:
                     self.live[node] = {}
         elif rest == "controller":
+            previous = self.controller_id
             self.controller_value = "" if deleted else kv.value.decode()
             self.controller_id = int(self.controller_value.split(":")[0]) if self.controller_value else -1
+            if previous != self.controller_id:
+                if previous == self.node_id:
+                    log.info("resigned as the active controller", node_id=self.node_id, controller=self.controller_id)
+                elif self.controller_id >= 0:
+                    if self.controller_id != self.node_id:   # our own election is logged by campaign()
+                        log.info("active controller changed", controller=self.controller_id, previous=previous)
+                else:
+                    log.info("no active controller", previous=previous)
 
     async def _catch_up(self) -> None:
         """Apply every log batch after the last applied one, and reload the live brokers and
@@ -208,7 +218,8 @@ class EtcdMetadataStore(Publisher):
             self.live.clear()
             for kv in brokers:
                 self._apply_state_kv(kv, False)
-            self._apply_state_kv(ctl[0] if ctl else KeyValue(self.key("controller"), b"", 0, 0, 0), not ctl)
+            if rev >= self._campaign_rev:   # a range read before our election won must not undo it
+                self._apply_state_kv(ctl[0] if ctl else KeyValue(self.key("controller"), b"", 0, 0, 0), not ctl)
             self._rev = rev
         self.available = True
         self.wake()
@@ -266,8 +277,9 @@ class EtcdMetadataStore(Publisher):
         """Try to become the controller (create-if-absent with our lease)."""
         key = self.key("controller")
         value = f"{self.node_id}:{self.lease_id}"
-        ok, _, _ = await self.client.txn([cmp_absent(key)], [op_put(key, value, self.lease_id)])
+        ok, rev, _ = await self.client.txn([cmp_absent(key)], [op_put(key, value, self.lease_id)])
         if ok:
+            self._campaign_rev = rev
             self.controller_value, self.controller_id = value, self.node_id
             log.info("became the active controller", node_id=self.node_id)
             self.wake()
@@ -350,6 +362,8 @@ class EtcdMetadataStore(Publisher):
     async def controlled_shutdown_done(self) -> None:
         """Give up the lease: brokers/<id> and (if ours) controller vanish at once."""
         self.closing = True
+        if self.is_controller:
+            log.info("resigning as the active controller", node_id=self.node_id, reason="controlled shutdown")
         if self.lease_id:
             try:
                 await self.client.lease_revoke(self.lease_id)
