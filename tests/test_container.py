@@ -194,7 +194,7 @@ def test_healthcheck_exit_codes(tmp_path: Path, entrypoints: list[Entrypoint]):
     entrypoints.append(ep)
     wait_healthy(f"127.0.0.1:{port}", ep.proc)
     ok = healthcheck("--bootstrap", f"127.0.0.1:{port}")
-    assert (ok.returncode, ok.stdout, ok.stderr) == (0, f"samsa healthcheck: 127.0.0.1:{port} answered ApiVersions\n", "")
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, f"samsa healthcheck: 127.0.0.1:{port} answered ApiVersions and Metadata\n", "")
     # The image's HEALTHCHECK runs `samsa healthcheck` with the address in SAMSA_BOOTSTRAP.
     assert healthcheck(env=clean_env(SAMSA_BOOTSTRAP=f"127.0.0.1:{port}")).returncode == 0
     assert healthcheck(env=clean_env(SAMSA_BOOTSTRAP=f"127.0.0.1:{closed}")).returncode == 1
