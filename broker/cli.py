@@ -15,7 +15,6 @@ def _serve(args: argparse.Namespace) -> int:
     from protocol.kafka_import import skip_client_package_init
 
     skip_client_package_init()
-    import trio
 
     from .startup import serve_fast  # listens first; the rest is loaded while it answers ApiVersions
 
@@ -29,8 +28,8 @@ def _serve(args: argparse.Namespace) -> int:
             except HttpListenerError as exc:
                 print(f"samsa: samsa.http.listener: {exc}", file=sys.stderr)
                 return 2
-        trio.run(serve_fast, config, args.json_logs or os.environ.get("SAMSA_LOG_FORMAT") == "json",
-                 os.environ.get("SAMSA_LOG_LEVEL", "INFO"))
+        serve_fast(config, args.json_logs or os.environ.get("SAMSA_LOG_FORMAT") == "json",
+                   os.environ.get("SAMSA_LOG_LEVEL", "INFO"))
     except ConfigError as exc:   # a clear line, not a traceback (Kafka exits on a bad config too)
         print(f"samsa serve: invalid configuration: {exc}", file=sys.stderr)
         return 2

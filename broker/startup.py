@@ -1,49 +1,56 @@
 """``samsa serve`` listens first and loads afterwards.
 
-Clients open with ApiVersions, and answering it needs only the API table; everything else (the
-API handlers, the coordinators, kafka-python's message classes, the log, structlog) takes most
-of the start-up time. So the listeners are bound at once and a small lobby answers ApiVersions
-while the rest is imported in a worker thread (``trio.to_thread``: the event loop keeps
-answering meanwhile) and the broker is built. A connection that sends anything else waits in
-the lobby, its frame kept; once the broker is loaded, server.py's ``serve`` takes over the
+Clients open with ApiVersions, and answering it needs only the API table; everything else (trio
+itself, the API handlers, the coordinators, kafka-python's message classes, the log, structlog)
+takes most of the start-up time — ``import trio`` alone costs about 100 ms here. So the listeners
+are bound with the standard library at once, and a small lobby answers ApiVersions while the main
+thread imports trio and the rest and builds the broker. A connection that sends anything else
+waits in the lobby, its frame kept; once the broker is built, server.py's ``serve`` takes over the
 listening sockets and every lobby connection (its decoder and unanswered frames), and answers
 them in order as if they had arrived at a running broker.
 
-This module imports only what the lobby needs (trio, the frame decoder, the API table and
-kafka-python's ApiVersions classes).
+The lobby is a ``selectors`` loop in one thread, because nothing else can run while the main
+thread imports (and trio, the structured way to run anything, is what is being imported). The
+thread is scoped like a nursery child: started by :func:`serve_fast`, stopped and joined before
+``trio.run`` starts, and it hands everything it holds back to the main thread; no thread
+outlives start-up.
+
+This module imports only what the lobby needs (the standard library, the frame decoder, the API
+table and kafka-python's ApiVersions classes).
 """
 from __future__ import annotations
 
 import errno
+import selectors
 import signal
+import socket
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import trio
-
 from protocol.api_versions import SUPPORTED
-from protocol.kafka_import import import_submodule_alone
 from protocol.frame import FrameDecoder, FrameError, peek_header
+from protocol.kafka_import import import_submodule_alone
 
-from .config import BrokerConfig
-
-if sys.version_info < (3, 11):
-    from exceptiongroup import BaseExceptionGroup
+from .config import BrokerConfig, Listener
 
 _av = import_submodule_alone("kafka.protocol.metadata.api_versions")  # not the whole metadata family
 ApiVersionsRequest, ApiVersionsResponse = _av.ApiVersionsRequest, _av.ApiVersionsResponse
 
 if TYPE_CHECKING:
+    import trio
+
     from .broker import Broker
 
 API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35
+_SEND_TIMEOUT_S = 5.0   # an ApiVersions answer is < 1 KiB; a client that never reads it is dropped
 
 
 @dataclass
 class LobbyConnection:
-    stream: trio.SocketStream
+    sock: socket.socket
     listener: str
     decoder: FrameDecoder
     pending: list[bytes] = field(default_factory=list)
@@ -55,7 +62,7 @@ class Startup:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.table = SUPPORTED
-        self.sockets: dict[str, list[trio.SocketListener]] = {}
+        self.sockets: dict[str, list[socket.socket]] = {}
         self.connections: list[LobbyConnection] = []
 
     def answer(self, frame: bytes) -> bytes | None:
@@ -83,80 +90,155 @@ class Startup:
     def close(self) -> None:
         """Start-up ended without a broker: close what the lobby holds."""
         for c in self.connections:
-            c.stream.socket.close()
+            c.sock.close()
         for sockets in self.sockets.values():
-            for lst in sockets:
-                lst.socket.close()
+            for s in sockets:
+                s.close()
         self.connections = []
 
-    def adopt(self, broker: "Broker", conns: trio.Nursery, readers: set[trio.CancelScope]) -> None:
+    def listeners(self) -> "dict[str, list[trio.SocketListener]]":
+        """The bound sockets as trio listeners (inside ``trio.run``), for server.py's ``serve``."""
+        import trio
+
+        return {name: [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in socks]
+                for name, socks in self.sockets.items()}
+
+    def adopt(self, broker: "Broker", conns: "trio.Nursery", readers: "set[trio.CancelScope]") -> None:
         """Called by ``serve`` once it listens: its connection tasks take over the lobby's."""
+        import trio
+
         from .server import handle_connection
 
         for c in self.connections:
-            conns.start_soon(handle_connection, broker, c.stream, c.listener, readers, c.decoder, c.pending)
+            stream = trio.SocketStream(trio.socket.from_stdlib_socket(c.sock))
+            conns.start_soon(handle_connection, broker, stream, c.listener, readers, c.decoder, c.pending)
         self.connections = []
 
 
-async def _lobby_connection(startup: Startup, stream: trio.SocketStream, listener: str) -> None:
-    """Answer ApiVersions until cancelled (the broker is loaded), then leave the connection,
-    its decoder and unanswered frames to ``serve``; keep any other request unanswered."""
-    conn = LobbyConnection(stream, listener, FrameDecoder(int(startup.config["socket.request.max.bytes"])))
-    handed = False
+def bind(listener: Listener) -> list[socket.socket]:
+    """Listening sockets for ``listener`` as ``trio.open_tcp_listeners`` makes them: one per
+    address of the host (every interface when it is empty), SO_REUSEADDR, IPv6 sockets v6-only."""
+    host = listener.host or None
+    infos = socket.getaddrinfo(host, listener.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    out: list[socket.socket] = []
     try:
+        for family, type_, proto, _, addr in infos:
+            s = socket.socket(family, type_, proto)
+            out.append(s)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            s.bind(addr)
+            s.listen(min(socket.SOMAXCONN, 0xFFFF))
+    except BaseException:
+        for s in out:
+            s.close()
+        raise
+    return out
+
+
+class Lobby:
+    """Answers ApiVersions on the PLAINTEXT listeners while the main thread loads (see the module
+    docstring). TLS and SASL connections wait in the kernel's backlog until ``serve`` accepts."""
+
+    def __init__(self, startup: Startup) -> None:
+        self.startup = startup
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._thread = threading.Thread(target=self._run, name="samsa-startup-lobby", daemon=True)
+        self._max_frame = int(startup.config["socket.request.max.bytes"])
+        self._conns: dict[socket.socket, LobbyConnection] = {}
+
+    def __enter__(self) -> "Lobby":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        """Stop and join the thread; the connections it holds go to ``startup.connections``."""
+        self._wake_w.send(b"x")
+        self._thread.join()
+        self._wake_r.close()
+        self._wake_w.close()
+        self.startup.connections = list(self._conns.values())
+
+    def _run(self) -> None:
+        sel = selectors.DefaultSelector()
+        try:
+            for listener in self.startup.config.listeners:
+                if listener.security_protocol != "PLAINTEXT":
+                    continue
+                for s in self.startup.sockets[listener.name]:
+                    s.setblocking(False)
+                    sel.register(s, selectors.EVENT_READ, listener.name)
+            sel.register(self._wake_r, selectors.EVENT_READ, None)
+            while True:
+                for key, _ in sel.select():
+                    if key.fileobj is self._wake_r:
+                        return
+                    if isinstance(key.data, str):
+                        self._accept(sel, key.fileobj, key.data)   # type: ignore[arg-type]
+                    else:
+                        self._read(sel, key.data)
+        finally:
+            sel.close()
+
+    def _accept(self, sel: selectors.BaseSelector, lst: socket.socket, listener: str) -> None:
         while True:
-            into = conn.decoder.buffer()
             try:
-                n = await stream.socket.recv_into(into)
-            finally:
-                into.release()
-            if not n:
+                sock, _ = lst.accept()
+            except (BlockingIOError, InterruptedError):
                 return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    return      # the next select() tries again; ``serve`` accepts later anyway
+                raise
+            sock.setblocking(False)
+            conn = LobbyConnection(sock, listener, FrameDecoder(self._max_frame))
+            self._conns[sock] = conn
+            sel.register(sock, selectors.EVENT_READ, conn)
+
+    def _read(self, sel: selectors.BaseSelector, conn: LobbyConnection) -> None:
+        into = conn.decoder.buffer()
+        try:
+            n = conn.sock.recv_into(into)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            n = 0
+        finally:
+            into.release()
+        try:
+            if not n:
+                raise ConnectionError("closed by the client")
             for frame in conn.decoder.consumed(n):
-                answer = None if conn.pending else startup.answer(frame)
+                answer = None if conn.pending else self.startup.answer(frame)
                 if answer is None:
                     conn.pending.append(frame)
                 else:
-                    with trio.CancelScope(shield=True):
-                        await stream.send_all(answer)
-    except trio.Cancelled:
-        startup.connections.append(conn)
-        handed = True
-        raise
-    except (FrameError, OSError, trio.BrokenResourceError, trio.ClosedResourceError):
-        return                          # as the running broker does: a bad frame closes the connection
-    finally:
-        if not handed:
-            with trio.CancelScope(shield=True):
-                await stream.aclose()
-
-
-async def _lobby_accept(startup: Startup, lst: trio.SocketListener, listener: str, nursery: trio.Nursery) -> None:
-    while True:
-        try:
-            stream = await lst.accept()
-        except OSError as exc:
-            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                await trio.sleep(0.1)
-                continue
-            raise
-        nursery.start_soon(_lobby_connection, startup, stream, listener)
+                    conn.sock.settimeout(_SEND_TIMEOUT_S)
+                    conn.sock.sendall(answer)
+                    conn.sock.setblocking(False)
+        except Exception:   # noqa: BLE001
+            # as the running broker does: a bad frame (or a gone client) closes the connection
+            sel.unregister(conn.sock)
+            del self._conns[conn.sock]
+            conn.sock.close()
 
 
 def _load(config: BrokerConfig, json_logs: bool, level: str) -> "Broker":
-    """In a worker thread: import the broker and build it (its log is loaded by ``serve``)."""
+    """Import the broker and build it (its log is loaded by ``serve``)."""
     from . import apis  # noqa: F401  (registers the API handlers)
     from .broker import Broker
     from .logging import configure
+    from .request_log import set_request_logging
 
     configure(json=json_logs, level=level)
-    from .request_log import set_request_logging
     set_request_logging(level.upper() == "DEBUG")   # one debug line per request
     return Broker(config)
 
 
-async def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO") -> None:
-    """``samsa serve``: listen, answer ApiVersions while loading, then run the broker."""
+def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO") -> None:
+    """``samsa serve``: listen, answer ApiVersions while loading, then run the broker until
+    SIGTERM/SIGINT. A signal that arrives while loading ends start-up cleanly, unserved."""
     startup = Startup(config)
     control = config.get("samsa.control.listener")
     if control:                    # refused before listening, not after the first answers
@@ -169,60 +251,48 @@ async def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str =
             startup.table = emulated_table(release)
         except ValueError as exc:
             raise SystemExit(str(exc)) from None
-    for listener in config.listeners:
-        startup.sockets[listener.name] = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
-    # SIGTERM/SIGINT are ours from here on: while loading they stop the start-up cleanly, later
-    # they stop the broker (serve's clean shutdown, through ``stop``)
-    stop = trio.Event()
-    try:
-        await _run(startup, config, json_logs, level, stop)
-    except BaseExceptionGroup as group:   # a refusal to start (SystemExit) reads as before, not as a group
-        exits = group.subgroup(SystemExit)
-        if exits is not None:
-            leaf: BaseException = exits
-            while isinstance(leaf, BaseExceptionGroup):
-                leaf = leaf.exceptions[0]
-            raise leaf from None
-        raise
-
-
-async def _run(startup: Startup, config: BrokerConfig, json_logs: bool, level: str, stop: trio.Event) -> None:
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with trio.open_nursery() as top:
-            async def watch() -> None:
-                async for _ in signals:
-                    stop.set()
-                    return
-            top.start_soon(watch)
-            broker = await _load_while_answering(startup, config, json_logs, level)
-            if not stop.is_set():
-                from .server import serve
-                await serve(broker, stop=stop, startup=startup)
-            else:
-                startup.close()
-            top.cancel_scope.cancel()
-
-
-async def _load_while_answering(startup: Startup, config: BrokerConfig, json_logs: bool, level: str) -> "Broker":
+    signalled: list[int] = []      # SIGTERM/SIGINT while loading (trio's handlers come later)
+    previous = {sig: signal.signal(sig, lambda signum, _frame: signalled.append(signum))
+                for sig in (signal.SIGTERM, signal.SIGINT)}
     interval = sys.getswitchinterval()
-    sys.setswitchinterval(0.001)   # while the loader thread runs, the event loop gets the GIL sooner
-    loaded: list[Broker] = []
-    failed: list[BaseException] = []
     try:
-        async with trio.open_nursery() as lobby:
+        try:
             for listener in config.listeners:
-                if listener.security_protocol != "PLAINTEXT":
-                    continue   # TLS and SASL connections wait in the backlog until the broker serves
-                for lst in startup.sockets[listener.name]:
-                    lobby.start_soon(_lobby_accept, startup, lst, listener.name, lobby)
-            try:
-                loaded.append(await trio.to_thread.run_sync(_load, config, json_logs, level))
-            except BaseException as exc:  # noqa: BLE001 - re-raised below, outside the nursery
-                failed.append(exc)
-            lobby.cancel_scope.cancel()
+                startup.sockets[listener.name] = bind(listener)
+            sys.setswitchinterval(0.001)   # while the main thread imports, the lobby gets the GIL sooner
+            with Lobby(startup):
+                broker = _load(config, json_logs, level)
+        except BaseException:
+            startup.close()
+            raise
+        finally:
+            sys.setswitchinterval(interval)
+        if signalled:
+            startup.close()
+            return
+        import trio
+
+        trio.run(_serve, broker, startup, signalled)
     finally:
-        sys.setswitchinterval(interval)
-    if failed:
-        startup.close()
-        raise failed[0]
-    return loaded[0]
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+async def _serve(broker: "Broker", startup: Startup, signalled: list[int]) -> None:
+    """Serve until SIGTERM/SIGINT, including one that arrived while trio was starting."""
+    import trio
+
+    from .server import serve
+
+    startup.sockets = startup.listeners()   # type: ignore[assignment]  (trio's from here on)
+    stop = trio.Event()
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            async def watch() -> None:
+                if not signalled:
+                    async for _ in signals:
+                        break
+                stop.set()
+            nursery.start_soon(watch)
+            await serve(broker, stop=stop, startup=startup)
+            nursery.cancel_scope.cancel()
