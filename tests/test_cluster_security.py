@@ -176,3 +176,68 @@ def _send(kp, topic):
         return kp.send(topic, b"from-carol").get(10)
     except Exception:   # the ACL may not have reached the leader yet
         return None
+
+
+def test_racing_security_writes_make_one_record(tmp_path) -> None:
+    """Two brokers' stores decide the bootstrap credential and the same ACL on the same (empty)
+    image at once: etcd's guards let one write win; the other decides again and writes nothing."""
+    import trio
+
+    from broker.devcluster import EtcdProcess
+    from broker.metadata.etcd import EtcdMetadataStore
+    from broker.security.sasl import scram_credential
+    from broker.security.writes import write_decided
+    from coordinator.metadata_records import AccessControlEntryRecord, UserScramCredentialRecord, decode_batch
+
+    etcd = EtcdProcess(tmp_path / "etcd").start()
+
+    def bootstrap(image):
+        if ("root", 2) in image.scram_credentials:
+            return [], "present"
+        return [scram_credential(2, "root-secret", b"salt", 4096, name="root")], "written"
+
+    def acl(node):
+        def decide(image):
+            binding = (2, "t", 3, "User:bob", "*", 4, 3)
+            if any(a.binding() == binding for a in image.acls.values()):
+                return [], "present"
+            return [AccessControlEntryRecord(f"id-{node}", *binding)], "written"
+        return decide
+
+    async def main() -> tuple[list, list]:
+        stores = [EtcdMetadataStore([etcd.endpoint], node, prefix="/race", session_timeout_ms=3000)
+                  for node in (1, 2)]
+        outcomes: list = []
+        async with trio.open_nursery() as n:
+            for s in stores:
+                await s.start()
+                await n.start(s.run)
+            for decide in (bootstrap, None):
+                async with trio.open_nursery() as race:
+                    for node, s in zip((1, 2), stores):
+                        async def one(s=s, d=decide or acl(node)):
+                            outcomes.append(await write_decided(s, d, 10000))
+                        race.start_soon(one)
+            with trio.fail_after(10):   # both images end up with the one credential and the one ACL
+                while not all(("root", 2) in s.image.scram_credentials and len(s.image.acls) == 1 for s in stores):
+                    await trio.sleep(0.05)
+            n.cancel_scope.cancel()
+        for s in stores:
+            await s.close()
+        return outcomes, [dict(s.image.acls) for s in stores]
+
+    import httpx
+
+    from broker.metadata.etcd_client import b64, prefix_end
+    try:
+        outcomes, acls = trio.run(main)
+        key = "/race/log/"
+        kvs = httpx.post(etcd.endpoint + "/v3/kv/range", json={"key": b64(key), "range_end": b64(prefix_end(key))},
+                         timeout=5).json().get("kvs", [])
+    finally:
+        etcd.stop()
+    records = [r for kv in kvs for r in decode_batch(base64.b64decode(kv["value"]))]
+    assert sorted(outcomes) == ["present", "present", "written", "written"]
+    assert acls[0] == acls[1] and len(acls[0]) == 1
+    assert len([r for r in records if isinstance(r, UserScramCredentialRecord)]) == 1
+    assert len([r for r in records if isinstance(r, AccessControlEntryRecord)]) == 1
