@@ -11,7 +11,7 @@ or the bootstrap admin on every broker at start-up, writes one record.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 
@@ -19,9 +19,6 @@ from coordinator.metadata_image import MetadataImage
 from coordinator.metadata_records import MetadataRecord
 
 from ..metadata.store import MetadataStore, MetadataUnavailable
-
-T = TypeVar("T")
-Decision = Callable[[MetadataImage], "tuple[Sequence[MetadataRecord], T]"]
 
 
 async def write_decided(store: MetadataStore, decide: Callable[[MetadataImage], tuple[Sequence[MetadataRecord], Any]],
