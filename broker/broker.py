@@ -88,7 +88,7 @@ class Broker:
                 raise SystemExit(str(exc)) from None
         else:
             self.api_versions = SUPPORTED
-        self.security = Security(config, config.log_dir, self.now_ms)
+        self.security = Security(config, config.log_dir, self.now_ms, lambda: self.metadata)
         self.authorizer = self.security.authorizer   # None unless authorizer.class.name is set
         self.replicas = ReplicaManager(self)   # idle until cluster metadata arrives (broker/replica/)
         # cluster metadata (broker/metadata/): ClusterMetadata when an etcd endpoint is set, else None;
@@ -128,9 +128,10 @@ class Broker:
 
     def start(self) -> None:
         self.logs.load()
-        self.security.load()
         if self._metadata is None and os.path.exists(os.path.join(self.logs.log_dir, "__samsa_metadata.log")):
             _ = self.metadata  # replay the single node's metadata log (ACLs, credentials) now
+        elif self._metadata is None and self.security.uses_metadata:
+            _ = self.metadata  # ACLs and SCRAM credentials live in the metadata log
         self.producer_ids = (self.cluster.producer_ids if self.cluster is not None  # blocks from the metadata log
                              else ProducerIdAllocator(self.logs.log_dir))
         self.groups.load()

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from .config import read_properties
@@ -127,7 +128,8 @@ class LocalCluster:
 
     def __init__(self, data_dir: str | os.PathLike, brokers: int = 3, base_port: int = 0,
                  config_file: str | None = None, overrides: dict[str, str] | None = None,
-                 prefix: str = "/samsa", broker_overrides: dict[int, dict[str, str]] | None = None) -> None:
+                 prefix: str = "/samsa", broker_overrides: dict[int, dict[str, str]] | None = None,
+                 listeners: Sequence[str] = ()) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         ports = {base_port + i for i in range(brokers)} if base_port else set()
@@ -142,9 +144,17 @@ class LocalCluster:
         props.update(overrides or {})
         self.props = props
         self.brokers: dict[int, SamsaBroker] = {}
+        # extra listeners (e.g. ["SASL_PLAINTEXT"]) beside PLAINTEXT, which the health check and
+        # the brokers' own traffic use: node id -> listener name -> port
+        self.listener_ports: dict[int, dict[str, int]] = {}
         for i in range(1, brokers + 1):
             port = base_port + i - 1 if base_port else _free_port_except(ports)
             node = dict(props)
+            if listeners:
+                self.listener_ports[i] = {name: _free_port_except(ports) for name in listeners}
+                spec = ",".join([f"PLAINTEXT://127.0.0.1:{port}"] +
+                                [f"{n}://127.0.0.1:{p}" for n, p in self.listener_ports[i].items()])
+                node.update({"listeners": spec, "advertised.listeners": spec})
             node.update((broker_overrides or {}).get(i, {}))     # e.g. {1: {"broker.rack": "a"}}
             node.update({"node.id": str(i), "samsa.metadata.etcd.prefix": prefix})
             self.brokers[i] = SamsaBroker(self.data_dir / f"broker-{i}", port=port, overrides=node,
@@ -155,6 +165,11 @@ class LocalCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(b.bootstrap_servers for b in self.brokers.values())
+
+    def bootstrap(self, listener: str, node_id: int | None = None) -> str:
+        """Bootstrap string of an extra listener: every broker's, or one broker's."""
+        ids = [node_id] if node_id is not None else list(self.listener_ports)
+        return ",".join(f"127.0.0.1:{self.listener_ports[i][listener]}" for i in ids)
 
     def start(self) -> "LocalCluster":
         self.etcd.start()

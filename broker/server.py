@@ -222,6 +222,7 @@ async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_
         check_bind(str(control), bool(broker.config.get(ALLOW_REMOTE)))
     await broker.start_cluster()  # cluster mode only: join etcd before the logs load
     broker.start()
+    await broker.security.start()   # old security file migrated, bootstrap SCRAM credentials written
     log.info("broker started", node_id=broker.node_id, cluster_id=broker.cluster_id,
              log_dir=broker.logs.log_dir, topics=len(broker.logs.topics))
     async with trio.open_nursery() as services:

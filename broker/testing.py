@@ -241,7 +241,8 @@ def samsa_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator["L
     ``.bootstrap_servers``, ``.kill/.stop/.restart/.pause/.resume(node_id)``,
     ``.leader(topic, partition)``, ``.controller()``, ``.image()`` and ``.restart_etcd()``.
     Parametrize indirectly with ``{"brokers": N, "overrides": {...}, "broker_overrides":
-    {node_id: {...}}}``; the broker session
+    {node_id: {...}}, "listeners": ["SASL_PLAINTEXT"]}`` (extra listeners beside PLAINTEXT, on free
+    ports: ``.bootstrap("SASL_PLAINTEXT", node_id=None)``); the broker session
     timeout is 3 s unless overridden. Skips when no etcd binary is installed."""
     from .devcluster import LocalCluster, find_etcd
 
@@ -250,7 +251,7 @@ def samsa_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator["L
     param = dict(getattr(request, "param", None) or {})
     overrides = {"broker.session.timeout.ms": "3000", **param.get("overrides", {})}
     cluster = LocalCluster(tmp_path / "cluster", brokers=int(param.get("brokers", 3)), overrides=overrides,
-                           broker_overrides=param.get("broker_overrides"))
+                           broker_overrides=param.get("broker_overrides"), listeners=param.get("listeners", ()))
     try:
         cluster.start()
         yield cluster

@@ -153,6 +153,12 @@ class AccessControlEntryRecord:
     operation: int
     permission_type: int
 
+    def binding(self) -> tuple[int, str, int, str, str, int, int]:
+        """The ACL without its id: what makes two ACLs the same (Kafka's AclBinding), so
+        creating an existing ACL again adds nothing."""
+        return (self.resource_type, self.resource_name, self.pattern_type, self.principal, self.host,
+                self.operation, self.permission_type)
+
 
 @dataclass(frozen=True, slots=True)
 class RemoveAccessControlEntryRecord:

@@ -1,5 +1,6 @@
 """Pure-function pieces of issue 13's security: the authorizer's rules (Kafka's
-StandardAuthorizerData), the record store's replay, principal mapping rules, JAAS parsing, SCRAM
+StandardAuthorizerData), ACL/SCRAM records in the metadata log (replay, guards, migration of the
+old security file), principal mapping rules, JAAS parsing, SCRAM
 credential derivation and the unsecured OAUTHBEARER validator."""
 from __future__ import annotations
 
@@ -12,22 +13,22 @@ import pytest
 
 from broker.config import ConfigError
 from broker.security.acl import Authorizer, Operation as Op, PatternType as PT, Permission as Perm, ResourceType as RT
-from broker.security.records import AclBinding, SecurityImage, SecurityStore, acl_record
+from broker.security.acl import AclBinding
+from coordinator.metadata_records import RemoveAccessControlEntryRecord, UserScramCredentialRecord
 from broker.security.sasl import AuthenticationFailed, OAuthBearerExchange, PlainExchange, parse_jaas, scram_credential
 from broker.security.tls import _openssl_cipher, map_principal, parse_mapping_rules
 
 
 def authorizer(*acls: AclBinding, supers=(), allow_if_none=False) -> Authorizer:
-    image = SecurityImage()
-    from broker.security.records import replay
-    for i, a in enumerate(acls):
-        image = replay(image, acl_record(str(i), a))
-    return Authorizer(lambda: image, supers, allow_if_none)
+    from coordinator.metadata_image import MetadataImage, replay_all
+    from dataclasses import replace
+    image, _ = replay_all(MetadataImage(), [replace(a, id=str(i)) for i, a in enumerate(acls)])
+    return Authorizer(lambda: image.acls, supers, allow_if_none)
 
 
 def acl(rt=RT.TOPIC, name="orders", pt=PT.LITERAL, principal="User:alice", host="*", op=Op.READ,
-        perm=Perm.ALLOW) -> AclBinding:
-    return AclBinding(rt, name, pt, principal, host, op, perm)
+        perm=Perm.ALLOW, id="") -> AclBinding:
+    return AclBinding(id, rt, name, pt, principal, host, op, perm)
 
 
 def test_literal_prefixed_and_wildcard_matching() -> None:
@@ -76,21 +77,66 @@ def test_authorize_any_topic_write_for_idempotence() -> None:
 
 
 def test_store_replays_records_and_drops_a_torn_tail(tmp_path) -> None:
-    store = SecurityStore(str(tmp_path))
-    store.append([acl_record("a", acl()), acl_record("b", acl(name="x"))])
-    store.append([{"type": "RemoveAccessControlEntryRecord", "id": "a"}])
-    store.append([{"type": "UserScramCredentialRecord", "name": "u", "mechanism": 2, "salt": "c2FsdA==",
-                   "storedKey": "AA==", "serverKey": "AQ==", "iterations": 4096}])
+    """ACLs and credentials are records of the single node's metadata log."""
+    import trio
+    from broker.metadata.local import LocalMetadataStore
+
+    async def write(store, records) -> bool:
+        return await store.append(records, base=store.image)
+
+    store = LocalMetadataStore(str(tmp_path), 1)
+    store.load()
+    assert trio.run(write, store, [acl(id="a"), acl(name="x", id="b")])
+    assert trio.run(write, store, [RemoveAccessControlEntryRecord("a")])
+    assert trio.run(write, store, [UserScramCredentialRecord("u", 2, b"salt", b"\0", b"\1", 4096)])
+    # the guards: an identical binding, or removing a missing ACL, is refused (decided again by the caller)
+    assert not trio.run(write, store, [acl(name="x", id="other")])
+    assert not trio.run(write, store, [RemoveAccessControlEntryRecord("a")])
     with open(store.path, "ab") as f:
-        f.write(b'{"type":"AccessControlEntryRecord","id":"c"')   # crash mid-write
-    again = SecurityStore(str(tmp_path))
+        f.write(b'[{"type":"AccessControlEntryRecord","id":"c"')   # crash mid-write
+    again = LocalMetadataStore(str(tmp_path), 1)
     again.load()
     assert list(again.image.acls) == ["b"] and again.image.acls["b"].resource_name == "x"
-    assert again.image.scram[("u", 2)].iterations == 4096
-    again.append([acl_record("d", acl(name="d"))])
-    third = SecurityStore(str(tmp_path))
+    assert again.image.scram_credentials[("u", 2)].iterations == 4096
+    assert trio.run(write, again, [acl(name="d", id="d")])
+    third = LocalMetadataStore(str(tmp_path), 1)
     third.load()
     assert sorted(third.image.acls) == ["b", "d"]
+
+
+def test_old_security_file_is_migrated_once(tmp_path) -> None:
+    """An earlier version's __security_metadata.jsonl: its final state goes into the metadata log
+    once (what the log already has is not duplicated), then the file is kept as .migrated."""
+    import trio
+    from broker.config import BrokerConfig
+    from broker.metadata.local import LocalMetadataStore
+    from broker.security.setup import Security
+
+    old = tmp_path / "__security_metadata.jsonl"
+    rec = lambda i, name: {"type": "AccessControlEntryRecord", "id": i, "resourceType": 2,  # noqa: E731
+                           "resourceName": name, "patternType": 3, "principal": "User:bob", "host": "*",
+                           "operation": 4, "permissionType": 3}
+    lines = [rec("a", "t1"), rec("b", "t2"), {"type": "RemoveAccessControlEntryRecord", "id": "a"},
+             {"type": "UserScramCredentialRecord", "name": "carol", "mechanism": 2, "salt": "c2FsdA==",
+              "storedKey": "AA==", "serverKey": "AQ==", "iterations": 8192}]
+    old.write_text("".join(json.dumps(l) + "\n" for l in lines) + '{"type":"AccessControlEntryRecord","id":"torn"')
+    store = LocalMetadataStore(str(tmp_path), 1)
+    store.load()
+    config = BrokerConfig({"log.dirs": str(tmp_path), "authorizer.class.name":
+                           "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    security = Security(config, str(tmp_path), lambda: 0, lambda: store)
+    trio.run(security.start)
+    assert not old.exists() and (tmp_path / "__security_metadata.jsonl.migrated").exists()
+    assert [(a.id, a.resource_name) for a in store.image.acls.values()] == [("b", "t2")]
+    cred = store.image.scram_credentials[("carol", 2)]
+    assert (cred.salt, cred.stored_key, cred.server_key, cred.iterations) == (b"salt", b"\0", b"\1", 8192)
+    assert security.authorizer.authorize("User:bob", "h", Op.WRITE, RT.TOPIC, "t2")
+    assert not security.authorizer.authorize("User:bob", "h", Op.WRITE, RT.TOPIC, "t1")
+    # the same file again (a crash before the rename): nothing is written twice
+    (tmp_path / "__security_metadata.jsonl.migrated").rename(old)
+    offset = store.image.offset
+    trio.run(security.start)
+    assert store.image.offset == offset and len(store.image.acls) == 1
 
 
 def test_principal_mapping_rules() -> None:
@@ -119,11 +165,10 @@ def test_scram_exchange_with_stored_credentials(mechanism, mid) -> None:
     """A client (scramp's) proves the password against keys derived by scram_credential."""
     import os
     import scramp
-    from broker.security.records import SecurityImage
     from broker.security.sasl import ScramExchange
     from types import MappingProxyType
-    cred = scram_credential(mid, "pencil", os.urandom(16), 4096)
-    image = SecurityImage(scram=MappingProxyType({("user", mid): cred}))
+    cred = scram_credential(mid, "pencil", os.urandom(16), 4096, name="user")
+    image = MappingProxyType({("user", mid): cred})
     for password, ok in (("pencil", True), ("pencil!", False)):
         client = scramp.ScramClient([mechanism], "user", password)
         server = ScramExchange(mechanism, lambda: image)

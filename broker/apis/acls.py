@@ -3,8 +3,11 @@
 Quirks: without an authorizer every answer is SECURITY_DISABLED, as Kafka's; creations are
 validated as Kafka's AclControlManager does (no ANY/MATCH/UNKNOWN values, principal
 ``Type:name``, a PREFIXED wildcard is refused, CLUSTER is named ``kafka-cluster``); created
-and deleted ACLs are records in the security store (fsynced before the answer). The
-CLUSTER ALTER/DESCRIBE checks are in broker/security/authz.py.
+and deleted ACLs are AccessControlEntryRecord/RemoveAccessControlEntryRecord in the metadata
+log (the local log, or etcd in a cluster: every broker enforces them once applied), written
+before the answer; an identical ACL already present (also one another broker just created) adds
+nothing. While the metadata store is unreachable the answer waits, then is REQUEST_TIMED_OUT.
+The CLUSTER ALTER/DESCRIBE checks are in broker/security/authz.py.
 """
 from __future__ import annotations
 
@@ -13,12 +16,17 @@ import uuid
 from kafka.protocol.admin import (CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
                                   DescribeAclsRequest, DescribeAclsResponse)
 
+from coordinator.metadata_records import RemoveAccessControlEntryRecord
 from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
 from ..security.acl import (CLUSTER_NAME, Operation, PatternType, Permission, ResourceType,
                             acl_filter_matches)
-from ..security.records import AclBinding, acl_record
+from ..metadata.store import MetadataUnavailable
+from ..security.acl import AclBinding
+from ..security.writes import write_decided
+
+WRITE_TIMEOUT_MS = 30000
 
 _DISABLED = "No Authorizer is configured."
 
@@ -53,21 +61,27 @@ async def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAcls
     if ctx.broker.authorizer is None:
         return ctx.response(throttle_time_ms=0, results=[
             R(error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED) for _ in req.creations])
-    store = ctx.broker.security.store
-    existing = set(store.image.acls.values())
-    results, records = [], []
-    for c in req.creations:
-        acl = AclBinding(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host,
-                         c.operation, c.permission_type)
-        err = _creation_error(acl)
-        if err:
-            results.append(R(error_code=ErrorCode.INVALID_REQUEST, error_message=err))
-            continue
-        if acl not in existing:
-            existing.add(acl)
-            records.append(acl_record(str(uuid.uuid4()), acl))
-        results.append(R(error_code=0, error_message=None))
-    store.append(records)
+    acls = [AclBinding(str(uuid.uuid4()), c.resource_type, c.resource_name, c.resource_pattern_type, c.principal,
+                       c.host, c.operation, c.permission_type) for c in req.creations]
+    errors = [_creation_error(acl) for acl in acls]
+
+    def decide(image):
+        existing = {a.binding() for a in image.acls.values()}
+        records = []
+        for acl, err in zip(acls, errors):
+            if err is None and acl.binding() not in existing:
+                existing.add(acl.binding())
+                records.append(acl)
+        return records, None
+
+    failure = None
+    try:
+        await write_decided(ctx.broker.metadata, decide, WRITE_TIMEOUT_MS)
+    except MetadataUnavailable as exc:
+        failure = f"the cluster metadata store is unavailable: {exc}"
+    results = [R(error_code=ErrorCode.INVALID_REQUEST, error_message=err) if err else
+               R(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=failure) if failure else
+               R(error_code=0, error_message=None) for err in errors]
     return ctx.response(throttle_time_ms=0, results=results)
 
 
@@ -77,7 +91,7 @@ async def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> Descri
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED,
                             resources=[])
     matched: dict[tuple[int, str, int], list[AclBinding]] = {}
-    for acl in ctx.broker.security.store.image.acls.values():
+    for acl in ctx.broker.metadata.image.acls.values():
         if acl_filter_matches(acl, req.resource_type_filter, req.resource_name_filter, req.pattern_type_filter,
                               req.principal_filter, req.host_filter, req.operation, req.permission_type):
             matched.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(acl)
@@ -98,21 +112,28 @@ async def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAcls
         return ctx.response(throttle_time_ms=0, filter_results=[
             FR(error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED, matching_acls=[])
             for _ in req.filters])
-    store = ctx.broker.security.store
-    removed: set[str] = set()
-    results, records = [], []
-    for f in req.filters:
-        matches = []
-        for acl_id, acl in store.image.acls.items():
-            if acl_filter_matches(acl, f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter,
-                                  f.principal_filter, f.host_filter, f.operation, f.permission_type):
-                matches.append(M(error_code=0, error_message=None, resource_type=acl.resource_type,
-                                 resource_name=acl.resource_name, pattern_type=acl.pattern_type,
-                                 principal=acl.principal, host=acl.host, operation=acl.operation,
-                                 permission_type=acl.permission_type))
-                if acl_id not in removed:
-                    removed.add(acl_id)
-                    records.append({"type": "RemoveAccessControlEntryRecord", "id": acl_id})
-        results.append(FR(error_code=0, error_message=None, matching_acls=matches))
-    store.append(records)
+
+    def decide(image):
+        removed: set[str] = set()
+        results, records = [], []
+        for f in req.filters:
+            matches = []
+            for acl_id, acl in image.acls.items():
+                if acl_filter_matches(acl, f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter,
+                                      f.principal_filter, f.host_filter, f.operation, f.permission_type):
+                    matches.append(M(error_code=0, error_message=None, resource_type=acl.resource_type,
+                                     resource_name=acl.resource_name, pattern_type=acl.pattern_type,
+                                     principal=acl.principal, host=acl.host, operation=acl.operation,
+                                     permission_type=acl.permission_type))
+                    if acl_id not in removed:
+                        removed.add(acl_id)
+                        records.append(RemoveAccessControlEntryRecord(acl_id))
+            results.append(FR(error_code=0, error_message=None, matching_acls=matches))
+        return records, results
+
+    try:
+        results = await write_decided(ctx.broker.metadata, decide, WRITE_TIMEOUT_MS)
+    except MetadataUnavailable as exc:
+        results = [FR(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=f"the cluster metadata store is "
+                      f"unavailable: {exc}", matching_acls=[]) for _ in req.filters]
     return ctx.response(throttle_time_ms=0, filter_results=results)

@@ -4,8 +4,10 @@ Quirks, as Kafka's: a null user list describes everyone, an unknown user answers
 RESOURCE_NOT_FOUND, a user named twice answers DUPLICATE_RESOURCE; an upsertion carries the
 salted password (never the password), iterations outside 4096..16384 are
 UNACCEPTABLE_CREDENTIAL, an unknown mechanism UNSUPPORTED_SASL_MECHANISM, deleting a missing
-credential RESOURCE_NOT_FOUND; one user's alterations apply together or not at all. The
-CLUSTER DESCRIBE/ALTER checks are in broker/security/authz.py.
+credential RESOURCE_NOT_FOUND; one user's alterations apply together or not at all. Credentials
+are UserScramCredentialRecord/RemoveUserScramCredentialRecord in the metadata log (the local
+log, or etcd in a cluster: a login on any broker sees them once applied), written before the
+answer. The CLUSTER DESCRIBE/ALTER checks are in broker/security/authz.py.
 """
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ from collections import Counter
 from kafka.protocol.admin import (AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
                                   DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse)
 
+from coordinator.metadata_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
-from ..security.records import ScramCredential, scram_record
+from ..metadata.store import MetadataUnavailable
+from ..security.writes import write_decided
 from ..security.sasl import SCRAM_HASHES, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, scram_keys
 
 
@@ -25,7 +29,7 @@ from ..security.sasl import SCRAM_HASHES, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERAT
 async def describe_scram(ctx: RequestContext, req: DescribeUserScramCredentialsRequest):
     R = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
     CI = R.CredentialInfo
-    scram = ctx.broker.security.store.image.scram
+    scram = ctx.broker.metadata.image.scram_credentials
     by_user: dict[str, list] = {}
     for (user, mech), cred in sorted(scram.items()):
         by_user.setdefault(user, []).append(CI(mechanism=mech, iterations=cred.iterations))
@@ -52,8 +56,7 @@ async def describe_scram(ctx: RequestContext, req: DescribeUserScramCredentialsR
 @handles(51)
 async def alter_scram(ctx: RequestContext, req: AlterUserScramCredentialsRequest):
     R = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
-    store = ctx.broker.security.store
-    image = store.image
+    image = ctx.broker.metadata.image
     ops = [(d.name, d, False) for d in req.deletions] + [(u.name, u, True) for u in req.upsertions]
     errors: dict[str, tuple[int, str]] = {}
     seen: Counter = Counter((name, op.mechanism) for name, op, _ in ops)
@@ -83,11 +86,21 @@ async def alter_scram(ctx: RequestContext, req: AlterUserScramCredentialsRequest
             continue
         if upsert:
             stored, server = scram_keys(op.mechanism, bytes(op.salted_password))
-            records.append(scram_record(name, ScramCredential(op.mechanism, bytes(op.salt), stored, server,
-                                                              op.iterations)))
+            records.append(UserScramCredentialRecord(name, op.mechanism, bytes(op.salt), stored, server,
+                                                     op.iterations))
         else:
-            records.append({"type": "RemoveUserScramCredentialRecord", "name": name, "mechanism": op.mechanism})
-    store.append(records)
+            records.append(RemoveUserScramCredentialRecord(name, op.mechanism))
+
+    def decide(current):
+        # a deletion decided on ``image`` whose credential is gone meanwhile is dropped (it is gone)
+        return [r for r in records if not isinstance(r, RemoveUserScramCredentialRecord)
+                or (r.name, r.mechanism) in current.scram_credentials], None
+
+    try:
+        await write_decided(ctx.broker.metadata, decide, 30000)
+    except MetadataUnavailable as exc:
+        for name in {r.name for r in records}:
+            errors[name] = (ErrorCode.REQUEST_TIMED_OUT, f"the cluster metadata store is unavailable: {exc}")
     results = [R(user=name, error_code=errors.get(name, (0, None))[0], error_message=errors.get(name, (0, None))[1])
                for name in dict.fromkeys(n for n, _, _ in ops)]
     return ctx.response(throttle_time_ms=0, results=results)

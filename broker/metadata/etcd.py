@@ -16,6 +16,10 @@ Keys under the prefix (``samsa.metadata.etcd.prefix``, default ``/samsa``):
   partition epoch (absent while it is 0): the versions transactions compare, so a write decided
   on a stale image (a stale leader's ISR change, a stale controller's election, a racing topic
   creation) is refused instead of applied.
+- ``acl/<sha256 of the binding>`` = the ACL's id, and ``scram/<user>/<mechanism>`` = a digest of
+  the credential record: the guards of security writes, so one binding is one ACL however many
+  brokers create it at once, and the bootstrap credential is written once (the first broker's
+  create-if-absent wins; the others see it and write nothing).
 - ``brokers/<id>``: this broker's registration, attached to its lease
   (TTL = ``broker.session.timeout.ms``, kept alive every third of it). Creating it is
   create-if-absent: a ``node.id`` already live makes the broker wait for that lease to expire,
@@ -30,6 +34,7 @@ retry until etcd answers again.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Sequence
@@ -38,9 +43,11 @@ import structlog
 import trio
 
 from coordinator.metadata_image import MetadataImage, replay_all
-from coordinator.metadata_records import (BrokerEndpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord,
-                                          ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, decode_batch,
-                                          encode_batch)
+from coordinator.metadata_records import (AccessControlEntryRecord, BrokerEndpoint, MetadataRecord,
+                                          PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
+                                          RemoveAccessControlEntryRecord, RemoveTopicRecord,
+                                          RemoveUserScramCredentialRecord, TopicRecord, UserScramCredentialRecord,
+                                          decode_batch, encode_batch, encode_record)
 
 from .etcd_client import (EtcdClient, KeyValue, cmp_absent, cmp_value, op_delete, op_put, op_range, unb64)
 from .store import MetadataUnavailable, Publisher
@@ -340,7 +347,41 @@ class EtcdMetadataStore(Publisher):
             if t is not None:
                 puts.append(op_delete(self.key("topic", t.name)))
                 puts.append(op_delete(self.key("partition", topic_id) + "/", prefix=True))
+        if not self._security_conditions(base, records, compares, puts):
+            return None
         return compares, puts
+
+    def _acl_key(self, acl: AccessControlEntryRecord) -> str:
+        return self.key("acl", hashlib.sha256(json.dumps(acl.binding()).encode()).hexdigest())
+
+    def _scram_key(self, name: str, mechanism: int) -> str:
+        return self.key("scram", name.encode().hex(), mechanism)   # hex: any user name is a safe key
+
+    def _security_conditions(self, base: MetadataImage, records: Sequence[MetadataRecord], compares: list,
+                             puts: list) -> bool:
+        """Guards of ACL and SCRAM records: creating an ACL needs its binding's key absent,
+        removing one needs it to hold the ACL's id; setting or removing a credential needs its
+        key as ``base`` had it. False: the batch cannot apply to ``base``."""
+        for r in records:
+            if isinstance(r, AccessControlEntryRecord):
+                key = self._acl_key(r)
+                compares.append(cmp_absent(key))
+                puts.append(op_put(key, r.id))
+            elif isinstance(r, RemoveAccessControlEntryRecord):
+                acl = base.acls.get(r.id)
+                if acl is None:
+                    return False
+                key = self._acl_key(acl)
+                compares.append(cmp_value(key, r.id))
+                puts.append(op_delete(key))
+            elif isinstance(r, (UserScramCredentialRecord, RemoveUserScramCredentialRecord)):
+                key = self._scram_key(r.name, r.mechanism)
+                old = base.scram_credentials.get((r.name, r.mechanism))
+                if old is None and isinstance(r, RemoveUserScramCredentialRecord):
+                    return False
+                compares.append(cmp_absent(key) if old is None else cmp_value(key, _digest(old)))
+                puts.append(op_put(key, _digest(r)) if isinstance(r, UserScramCredentialRecord) else op_delete(key))
+        return True
 
     async def append(self, records: Sequence[MetadataRecord], base: MetadataImage | None = None,
                      as_controller: bool = False) -> bool:
@@ -372,6 +413,10 @@ class EtcdMetadataStore(Publisher):
 
     async def close(self) -> None:
         await self.client.aclose()
+
+
+def _digest(record: MetadataRecord) -> str:
+    return hashlib.sha256(encode_record(record)).hexdigest()
 
 
 def _new_cluster_id() -> str:

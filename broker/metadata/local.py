@@ -16,7 +16,9 @@ import structlog
 import trio
 
 from coordinator.metadata_image import MetadataImage, replay_all
-from coordinator.metadata_records import (MetadataRecord, PartitionChangeRecord, ProducerIdsRecord, TopicRecord,
+from coordinator.metadata_records import (AccessControlEntryRecord, MetadataRecord, PartitionChangeRecord,
+                                          ProducerIdsRecord, RemoveAccessControlEntryRecord,
+                                          RemoveUserScramCredentialRecord, TopicRecord, UserScramCredentialRecord,
                                           decode_batch, encode_batch)
 
 from .store import Publisher
@@ -28,7 +30,10 @@ FILE_NAME = "__samsa_metadata.log"
 
 def conflicts(current: MetadataImage, base: MetadataImage, records: Sequence[MetadataRecord]) -> bool:
     """The conditions every store enforces: partitions the batch changes are still at their
-    epoch in ``base``; topics it creates do not exist."""
+    epoch in ``base``; topics it creates do not exist; an ACL it creates has no identical one
+    (same binding), an ACL it removes still exists; a SCRAM credential it sets or removes is
+    still as it was in ``base`` (broker/security/writes.py decides again when refused)."""
+    bindings = None
     for r in records:
         if isinstance(r, PartitionChangeRecord):
             t = base.topics_by_id.get(r.topic_id)
@@ -41,6 +46,17 @@ def conflicts(current: MetadataImage, base: MetadataImage, records: Sequence[Met
             return True
         elif isinstance(r, ProducerIdsRecord) and current.next_producer_id != base.next_producer_id:
             return True
+        elif isinstance(r, AccessControlEntryRecord):
+            if bindings is None:
+                bindings = {a.binding() for a in current.acls.values()}
+            if r.binding() in bindings or r.id in current.acls:
+                return True
+        elif isinstance(r, RemoveAccessControlEntryRecord) and r.id not in current.acls:
+            return True
+        elif isinstance(r, (UserScramCredentialRecord, RemoveUserScramCredentialRecord)):
+            key = (r.name, r.mechanism)
+            if current.scram_credentials.get(key) != base.scram_credentials.get(key):
+                return True
     return False
 
 

@@ -1,4 +1,5 @@
-"""The ACL authorizer: Kafka's StandardAuthorizer semantics over the security image.
+"""The ACL authorizer: Kafka's StandardAuthorizer semantics over the ACLs of the metadata image
+(``MetadataImage.acls``: AccessControlEntryRecord by id, replayed from the metadata log).
 
 A request is allowed for a super user; otherwise the ACLs whose resource pattern matches
 (literal name, the literal wildcard ``*``, or a prefix) and whose principal (or ``User:*``)
@@ -9,9 +10,11 @@ at all on the resource, ``allow.everyone.if.no.acl.found`` decides.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
-from .records import AclBinding, SecurityImage
+from coordinator.metadata_records import AccessControlEntryRecord as AclBinding
+
+Acls = Mapping[str, AclBinding]   # the image's ACLs by id
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 # the ZooKeeper-era name, still found in many server.properties files
@@ -102,11 +105,11 @@ class _Index:
     """The ACLs of one image by resource type: literal ones by name, prefixed ones in a list,
     so a check reads only the ACLs that can match (Kafka keeps a sorted map for the same end)."""
 
-    def __init__(self, image: SecurityImage) -> None:
+    def __init__(self, image: Acls) -> None:
         self.image = image
         self.literal: dict[tuple[int, str], list[AclBinding]] = {}
         self.prefixed: dict[int, list[AclBinding]] = {}
-        for acl in image.acls.values():
+        for acl in image.values():
             if acl.pattern_type == PatternType.PREFIXED:
                 self.prefixed.setdefault(acl.resource_type, []).append(acl)
             else:
@@ -121,12 +124,13 @@ class _Index:
 
 
 class Authorizer:
-    """Decisions read the store's current image, so a CreateAcls is visible to the next
-    request."""
+    """Decisions read the metadata store's current image (``acls()`` returns its ACLs), so a
+    CreateAcls, through this broker or any other of the cluster, is visible to the next request
+    once applied; the index is rebuilt only when the image's ACL map changed."""
 
-    def __init__(self, image: Callable[[], SecurityImage], super_users: Iterable[str],
+    def __init__(self, acls: Callable[[], Acls], super_users: Iterable[str],
                  allow_if_no_acl: bool) -> None:
-        self._image = image
+        self._image = acls
         self._index: _Index | None = None
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
@@ -166,7 +170,7 @@ class Authorizer:
         type (used where KIP-679 lets WRITE on any topic stand for IDEMPOTENT_WRITE)."""
         if principal in self.super_users:
             return True
-        acls = [a for a in self._image().acls.values() if a.resource_type == rtype
+        acls = [a for a in self._image().values() if a.resource_type == rtype
                 and (a.principal == principal or a.principal == WILDCARD_PRINCIPAL)
                 and (a.host == WILDCARD or a.host == host) and _acl_grants(a, op)]
         denied_all = any(a.permission_type == Permission.DENY and a.pattern_type == PatternType.LITERAL
@@ -175,7 +179,7 @@ class Authorizer:
             return False
         if any(a.permission_type == Permission.ALLOW for a in acls):
             return True
-        return self.allow_if_no_acl and not any(a.resource_type == rtype for a in self._image().acls.values())
+        return self.allow_if_no_acl and not any(a.resource_type == rtype for a in self._image().values())
 
 
 def acl_filter_matches(acl: AclBinding, rtype: int, name: str | None, pattern: int, principal: str | None,

@@ -1,5 +1,6 @@
 """SASL mechanisms on the server side: PLAIN (users from Kafka's JAAS syntax), SCRAM-SHA-256/512
-(RFC 5802/7677 through the ``scramp`` library, credentials from the security image) and
+(RFC 5802/7677 through the ``scramp`` library, credentials from the metadata image's
+UserScramCredentialRecords) and
 OAUTHBEARER (Kafka's unsecured JWT validation, RFC 7628 framing).
 
 Each exchange is an object fed one client token at a time; it answers the server's token, or
@@ -17,7 +18,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .records import ScramCredential, SecurityImage
+from coordinator.metadata_records import UserScramCredentialRecord
+
+ScramCredentials = Mapping[tuple[str, int], UserScramCredentialRecord]   # (user, mechanism id) -> credential
 
 SCRAM_MECHANISMS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 SCRAM_HASHES = {1: hashlib.sha256, 2: hashlib.sha512}
@@ -93,19 +96,21 @@ def scram_keys(mechanism: int, salted_password: bytes) -> tuple[bytes, bytes]:
     return h(client_key).digest(), hmac.new(salted_password, b"Server Key", h).digest()
 
 
-def scram_credential(mechanism: int, password: str, salt: bytes, iterations: int) -> ScramCredential:
+def scram_credential(mechanism: int, password: str, salt: bytes, iterations: int,
+                     name: str = "") -> UserScramCredentialRecord:
+    """The record that stores ``name``'s credential (never the password)."""
     h = SCRAM_HASHES[mechanism]
     salted = hashlib.pbkdf2_hmac(h().name, password.encode(), salt, iterations)
     stored, server = scram_keys(mechanism, salted)
-    return ScramCredential(mechanism, salt, stored, server, iterations)
+    return UserScramCredentialRecord(name, mechanism, salt, stored, server, iterations)
 
 
 class ScramExchange:
-    def __init__(self, mechanism: str, image: Callable[[], SecurityImage]) -> None:
+    def __init__(self, mechanism: str, credentials: Callable[[], ScramCredentials]) -> None:
         import scramp
         self.mechanism = mechanism
         self._id = SCRAM_MECHANISMS[mechanism]
-        self._image = image
+        self._credentials = credentials
         self._user: str | None = None
         self._server = scramp.ScramMechanism(mechanism).make_server(self._auth_info)
         self._stage = 0
@@ -113,7 +118,7 @@ class ScramExchange:
         self.lifetime_ms: int | None = None
 
     def _auth_info(self, username: str) -> tuple[bytes, bytes, bytes, int]:
-        cred = self._image().scram.get((username, self._id))
+        cred = self._credentials().get((username, self._id))
         if cred is None:
             raise KeyError("unknown user")
         self._user = username

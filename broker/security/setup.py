@@ -1,22 +1,31 @@
 """The broker's security state, built once from its config at start-up: a TLS context per
-TLS listener, the SASL mechanisms and PLAIN users per SASL listener, the SCRAM/ACL store and
-the authorizer (None when ``authorizer.class.name`` is unset: no per-request cost)."""
+TLS listener, the SASL mechanisms and PLAIN users per SASL listener, and the authorizer (None
+when ``authorizer.class.name`` is unset: no per-request cost). ACLs and SCRAM credentials are
+records of the broker's metadata store (broker/metadata/): the authorizer and SCRAM logins read
+the store's current image; ``start`` migrates an old ``__security_metadata.jsonl`` and writes
+the bootstrap credentials."""
 from __future__ import annotations
 
 import os
 import re
 import ssl
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import structlog
 import trio
 
 from ..config import BrokerConfig, ConfigError, Listener
 from .acl import LEGACY_AUTHORIZER, STANDARD_AUTHORIZER, Authorizer, parse_super_users
-from .records import SecurityStore, scram_record
+from . import legacy
 from .sasl import (SCRAM_MECHANISMS, SUPPORTED, JwksValidator, OAuthBearerExchange, PlainExchange,
                    ScramExchange, parse_jaas, scram_credential)
 from .tls import parse_mapping_rules, server_context
+from .writes import write_decided
+
+if TYPE_CHECKING:
+    from coordinator.metadata_image import MetadataImage
+
+    from ..metadata.store import MetadataStore
 
 log = structlog.get_logger("samsa.security")
 
@@ -86,11 +95,18 @@ class ListenerSecurity:
                 self.jwks = _jwks_validator(config, listener.name)
 
 
+def _no_metadata() -> "MetadataStore":
+    raise RuntimeError("this Security has no metadata store (ACLs and SCRAM credentials live there)")
+
+
 class Security:
-    def __init__(self, config: BrokerConfig, log_dir: str, clock: Callable[[], int]) -> None:
+    def __init__(self, config: BrokerConfig, log_dir: str, clock: Callable[[], int],
+                 metadata: "Callable[[], MetadataStore] | None" = None) -> None:
         self.config = config
         self.clock = clock
-        self.store = SecurityStore(log_dir)
+        self.log_dir = log_dir
+        # the broker's MetadataStore (local log, or etcd in a cluster), opened on first use
+        self.metadata: "Callable[[], MetadataStore]" = metadata or _no_metadata
         self.listeners = {l.name: ListenerSecurity(config, l) for l in config.listeners}
         inter = config.get("inter.broker.listener.name")
         if inter and inter.upper() not in self.listeners:
@@ -105,17 +121,53 @@ class Security:
         if name:
             if name not in (STANDARD_AUTHORIZER, LEGACY_AUTHORIZER):
                 raise ConfigError(f"authorizer.class.name {name} is not supported (use {STANDARD_AUTHORIZER})")
-            self.authorizer = Authorizer(lambda: self.store.image, parse_super_users(config.get("super.users")),
+            self.authorizer = Authorizer(lambda: self.metadata().image.acls,
+                                         parse_super_users(config.get("super.users")),
                                          bool(config["allow.everyone.if.no.acl.found"]))
+        self.bootstrap = self._parse_bootstrap(config.get("samsa.scram.bootstrap.credentials"))
 
-    def load(self) -> None:
-        self.store.load()
-        self._bootstrap_scram(self.config.get("samsa.scram.bootstrap.credentials"))
+    @property
+    def uses_metadata(self) -> bool:
+        """Whether anything reads ACLs or credentials (else a single node opens no metadata log)."""
+        return (self.authorizer is not None or bool(self.bootstrap)
+                or any(m in SCRAM_MECHANISMS for ls in self.listeners.values() for m in ls.mechanisms
+                       if ls.listener.sasl)
+                or os.path.exists(os.path.join(self.log_dir, legacy.FILE_NAME)))
 
-    def _bootstrap_scram(self, value: Any) -> None:
+    def scram_credentials(self) -> Any:
+        return self.metadata().image.scram_credentials
+
+    async def start(self) -> None:
+        """After the metadata store is loaded, before any connection: migrate the old security
+        file, then create the bootstrap credentials (once in a cluster: a credential present in
+        the image, or written meanwhile by another broker, is left alone)."""
+        if not self.uses_metadata:
+            return
+        store = self.metadata()
+        path = os.path.join(self.log_dir, legacy.FILE_NAME)
+        old = legacy.read_legacy(path)
+        if old is not None:
+            await write_decided(store, lambda image: (legacy.missing_records(old, image), None), 60000)
+            os.replace(path, path + legacy.MIGRATED_SUFFIX)
+            log.info("security metadata migrated into the metadata log", acls=len(old.acls),
+                     scram_credentials=len(old.scram_credentials), kept_as=path + legacy.MIGRATED_SUFFIX)
+        if self.bootstrap:
+            await write_decided(store, self._bootstrap_records, 60000)
+
+    def _bootstrap_records(self, image: "MetadataImage") -> tuple[list, None]:
+        records = []
+        for name, mech, password, salt, iterations in self.bootstrap:
+            if (name, mech) in image.scram_credentials:
+                continue
+            records.append(scram_credential(mech, password, salt if salt is not None else os.urandom(32),
+                                            iterations, name=name))
+        return records, None
+
+    @staticmethod
+    def _parse_bootstrap(value: Any) -> list[tuple[str, int, str, bytes | None, int]]:
         """``SCRAM-SHA-512=[name=admin,password=admin-secret];...`` as ``kafka-storage format
         --add-scram`` takes it; a credential already stored is left alone."""
-        records = []
+        out = []
         for entry in (e for e in str(value or "").split(";") if e.strip()):
             m = _SCRAM_BOOTSTRAP_RE.match(entry)
             if not m:
@@ -128,12 +180,10 @@ class Security:
             if "name" not in fields or "password" not in fields:
                 raise ConfigError("samsa.scram.bootstrap.credentials: each entry needs name and password")
             mech = SCRAM_MECHANISMS[m.group(1)]
-            if (fields["name"], mech) in self.store.image.scram:
-                continue
             iterations = int(fields.get("iterations", 4096))
-            salt = bytes.fromhex(fields["salt"]) if "salt" in fields else os.urandom(32)
-            records.append(scram_record(fields["name"], scram_credential(mech, fields["password"], salt, iterations)))
-        self.store.append(records)
+            salt = bytes.fromhex(fields["salt"]) if "salt" in fields else None
+            out.append((fields["name"], mech, fields["password"], salt, iterations))
+        return out
 
     async def refresh_jwks(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
         """Re-read JWKS key sets every ``sasl.oauthbearer.jwks.endpoint.refresh.ms`` (the
@@ -156,7 +206,7 @@ class Security:
         if mechanism == "PLAIN":
             return PlainExchange(ls.plain_users)
         if mechanism in SCRAM_MECHANISMS:
-            return ScramExchange(mechanism, lambda: self.store.image)
+            return ScramExchange(mechanism, self.scram_credentials)
         if mechanism == "OAUTHBEARER":
             return OAuthBearerExchange(ls.oauth_options, self.clock, ls.jwks)
         raise ValueError(mechanism)
