@@ -15,7 +15,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from coordinator import group as g
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .services import BrokerServices
 
 
 @dataclass(slots=True)
@@ -85,7 +85,7 @@ class BrokerView:
     alive: bool
 
 
-def brokers(broker: "Broker") -> list[BrokerView]:
+def brokers(broker: "BrokerServices") -> list[BrokerView]:
     """The brokers Metadata/DescribeCluster would name. One node today, the controller and alive
     by definition; a cluster's metadata would list every node here, and the pages and gauges
     that read this follow."""
@@ -109,7 +109,7 @@ def decode_assignment(data: bytes, protocol_type: str) -> dict[str, list[int]]:
     return {t: sorted(ps) for t, ps in sorted(out.items())}
 
 
-def partitions(broker: "Broker", include_internal: bool = True) -> list[PartitionView]:
+def partitions(broker: "BrokerServices", include_internal: bool = True) -> list[PartitionView]:
     node = broker.node_id
     out = []
     for name in sorted(broker.logs.topics):
@@ -123,12 +123,12 @@ def partitions(broker: "Broker", include_internal: bool = True) -> list[Partitio
     return out
 
 
-def _high_watermark(broker: "Broker", topic: str, partition: int) -> int:
+def _high_watermark(broker: "BrokerServices", topic: str, partition: int) -> int:
     part = broker.logs.partition(topic, partition)
     return -1 if part is None else part.high_watermark
 
 
-def groups(broker: "Broker", with_offsets: bool = True, only: str | None = None) -> list[GroupView]:
+def groups(broker: "BrokerServices", with_offsets: bool = True, only: str | None = None) -> list[GroupView]:
     """Every group (or just ``only``) with its members, assignments and committed offsets."""
     shell = broker.groups
     out: list[GroupView] = []
@@ -165,7 +165,7 @@ def groups(broker: "Broker", with_offsets: bool = True, only: str | None = None)
 IN_FLIGHT = ["Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"]
 
 
-def transactions(broker: "Broker", in_flight: bool = True) -> list[Any]:
+def transactions(broker: "BrokerServices", in_flight: bool = True) -> list[Any]:
     """Transactions (coordinator/transactions.py DescribedTransaction), in-flight ones by default."""
     from coordinator import transactions as tx
 
@@ -189,7 +189,7 @@ class ProducerView:
     current_txn_start_offset: int
 
 
-def producers(broker: "Broker", topic: str, partition: int) -> list[ProducerView]:
+def producers(broker: "BrokerServices", topic: str, partition: int) -> list[ProducerView]:
     part = broker.logs.partition(topic, partition)
     if part is None:
         return []
@@ -207,7 +207,7 @@ class RecordView:
     headers: list[tuple[str, bytes | None]]
 
 
-def recent_records(broker: "Broker", topic: str, per_partition: int = 20,
+def recent_records(broker: "BrokerServices", topic: str, per_partition: int = 20,
                    max_bytes: int = 256 * 1024) -> list[RecordView]:
     """The last committed records of each partition (at most ``per_partition``, reading at most
     ``max_bytes`` of batches per partition), newest first; records of aborted transactions are

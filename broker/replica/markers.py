@@ -17,7 +17,7 @@ from .client import BrokerConnection, BrokerConnectionError
 from .manager import endpoint_of
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from ..services import BrokerServices
 
 log = structlog.get_logger("samsa.txn")
 
@@ -26,7 +26,7 @@ RETRY_BACKOFF_S = 0.1
 
 
 class MarkerSender:
-    def __init__(self, broker: "Broker") -> None:
+    def __init__(self, broker: "BrokerServices") -> None:
         self.broker = broker
         self._conns: dict[int, tuple[BrokerConnection, trio.Lock]] = {}
 
