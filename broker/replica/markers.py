@@ -13,6 +13,7 @@ from kafka.protocol.producer import WriteTxnMarkersRequest
 
 from protocol.errors import ErrorCode
 
+from ..marker_writes import write_markers
 from .client import BrokerConnection, BrokerConnectionError
 from .manager import endpoint_of
 
@@ -58,8 +59,6 @@ class MarkerSender:
     async def deliver(self, job: Any, still_coordinator: Any) -> bool:
         """Write ``job``'s markers at every partition's leader; False when this broker stopped
         being the transaction's coordinator first (the new one finishes the job)."""
-        from ..apis.txn_markers import write_markers
-
         remaining = set(job.partitions)
         while remaining:
             if not still_coordinator():
