@@ -5,8 +5,8 @@ cluster metadata and metrics, handing each itself. Those parts type their ``brok
 ``BrokerServices`` so that imports point down (broker.py imports them; they never import
 broker.py). This module imports nothing above the log and the config.
 
-The broker's other parts (``groups``, ``txns``, ``replicas``, ``metrics``) are built on these
-same services, so they are typed loosely here; their classes say what they are.
+The broker's other parts (``groups``, ``txns``, ``replicas``, ``metrics``, ``cluster``) are built
+on these same services, so they are typed loosely here; their classes say what they are.
 """
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ class BrokerServices(Protocol):
     txns: Any        # broker.txn_shell.TxnShell
     replicas: Any    # broker.replica.manager.ReplicaManager
     metrics: Any     # broker.metrics.BrokerMetrics, or None
+    cluster: Any     # broker.metadata.cluster.ClusterMetadata; None on a single node
     authorizer: Authorizer | None   # None unless authorizer.class.name is set
 
     def now_ms(self) -> int: ...
