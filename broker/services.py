@@ -3,7 +3,8 @@
 broker.py is the composition root: it builds the coordinator shells, the replica manager,
 cluster metadata and metrics, handing each itself. Those parts type their ``broker`` as
 ``BrokerServices`` so that imports point down (broker.py imports them; they never import
-broker.py). This module imports nothing above the log and the config.
+broker.py). This module imports only what sits below them all: the clock, the config, the
+log manager and the ACL authorizer.
 
 The broker's other parts (``groups``, ``txns``, ``replicas``, ``metrics``, ``cluster``) are built
 on these same services, so they are typed loosely here; their classes say what they are.
