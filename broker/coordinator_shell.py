@@ -18,7 +18,7 @@ from coordinator.hashing import partition_for_group
 from protocol import records as rb
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .services import BrokerServices
 
 C = TypeVar("C")
 
@@ -39,7 +39,7 @@ class CoordinatorShell(Generic[C]):
     coordinator_config: Any = None
     partition_count_field: str = ""
 
-    def __init__(self, broker: "Broker", num_partitions: int) -> None:
+    def __init__(self, broker: "BrokerServices", num_partitions: int) -> None:
         self.broker = broker
         self.num_partitions = num_partitions
         self.coordinators: dict[int, C] = {}

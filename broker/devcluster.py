@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .config import read_properties
-from .testing import SamsaBroker, free_port
+from .broker_process import SamsaBroker
+from .ports import free_port
 
 
 def find_etcd() -> str | None:

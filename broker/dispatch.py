@@ -10,6 +10,7 @@ from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
 
 from protocol.api_versions import SUPPORTED
+from protocol.api_versions_response import unsupported_version_response
 from protocol.frame import FrameError, peek_header
 from protocol.messages import REQUESTS, RESPONSES, decode_request
 from protocol.splice import splice
@@ -92,7 +93,6 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str,
     is_advertised = advertised is not None and advertised[0] <= version <= advertised[1]
     if key == ApiKey.ApiVersions and not is_advertised:
         # KIP-511: answer in v0 with UNSUPPORTED_VERSION and our table
-        from .apis.api_versions import unsupported_version_response
         return unsupported_version_response(prefix.correlation_id, broker.api_versions)
     if not is_advertised or key not in REQUESTS:
         # Kafka cannot parse such a request and closes the connection.

@@ -32,7 +32,7 @@ from protocol.frame import FrameError
 from protocol.messages import RESPONSES
 
 if TYPE_CHECKING:
-    from .dispatch import RequestContext
+    from .services import RequestScope
 
 KINDS = ("fail", "delay", "drop", "hold")
 MATCH_KEYS = ("topic", "group", "client_id")
@@ -107,7 +107,7 @@ def _is_topic_array(name: str) -> bool:
     return "topic" in name and "forgotten" not in name
 
 
-def request_facts(ctx: "RequestContext", request: Any, topic_name: Callable[[Any], str | None]) -> RequestFacts:
+def request_facts(ctx: "RequestScope", request: Any, topic_name: Callable[[Any], str | None]) -> RequestFacts:
     """Topics (by name, ids resolved with ``topic_name``) and groups a request is about."""
     topics: set[str] = set()
     groups: set[str] = set()
@@ -206,7 +206,7 @@ class FaultRegistry:
         return list(self.fired)
 
     # -- firing ------------------------------------------------------------------------------
-    def _find(self, ctx: "RequestContext", request: Any) -> tuple[Fault, RequestFacts] | None:
+    def _find(self, ctx: "RequestScope", request: Any) -> tuple[Fault, RequestFacts] | None:
         facts: RequestFacts | None = None
         for fault in self.faults:
             if fault.api_key != ctx.api_key:
@@ -226,7 +226,7 @@ class FaultRegistry:
             return fault, facts
         return None
 
-    async def before(self, ctx: "RequestContext", request: Any) -> Any:
+    async def before(self, ctx: "RequestScope", request: Any) -> Any:
         """Fire the first armed fault matching this request: returns PASS (run the handler),
         or the answer to send instead (None: no answer, for acks=0); raises DroppedByFault."""
         found = self._find(ctx, request)
@@ -257,6 +257,6 @@ class FaultRegistry:
         return PASS
 
 
-def _topic_name(ctx: "RequestContext", topic_id: Any) -> str | None:
+def _topic_name(ctx: "RequestScope", topic_id: Any) -> str | None:
     topic = ctx.broker.logs.topics_by_id.get(topic_id)
     return topic.name if topic is not None else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 import structlog
 
@@ -23,10 +23,13 @@ from coordinator.offsets_records import GroupMetadataKey, decode_group_metadata_
 
 from .introspect import decode_assignment
 
-if TYPE_CHECKING:
-    from .group_shell import GroupShell
-
 log = structlog.get_logger("samsa.groups")
+
+
+class GroupQueries(Protocol):
+    """What the timeline asks of the GroupShell (broker/group_shell.py), which owns it."""
+
+    def query(self, partition: int, request: Any) -> Any: ...
 
 TIMELINE_LENGTH = 50      # generations kept per group
 REBALANCING = ("PreparingRebalance", "CompletingRebalance")
@@ -71,7 +74,7 @@ class _Tracked:
 
 
 class GroupTimeline:
-    def __init__(self, shell: "GroupShell", clock: Callable[[], int]) -> None:
+    def __init__(self, shell: "GroupQueries", clock: Callable[[], int]) -> None:
         self.shell = shell
         self.clock = clock
         self.groups: dict[str, _Tracked] = {}

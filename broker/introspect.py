@@ -15,7 +15,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from coordinator import group as g
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .services import BrokerServices
 
 
 @dataclass(slots=True)
@@ -88,13 +88,13 @@ class BrokerView:
     state: str = "alive"      # cluster mode: alive, fenced or shutting down (controlled shutdown)
 
 
-def _cluster_image(broker: "Broker") -> Any:
+def _cluster_image(broker: "BrokerServices") -> Any:
     """The metadata image in cluster mode, else None (a single node has none)."""
     cluster = getattr(broker, "cluster", None)
     return None if cluster is None else cluster.image
 
 
-def brokers(broker: "Broker") -> list[BrokerView]:
+def brokers(broker: "BrokerServices") -> list[BrokerView]:
     """The brokers DescribeCluster (with fenced brokers) would name. A single node: itself, the
     controller and alive by definition. A cluster: every broker registered in the metadata image,
     alive unless fenced, and the active controller as this broker last saw it (etcd's
@@ -126,7 +126,7 @@ def decode_assignment(data: bytes, protocol_type: str) -> dict[str, list[int]]:
     return {t: sorted(ps) for t, ps in sorted(out.items())}
 
 
-def partitions(broker: "Broker", include_internal: bool = True, cluster_wide: bool = False) -> list[PartitionView]:
+def partitions(broker: "BrokerServices", include_internal: bool = True, cluster_wide: bool = False) -> list[PartitionView]:
     """The partitions whose log is on this broker, with their offsets and sizes. In cluster mode
     leader, replicas and ISR come from the metadata image, a local log of a partition this broker
     is no replica of is left out, and with ``cluster_wide`` every other partition of the image is
@@ -164,7 +164,7 @@ def partitions(broker: "Broker", include_internal: bool = True, cluster_wide: bo
     return out
 
 
-def _high_watermark(broker: "Broker", topic: str, partition: int) -> int:
+def _high_watermark(broker: "BrokerServices", topic: str, partition: int) -> int:
     """The partition's high watermark as this broker knows it (a follower's trails the leader's by
     a fetch); -1 when the partition does not exist or, in cluster mode, has no replica here."""
     part = broker.logs.partition(topic, partition)
@@ -178,7 +178,7 @@ def _high_watermark(broker: "Broker", topic: str, partition: int) -> int:
     return part.high_watermark
 
 
-def groups(broker: "Broker", with_offsets: bool = True, only: str | None = None) -> list[GroupView]:
+def groups(broker: "BrokerServices", with_offsets: bool = True, only: str | None = None) -> list[GroupView]:
     """Every group (or just ``only``) with its members, assignments and committed offsets."""
     shell = broker.groups
     out: list[GroupView] = []
@@ -215,7 +215,7 @@ def groups(broker: "Broker", with_offsets: bool = True, only: str | None = None)
 IN_FLIGHT = ["Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"]
 
 
-def transactions(broker: "Broker", in_flight: bool = True) -> list[Any]:
+def transactions(broker: "BrokerServices", in_flight: bool = True) -> list[Any]:
     """Transactions (coordinator/transactions.py DescribedTransaction), in-flight ones by default."""
     from coordinator import transactions as tx
 
@@ -239,7 +239,7 @@ class ProducerView:
     current_txn_start_offset: int
 
 
-def producers(broker: "Broker", topic: str, partition: int) -> list[ProducerView]:
+def producers(broker: "BrokerServices", topic: str, partition: int) -> list[ProducerView]:
     part = broker.logs.partition(topic, partition)
     if part is None:
         return []
@@ -257,7 +257,7 @@ class RecordView:
     headers: list[tuple[str, bytes | None]]
 
 
-def recent_records(broker: "Broker", topic: str, per_partition: int = 20,
+def recent_records(broker: "BrokerServices", topic: str, per_partition: int = 20,
                    max_bytes: int = 256 * 1024) -> list[RecordView]:
     """The last committed records of each partition (at most ``per_partition``, reading at most
     ``max_bytes`` of batches per partition), newest first; records of aborted transactions are

@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 from . import introspect
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .services import BrokerServices
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -66,7 +66,7 @@ class BrokerMetrics:
     """The counters the request path updates (plain ints: a dict lookup and an addition each),
     turned into Prometheus families only when ``/metrics`` is scraped."""
 
-    def __init__(self, broker: "Broker") -> None:
+    def __init__(self, broker: "BrokerServices") -> None:
         self.broker = broker
         self.registry = CollectorRegistry(auto_describe=False)
         self.requests: dict[int, _RequestStats] = {}
@@ -168,7 +168,7 @@ class _CounterCollector(Collector):
 class _ScrapeCollector(Collector):
     """Gauges computed from the broker's state when ``/metrics`` is scraped."""
 
-    def __init__(self, broker: "Broker") -> None:
+    def __init__(self, broker: "BrokerServices") -> None:
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:

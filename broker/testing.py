@@ -14,12 +14,7 @@ Options, as a marker or as an indirect parameter of ``samsa_broker``::
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
@@ -29,126 +24,12 @@ import pytest
 if TYPE_CHECKING:
     from .inprocess import InProcessBroker
 
-from .cli import healthcheck
+from .broker_process import SamsaBroker
 from .ports import free_port  # noqa: F401  (public: tests import it from here)
 from .control_client import BrokerClock, Faults, SamsaControl, refused  # noqa: F401  (SamsaControl: public)
 
 if TYPE_CHECKING:
     from .devcluster import LocalCluster
-
-
-class SamsaBroker:
-    """A broker child process; ``restart`` keeps the data dir and port."""
-
-    def __init__(self, data_dir: str | os.PathLike, port: int | None = None,
-                 overrides: dict[str, str] | None = None, log_path: str | None = None,
-                 control: bool = True, topics: dict[str, int] | None = None) -> None:
-        self.data_dir = Path(data_dir)
-        self.port = port or free_port()
-        self.overrides = dict(overrides or {})
-        if control and "samsa.control.listener" not in self.overrides:
-            self.overrides["samsa.control.listener"] = f"http://127.0.0.1:{free_port()}"
-        self.topics = dict(topics or {})
-        self.log_path = Path(log_path) if log_path else self.data_dir.parent / f"samsa-{self.port}.log"
-        self.proc: subprocess.Popen | None = None
-        self._control: SamsaControl | None = None
-
-    @property
-    def control_url(self) -> str | None:
-        return self.overrides.get("samsa.control.listener")
-
-    def _control_call(self, op: str, args: dict) -> object:
-        if self.control_url is None:
-            return refused("this broker was started without samsa.control.listener, so it takes no faults "
-                           "and its clock cannot move; start it with control=True")(op, args)
-        if self._control is None:
-            self._control = SamsaControl(self.control_url, connect_wait=5.0)
-        return self._control._call(op, args)
-
-    @property
-    def faults(self) -> Faults:
-        return Faults(self._control_call)
-
-    @property
-    def clock(self) -> BrokerClock:
-        return BrokerClock(self._control_call)
-
-    def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> str:
-        from kafka.admin import KafkaAdminClient, NewTopic
-        from kafka.errors import TopicAlreadyExistsError
-
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers)
-        try:
-            admin.create_topics([NewTopic(name, partitions, 1, topic_configs=dict(configs or {}))])
-        except TopicAlreadyExistsError:
-            pass
-        finally:
-            admin.close()
-        return name
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_")}
-        env.update({
-            "KAFKA_LISTENERS": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "KAFKA_LOG_DIRS": str(self.data_dir),
-        })
-        for k, v in self.overrides.items():
-            env["KAFKA_" + k.upper().replace("_", "__").replace(".", "_").replace("-", "___")] = str(v)
-        return env
-
-    def start(self, timeout: float = 20.0) -> "SamsaBroker":
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "broker", "serve"], env=self.env(),
-                                     stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.proc.returncode}; log:\n{self.read_log()}")
-            if healthcheck(self.bootstrap_servers, timeout=0.5):
-                for name, partitions in self.topics.items():
-                    self.create_topic(name, partitions)
-                return self
-            time.sleep(0.02)
-        self.stop()
-        raise RuntimeError(f"broker did not answer within {timeout}s; log:\n{self.read_log()}")
-
-    def read_log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-20000:]
-        except FileNotFoundError:
-            return ""
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int | None:
-        """Stop the process (SIGTERM: clean shutdown; SIGKILL: crash) and return its exit code."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        code = self.proc.returncode
-        self.proc = None
-        if self._control is not None:
-            self._control.close()
-            self._control = None
-        return code
-
-    def kill(self) -> None:
-        self.stop(signal.SIGKILL)
-
-    def restart(self, sig: int = signal.SIGTERM) -> "SamsaBroker":
-        self.stop(sig)
-        return self.start()
 
 
 BROKER_OPTIONS = ("in_process", "topics", "overrides")

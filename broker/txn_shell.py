@@ -24,7 +24,7 @@ from coordinator.transactions import OFFSETS_TOPIC, MarkerJob, Step, Transaction
 from .coordinator_shell import CoordinatorShell
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .services import BrokerServices
 
 log = structlog.get_logger("samsa.txn")
 
@@ -36,7 +36,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
     topic = TXN_TOPIC
     partition_count_field = "transaction_state_log_num_partitions"
 
-    def __init__(self, broker: "Broker") -> None:
+    def __init__(self, broker: "BrokerServices") -> None:
         cfg = broker.config
         super().__init__(broker, int(cfg.get("transaction.state.log.num.partitions") or 50))
         self._marker_sender: Any = None   # cluster mode: WriteTxnMarkers to the partitions' leaders

@@ -13,20 +13,10 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from protocol import features
 from protocol.api_versions import SUPPORTED
+from protocol.api_versions_response import api_keys as _keys
 from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
-
-
-def _keys(table: dict[int, tuple[int, int]] = SUPPORTED) -> list:
-    return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-            for k, (lo, hi) in sorted(table.items())]
-
-
-def unsupported_version_response(correlation_id: int, table: dict[int, tuple[int, int]] = SUPPORTED) -> bytes:
-    resp = ApiVersionsResponse(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_keys(table))
-    resp.with_header(correlation_id=correlation_id)
-    return bytes(resp.encode(header=True, framed=True))
 
 
 @handles(18)

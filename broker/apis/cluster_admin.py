@@ -25,6 +25,7 @@ from protocol.errors import ErrorCode
 from ..config import ConfigError
 from ..dispatch import RequestContext
 from ..log.manager import INTERNAL_TOPICS, topic_name_error
+from .cluster_configs import _while_unavailable
 from .common import ZERO_UUID
 
 T = MetadataResponse.MetadataResponseTopic
@@ -146,30 +147,12 @@ def describe_cluster(ctx: RequestContext, req: Any, ops: Any) -> Any:
 
 
 # -- CreateTopics ------------------------------------------------------------------------------
-async def _while_unavailable(timeout_ms: int, fn: Any, *args: Any) -> Any:
-    """Metadata changes wait while etcd is unreachable, up to the request's timeout (then
-    MetadataUnavailable: the caller answers REQUEST_TIMED_OUT, as Kafka does when its controller
-    does not answer in time)."""
-    import trio
-
-    from ..metadata.store import MetadataUnavailable
-
-    deadline = trio.current_time() + max(timeout_ms, 0) / 1000
-    while True:
-        try:
-            return await fn(*args)
-        except MetadataUnavailable:
-            if trio.current_time() + 0.25 >= deadline:
-                raise
-            await trio.sleep(0.25)
-
-
 async def create_topics(ctx: RequestContext, req: Any) -> Any:
     from coordinator.metadata_controller import Rejection, check_assignment
 
     from ..metadata.store import MetadataUnavailable
     from .configs import creation_config_entries, validate_topic_configs
-    from .topics import CLUSTER_METADATA_TOPIC, CT, CTC, MAX_PARTITIONS_PER_REQUEST, _requested_partitions, _unify
+    from .topic_rules import CLUSTER_METADATA_TOPIC, CT, CTC, MAX_PARTITIONS_PER_REQUEST, _requested_partitions, _unify
 
     cluster = ctx.broker.cluster
     config = ctx.broker.config
@@ -281,7 +264,7 @@ async def create_topics(ctx: RequestContext, req: Any) -> Any:
 # -- DeleteTopics ------------------------------------------------------------------------------
 async def delete_topics(ctx: RequestContext, req: Any) -> Any:
     from ..metadata.store import MetadataUnavailable
-    from .topics import DT, UNKNOWN_TOPIC_ID_MESSAGE, UNKNOWN_TOPIC_MESSAGE
+    from .topic_rules import DT, UNKNOWN_TOPIC_ID_MESSAGE, UNKNOWN_TOPIC_MESSAGE
 
     cluster = ctx.broker.cluster
     v = ctx.api_version
@@ -320,7 +303,7 @@ async def create_partitions(ctx: RequestContext, req: Any) -> Any:
     from coordinator.metadata_controller import Rejection, check_assignment
 
     from ..metadata.store import MetadataUnavailable
-    from .topics import CP, UNKNOWN_TOPIC_MESSAGE
+    from .topic_rules import CP, UNKNOWN_TOPIC_MESSAGE
 
     cluster = ctx.broker.cluster
     counts: dict[str, int] = {}
@@ -373,40 +356,3 @@ async def create_partitions(ctx: RequestContext, req: Any) -> Any:
         if n > 1:
             results.append(CP(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."))
     return ctx.response(throttle_time_ms=0, results=results)
-
-
-# -- topic configs (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) --------------------
-class TopicConfigView:
-    """What configs.py reads of a topic, from the image: its ConfigRecords."""
-
-    def __init__(self, name: str, configs: dict[str, str]) -> None:
-        self.name = name
-        self.configs = configs
-        self.internal = name in INTERNAL_TOPICS
-
-
-def topic_config_view(ctx: RequestContext, name: str) -> TopicConfigView | None:
-    image = ctx.broker.cluster.image
-    if name not in image.topics:
-        return None
-    return TopicConfigView(name, dict(image.topic_configs(name)))
-
-
-async def alter_topic_configs(ctx: RequestContext, name: str, new: dict[str, str]) -> tuple[int, str] | None:
-    """Write the difference between the image's overrides and ``new`` as ConfigRecords
-    (value None deletes), in one batch; an error (code, message) or None."""
-    from coordinator.metadata_records import TOPIC_RESOURCE, ConfigRecord
-
-    from ..metadata.store import MetadataUnavailable
-
-    cluster = ctx.broker.cluster
-    current = dict(cluster.image.topic_configs(name))
-    records = [ConfigRecord(TOPIC_RESOURCE, name, k, v) for k, v in sorted(new.items()) if current.get(k) != v]
-    records += [ConfigRecord(TOPIC_RESOURCE, name, k, None) for k in sorted(current) if k not in new]
-    if not records:
-        return None
-    try:
-        await _while_unavailable(30000, cluster.store.append, records)
-    except MetadataUnavailable as exc:
-        return ErrorCode.REQUEST_TIMED_OUT, f"the cluster metadata store is unavailable: {exc}"
-    return None

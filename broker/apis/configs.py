@@ -408,7 +408,7 @@ def _topic(ctx: RequestContext, name: str) -> Any:
     """The topic (``.name``, ``.configs``, ``.internal``): the local log's, or in cluster mode
     the metadata image's (its ConfigRecords)."""
     if ctx.broker.cluster is not None:
-        from .cluster_admin import topic_config_view
+        from .cluster_configs import topic_config_view
         return topic_config_view(ctx, name)
     return ctx.broker.logs.topics.get(name)
 
@@ -560,7 +560,7 @@ async def _apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, st
     if topic is None:
         raise _Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     if not validate_only and new != topic.configs and ctx.broker.cluster is not None:
-        from .cluster_admin import alter_topic_configs  # cluster mode: ConfigRecords in the metadata log
+        from .cluster_configs import alter_topic_configs  # cluster mode: ConfigRecords in the metadata log
         error = await alter_topic_configs(ctx, name, {k: v for k, v in new.items() if v is not None})
         if error is not None:
             raise _Reject(*error)

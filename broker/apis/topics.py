@@ -40,28 +40,16 @@ from ..dispatch import RequestContext, handles
 from ..log.manager import INTERNAL_TOPICS, topic_name_error
 from .common import ZERO_UUID
 from .configs import creation_config_entries, validate_topic_configs
+from .topic_rules import (CLUSTER_METADATA_TOPIC, CP, CT, CTC, DT, MAX_PARTITIONS_PER_REQUEST, UNKNOWN_TOPIC_ID_MESSAGE,
+                          UNKNOWN_TOPIC_MESSAGE, _requested_partitions, _unify)
 
 log = structlog.get_logger("samsa.topics")
-
-CLUSTER_METADATA_TOPIC = "__cluster_metadata"
-MAX_PARTITIONS_PER_REQUEST = 10_000  # Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH
-UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
-UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
-
-CT = CreateTopicsResponse.CreatableTopicResult
-CTC = CT.CreatableTopicConfigs
-
 
 class _Reject(Exception):
     def __init__(self, code: int, message: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-def _unify(name: str) -> str:
-    """Kafka's Topic.unifyCollisionChars: '.' and '_' may not tell two topics apart."""
-    return name.replace(".", "_")
 
 
 def _check_assignment(ctx: RequestContext, broker_ids: list[int], replication_factor: int | None) -> None:
@@ -120,14 +108,6 @@ def _partition_count(ctx: RequestContext, t: Any) -> int:
                       f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
                       f"cannot be reached because only 1 broker(s) are registered.")
     return count
-
-
-def _requested_partitions(ctx: RequestContext, t: Any) -> int:
-    if t.assignments:
-        return len(t.assignments)
-    if t.num_partitions == -1:
-        return int(ctx.broker.config["num.partitions"])
-    return max(t.num_partitions, 0)
 
 
 # -- CreateTopics -----------------------------------------------------------------------
@@ -190,7 +170,6 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
 
 
 # -- DeleteTopics -----------------------------------------------------------------------
-DT = DeleteTopicsResponse.DeletableTopicResult
 
 
 @handles(20)
@@ -273,7 +252,6 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
 
 
 # -- CreatePartitions -------------------------------------------------------------------
-CP = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
 @handles(37)

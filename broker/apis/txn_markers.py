@@ -12,50 +12,12 @@ from typing import Any
 
 from kafka.protocol.producer import WriteTxnMarkersResponse
 
-from coordinator.transactions import OFFSETS_TOPIC
-from protocol.errors import ErrorCode
-
 from ..dispatch import RequestContext, handles
+from ..marker_writes import write_markers
 
 MR = WriteTxnMarkersResponse.WritableTxnMarkerResult
 TR = MR.WritableTxnMarkerTopicResult
 PR = TR.WritableTxnMarkerPartitionResult
-
-
-async def write_markers(broker: Any, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                        partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    """Write one transaction's marker to the partitions this broker leads; the error per
-    partition, once the markers are replicated to the ISR where the partition has followers."""
-    now = broker.now_ms()
-    codes: dict[tuple[str, int], int] = {}
-    waits: list[tuple[Any, int, tuple[str, int]]] = []
-    for key in partitions:
-        topic, index = key
-        part = broker.logs.partition(topic, index)
-        if part is None:
-            codes[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            continue
-        if part.replica is not None and not part.replica.is_leader:
-            codes[key] = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            continue
-        try:
-            part.append_control(producer_id, producer_epoch, commit, coordinator_epoch, now)
-        except RuntimeError:          # e.g. a newer producer epoch already on the partition
-            codes[key] = ErrorCode.INVALID_PRODUCER_EPOCH
-            continue
-        codes[key] = ErrorCode.NONE
-        if topic == OFFSETS_TOPIC:
-            broker.groups.complete_transaction(index, producer_id, commit)
-        if part.replica is not None and part.replica.followers:
-            broker.replicas.leader_appended(part)
-            waits.append((part, part.log_end_offset, key))
-    broker.appends.notify()            # read_committed fetches wait for the LSO to move
-    if waits:
-        acks = await broker.replicas.wait_for_acks([(p, r) for p, r, _ in waits],
-                                                   int(broker.config["replica.socket.timeout.ms"]) / 1000)
-        for (_, _, key), code in zip(waits, acks):
-            codes[key] = code
-    return codes
 
 
 @handles(27)

@@ -12,19 +12,32 @@ one fsync (group commit), so one slow disk flush never blocks other connections.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterable
+from typing import Any, Iterable, Mapping, Protocol
 
 import structlog
 import trio
 
+from ..clock import Clock
 from ..config import LONG_MAX
 from .partition import Partition
 from .segment import fsync_dir
 
-if TYPE_CHECKING:
-    from .manager import LogManager
-
 log = structlog.get_logger("samsa.log")
+
+
+class FlushedLogs(Protocol):
+    """What flushing reads of the LogManager (broker/log/manager.py), which awaits
+    ``after_append`` and so is above this module."""
+
+    @property
+    def topics(self) -> Mapping[str, Any]: ...     # name -> broker.log.manager.Topic
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def fsync_on_acks_all(self) -> bool: ...
+
+    def topic_config_value(self, topic: Any, name: str) -> Any: ...
+    def now_ms(self) -> int: ...
 
 
 async def sync_partition(part: Partition) -> None:
@@ -70,7 +83,7 @@ async def sync_partitions(parts: Iterable[Partition]) -> None:
             nursery.start_soon(sync_partition, part)
 
 
-async def after_append(logs: "LogManager", parts: list[Partition], acks: int) -> None:
+async def after_append(logs: "FlushedLogs", parts: list[Partition], acks: int) -> None:
     """What the produce path awaits before answering: an fsync when acks=all is to mean
     "on disk", or when ``flush.messages`` was reached."""
     if acks == -1 and logs.fsync_on_acks_all:
@@ -81,14 +94,14 @@ async def after_append(logs: "LogManager", parts: list[Partition], acks: int) ->
         await sync_partitions(due)
 
 
-def _flush_ms(logs: "LogManager", topic) -> int | None:
+def _flush_ms(logs: "FlushedLogs", topic) -> int | None:
     value = logs.topic_config_value(topic, "flush.ms")
     if value is None or int(value) >= LONG_MAX:
         return None
     return max(0, int(value))
 
 
-async def run_flusher(logs: "LogManager", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+async def run_flusher(logs: "FlushedLogs", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
     """Kafka's log flusher: fsync partitions whose last flush is ``flush.ms`` old (and any that
     reached ``flush.messages`` through an internal append). Checks at the smallest flush.ms in
     use (at least every 10 ms, at most every second)."""

@@ -31,6 +31,7 @@ import trio
 from ..clock import Clock
 from ..config import TOPIC_CONFIGS, BrokerConfig, parse_value
 from .fds import FdCache
+from .flush import after_append
 from .partition import LogCorrupt, Partition
 from .segment import fsync_dir
 
@@ -89,7 +90,6 @@ class LogManager:
     async def after_append(self, parts: list[Partition], acks: int) -> None:
         """Awaited by Produce before answering (fsync for acks=all or flush.messages)."""
         if self.fsync_on_acks_all or any(p.flush_due for p in parts):
-            from .flush import after_append
             await after_append(self, parts, acks)
 
     def all_partitions(self) -> list[Partition]:

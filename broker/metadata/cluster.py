@@ -29,7 +29,7 @@ from .etcd import SECURITY_PROTOCOLS, EtcdMetadataStore
 from .store import MetadataUnavailable
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from ..services import BrokerServices
 
 log = structlog.get_logger("samsa.cluster")
 
@@ -49,7 +49,7 @@ def _meta_properties_cluster_id(log_dir: str) -> str | None:
 
 
 class ClusterMetadata:
-    def __init__(self, broker: "Broker") -> None:
+    def __init__(self, broker: "BrokerServices") -> None:
         config = broker.config
         self.broker = broker
         self.node_id = broker.node_id

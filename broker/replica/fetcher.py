@@ -14,7 +14,7 @@ leader answers at once when it appends.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 import trio
@@ -28,9 +28,18 @@ from ..log.partition import Partition
 from .client import BrokerConnection, BrokerConnectionError
 
 if TYPE_CHECKING:
-    from .manager import ReplicaManager
+    from ..services import BrokerServices
 
 log = structlog.get_logger("samsa.replica")
+
+
+class ReplicaManagerView(Protocol):
+    """What a fetcher reads of the ReplicaManager (broker/replica/manager.py), which creates it."""
+
+    @property
+    def broker(self) -> BrokerServices: ...
+    @property
+    def node_id(self) -> int: ...
 
 FETCH_VERSION = 15          # topic ids, ReplicaState, current and last-fetched leader epochs
 OFFSET_FOR_EPOCH_VERSION = 4
@@ -57,7 +66,7 @@ class FetchState:
 class ReplicaFetcher:
     """Fetches the partitions ``leader_id`` leads for this broker."""
 
-    def __init__(self, manager: "ReplicaManager", leader_id: int, host: str, port: int) -> None:
+    def __init__(self, manager: "ReplicaManagerView", leader_id: int, host: str, port: int) -> None:
         self.manager = manager
         self.leader_id = leader_id
         self.host, self.port = host, port

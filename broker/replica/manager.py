@@ -33,7 +33,7 @@ from .fetcher import ReplicaFetcher
 from .state import FollowerState, ReplicaState
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from ..services import BrokerServices
 
 log = structlog.get_logger("samsa.replica")
 
@@ -86,7 +86,7 @@ def endpoint_of(image: Any, node_id: int, listener: str) -> tuple[str, int] | No
 
 
 class ReplicaManager:
-    def __init__(self, broker: "Broker") -> None:
+    def __init__(self, broker: "BrokerServices") -> None:
         self.broker = broker
         self.node_id = broker.node_id
         self.image: Any = None

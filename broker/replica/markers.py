@@ -13,11 +13,12 @@ from kafka.protocol.producer import WriteTxnMarkersRequest
 
 from protocol.errors import ErrorCode
 
+from ..marker_writes import write_markers
 from .client import BrokerConnection, BrokerConnectionError
 from .manager import endpoint_of
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from ..services import BrokerServices
 
 log = structlog.get_logger("samsa.txn")
 
@@ -26,7 +27,7 @@ RETRY_BACKOFF_S = 0.1
 
 
 class MarkerSender:
-    def __init__(self, broker: "Broker") -> None:
+    def __init__(self, broker: "BrokerServices") -> None:
         self.broker = broker
         self._conns: dict[int, tuple[BrokerConnection, trio.Lock]] = {}
 
@@ -58,8 +59,6 @@ class MarkerSender:
     async def deliver(self, job: Any, still_coordinator: Any) -> bool:
         """Write ``job``'s markers at every partition's leader; False when this broker stopped
         being the transaction's coordinator first (the new one finishes the job)."""
-        from ..apis.txn_markers import write_markers
-
         remaining = set(job.partitions)
         while remaining:
             if not still_coordinator():

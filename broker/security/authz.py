@@ -31,10 +31,10 @@ from .acl import (CLUSTER_NAME, CLUSTER_OPERATIONS, GROUP_OPERATIONS, TOPIC_OPER
                   ResourceType as RT)
 
 if TYPE_CHECKING:
-    from ..dispatch import RequestContext
+    from ..services import RequestScope
 
 Handler = Callable[..., Awaitable[Any]]
-CHECKS: dict[int, Callable[["RequestContext", Any, Handler], Awaitable[Any]]] = {}
+CHECKS: dict[int, Callable[["RequestScope", Any, Handler], Awaitable[Any]]] = {}
 
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -51,15 +51,15 @@ def check(*api_keys: int):
     return register
 
 
-async def authorized(ctx: "RequestContext", request: Any, handler: Handler) -> Any:
+async def authorized(ctx: "RequestScope", request: Any, handler: Handler) -> Any:
     return await CHECKS[ctx.api_key](ctx, request, handler)
 
 
-def allowed(ctx: "RequestContext", op: int, rtype: int, name: str) -> bool:
+def allowed(ctx: "RequestScope", op: int, rtype: int, name: str) -> bool:
     return ctx.broker.authorizer.authorize(ctx.principal, ctx.client_host, op, rtype, name)
 
 
-def cluster(ctx: "RequestContext", op: int) -> bool:
+def cluster(ctx: "RequestScope", op: int) -> bool:
     return allowed(ctx, op, RT.CLUSTER, CLUSTER_NAME)
 
 
@@ -76,14 +76,14 @@ def _message(response: Any) -> Any:
     return getattr(response, "message", response)
 
 
-def _topic_name(ctx: "RequestContext", name: str | None, topic_id: Any) -> str | None:
+def _topic_name(ctx: "RequestScope", name: str | None, topic_id: Any) -> str | None:
     if name:
         return name
     topic = ctx.broker.logs.topics_by_id.get(topic_id) if topic_id is not None else None
     return topic.name if topic is not None else None
 
 
-def _split(ctx: "RequestContext", items: list, op: int, name_of: Callable[[Any], str | None]) -> tuple[list, list]:
+def _split(ctx: "RequestScope", items: list, op: int, name_of: Callable[[Any], str | None]) -> tuple[list, list]:
     """(allowed, denied) items by ``op`` on each item's topic; unknown topics stay allowed so
     the handler answers them as Kafka would (Kafka checks DESCRIBE before existence; an
     unresolvable topic id has no name to check)."""
@@ -94,7 +94,7 @@ def _split(ctx: "RequestContext", items: list, op: int, name_of: Callable[[Any],
     return ok, denied
 
 
-def _no_check(ctx: "RequestContext", req: Any, handler: Handler) -> Awaitable[Any]:
+def _no_check(ctx: "RequestScope", req: Any, handler: Handler) -> Awaitable[Any]:
     return handler(ctx, req)
 
 

@@ -1,0 +1,20 @@
+"""The ApiVersions answer to a request newer than advertised (KIP-511): v0, UNSUPPORTED_VERSION and
+the full table, so clients can downgrade. Sans-IO; used by dispatch (before any handler runs) and by
+broker/apis/api_versions.py, which registers into dispatch and so cannot be imported by it."""
+from __future__ import annotations
+
+from kafka.protocol.metadata import ApiVersionsResponse
+
+from protocol.api_versions import SUPPORTED
+from protocol.errors import ErrorCode
+
+
+def api_keys(table: dict[int, tuple[int, int]] = SUPPORTED) -> list:
+    return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in sorted(table.items())]
+
+
+def unsupported_version_response(correlation_id: int, table: dict[int, tuple[int, int]] = SUPPORTED) -> bytes:
+    resp = ApiVersionsResponse(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_keys(table))
+    resp.with_header(correlation_id=correlation_id)
+    return bytes(resp.encode(header=True, framed=True))
