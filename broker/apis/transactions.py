@@ -29,6 +29,7 @@ from coordinator.hashing import partition_for_group
 from coordinator.offsets import OffsetCommitPartition, OffsetCommitTopic
 from protocol.errors import ErrorCode
 
+from .. import topic_catalog
 from ..dispatch import RequestContext, handles
 from .common import coordinator_fields
 
@@ -65,7 +66,7 @@ async def init_transactional_producer_id(ctx: RequestContext, req: Any) -> Any:
 # ---------------------------------------------------------------------------- AddPartitionsToTxn
 
 def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
-    return ctx.broker.logs.partition(topic, partition) is not None
+    return topic_catalog.has_partition(ctx.broker, topic, partition)   # the cluster's, not only local logs
 
 
 async def _add_partitions(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
@@ -134,11 +135,10 @@ async def end_txn(ctx: RequestContext, req: Any) -> Any:
 
 @handles(28)
 async def txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
-    logs = ctx.broker.logs
     errors: dict[tuple[str, int], int] = {}
     topics: list[OffsetCommitTopic] = []
     for t in req.topics:
-        if t.name not in logs.topics:        # Kafka checks the topic, not the partition
+        if topic_catalog.topic(ctx.broker, t.name) is None:   # Kafka checks the topic, not the partition
             for p in t.partitions:
                 errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue
