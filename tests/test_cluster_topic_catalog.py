@@ -179,3 +179,55 @@ def test_kip848_consumer_gets_partitions_of_a_topic_hosted_elsewhere(samsa_clust
         assert got == {(part, b"p%d-%d" % (part, i)) for part in range(3) for i in range(2)}
     finally:
         consumer.close()
+
+
+@CLUSTER
+def test_transaction_with_offsets_on_a_topic_hosted_elsewhere(samsa_cluster: LocalCluster) -> None:
+    """AddPartitionsToTxn (on the transaction coordinator) and TxnOffsetCommit (on the group
+    coordinator) accept a topic neither of them hosts; the markers reach its leader."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    c = samsa_cluster
+    group = "g-txn-remote"
+    group_coord = coordinator_of(c, group)
+
+    def txn_coordinator(txn_id: str) -> int | None:
+        with RawClient(one(c)) as rc:
+            r = rc.request(10, 3, key=txn_id, key_type=1)
+        return r.node_id if r.error_code == 0 else None
+    # a transactional id whose coordinator is the group's (TxnOffsetCommit's KIP-890 check of the
+    # transaction is made on the group coordinator's broker; across brokers it is not implemented)
+    txn_id = next(t for t in (f"tx-remote-{i}" for i in range(200))
+                  if c.wait_for(lambda t=t: txn_coordinator(t), timeout=30, what="a transaction coordinator")
+                  == group_coord)
+    txn_coord = group_coord
+    host = min(b for b in c.brokers if b not in (group_coord, txn_coord))
+    assert create_topic(one(c), "txremote", assignments=[[host]]).error_code == 0
+    c.wait_for(lambda: c.leader("txremote", 0) == host, what="txremote led by its only replica")
+
+    meta = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": group})
+    p = Producer({"bootstrap.servers": c.bootstrap_servers, "transactional.id": txn_id})
+    try:
+        p.init_transactions(30)
+        p.begin_transaction()
+        for i in range(3):
+            p.produce("txremote", value=b"t%d" % i, partition=0)
+        p.send_offsets_to_transaction([TopicPartition("txremote", 0, 42)], meta.consumer_group_metadata(), 30)
+        p.commit_transaction(30)
+        got = meta.committed([TopicPartition("txremote", 0)], timeout=20)
+        assert [(tp.offset, tp.error) for tp in got] == [(42, None)]
+    finally:
+        meta.close()
+    reader = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": "reader", "isolation.level": "read_committed",
+                       "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        reader.assign([TopicPartition("txremote", 0, 0)])
+        values: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(values) < 3:
+            m = reader.poll(0.2)
+            if m is not None and m.error() is None:
+                values.append((m.offset(), m.value()))
+        assert values == [(0, b"t0"), (1, b"t1"), (2, b"t2")]
+    finally:
+        reader.close()
