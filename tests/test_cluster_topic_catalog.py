@@ -231,3 +231,34 @@ def test_transaction_with_offsets_on_a_topic_hosted_elsewhere(samsa_cluster: Loc
         assert values == [(0, b"t0"), (1, b"t1"), (2, b"t2")]
     finally:
         reader.close()
+
+
+@CLUSTER
+def test_deleting_a_topic_drops_its_committed_offsets_on_the_coordinator(samsa_cluster: LocalCluster) -> None:
+    """DeleteTopics answered by a broker that is not the group's coordinator: the coordinator
+    sees the deletion in the metadata image and drops the group's offsets of the topic, so the
+    topic created again under the name does not inherit them (Kafka's onPartitionsDeleted)."""
+    c = samsa_cluster
+    group = "g-deleted"
+    coord, host = remote_topic(c, group, "gone", 1)
+    assert create_topic(one(c), "stays", assignments=[[host]]).error_code == 0
+    with RawClient(c.brokers[coord].bootstrap_servers) as rc:
+        r = rc.request(8, 8, group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+                       topics=[commit_topic(0, 9, "", name="gone"), commit_topic(0, 4, "", name="stays")])
+        assert [p.error_code for t in r.topics for p in t.partitions] == [0, 0]
+
+    def committed() -> dict[tuple[str, int], int]:
+        with RawClient(c.brokers[coord].bootstrap_servers) as rc:
+            r = rc.request(9, 7, group_id=group, topics=None, require_stable=False)
+        assert r.error_code == 0
+        return {(t.name, p.partition_index): p.committed_offset for t in r.topics for p in t.partitions}
+
+    assert committed() == {("gone", 0): 9, ("stays", 0): 4}
+    with RawClient(c.brokers[host].bootstrap_servers) as rc:
+        r = rc.request(20, 6, topics=[REQUESTS[20].DeleteTopicState(name="gone", topic_id=uuid.UUID(int=0))],
+                       timeout_ms=10000)
+        assert r.responses[0].error_code == 0
+    c.wait_for(lambda: committed() == {("stays", 0): 4}, timeout=20, what="the offsets of 'gone' dropped")
+    assert create_topic(one(c), "gone", assignments=[[host]]).error_code == 0
+    c.wait_for(lambda: c.leader("gone", 0) == host, what="'gone' created again")
+    assert committed() == {("stays", 0): 4}
