@@ -182,9 +182,13 @@ def test_kip848_consumer_gets_partitions_of_a_topic_hosted_elsewhere(samsa_clust
 
 
 @CLUSTER
-def test_transaction_with_offsets_on_a_topic_hosted_elsewhere(samsa_cluster: LocalCluster) -> None:
+@pytest.mark.parametrize("same_coordinator", [True, False], ids=["one-coordinator-broker", "two"])
+def test_transaction_with_offsets_on_a_topic_hosted_elsewhere(samsa_cluster: LocalCluster,
+                                                              same_coordinator: bool) -> None:
     """AddPartitionsToTxn (on the transaction coordinator) and TxnOffsetCommit (on the group
-    coordinator) accept a topic neither of them hosts; the markers reach its leader."""
+    coordinator) accept a topic neither of them hosts; the markers reach its leader. With the two
+    coordinators on different brokers, TxnOffsetCommit's KIP-890 check asks the transaction
+    coordinator's broker (AddPartitionsToTxn v4 verify_only between brokers)."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     c = samsa_cluster
@@ -195,12 +199,11 @@ def test_transaction_with_offsets_on_a_topic_hosted_elsewhere(samsa_cluster: Loc
         with RawClient(one(c)) as rc:
             r = rc.request(10, 3, key=txn_id, key_type=1)
         return r.node_id if r.error_code == 0 else None
-    # a transactional id whose coordinator is the group's (TxnOffsetCommit's KIP-890 check of the
-    # transaction is made on the group coordinator's broker; across brokers it is not implemented)
     txn_id = next(t for t in (f"tx-remote-{i}" for i in range(200))
-                  if c.wait_for(lambda t=t: txn_coordinator(t), timeout=30, what="a transaction coordinator")
-                  == group_coord)
-    txn_coord = group_coord
+                  if (c.wait_for(lambda t=t: txn_coordinator(t), timeout=30, what="a transaction coordinator")
+                      == group_coord) == same_coordinator)
+    txn_coord = c.wait_for(lambda: txn_coordinator(txn_id), what="the transaction coordinator")
+    assert (txn_coord == group_coord) == same_coordinator
     host = min(b for b in c.brokers if b not in (group_coord, txn_coord))
     assert create_topic(one(c), "txremote", assignments=[[host]]).error_code == 0
     c.wait_for(lambda: c.leader("txremote", 0) == host, what="txremote led by its only replica")
