@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import structlog
+import trio
 
 from coordinator.group import GroupCoordinator, GroupCoordinatorConfig, Step, TopicsDeleted
 from coordinator.transactions import OFFSETS_TOPIC
@@ -72,6 +73,28 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
             for batch in step.txn_records:     # TxnOffsetCommit: a transactional batch of the producer
                 part.append_internal(list(batch.records), self.broker.now_ms(), producer_id=batch.producer_id,
                                      producer_epoch=batch.producer_epoch, transactional=True)
+
+    async def run_timers(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        cluster = self.broker.cluster
+        if cluster is not None:   # cluster mode: a DeleteTopics answered by any broker reaches us here
+            cluster.store.subscribe(self._on_metadata)
+        await super().run_timers(task_status)
+
+    def _on_metadata(self, old: Any, new: Any, delta: Any) -> None:
+        """As Kafka's BrokerMetadataPublisher calling onPartitionsDeleted: the coordinators this
+        broker leads drop the committed offsets of topics deleted from the metadata image."""
+        deleted = [name for name in (getattr(delta, "deleted_topics", None) or ()) if name not in new.topics]
+        if deleted and self._tasks is not None:
+            self._tasks.start_soon(self._drop_offsets_of, deleted)
+
+    async def _drop_offsets_of(self, topics: list[str]) -> None:
+        try:
+            removed = await self.topics_deleted(topics)
+        except Exception as exc:   # e.g. a coordinator moved away meanwhile: its new leader's job
+            log.warning("offsets of deleted topics not removed", topics=topics, error=str(exc))
+            return
+        if removed:
+            log.info("offsets of deleted topics removed", topics=topics, offsets=removed)
 
     async def topics_deleted(self, topics: list[str]) -> int:
         """Remove every group's offsets for deleted topics (tombstones written); returns how many."""

@@ -1,10 +1,10 @@
 """KIP-848 consumer-group APIs: ConsumerGroupHeartbeat v0-v1, ConsumerGroupDescribe v0-v1 (v1: MemberType,
 always 1 = consumer member since classic members never join consumer groups here).
 
-Quirks: the heartbeat carries the broker's current (non-internal) topics to the pure coordinator,
+Quirks: the heartbeat carries the cluster's current (non-internal) topics (broker/topic_catalog.py) to the pure coordinator,
 which compares them with the group's subscription metadata on every heartbeat (topic creation,
 deletion and partition growth reach the target assignment at once); ConsumerGroupDescribe names
-topics by the broker's current ids (a deleted topic's partitions are left out) and reports
+topics by the cluster's current ids (a deleted topic's partitions are left out) and reports
 authorized operations as "not requested". Results come from coordinator/consumer_group.py; this
 module only converts them.
 """
@@ -15,6 +15,7 @@ from typing import Any
 
 from coordinator import consumer_group as cg
 
+from .. import topic_catalog
 from ..dispatch import RequestContext, handles
 from .common import coordinator_fields
 
@@ -22,7 +23,8 @@ _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 def _topics_view(ctx: RequestContext) -> dict[str, tuple[uuid.UUID, int]]:
-    return {name: (t.topic_id, len(t.partitions)) for name, t in list(ctx.broker.logs.topics.items())
+    """The cluster's topics (the metadata image in cluster mode, not only the ones hosted here)."""
+    return {name: (t.topic_id, t.partition_count) for name, t in topic_catalog.all_topics(ctx.broker).items()
             if not t.internal}
 
 
@@ -59,7 +61,7 @@ async def consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
         r: cg.ConsumerGroupDescribeResult = await shell.call(
             p, cg.ConsumerGroupDescribe(groups=gids, **coordinator_fields(ctx)))
         described.update({d.group_id: d for d in r.groups})
-    topics = ctx.broker.logs.topics_by_id
+    topics = {t.topic_id: t for t in topic_catalog.all_topics(ctx.broker).values()}
     resp = ctx.response(throttle_time_ms=0, groups=[])
     DG = resp.DescribedGroup
 

@@ -10,6 +10,10 @@ that topic's partition 0. A named topic that does not exist answers UNKNOWN_TOPI
 negative partition, is INVALID_REQUEST for every requested topic. This single node leads every
 partition, its only replica and ISR; ELR lists are empty; authorized operations are "not
 requested" (-2147483648), there being no authorizer.
+
+Cluster mode: every topic of the metadata image (broker/topic_catalog.py), hosted here or not,
+with each partition's leader (-1 and LEADER_NOT_AVAILABLE when it is not live), leader epoch,
+replicas, ISR and offline replicas (on fenced or unknown brokers), as Metadata answers them.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from .. import topic_catalog
 from ..dispatch import RequestContext, handles
 from ..log.manager import topic_name_error
 from .common import ZERO_UUID
@@ -24,10 +29,30 @@ from .common import ZERO_UUID
 _NOT_REQUESTED = -2147483648
 
 
+def _partitions(ctx: RequestContext, P: Any, name: str, start: int, upper: int) -> list:
+    broker = ctx.broker
+    if broker.cluster is None:   # a single node: leader, sole replica and ISR of every partition
+        node = broker.node_id
+        return [P(error_code=0, partition_index=p.index, leader_id=node, leader_epoch=p.leader_epoch,
+                  replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[], last_known_elr=[],
+                  offline_replicas=[]) for p in broker.logs.topics[name].partitions[start:upper]]
+    image = broker.cluster.image
+    live = {b.id for b in image.live_brokers()}
+    t = image.topics[name]
+    out = []
+    for index in range(start, upper):
+        reg = t.partitions[index]
+        has_leader = reg.leader in live
+        out.append(P(error_code=0 if has_leader else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index,
+                     leader_id=reg.leader if has_leader else -1, leader_epoch=reg.leader_epoch,
+                     replica_nodes=list(reg.replicas), isr_nodes=list(reg.isr), eligible_leader_replicas=[],
+                     last_known_elr=[], offline_replicas=[b for b in reg.replicas if b not in live]))
+    return out
+
+
 @handles(75)
 async def describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
-    logs = ctx.broker.logs
-    node = ctx.broker.node_id
+    catalog = topic_catalog.all_topics(ctx.broker)
     resp = ctx.response(throttle_time_ms=0, topics=[], next_cursor=None)
     T = resp.DescribeTopicPartitionsResponseTopic
     P = T.DescribeTopicPartitionsResponsePartition
@@ -35,7 +60,7 @@ async def describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
     cursor = req.cursor
     cursor_topic = cursor.topic_name if cursor is not None else ""
     if fetch_all:
-        names = sorted(n for n in list(logs.topics) if n >= cursor_topic)
+        names = sorted(n for n in catalog if n >= cursor_topic)
     else:
         names = sorted({t.name for t in req.topics if t.name is not None and t.name >= cursor_topic})
         if cursor is not None and cursor.topic_name not in names:
@@ -55,7 +80,7 @@ async def describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
         if remaining == 0:
             resp.next_cursor = resp.Cursor(topic_name=name, partition_index=0)
             break
-        topic = logs.topics.get(name)
+        topic = catalog.get(name)
         if topic is None:
             if not fetch_all:
                 err = ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_error(name) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -63,11 +88,9 @@ async def describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
                                      topic_authorized_operations=_NOT_REQUESTED))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
-        count = len(topic.partitions)
+        count = topic.partition_count
         upper = min(count, start + remaining)
-        parts = [P(error_code=0, partition_index=p.index, leader_id=node, leader_epoch=p.leader_epoch,
-                   replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[], last_known_elr=[],
-                   offline_replicas=[]) for p in topic.partitions[start:upper]]
+        parts = _partitions(ctx, P, name, start, upper)
         resp.topics.append(T(error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.internal,
                              partitions=parts, topic_authorized_operations=_NOT_REQUESTED))
         if upper < count:

@@ -2,7 +2,8 @@
 
 Quirks: v10 of OffsetCommit/OffsetFetch names topics by id; commits for partitions that do
 not exist answer UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id) as Kafka does, the
-rest go to the group's coordinator; OffsetFetch v0-v7 asks for one group (null topics =
+rest go to the group's coordinator (existence is the cluster's, broker/topic_catalog.py: in
+cluster mode a topic with no replica on the coordinator's broker is committed like any other); OffsetFetch v0-v7 asks for one group (null topics =
 all committed offsets, v2+), v8+ for several; the commit's metadata string and leader
 epoch are returned as stored.
 """
@@ -14,29 +15,29 @@ from coordinator import group as g
 from coordinator.offsets import OffsetCommitPartition, OffsetCommitTopic, TopicPartitions
 from protocol.errors import ErrorCode
 
+from .. import topic_catalog
 from ..dispatch import RequestContext, handles
 from .common import ZERO_UUID, coordinator_fields
 
 
 def _name_for(ctx: RequestContext, name: str | None, topic_id: Any) -> str | None:
     if ctx.api_version >= 10:
-        topic = ctx.broker.logs.topics_by_id.get(topic_id) if topic_id not in (None, ZERO_UUID) else None
+        topic = topic_catalog.topic_by_id(ctx.broker, topic_id)
         return topic.name if topic else None
     return name
 
 
 @handles(8)
 async def offset_commit(ctx: RequestContext, req: Any) -> Any:
-    logs = ctx.broker.logs
     by_id = ctx.api_version >= 10
     topics: list[OffsetCommitTopic] = []
     rejected: dict[tuple[int, int], int] = {}
     for i, t in enumerate(req.topics):
         name = _name_for(ctx, t.name, getattr(t, "topic_id", None))
-        topic = logs.topics.get(name) if name else None
+        topic = topic_catalog.topic(ctx.broker, name) if name else None
         keep = []
         for p in t.partitions:
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+            if topic is None or not topic.has_partition(p.partition_index):
                 rejected[(i, p.partition_index)] = (ErrorCode.UNKNOWN_TOPIC_ID if by_id and topic is None
                                                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
@@ -66,7 +67,6 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
 @handles(9)
 async def offset_fetch(ctx: RequestContext, req: Any) -> Any:
     v = ctx.api_version
-    logs = ctx.broker.logs
     if v >= 8:
         wanted = []
         for grp in req.groups:
@@ -97,7 +97,7 @@ async def offset_fetch(ctx: RequestContext, req: Any) -> Any:
             gr = results[id(w)]
             topics_out = []
             for t in gr.topics:
-                topic = logs.topics.get(t.name)
+                topic = topic_catalog.topic(ctx.broker, t.name)
                 topics_out.append(T(name=t.name, topic_id=topic.topic_id if topic else ZERO_UUID, partitions=[
                     T.OffsetFetchResponsePartitions(partition_index=p.partition_index,
                                                     committed_offset=p.committed_offset,
@@ -118,14 +118,13 @@ async def offset_fetch(ctx: RequestContext, req: Any) -> Any:
 
 @handles(47)
 async def offset_delete(ctx: RequestContext, req: Any) -> Any:
-    logs = ctx.broker.logs
     rejected: dict[tuple[str, int], int] = {}
     topics = []
     for t in req.topics:
-        topic = logs.topics.get(t.name)
+        topic = topic_catalog.topic(ctx.broker, t.name)
         keep = []
         for p in t.partitions:
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+            if topic is None or not topic.has_partition(p.partition_index):
                 rejected[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 keep.append(p.partition_index)

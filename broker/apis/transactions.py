@@ -29,6 +29,7 @@ from coordinator.hashing import partition_for_group
 from coordinator.offsets import OffsetCommitPartition, OffsetCommitTopic
 from protocol.errors import ErrorCode
 
+from .. import topic_catalog
 from ..dispatch import RequestContext, handles
 from .common import coordinator_fields
 
@@ -65,7 +66,7 @@ async def init_transactional_producer_id(ctx: RequestContext, req: Any) -> Any:
 # ---------------------------------------------------------------------------- AddPartitionsToTxn
 
 def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
-    return ctx.broker.logs.partition(topic, partition) is not None
+    return topic_catalog.has_partition(ctx.broker, topic, partition)   # the cluster's, not only local logs
 
 
 async def _add_partitions(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
@@ -134,18 +135,17 @@ async def end_txn(ctx: RequestContext, req: Any) -> Any:
 
 @handles(28)
 async def txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
-    logs = ctx.broker.logs
     errors: dict[tuple[str, int], int] = {}
     topics: list[OffsetCommitTopic] = []
     for t in req.topics:
-        if t.name not in logs.topics:        # Kafka checks the topic, not the partition
+        if topic_catalog.topic(ctx.broker, t.name) is None:   # Kafka checks the topic, not the partition
             for p in t.partitions:
                 errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue
         topics.append(OffsetCommitTopic(t.name, [
             OffsetCommitPartition(p.partition_index, p.committed_offset, getattr(p, "committed_leader_epoch", -1),
                                   p.committed_metadata) for p in t.partitions]))
-    verify_errors = _verify_offsets_partition(ctx, req, topics) if topics else {}
+    verify_errors = await _verify_offsets_partition(ctx, req, topics) if topics else {}
     errors.update(verify_errors)
     if topics and not verify_errors:
         r: g.TxnOffsetCommitResult = await ctx.broker.groups.call_for(req.group_id, g.TxnOffsetCommit(
@@ -164,18 +164,30 @@ async def txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
     return resp
 
 
-def _verify_offsets_partition(ctx: RequestContext, req: Any, topics: list[OffsetCommitTopic]) -> dict[tuple[str, int], int]:
+async def _verify_offsets_partition(ctx: RequestContext, req: Any,
+                                    topics: list[OffsetCommitTopic]) -> dict[tuple[str, int], int]:
     """KIP-890 verification of the group's partition in the producer's transaction; an error
-    applies to every partition of the commit (empty when verified)."""
+    applies to every partition of the commit (empty when verified). In a cluster whose
+    transaction coordinator for the id is another broker, that broker is asked
+    (broker/replica/txn_verify.py)."""
     if not req.group_id:
         return {}        # the group coordinator answers INVALID_GROUP_ID
     offsets_partition = partition_for_group(req.group_id, ctx.broker.groups.num_partitions)
     ctx.broker.groups.ensure_topic()
-    # v5 (transactions v2): no AddOffsetsToTxn before, the partition is added here
-    r: tx.AddPartitionsResult = ctx.broker.txns.call_now(req.transactional_id, tx.AddPartitionsToTxn(
-        transactional_id=req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
-        partitions=[(tx.OFFSETS_TOPIC, offsets_partition)], verify_only=ctx.api_version < 5))
-    code = r.error_for((tx.OFFSETS_TOPIC, offsets_partition))
+    add = ctx.api_version >= 5    # v5 (transactions v2): no AddOffsetsToTxn before, the partition is added here
+    remote = None
+    if ctx.broker.cluster is not None:
+        from ..replica.txn_verify import remote_transaction_coordinator
+        remote = remote_transaction_coordinator(ctx.broker, req.transactional_id or "")
+    if remote is not None:
+        from ..replica.txn_verify import verify_remotely
+        code = await verify_remotely(ctx.broker, remote, req.transactional_id, req.producer_id, req.producer_epoch,
+                                     tx.OFFSETS_TOPIC, offsets_partition, add)
+    else:
+        r: tx.AddPartitionsResult = ctx.broker.txns.call_now(req.transactional_id, tx.AddPartitionsToTxn(
+            transactional_id=req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
+            partitions=[(tx.OFFSETS_TOPIC, offsets_partition)], verify_only=not add))
+        code = r.error_for((tx.OFFSETS_TOPIC, offsets_partition))
     if code == ErrorCode.NONE:
         return {}
     if code == PRODUCER_FENCED:

@@ -1,0 +1,97 @@
+"""The topics this cluster has: name -> (id, partition count, internal), without reading any data.
+
+Why: a broker's LogManager holds only the topics it hosts a replica of. On a single node that is
+every topic; in cluster mode (``broker.cluster`` set) a topic may live on other brokers only, and
+handlers that merely ask "does this topic exist, with which id and how many partitions"
+(OffsetCommit, TxnOffsetCommit, OffsetFetch/OffsetDelete, AddPartitionsToTxn, the KIP-848
+heartbeat's topic view, DescribeTopicPartitions) must answer from the metadata image every broker
+holds, as Kafka's handlers ask its MetadataCache. Handlers that read or write records keep using
+the LogManager (and answer NOT_LEADER_OR_FOLLOWER where they do not host the partition).
+
+Single node: the LogManager's topics, exactly as before. Cluster mode: the image's topics (its
+ids parsed to UUIDs), built once per image (images are immutable).
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping
+
+from .log.manager import INTERNAL_TOPICS
+
+if TYPE_CHECKING:
+    from .broker import Broker
+    from .log.manager import Topic
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogTopic:
+    name: str
+    topic_id: uuid.UUID
+    partition_count: int
+    internal: bool
+
+    def has_partition(self, index: int) -> bool:
+        return 0 <= index < self.partition_count
+
+
+def _of_log(t: "Topic") -> CatalogTopic:
+    return CatalogTopic(t.name, t.topic_id, len(t.partitions), t.internal)
+
+
+class _ImageCatalog:
+    """The image's topics as CatalogTopics, recomputed only when the image object changes."""
+    __slots__ = ("image", "by_name", "by_id")
+
+    def __init__(self, image: object) -> None:
+        self.image = image
+        self.by_name: dict[str, CatalogTopic] = {}
+        self.by_id: dict[uuid.UUID, CatalogTopic] = {}
+        for name, t in image.topics.items():   # type: ignore[attr-defined]
+            ct = CatalogTopic(name, uuid.UUID(t.topic_id), len(t.partitions), name in INTERNAL_TOPICS)
+            self.by_name[name] = ct
+            self.by_id[ct.topic_id] = ct
+
+
+_last: _ImageCatalog | None = None
+
+
+def _image_catalog(broker: "Broker") -> _ImageCatalog:
+    global _last
+    image = broker.cluster.image   # type: ignore[union-attr]
+    cat = _last
+    if cat is None or cat.image is not image:
+        cat = _last = _ImageCatalog(image)
+    return cat
+
+
+def all_topics(broker: "Broker") -> Mapping[str, CatalogTopic]:
+    """Every topic by name (internal ones included)."""
+    if broker.cluster is not None:
+        return _image_catalog(broker).by_name
+    return {name: _of_log(t) for name, t in list(broker.logs.topics.items())}
+
+
+def topic(broker: "Broker", name: str | None) -> CatalogTopic | None:
+    if name is None:
+        return None
+    if broker.cluster is not None:
+        return _image_catalog(broker).by_name.get(name)
+    t = broker.logs.topics.get(name)
+    return None if t is None else _of_log(t)
+
+
+def topic_by_id(broker: "Broker", topic_id: uuid.UUID | None) -> CatalogTopic | None:
+    if topic_id is None or topic_id == ZERO_UUID:
+        return None
+    if broker.cluster is not None:
+        return _image_catalog(broker).by_id.get(topic_id)
+    t = broker.logs.topics_by_id.get(topic_id)
+    return None if t is None else _of_log(t)
+
+
+def has_partition(broker: "Broker", name: str, index: int) -> bool:
+    t = topic(broker, name)
+    return t is not None and t.has_partition(index)
