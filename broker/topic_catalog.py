@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Mapping
 from .log.manager import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .services import BrokerServices
     from .log.manager import Topic
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -58,7 +58,7 @@ class _ImageCatalog:
 _last: _ImageCatalog | None = None
 
 
-def _image_catalog(broker: "Broker") -> _ImageCatalog:
+def _image_catalog(broker: "BrokerServices") -> _ImageCatalog:
     global _last
     image = broker.cluster.image   # type: ignore[union-attr]
     cat = _last
@@ -67,14 +67,14 @@ def _image_catalog(broker: "Broker") -> _ImageCatalog:
     return cat
 
 
-def all_topics(broker: "Broker") -> Mapping[str, CatalogTopic]:
+def all_topics(broker: "BrokerServices") -> Mapping[str, CatalogTopic]:
     """Every topic by name (internal ones included)."""
     if broker.cluster is not None:
         return _image_catalog(broker).by_name
     return {name: _of_log(t) for name, t in list(broker.logs.topics.items())}
 
 
-def topic(broker: "Broker", name: str | None) -> CatalogTopic | None:
+def topic(broker: "BrokerServices", name: str | None) -> CatalogTopic | None:
     if name is None:
         return None
     if broker.cluster is not None:
@@ -83,7 +83,7 @@ def topic(broker: "Broker", name: str | None) -> CatalogTopic | None:
     return None if t is None else _of_log(t)
 
 
-def topic_by_id(broker: "Broker", topic_id: uuid.UUID | None) -> CatalogTopic | None:
+def topic_by_id(broker: "BrokerServices", topic_id: uuid.UUID | None) -> CatalogTopic | None:
     if topic_id is None or topic_id == ZERO_UUID:
         return None
     if broker.cluster is not None:
@@ -92,6 +92,6 @@ def topic_by_id(broker: "Broker", topic_id: uuid.UUID | None) -> CatalogTopic | 
     return None if t is None else _of_log(t)
 
 
-def has_partition(broker: "Broker", name: str, index: int) -> bool:
+def has_partition(broker: "BrokerServices", name: str, index: int) -> bool:
     t = topic(broker, name)
     return t is not None and t.has_partition(index)

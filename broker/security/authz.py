@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
+from .. import topic_catalog   # the cluster's topics (the metadata image in cluster mode)
 from .acl import (CLUSTER_NAME, CLUSTER_OPERATIONS, GROUP_OPERATIONS, TOPIC_OPERATIONS, Operation as Op,
                   ResourceType as RT)
 
@@ -79,7 +80,7 @@ def _message(response: Any) -> Any:
 def _topic_name(ctx: "RequestScope", name: str | None, topic_id: Any) -> str | None:
     if name:
         return name
-    topic = ctx.broker.logs.topics_by_id.get(topic_id) if topic_id is not None else None
+    topic = topic_catalog.topic_by_id(ctx.broker, topic_id) if topic_id is not None else None
     return topic.name if topic is not None else None
 
 
@@ -241,7 +242,6 @@ def _with_authorized_operations(ctx, req, response):
 
 async def _metadata(ctx, req, handler):
     T = _cls(3, "MetadataResponseTopic")
-    logs = ctx.broker.logs
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
         response = await handler(ctx, req)
         response.topics = [t for t in response.topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
@@ -256,7 +256,7 @@ async def _metadata(ctx, req, handler):
             keep.append(rt)
         elif not allowed(ctx, Op.DESCRIBE, RT.TOPIC, name):
             denied.append(rt)
-        elif auto_create and name not in logs.topics and not may_create_any and \
+        elif auto_create and topic_catalog.topic(ctx.broker, name) is None and not may_create_any and \
                 not allowed(ctx, Op.CREATE, RT.TOPIC, name):
             denied.append(rt)
         else:
