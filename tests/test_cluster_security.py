@@ -241,3 +241,86 @@ def test_racing_security_writes_make_one_record(tmp_path) -> None:
     assert acls[0] == acls[1] and len(acls[0]) == 1
     assert len([r for r in records if isinstance(r, UserScramCredentialRecord)]) == 1
     assert len([r for r in records if isinstance(r, AccessControlEntryRecord)]) == 1
+
+
+def _as(bootstrap: str, user: str) -> RawClient:
+    """A raw connection to one broker, logged in as ``user`` with SASL PLAIN."""
+    c = RawClient(bootstrap)
+    assert c.request(17, 1, mechanism="PLAIN").error_code == 0
+    assert c.request(36, 2, auth_bytes=f"\0{user}\0{user}-secret".encode()).error_code == 0
+    return c
+
+
+def _metadata_v12(bootstrap: str, user: str, topic: str, auto_create: bool):
+    """Broker ``bootstrap``'s Metadata v12 answer to ``user`` for ``topic`` (the topic entry)."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    T = MetadataRequest[12].MetadataRequestTopic
+    with _as(bootstrap, user) as c:
+        r = c.request(3, 12, topics=[T(topic_id=None, name=topic)], allow_auto_topic_creation=auto_create,
+                      include_topic_authorized_operations=False)
+    return r.topics[0]
+
+
+def _commit_by_id(bootstrap: str, user: str, group: str, topic_id) -> dict:
+    """A simple (generation -1) OffsetCommit v10 of partition 0 naming the topic by id, as ``user``:
+    the answer's {topic_id: [partition error codes]}."""
+    from kafka.protocol.consumer.group import OffsetCommitRequest
+
+    T = OffsetCommitRequest[10].OffsetCommitRequestTopic
+    P = T.OffsetCommitRequestPartition
+    with _as(bootstrap, user) as c:
+        r = c.request(8, 10, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                      group_instance_id=None, topics=[T(topic_id=topic_id, partitions=[
+                          P(partition_index=0, committed_offset=7, committed_leader_epoch=-1,
+                            committed_metadata=None)])])
+    return {t.topic_id: [p.error_code for p in t.partitions] for t in r.topics}
+
+
+@pytest.mark.parametrize("samsa_cluster", [SECURE], indirect=True)
+def test_authorization_sees_topics_hosted_on_other_brokers(samsa_cluster) -> None:
+    """Regression: a broker's authorizer resolves topic ids and topic existence from the cluster's
+    catalog, not from the logs it hosts. Asked of a broker with no replica of the topic, an
+    OffsetCommit v10 naming it by id is denied (it passed unchecked), and Metadata with
+    auto-creation allowed answers the existing topic to a principal without CREATE."""
+    from confluent_kafka.admin import NewTopic
+
+    c = samsa_cluster
+    sasl = {i: c.bootstrap("SASL_PLAINTEXT", i) for i in (1, 2, 3)}
+    group, topic = "bobs-group", "elsewhere"
+    # the group's coordinator B, then the topic's only replica on another broker A
+    with _as(sasl[1], "admin") as raw:
+        fc = raw.request(10, 4, key_type=0, coordinator_keys=[group])
+    assert fc.coordinators[0].error_code == 0
+    b = fc.coordinators[0].node_id
+    a = next(i for i in (1, 2, 3) if i != b)
+    admin = AdminClient(plain(sasl[1], "admin"))
+    admin.create_topics([NewTopic(topic, 1, replica_assignment=[[a]])])[topic].result(15)
+    # B knows the topic (from the cluster's metadata) but hosts no replica of it
+    md = wait_for(lambda: (t := _metadata_v12(sasl[b], "admin", topic, False)).error_code == 0 and t,
+                  what="the topic in broker B's metadata")
+    assert [p.replica_nodes for p in md.partitions] == [[a]]
+    topic_id = md.topic_id
+
+    # bob may READ the group, and has no ACL on the topic
+    acl = AclBinding(ResourceType.GROUP, group, ResourcePatternType.LITERAL, "User:bob", "*", AclOperation.READ,
+                     AclPermissionType.ALLOW)
+    admin.create_acls([acl])[acl].result(10)
+    result = wait_for(lambda: (r := _commit_by_id(sasl[b], "bob", group, topic_id)) != {topic_id: [30]} and r,
+                      what="bob's group READ on broker B")
+    assert result == {topic_id: [29]}   # TOPIC_AUTHORIZATION_FAILED, not committed
+    from kafka.protocol.consumer.group import OffsetFetchRequest
+    G = OffsetFetchRequest[10].OffsetFetchRequestGroup
+    with _as(sasl[b], "admin") as raw:   # nothing was committed for the group
+        r = raw.request(9, 10, groups=[G(group_id=group, member_id=None, member_epoch=-1, topics=None)],
+                        require_stable=False)
+    assert [(g.group_id, g.error_code, g.topics) for g in r.groups] == [(group, 0, [])]
+
+    # Metadata with auto-creation allowed, DESCRIBE but no CREATE: the existing topic is answered
+    describe = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:bob", "*",
+                          AclOperation.DESCRIBE, AclPermissionType.ALLOW)
+    admin.create_acls([describe])[describe].result(10)
+    wait_for(lambda: _metadata_v12(sasl[b], "bob", topic, False).error_code == 0, what="bob's DESCRIBE on B")
+    t = _metadata_v12(sasl[b], "bob", topic, True)
+    assert (t.error_code, t.name, t.topic_id) == (0, topic, topic_id)
+    assert [(p.partition_index, p.leader_id, p.replica_nodes) for p in t.partitions] == [(0, a, [a])]
