@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from protocol.api_versions import SUPPORTED
-
+from .api_table import advertised_table
 from .clock import Clock
 from .config import BrokerConfig
 from .faults import FaultRegistry
@@ -79,15 +78,7 @@ class Broker:
         self.txns = TxnShell(self)
         self.metrics: "BrokerMetrics | None" = None   # set when samsa.http.listener serves /metrics
         self.faults = FaultRegistry()   # broker/faults.py; armed through broker/control.py
-        release = config.get("samsa.emulate.kafka.version")
-        if release:
-            from protocol.emulation import emulated_table
-            try:
-                self.api_versions = emulated_table(release)
-            except ValueError as exc:
-                raise SystemExit(str(exc)) from None
-        else:
-            self.api_versions = SUPPORTED
+        self.api_versions = advertised_table(config)
         self.security = Security(config, config.log_dir, self.now_ms, lambda: self.metadata)
         self.authorizer = self.security.authorizer   # None unless authorizer.class.name is set
         self.replicas = ReplicaManager(self)   # idle until cluster metadata arrives (broker/replica/)
