@@ -14,6 +14,7 @@ from .faults import FaultRegistry
 from .group_shell import GroupShell
 from .log import cleaner, flush, retention
 from .log.manager import LogManager
+from .notifier import Notifier
 from .replica.manager import ReplicaManager
 from .security.setup import Security
 from .txn_shell import TxnShell
@@ -22,21 +23,6 @@ if TYPE_CHECKING:
     from .metrics import BrokerMetrics
 
 PRODUCER_ID_BLOCK = 1000
-
-
-class AppendNotifier:
-    """Wakes every waiting fetch when any partition grows; fetches re-check their own
-    partitions, so one event per broker is enough and nothing polls."""
-
-    def __init__(self) -> None:
-        self._event = trio.Event()
-
-    def notify(self) -> None:
-        self._event.set()
-        self._event = trio.Event()
-
-    async def wait(self) -> None:
-        await self._event.wait()
 
 
 class ProducerIdAllocator:
@@ -69,7 +55,7 @@ class Broker:
         self.config = config
         self.node_id = int(config["node.id"])
         self.logs = LogManager(config)
-        self.appends = AppendNotifier()
+        self.appends = Notifier()   # wakes every waiting fetch when any partition grows
         self.clock = clock or Clock()
         self.logs.clock = self.clock  # segments, retention and the cleaner use the broker's clock
         self.stopping = trio.Event()
