@@ -310,20 +310,27 @@ class BrokerBench:
         keys = [f"rebalance_{n}" for n in a.group_size_list]
 
         def body(b: RunningBroker):
-            topic = "bench-groups"
-            parts = max(a.group_size_list)
-            workloads.create_topic(b.bootstrap, topic, parts)
-            # Untimed: a first group operation may create __consumer_offsets; not a rebalance cost.
-            workloads.warm_coordinator(b.bootstrap, topic)
-            out: dict[str, Value] = {}
-            for n in a.group_size_list:
-                r = workloads.rebalance_latency(b.bootstrap, topic, parts, n, a.session_timeout_ms,
-                                                a.heartbeat_ms, a.rebalance_timeout)
-                ms = r.seconds * 1000
-                self.say(f"rebalance, {n} member{'s' * (n > 1)}: {ms:.0f} ms {r.note} {r.describe_note}")
-                out[f"rebalance_{n}"] = Value(None if r.note else ms, r.note or r.describe_note)
-            return out
+            return self._rebalances(b, "rebalance", "rebalance", "classic")
         self.measure(keys, GROUP_APIS, body)
+
+    def _rebalances(self, b: RunningBroker, prefix: str, label: str, protocol: str) -> dict[str, Value]:
+        """One rebalance per group size on a fresh topic (rebalance and rebalance848 differ only
+        in the group protocol); a describe_note (classic only) marks but keeps the number."""
+        a = self.args
+        topic = "bench-groups"
+        parts = max(a.group_size_list)
+        workloads.create_topic(b.bootstrap, topic, parts)
+        # Untimed: a first group operation may create __consumer_offsets; not a rebalance cost.
+        workloads.warm_coordinator(b.bootstrap, topic)
+        out: dict[str, Value] = {}
+        for n in a.group_size_list:
+            r = workloads.rebalance_latency(b.bootstrap, topic, parts, n, a.session_timeout_ms,
+                                            a.heartbeat_ms, a.rebalance_timeout, protocol=protocol)
+            ms = r.seconds * 1000
+            extra = f" {r.describe_note}" if protocol == "classic" else ""
+            self.say(f"{label}, {n} member{'s' * (n > 1)}: {ms:.0f} ms {r.note}{extra}")
+            out[f"{prefix}_{n}"] = Value(None if r.note else ms, r.note or r.describe_note)
+        return out
 
     def rebalance848(self) -> None:
         """The same scenario with group.protocol=consumer (skipped on brokers without
@@ -332,17 +339,8 @@ class BrokerBench:
         keys = [f"rebalance848_{n}" for n in a.group_size_list] + ["hb848_per_s", "hb848_per_cpu_s"]
 
         def body(b: RunningBroker):
+            out = self._rebalances(b, "rebalance848", "rebalance (KIP-848)", "consumer")
             topic = "bench-groups"
-            parts = max(a.group_size_list)
-            workloads.create_topic(b.bootstrap, topic, parts)
-            workloads.warm_coordinator(b.bootstrap, topic)
-            out: dict[str, Value] = {}
-            for n in a.group_size_list:
-                r = workloads.rebalance_latency(b.bootstrap, topic, parts, n, a.session_timeout_ms,
-                                                a.heartbeat_ms, a.rebalance_timeout, protocol="consumer")
-                ms = r.seconds * 1000
-                self.say(f"rebalance (KIP-848), {n} member{'s' * (n > 1)}: {ms:.0f} ms {r.note}")
-                out[f"rebalance848_{n}"] = Value(None if r.note else ms, r.note)
             h = workloads.heartbeat_rate(b.bootstrap, b.pid, topic, 10, a.commit_seconds)
             self.say(f"KIP-848 heartbeats: {h.per_second:.0f}/s, {h.per_cpu_second:.0f} per broker CPU second "
                      f"({h.heartbeats}) {h.note}")

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from protocol.api_versions import SUPPORTED
-
+from .api_table import advertised_table
 from .clock import Clock
 from .config import BrokerConfig
 from .faults import FaultRegistry
 from .group_shell import GroupShell
 from .log import cleaner, flush, retention
 from .log.manager import LogManager
+from .notifier import Notifier
 from .replica.manager import ReplicaManager
 from .security.setup import Security
 from .txn_shell import TxnShell
@@ -23,21 +23,6 @@ if TYPE_CHECKING:
     from .metrics import BrokerMetrics
 
 PRODUCER_ID_BLOCK = 1000
-
-
-class AppendNotifier:
-    """Wakes every waiting fetch when any partition grows; fetches re-check their own
-    partitions, so one event per broker is enough and nothing polls."""
-
-    def __init__(self) -> None:
-        self._event = trio.Event()
-
-    def notify(self) -> None:
-        self._event.set()
-        self._event = trio.Event()
-
-    async def wait(self) -> None:
-        await self._event.wait()
 
 
 class ProducerIdAllocator:
@@ -70,7 +55,7 @@ class Broker:
         self.config = config
         self.node_id = int(config["node.id"])
         self.logs = LogManager(config)
-        self.appends = AppendNotifier()
+        self.appends = Notifier()   # wakes every waiting fetch when any partition grows
         self.clock = clock or Clock()
         self.logs.clock = self.clock  # segments, retention and the cleaner use the broker's clock
         self.stopping = trio.Event()
@@ -79,15 +64,7 @@ class Broker:
         self.txns = TxnShell(self)
         self.metrics: "BrokerMetrics | None" = None   # set when samsa.http.listener serves /metrics
         self.faults = FaultRegistry()   # broker/faults.py; armed through broker/control.py
-        release = config.get("samsa.emulate.kafka.version")
-        if release:
-            from protocol.emulation import emulated_table
-            try:
-                self.api_versions = emulated_table(release)
-            except ValueError as exc:
-                raise SystemExit(str(exc)) from None
-        else:
-            self.api_versions = SUPPORTED
+        self.api_versions = advertised_table(config)
         self.security = Security(config, config.log_dir, self.now_ms, lambda: self.metadata)
         self.authorizer = self.security.authorizer   # None unless authorizer.class.name is set
         self.replicas = ReplicaManager(self)   # idle until cluster metadata arrives (broker/replica/)

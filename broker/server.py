@@ -11,7 +11,7 @@ import errno
 import signal
 import socket
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import structlog
 import trio
@@ -48,6 +48,21 @@ async def _read_frames(stream: trio.abc.Stream, decoder: FrameDecoder,
                 readers.discard(scope)
 
 
+async def _forward(take: Callable[[Any], Sequence[bytes | bytearray]], received: Any,
+                   send: trio.MemorySendChannel, peer: str) -> bool:
+    """Hand the frames completed by what was just received to the answering task; both read loops
+    share it. On a bad frame the error goes down the channel (the answerer closes) and False says stop."""
+    try:
+        frames = take(received)
+    except FrameError as exc:
+        log.warning("closing connection: bad frame", peer=peer, reason=str(exc))
+        await send.send(exc)
+        return False
+    for frame in frames:
+        await send.send(frame)
+    return True
+
+
 async def _read_stream_loop(stream: trio.abc.Stream, decoder: FrameDecoder,
                             send: trio.MemorySendChannel, peer: str) -> None:
     """TLS connections: the bytes come decrypted from the SSLStream, not from the socket."""
@@ -58,14 +73,8 @@ async def _read_stream_loop(stream: trio.abc.Stream, decoder: FrameDecoder,
             return
         if not data:
             return
-        try:
-            frames = decoder.feed(data)
-        except FrameError as exc:
-            log.warning("closing connection: bad frame", peer=peer, reason=str(exc))
-            await send.send(exc)
+        if not await _forward(decoder.feed, data, send, peer):
             return
-        for frame in frames:
-            await send.send(frame)
 
 
 async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
@@ -81,14 +90,8 @@ async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
             into.release()
         if not n:
             return
-        try:
-            frames = decoder.consumed(n)
-        except FrameError as exc:
-            log.warning("closing connection: bad frame", peer=peer, reason=str(exc))
-            await send.send(exc)
+        if not await _forward(decoder.consumed, n, send, peer):
             return
-        for frame in frames:
-            await send.send(frame)
 
 
 async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryReceiveChannel,

@@ -20,7 +20,7 @@ from .security.acl import Authorizer
 
 
 class AppendWaker(Protocol):
-    """broker.broker.AppendNotifier: wakes fetches waiting for a partition to grow."""
+    """broker.notifier.Notifier (Broker.appends): wakes fetches waiting for a partition to grow."""
 
     def notify(self) -> None: ...
 

@@ -33,6 +33,7 @@ from protocol.api_versions import SUPPORTED
 from protocol.frame import FrameDecoder, FrameError, peek_header
 from protocol.kafka_import import import_submodule_alone
 
+from .api_table import advertised_table
 from .config import BrokerConfig, Listener
 
 _av = import_submodule_alone("kafka.protocol.metadata.api_versions")  # not the whole metadata family
@@ -244,13 +245,7 @@ def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO
     if control:                    # refused before listening, not after the first answers
         from .control import ALLOW_REMOTE, check_bind
         check_bind(str(control), bool(config.get(ALLOW_REMOTE)))
-    release = config.get("samsa.emulate.kafka.version")
-    if release:
-        from protocol.emulation import emulated_table
-        try:
-            startup.table = emulated_table(release)
-        except ValueError as exc:
-            raise SystemExit(str(exc)) from None
+    startup.table = advertised_table(config)
     signalled: list[int] = []      # SIGTERM/SIGINT while loading (trio's handlers come later)
     previous = {sig: signal.signal(sig, lambda signum, _frame: signalled.append(signum))
                 for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -152,22 +152,20 @@ async def create_topics(ctx: RequestContext, req: Any) -> Any:
 
     from ..metadata.store import MetadataUnavailable
     from .configs import creation_config_entries, validate_topic_configs
-    from .topic_rules import CLUSTER_METADATA_TOPIC, CT, CTC, MAX_PARTITIONS_PER_REQUEST, _requested_partitions, _unify
+    from .topic_rules import (CLUSTER_METADATA_TOPIC, CT, CTC, _unify, duplicate_results, duplicated_names,
+                              too_many_partitions)
 
     cluster = ctx.broker.cluster
     config = ctx.broker.config
     validate_only = bool(req.validate_only)
-    if sum(_requested_partitions(ctx, t) for t in req.topics) > MAX_PARTITIONS_PER_REQUEST:
-        msg = "Excessively large number of partitions per request."
-        return ctx.response(throttle_time_ms=0, topics=[CT(name=t.name, error_code=ErrorCode.POLICY_VIOLATION,
-                                                           error_message=msg) for t in req.topics])
-    counts: dict[str, int] = {}
-    for t in req.topics:
-        counts[t.name] = counts.get(t.name, 0) + 1
+    refused = too_many_partitions(ctx, req)
+    if refused is not None:
+        return refused
+    duplicated = duplicated_names(req.topics)
     results = []
     for t in req.topics:
         name = t.name
-        if counts[name] > 1 or name == CLUSTER_METADATA_TOPIC:
+        if name in duplicated or name == CLUSTER_METADATA_TOPIC:
             continue
         image = cluster.image
         collisions = {_unify(n): n for n in image.topics}
@@ -255,9 +253,7 @@ async def create_topics(ctx: RequestContext, req: Any) -> Any:
                    for n, v, src in creation_config_entries(config, overrides)]
         results.append(CT(name=name, topic_id=topic_id, error_code=0, error_message=None, topic_config_error_code=0,
                           num_partitions=len(assignments), replication_factor=len(assignments[0]), configs=entries))
-    for name, n in counts.items():
-        if n > 1:
-            results.append(CT(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."))
+    results.extend(duplicate_results(CT, duplicated))
     return ctx.response(throttle_time_ms=0, topics=results)
 
 
@@ -303,16 +299,14 @@ async def create_partitions(ctx: RequestContext, req: Any) -> Any:
     from coordinator.metadata_controller import Rejection, check_assignment
 
     from ..metadata.store import MetadataUnavailable
-    from .topic_rules import CP, UNKNOWN_TOPIC_MESSAGE
+    from .topic_rules import CP, UNKNOWN_TOPIC_MESSAGE, duplicate_results, duplicated_names
 
     cluster = ctx.broker.cluster
-    counts: dict[str, int] = {}
-    for t in req.topics:
-        counts[t.name] = counts.get(t.name, 0) + 1
+    duplicated = duplicated_names(req.topics)
     results = []
     for t in req.topics:
         name = t.name
-        if counts[name] > 1:
+        if name in duplicated:
             continue
         image = cluster.image
         topic = image.topics.get(name)
@@ -352,7 +346,5 @@ async def create_partitions(ctx: RequestContext, req: Any) -> Any:
             except MetadataUnavailable as exc:
                 rej = Rejection(ErrorCode.REQUEST_TIMED_OUT, str(exc))
         results.append(CP(name=name, error_code=rej.code if rej else 0, error_message=rej.message if rej else None))
-    for name, n in counts.items():
-        if n > 1:
-            results.append(CP(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."))
+    results.extend(duplicate_results(CP, duplicated))
     return ctx.response(throttle_time_ms=0, results=results)

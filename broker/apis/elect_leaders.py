@@ -20,11 +20,11 @@ from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
+from .partition_change import write_decision
 
 R = ElectLeadersResponse.ReplicaElectionResult
 PR = R.PartitionResult
 NOT_NEEDED = "Leader election not needed for topic partition."
-RETRIES = 10
 
 
 def _requested(ctx: RequestContext, req: Any) -> tuple[list[tuple[str, int]], bool]:
@@ -37,22 +37,9 @@ def _requested(ctx: RequestContext, req: Any) -> tuple[list[tuple[str, int]], bo
 
 
 async def _decide_cluster(ctx: RequestContext, topic: str, partition: int, election_type: int) -> tuple[int, str | None]:
-    from coordinator.metadata_controller import Rejection, elect_leaders_decision
+    from coordinator.metadata_controller import elect_leaders_decision
 
-    from ..metadata.store import MetadataUnavailable
-
-    store = ctx.broker.cluster.store
-    for _ in range(RETRIES):
-        base = store.image
-        decision = elect_leaders_decision(base, topic, partition, election_type)
-        if isinstance(decision, Rejection):
-            return decision.code, decision.message
-        try:
-            if await store.append([decision], base=base):
-                return 0, None
-        except MetadataUnavailable as exc:
-            return ErrorCode.REQUEST_TIMED_OUT, str(exc)
-    return ErrorCode.REQUEST_TIMED_OUT, "the partition kept changing"
+    return await write_decision(ctx, lambda image: elect_leaders_decision(image, topic, partition, election_type))
 
 
 @handles(43)

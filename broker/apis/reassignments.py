@@ -21,12 +21,12 @@ from kafka.protocol.admin import (AlterPartitionReassignmentsRequest, AlterParti
 from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
+from .partition_change import write_decision
 
 AT = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 AP = AT.ReassignablePartitionResponse
 LT = ListPartitionReassignmentsResponse.OngoingTopicReassignment
 LP = LT.OngoingPartitionReassignment
-RETRIES = 10
 
 
 def _single_node(ctx: RequestContext, topic: str, partition: int, target: list[int] | None) -> tuple[int, str | None]:
@@ -49,24 +49,9 @@ def _single_node(ctx: RequestContext, topic: str, partition: int, target: list[i
 
 async def _cluster(ctx: RequestContext, topic: str, partition: int, target: list[int] | None,
                    allow_rf_change: bool) -> tuple[int, str | None]:
-    from coordinator.metadata_controller import Rejection, reassign_decision
+    from coordinator.metadata_controller import reassign_decision
 
-    from ..metadata.store import MetadataUnavailable
-
-    store = ctx.broker.cluster.store
-    for _ in range(RETRIES):
-        base = store.image
-        decision = reassign_decision(base, topic, partition, target, allow_rf_change)
-        if decision is None:
-            return 0, None
-        if isinstance(decision, Rejection):
-            return decision.code, decision.message
-        try:
-            if await store.append([decision], base=base):
-                return 0, None
-        except MetadataUnavailable as exc:
-            return ErrorCode.REQUEST_TIMED_OUT, str(exc)
-    return ErrorCode.REQUEST_TIMED_OUT, "the partition kept changing"
+    return await write_decision(ctx, lambda image: reassign_decision(image, topic, partition, target, allow_rf_change))
 
 
 @handles(45)

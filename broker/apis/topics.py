@@ -41,7 +41,7 @@ from ..log.manager import INTERNAL_TOPICS, topic_name_error
 from .common import ZERO_UUID
 from .configs import creation_config_entries, validate_topic_configs
 from .topic_rules import (CLUSTER_METADATA_TOPIC, CP, CT, CTC, DT, MAX_PARTITIONS_PER_REQUEST, UNKNOWN_TOPIC_ID_MESSAGE,
-                          UNKNOWN_TOPIC_MESSAGE, _requested_partitions, _unify)
+                          UNKNOWN_TOPIC_MESSAGE, _unify, duplicate_results, duplicated_names, too_many_partitions)
 
 log = structlog.get_logger("samsa.topics")
 
@@ -118,18 +118,15 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         return await cluster_create_topics(ctx, req)
     logs = ctx.broker.logs
     validate_only = bool(req.validate_only)
-    if sum(_requested_partitions(ctx, t) for t in req.topics) > MAX_PARTITIONS_PER_REQUEST:
-        msg = "Excessively large number of partitions per request."
-        return ctx.response(throttle_time_ms=0, topics=[CT(name=t.name, error_code=ErrorCode.POLICY_VIOLATION,
-                                                           error_message=msg) for t in req.topics])
-    counts: dict[str, int] = {}
-    for t in req.topics:
-        counts[t.name] = counts.get(t.name, 0) + 1
+    refused = too_many_partitions(ctx, req)
+    if refused is not None:
+        return refused
+    duplicated = duplicated_names(req.topics)
     collisions = {_unify(name): name for name in logs.topics}
     results: list[CT] = []
     for t in req.topics:
         name = t.name
-        if counts[name] > 1 or name == CLUSTER_METADATA_TOPIC:
+        if name in duplicated or name == CLUSTER_METADATA_TOPIC:
             continue
         try:
             err = topic_name_error(name)
@@ -163,9 +160,7 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
                    for n, v, src in creation_config_entries(ctx.broker.config, overrides)]
         results.append(CT(name=name, topic_id=topic_id, error_code=0, error_message=None, topic_config_error_code=0,
                           num_partitions=count, replication_factor=1, configs=entries))
-    for name, n in counts.items():
-        if n > 1:
-            results.append(CT(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."))
+    results.extend(duplicate_results(CT, duplicated))
     return ctx.response(throttle_time_ms=0, topics=results)
 
 
@@ -260,13 +255,11 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
         from .cluster_admin import create_partitions as cluster_create_partitions
         return await cluster_create_partitions(ctx, req)
     logs = ctx.broker.logs
-    counts: dict[str, int] = {}
-    for t in req.topics:
-        counts[t.name] = counts.get(t.name, 0) + 1
+    duplicated = duplicated_names(req.topics)
     results: list[CP] = []
     for t in req.topics:
         name = t.name
-        if counts[name] > 1:
+        if name in duplicated:
             continue
         try:
             topic = logs.topics.get(name)
@@ -298,9 +291,7 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
             logs.add_partitions(name, t.count)
             log.info("partitions added", topic=name, partitions=t.count)
         results.append(CP(name=name, error_code=0, error_message=None))
-    for name, n in counts.items():
-        if n > 1:
-            results.append(CP(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."))
+    results.extend(duplicate_results(CP, duplicated))
     return ctx.response(throttle_time_ms=0, results=results)
 
 

@@ -28,6 +28,7 @@ import trio
 from protocol.errors import ErrorCode
 
 from ..log.partition import Partition
+from ..notifier import Notifier
 from .checkpoint import HW_CHECKPOINT_FILE, read_offsets_checkpoint, write_offsets_checkpoint
 from .fetcher import ReplicaFetcher
 from .state import FollowerState, ReplicaState
@@ -40,20 +41,6 @@ log = structlog.get_logger("samsa.replica")
 # alter_partition(topic, partition, leader_id, leader_epoch, partition_epoch, new_isr) -> a Kafka
 # error code, or the new registration (anything with ``isr`` and ``partition_epoch``)
 AlterPartition = Callable[[str, int, int, int, int, list[int]], Awaitable[Any]]
-
-
-class Notifier:
-    """One event per broker that every waiter re-checks on (as broker.AppendNotifier)."""
-
-    def __init__(self) -> None:
-        self._event = trio.Event()
-
-    def notify(self) -> None:
-        self._event.set()
-        self._event = trio.Event()
-
-    async def wait(self) -> None:
-        await self._event.wait()
 
 
 def topics_of(image: Any) -> Iterator[tuple[str, uuid.UUID | None, dict[str, str], Any]]:
