@@ -361,8 +361,13 @@ def test_reassignment_with_replication_moves_the_data_and_completes(samsa_cluste
 def test_rack_aware_placement(samsa_cluster) -> None:
     boots = samsa_cluster.bootstrap_servers.split(",")
     assert create_topic(boots[0], "racks", partitions=8, rf=2).error_code == 0
-    with RawClient(boots[3]) as c:
-        r = c.request(3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+    def metadata():   # broker 4 learns of the topic when it has replayed the record (a moment later)
+        with RawClient(boots[3]) as c:
+            return c.request(3, 12, topics=None, allow_auto_topic_creation=False,
+                             include_topic_authorized_operations=False)
+    wait_for(lambda: any(t.name == "racks" for t in metadata().topics), what="broker 4 knows 'racks'")
+    r = metadata()
     racks = {b.node_id: b.rack for b in r.brokers}
     assert racks == {1: "rack-a", 2: "rack-a", 3: "rack-b", 4: "rack-b"}
     parts = next(t for t in r.topics if t.name == "racks").partitions

@@ -325,3 +325,17 @@ def test_compose_file_services_and_ports():
     assert services["spark-worker"]["command"][-1] == "spark://spark-master:7077"
     assert services["spark-master"]["image"] == services["spark-worker"]["image"] == job["image"]
     assert re.fullmatch(r"apache/spark:4\.0\.\d+-python3", job["image"])
+
+
+def test_every_source_folder_is_a_package_the_image_installs():
+    """The image installs with `pip install .` (not editable): a folder of modules without an
+    __init__.py would be missing from it (broker/replica once was), so every folder holding
+    Python modules is a package that setuptools' discovery, as pyproject.toml configures it, finds."""
+    from setuptools import find_packages
+
+    found = set(find_packages(str(REPO), include=["broker*", "protocol*", "coordinator*", "spark_jobs*"]))
+    folders = {str(p.parent.relative_to(REPO)).replace("/", ".")
+               for top in ("broker", "protocol", "coordinator", "spark_jobs") for p in (REPO / top).rglob("*.py")
+               if "__pycache__" not in p.parts}
+    assert folders <= found, sorted(folders - found)
+    assert "include = [\"broker*\", \"protocol*\", \"coordinator*\", \"spark_jobs*\"]" in (REPO / "pyproject.toml").read_text()

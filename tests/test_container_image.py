@@ -130,7 +130,7 @@ def test_readme_shows_what_these_tests_run():
 
 def test_image_runs_as_non_root_without_a_source_tree(samsa_image: str):
     config = inspect(samsa_image)["Config"]
-    assert config["User"] == "samsa" and config["ExposedPorts"] == {"9092/tcp": {}}
+    assert config["User"] == "samsa" and config["ExposedPorts"] == {"9092/tcp": {}, "8090/tcp": {}}
     assert config["Healthcheck"]["Test"] == ["CMD", "samsa", "healthcheck"]
     probe = ("id -u; id -g; "
              # Samsa's code exists once, installed; no pyproject.toml, egg-info or second copy.

@@ -258,13 +258,32 @@ def test_job_without_connector_exits_with_one_sentence(job: str, tmp_path: Path)
 
 
 @requires_java
-def test_check_connector_names_the_missing_jars(spark: SparkSession):
-    assert common._load_class(spark, "org.apache.spark.sql.SparkSession") is not None  # the check can succeed
-    assert common._kafka_clients_version(spark) is None
-    with pytest.raises(SystemExit) as exc:
-        common.check_connector(spark)
-    assert ("(classes from spark-sql-kafka-0-10, kafka-clients, commons-pool2 are missing from the classpath)"
-            in str(exc.value))
+def test_check_connector_names_the_missing_jars():
+    """A JVM of its own (a subprocess): another test's session in this process may already have
+    put the connector's jars on the driver's class path, and a JVM never forgets them."""
+    script = "\n".join([
+        "from pyspark.sql import SparkSession",
+        "from spark_jobs import common",
+        "check = common.check_connector",
+        "spark = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false').getOrCreate()",
+        "spark.sparkContext.setLogLevel('ERROR')",
+        "print('session', common._load_class(spark, 'org.apache.spark.sql.SparkSession') is not None)",
+        "print('version', common._kafka_clients_version(spark))",
+        "try:",
+        "    check(spark)",
+        "except SystemExit as exc:",
+        "    print('exit', exc)",
+        "spark.stop()",
+    ])
+    env = {k: v for k, v in os.environ.items() if k != common.JARS_ENV}
+    env["SAMSA_SPARK_LOG_LEVEL"] = "ERROR"
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = proc.stdout.splitlines()
+    assert lines[:2] == ["session True", "version None"]   # the check can succeed; no kafka-clients
+    assert lines[2].startswith("exit ") and ("(classes from spark-sql-kafka-0-10, kafka-clients, commons-pool2 "
+                                             "are missing from the classpath)") in lines[2]
 
 
 @requires_java
