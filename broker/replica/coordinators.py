@@ -37,6 +37,11 @@ async def locate_coordinator(ctx: "RequestContext", key_type: int, key: str) -> 
     p = partition_for_group(key or "", len(topic.partitions))
     reg = topic.partitions.get(p)
     b = image.brokers.get(reg.leader) if reg is not None and reg.leader >= 0 else None
+    if b is not None and b.fenced:
+        # its lease expired and leadership is about to move: Metadata no longer lists it, so a
+        # client told to go there cannot (kafka-python raises UnknownBrokerIdError); Kafka answers
+        # COORDINATOR_NOT_AVAILABLE while the coordinator's partition has no live leader
+        b = None
     ep = b.endpoint(ctx.listener or ctx.advertised.name) if b is not None else None
     if ep is None and b is not None and b.endpoints:
         ep = b.endpoints[0]
