@@ -47,12 +47,13 @@ USER samsa
 WORKDIR /var/lib/samsa
 ENV KAFKA_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
     KAFKA_LOG_DIRS=/var/lib/samsa/data \
-    SAMSA_BOOTSTRAP=127.0.0.1:9092 \
     KAFKA_SAMSA_HTTP_LISTENER=http://0.0.0.0:8090
 VOLUME ["/var/lib/samsa/data"]
 EXPOSE 9092 8090
 
-# ApiVersions round trip; SAMSA_BOOTSTRAP names the listener to ask when 9092 is not one.
+# ApiVersions (+ Metadata) round trip with the broker's own first listener from KAFKA_LISTENERS
+# (PLAINTEXT preferred, else SSL with the broker's key store, else SASL); SAMSA_BOOTSTRAP=HOST:PORT
+# names a PLAINTEXT listener to ask instead.
 HEALTHCHECK --interval=5s --timeout=5s --start-period=10s --retries=3 CMD ["samsa", "healthcheck"]
 
 ENTRYPOINT ["samsa-entrypoint"]

@@ -104,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--override", action="append", default=[], metavar="NAME=VALUE",
                    help="set one property on every broker, e.g. --override num.partitions=4")
     h = sub.add_parser("healthcheck", help="exit 0 when the broker answers ApiVersions")
-    h.add_argument("--bootstrap", default=os.environ.get("SAMSA_BOOTSTRAP", "localhost:9092"))
+    h.add_argument("--bootstrap", default=os.environ.get("SAMSA_BOOTSTRAP"),
+                   help="HOST:PORT of a PLAINTEXT listener (default: SAMSA_BOOTSTRAP, else the broker's own "
+                        "first listener from KAFKA_LISTENERS, over TLS/SASL as configured)")
     h.add_argument("--timeout", type=float, default=2.0)
     _add_ctl(sub)
     args = parser.parse_args(argv)
@@ -117,12 +119,16 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_cluster(args.brokers, args.base_port, args.data_dir, args.config,
                            dict(kv.split("=", 1) for kv in args.override))
-    problem = probe(args.bootstrap, args.timeout)
+    if args.bootstrap:
+        what, asked, problem = args.bootstrap, "ApiVersions and Metadata", probe(args.bootstrap, args.timeout)
+    else:
+        from .healthcheck import own_listener_probe
+        what, asked, problem = own_listener_probe(timeout=args.timeout)
     if problem is not None:
         # Shown by `docker inspect` (State.Health.Log) when the container's HEALTHCHECK fails.
-        print(f"samsa healthcheck: no ApiVersions answer from {args.bootstrap}: {problem}", file=sys.stderr)
+        print(f"samsa healthcheck: no ApiVersions answer from {what}: {problem}", file=sys.stderr)
         return 1
-    print(f"samsa healthcheck: {args.bootstrap} answered ApiVersions and Metadata")
+    print(f"samsa healthcheck: {what} answered {asked}")
     return 0
 
 

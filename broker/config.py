@@ -286,11 +286,18 @@ def parse_value(kind: str, raw: Any) -> Any:
     return s
 
 
+# The apache/kafka image's ExcludeServerPropsEnv (kafka.docker.KafkaDockerWrapper), plus KAFKA_HOME.
+ENV_NOT_PROPERTIES = frozenset({
+    "KAFKA_HOME", "KAFKA_VERSION", "KAFKA_HEAP_OPTS", "KAFKA_LOG4J_OPTS", "KAFKA_OPTS", "KAFKA_JMX_OPTS",
+    "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_GC_LOG_OPTS", "KAFKA_LOG4J_ROOT_LOGLEVEL", "KAFKA_LOG4J_LOGGERS",
+    "KAFKA_TOOLS_LOG4J_LOGLEVEL", "KAFKA_JMX_HOSTNAME"})
+
+
 def env_to_property(name: str) -> str | None:
     """KAFKA_ADVERTISED_LISTENERS -> advertised.listeners (official image's rule:
-    ``___`` -> ``-``, ``__`` -> ``_``, ``_`` -> ``.``)."""
-    if not name.startswith("KAFKA_") or name in ("KAFKA_HOME", "KAFKA_OPTS", "KAFKA_HEAP_OPTS",
-                                                    "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_LOG4J_OPTS"):
+    ``___`` -> ``-``, ``__`` -> ``_``, ``_`` -> ``.``; the variables it keeps for the JVM and
+    log4j are not properties: ENV_NOT_PROPERTIES)."""
+    if not name.startswith("KAFKA_") or name in ENV_NOT_PROPERTIES:
         return None
     body = name[len("KAFKA_"):].lower()
     return body.replace("___", "\0").replace("__", "\1").replace("_", ".").replace("\0", "-").replace("\1", "_")

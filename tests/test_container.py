@@ -203,6 +203,61 @@ def test_healthcheck_exit_codes(tmp_path: Path, entrypoints: list[Entrypoint]):
     assert healthcheck("--bootstrap", f"127.0.0.1:{port}").returncode == 1
 
 
+def test_env_to_property_is_the_official_images_rule():
+    from broker.config import env_to_property
+    assert env_to_property("KAFKA_ADVERTISED_LISTENERS") == "advertised.listeners"
+    assert env_to_property("KAFKA_LISTENER_NAME_SASL__SSL_PLAIN_SASL_JAAS_CONFIG") == \
+        "listener.name.sasl_ssl.plain.sasl.jaas.config"
+    assert env_to_property("KAFKA_LISTENER_NAME_SASL__SSL_SCRAM___SHA___512_SASL_JAAS_CONFIG") == \
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"
+    assert env_to_property("KAFKA_SAMSA_SCRAM_BOOTSTRAP_CREDENTIALS") == "samsa.scram.bootstrap.credentials"
+    # apache/kafka's KafkaDockerWrapper: the JVM's and log4j's variables are not properties.
+    for name in ("KAFKA_HEAP_OPTS", "KAFKA_OPTS", "KAFKA_JMX_OPTS", "KAFKA_LOG4J_ROOT_LOGLEVEL", "KAFKA_LOG4J_LOGGERS",
+                 "KAFKA_VERSION", "KAFKA_GC_LOG_OPTS", "KAFKA_JMX_HOSTNAME", "SAMSA_BOOTSTRAP", "PATH"):
+        assert env_to_property(name) is None, name
+
+
+def test_healthcheck_asks_the_brokers_own_tls_and_sasl_listeners(tmp_path: Path, entrypoints: list[Entrypoint]):
+    """No SAMSA_BOOTSTRAP and no PLAINTEXT listener: the probe reads KAFKA_LISTENERS and asks the
+    mTLS listener with the broker's own certificate (client auth required), or with only a
+    SASL_SSL listener, ApiVersions over TLS."""
+    from tests.security_support import make_pki
+    pki = make_pki(tmp_path / "pki")
+    sasl, mtls = free_port(), free_port()
+    env = clean_env(KAFKA_LISTENERS=f"SASL_SSL://127.0.0.1:{sasl},MTLS://127.0.0.1:{mtls}",
+                    KAFKA_LISTENER_SECURITY_PROTOCOL_MAP="SASL_SSL:SASL_SSL,MTLS:SSL",
+                    KAFKA_SSL_KEYSTORE_TYPE="PEM", KAFKA_SSL_KEYSTORE_LOCATION=str(pki.server_pem),
+                    KAFKA_SSL_TRUSTSTORE_TYPE="PEM", KAFKA_SSL_TRUSTSTORE_LOCATION=str(pki.ca),
+                    KAFKA_SSL_CLIENT_AUTH="required", KAFKA_SASL_ENABLED_MECHANISMS="PLAIN",
+                    KAFKA_LISTENER_NAME_SASL__SSL_PLAIN_SASL_JAAS_CONFIG=(
+                        'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="a-secret";'),
+                    KAFKA_LOG_DIRS=str(tmp_path / "d"))
+    down = healthcheck(env=env)
+    assert (down.returncode, down.stderr) == (
+        1, f"samsa healthcheck: no ApiVersions answer from 127.0.0.1:{mtls} (MTLS, SSL): "
+           "connect failed: Connection refused\n")
+    ep = Entrypoint(env, log=tmp_path / "log")
+    entrypoints.append(ep)
+    deadline = time.monotonic() + 20
+    while (ok := healthcheck(env=env)).returncode != 0:
+        assert ep.proc.poll() is None and time.monotonic() < deadline, ok.stderr
+        time.sleep(0.1)
+    assert ok.stdout == f"samsa healthcheck: 127.0.0.1:{mtls} (MTLS, SSL) answered ApiVersions and Metadata\n"
+    only_sasl = {**env, "KAFKA_LISTENERS": f"SASL_SSL://127.0.0.1:{sasl}"}
+    ok = healthcheck(env=only_sasl)
+    assert (ok.returncode, ok.stdout) == (0, f"samsa healthcheck: 127.0.0.1:{sasl} (SASL_SSL, SASL_SSL) answered "
+                                             "ApiVersions\n")
+    # Presenting the key store is what gets it in: the same probe without a certificate fails.
+    import ssl
+    from broker.healthcheck import probe
+    bare = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    bare.check_hostname, bare.verify_mode = False, ssl.CERT_NONE
+    assert probe(f"127.0.0.1:{mtls}", tls=bare) is not None
+    # A key store it cannot load: it says so.
+    bad = healthcheck(env={**env, "KAFKA_SSL_KEYSTORE_LOCATION": str(pki.client_key)})
+    assert bad.returncode == 1 and "cannot load the listener's key store" in bad.stderr
+
+
 # ---------------------------------------------------------------- the image's files
 def dockerfile_instructions() -> list[tuple[str, str]]:
     text = DOCKERFILE.read_text().replace("\\\n", " ")
@@ -230,7 +285,8 @@ def test_dockerfile_promises():
     health = get("HEALTHCHECK")[0]
     assert health.endswith('CMD ["samsa", "healthcheck"]')
     env = " ".join(get("ENV"))
-    assert "SAMSA_BOOTSTRAP=127.0.0.1:9092" in env and "KAFKA_LOG_DIRS=/var/lib/samsa/data" in env
+    # No SAMSA_BOOTSTRAP: the healthcheck asks the listener KAFKA_LISTENERS names (any protocol).
+    assert "SAMSA_BOOTSTRAP" not in env and "KAFKA_LOG_DIRS=/var/lib/samsa/data" in env
     assert "KAFKA_SAMSA_HTTP_LISTENER=http://0.0.0.0:8090" in env
     assert "docker/entrypoint.sh /usr/local/bin/samsa-entrypoint" in get("COPY")
     assert os.access(ENTRYPOINT, os.X_OK)  # COPY keeps the mode: the script must be executable in git

@@ -66,6 +66,31 @@ def _load_chain(ctx: ssl.SSLContext, chain_pem: bytes, key_pem: bytes, password:
         os.unlink(path)
 
 
+def load_keystore(ctx: ssl.SSLContext, config: BrokerConfig, listener: str) -> None:
+    """The listener's key store (``ssl.keystore.*``) into ``ctx``: the broker's certificate for
+    its server context, and for ``samsa healthcheck``'s client context on an mTLS listener."""
+    def get(name: str) -> Any:
+        return config.for_listener(listener, name)
+
+    ks_type = str(get("ssl.keystore.type") or "JKS").upper()
+    key_password = get("ssl.key.password")
+    if get("ssl.keystore.certificate.chain") and get("ssl.keystore.key"):
+        _load_chain(ctx, str(get("ssl.keystore.certificate.chain")).encode(),
+                    str(get("ssl.keystore.key")).encode(), key_password)
+    elif get("ssl.keystore.location"):
+        location = str(get("ssl.keystore.location"))
+        if ks_type == "PEM":
+            ctx.load_cert_chain(location, password=key_password or get("ssl.keystore.password"))
+        elif ks_type == "PKCS12":
+            key_pem, cert_pem, extra = _pem_from_pkcs12(location, get("ssl.keystore.password"))
+            _load_chain(ctx, cert_pem + b"".join(extra), key_pem, None)
+        else:
+            raise ConfigError(f"ssl.keystore.type {ks_type} is not supported (use PEM or PKCS12)")
+    else:
+        raise ConfigError(f"listener {listener} uses TLS but has no ssl.keystore.location "
+                          "or ssl.keystore.certificate.chain/ssl.keystore.key")
+
+
 def server_context(config: BrokerConfig, listener: str, sasl: bool = False) -> ssl.SSLContext:
     """The server-side context of one TLS listener; raises ConfigError when the properties
     cannot make one (the broker then refuses to start, as Kafka does). On SASL_SSL listeners
@@ -87,25 +112,8 @@ def server_context(config: BrokerConfig, listener: str, sasl: bool = False) -> s
                 ctx.set_ciphers(":".join(tls12))
             except ssl.SSLError as exc:
                 raise ConfigError(f"ssl.cipher.suites of listener {listener}: {exc}") from None
-    # key store
-    ks_type = str(get("ssl.keystore.type") or "JKS").upper()
-    key_password = get("ssl.key.password")
     try:
-        if get("ssl.keystore.certificate.chain") and get("ssl.keystore.key"):
-            _load_chain(ctx, str(get("ssl.keystore.certificate.chain")).encode(),
-                        str(get("ssl.keystore.key")).encode(), key_password)
-        elif get("ssl.keystore.location"):
-            location = str(get("ssl.keystore.location"))
-            if ks_type == "PEM":
-                ctx.load_cert_chain(location, password=key_password or get("ssl.keystore.password"))
-            elif ks_type == "PKCS12":
-                key_pem, cert_pem, extra = _pem_from_pkcs12(location, get("ssl.keystore.password"))
-                _load_chain(ctx, cert_pem + b"".join(extra), key_pem, None)
-            else:
-                raise ConfigError(f"ssl.keystore.type {ks_type} is not supported (use PEM or PKCS12)")
-        else:
-            raise ConfigError(f"listener {listener} uses TLS but has no ssl.keystore.location "
-                              "or ssl.keystore.certificate.chain/ssl.keystore.key")
+        load_keystore(ctx, config, listener)
         # trust store (client certificates)
         ts_type = str(get("ssl.truststore.type") or "JKS").upper()
         if get("ssl.truststore.certificates"):
