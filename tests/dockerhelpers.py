@@ -110,6 +110,21 @@ class Resources:
             docker("volume", "rm", "-f", v, check=False)
 
 
+_BUILT: dict[str, str] = {}
+
+
+def build_once(config: pytest.Config, command: str, image: str) -> str:
+    """Run an image's build command once per test session, whichever module's fixture asks first
+    (a session fixture imported into several modules would run once per module)."""
+    if command not in _BUILT:
+        t0 = time.monotonic()
+        sh(command, timeout=900)
+        seconds = time.monotonic() - t0
+        report(config, [f"{command}: {seconds:.1f} s; image size {image_size_mb(image):.0f} MB"])
+        _BUILT[command] = image
+    return _BUILT[command]
+
+
 def image_size_mb(image: str) -> float:
     return int(docker("image", "inspect", "-f", "{{.Size}}", image).stdout.strip()) / 1e6
 

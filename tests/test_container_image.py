@@ -21,7 +21,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from broker.cli import healthcheck
 from broker.testing import free_port
 from tests.rawclient import RawClient
-from tests.dockerhelpers import (REPO, Resources, docker, health, image_size_mb, inspect, logs, report,
+from tests.dockerhelpers import (REPO, Resources, build_once, docker, health, inspect, logs, report,
                                  requires_docker, sh, wait_for)
 
 pytestmark = [pytest.mark.container, requires_docker]
@@ -40,12 +40,9 @@ HEALTHY_WITHIN_S = 30
 
 @pytest.fixture(scope="session")
 def samsa_image(pytestconfig: pytest.Config) -> str:
-    """`docker build` of the project's Dockerfile, once per session (the README's command)."""
-    t0 = time.monotonic()
-    sh(BUILD, timeout=900)
-    seconds = time.monotonic() - t0
-    report(pytestconfig, [f"docker build -t samsa: {seconds:.1f} s; image size {image_size_mb('samsa'):.0f} MB"])
-    return "samsa"
+    """`docker build` of the project's Dockerfile, once per session (the README's command; other
+    modules' fixtures call the same build_once, so one run builds once)."""
+    return build_once(pytestconfig, BUILD, "samsa")
 
 
 @pytest.fixture
