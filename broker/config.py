@@ -381,6 +381,11 @@ class BrokerConfig:
         if path:
             props.update(read_properties(path))
         env = os.environ if environ is None else environ
+        from .secrets_env import SecretFileError, secret_file_properties
+        try:
+            props.update(secret_file_properties(env))   # KAFKA_SSL_*_FILENAME/_CREDENTIALS
+        except SecretFileError as exc:
+            raise ConfigError(str(exc)) from None
         for key, value in env.items():
             prop = env_to_property(key)
             if prop:

@@ -217,6 +217,27 @@ def test_env_to_property_is_the_official_images_rule():
         assert env_to_property(name) is None, name
 
 
+def test_official_images_secret_file_variables(tmp_path: Path):
+    """KAFKA_SSL_*_FILENAME / *_CREDENTIALS name files in /etc/kafka/secrets, as in apache/kafka."""
+    from broker.config import BrokerConfig, ConfigError
+    from broker.secrets_env import secret_file_properties
+    (tmp_path / "ks_creds").write_text("ks-pass\n")
+    (tmp_path / "key_creds").write_text("key-pass")
+    env = {"KAFKA_SSL_KEYSTORE_FILENAME": "broker.p12", "KAFKA_SSL_KEYSTORE_CREDENTIALS": "ks_creds",
+           "KAFKA_SSL_KEY_CREDENTIALS": "key_creds", "KAFKA_SSL_TRUSTSTORE_FILENAME": "ca.pem"}
+    assert secret_file_properties(env, str(tmp_path)) == {
+        "ssl.keystore.location": f"{tmp_path}/broker.p12", "ssl.truststore.location": f"{tmp_path}/ca.pem",
+        "ssl.keystore.password": "ks-pass", "ssl.key.password": "key-pass"}
+    # Through the broker's config: /etc/kafka/secrets, explicit properties win, a missing file is an error.
+    config = BrokerConfig.load(environ={"KAFKA_SSL_TRUSTSTORE_FILENAME": "ca.pem",
+                                        "KAFKA_SSL_KEYSTORE_FILENAME": "x.p12",
+                                        "KAFKA_SSL_KEYSTORE_LOCATION": "/certs/mine.p12"})
+    assert (config["ssl.truststore.location"], config["ssl.keystore.location"]) == (
+        "/etc/kafka/secrets/ca.pem", "/certs/mine.p12")
+    with pytest.raises(ConfigError, match=r"KAFKA_SSL_KEY_CREDENTIALS: cannot read /etc/kafka/secrets/nope"):
+        BrokerConfig.load(environ={"KAFKA_SSL_KEY_CREDENTIALS": "nope"})
+
+
 def test_healthcheck_asks_the_brokers_own_tls_and_sasl_listeners(tmp_path: Path, entrypoints: list[Entrypoint]):
     """No SAMSA_BOOTSTRAP and no PLAINTEXT listener: the probe reads KAFKA_LISTENERS and asks the
     mTLS listener with the broker's own certificate (client auth required), or with only a

@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.container, requires_docker]
 README = REPO / "README.md"
 # The README's command; the test substitutes the name, ports, secrets folder and volume.
 RUN = ('docker run -d --name samsa-secure -p 19093:9093 -p 19094:9094 --env-file samsa-secure.env '
-       '-v "$PWD/secrets:/etc/samsa/secrets:ro" -v samsa-secure-data:/var/lib/samsa/data samsa')
+       '-v "$PWD/secrets:/etc/kafka/secrets:ro" -v samsa-secure-data:/var/lib/samsa/data samsa')
 # What the README's env file says (a test below checks the file still says it).
 SECRETS = {"admin-secret", "bob-secret", "admin-scram-secret", "keystore-secret"}
 HEALTHY_WITHIN_S = 40
@@ -74,7 +74,8 @@ class SecureContainer:
 
 def write_secrets(folder: Path) -> Pki:
     """CA, broker certificate (SAN localhost/127.0.0.1) and client certificate, as PEM, plus the
-    broker's key and certificate as a PKCS12 key store; readable by the image's uid 10001."""
+    broker's key and certificate as a PKCS12 key store and its password files; readable by the
+    image's uid 10001."""
     pki = make_pki(folder)
     (folder / "server.pem").write_bytes(pki.server_pem.read_bytes())
     key = load_pem_private_key(pki.server_key.read_bytes(), None)
@@ -82,6 +83,8 @@ def write_secrets(folder: Path) -> Pki:
     ca = x509.load_pem_x509_certificate(pki.ca.read_bytes())
     (folder / "server.p12").write_bytes(pkcs12.serialize_key_and_certificates(
         b"samsa", key, cert, [ca], BestAvailableEncryption(b"keystore-secret")))  # type: ignore[arg-type]
+    for creds in ("keystore_creds", "key_creds"):   # the official image's password files
+        (folder / creds).write_text("keystore-secret\n")
     folder.chmod(0o755)
     for f in folder.iterdir():
         f.chmod(0o644)
@@ -184,7 +187,8 @@ def test_readme_shows_what_this_runs():
     assert RUN in text
     env = dict(readme_env())
     assert all(k.startswith("KAFKA_") for k in env)   # only the official image's kind of variable
-    assert SECRETS <= set(re.findall(r"[\w-]+-secret", " ".join(env.values())))
+    assert SECRETS - {"keystore-secret"} <= set(re.findall(r"[\w-]+-secret", " ".join(env.values())))
+    assert "keystore-secret" in README.read_text()
 
 
 def test_healthcheck_asks_the_mtls_listener(secure: SecureContainer):
