@@ -26,8 +26,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, load_pem_private_key, pkcs12
 
 from broker.testing import free_port
-from tests.dockerhelpers import (REPO, Resources, build_once, docker, health, inspect, logs, requires_docker, sh,
-                                 wait_for)
+from tests.dockerhelpers import (REPO, Resources, build_once, docker, health, inspect, logs, report, requires_docker,
+                                 sh, wait_for)
 from tests.security_support import Pki, make_pki
 from tests.test_container_image import BUILD
 
@@ -114,9 +114,12 @@ def secure(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
         command = (RUN.replace("samsa-secure.env", str(env_file)).replace("--name samsa-secure", f"--name {name}")
                    .replace("19093:9093", f"{sasl_port}:9093").replace("19094:9094", f"{mtls_port}:9094")
                    .replace("samsa-secure-data", volume))
+        t0 = time.monotonic()
         sh(command, cwd=folder, timeout=60)
         container = SecureContainer(name, sasl_port, mtls_port, pki)
         wait_healthy(name)
+        report(pytestconfig, [f"secure container (SASL_SSL + mTLS, ACLs) healthy {time.monotonic() - t0:.1f} s "
+                              "after `docker run -d`"])
         yield container
     finally:
         res.cleanup()
