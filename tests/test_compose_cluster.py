@@ -235,10 +235,26 @@ def test_cluster_profile_fails_over_and_the_stopped_broker_rejoins_the_isr(
                             lambda: sorted(ck_admin.list_topics(TOPIC, timeout=5).topics[TOPIC].partitions[0].isrs),
                             lambda got: got == [1, 2, 3])
         assert ck_isr == [1, 2, 3]
+        described = admin.describe_cluster()  # DescribeCluster: registered again, not fenced
+        assert sorted((b["broker_id"], b["host"], b["port"], b["is_fenced"])
+                      for b in described["brokers"]) == [(n, "localhost", ports[n], False) for n in NODES]
         want += [(200 + i, k, v) for i, (k, v) in enumerate(second)]
         assert read_all(everyone, TOPIC) == want
     finally:
         admin.close()
+
+    # The rejoined replica holds all of it: with the two others stopped it leads and serves
+    # every record, those produced while it was down included. (A new admin client: an old
+    # one knows only the brokers of its last metadata refresh and does not re-bootstrap.)
+    for n in others:
+        sh(STOP.format(n=n), env=env, timeout=120)
+    solo = KafkaAdminClient(bootstrap_servers=bootstrap(ports, (leader,)), request_timeout_ms=10_000)
+    try:
+        poll_until(f"samsa-{leader} leading alone", lambda: partition_state(solo),
+                   lambda s: s[0] == leader and s[2] == [leader])
+    finally:
+        solo.close()
+    assert read_all(bootstrap(ports, (leader,)), TOPIC) == want
     report(pytestconfig, [f"compose cluster: `up --build -d` {t_up:.1f} s; 3 brokers in Metadata {t_ready:.1f} s "
                           f"after it started; `stop` of the leader {t_stop:.1f} s; new leader {t_failover:.1f} s "
                           f"after the stop began; rejoined the ISR {t_rejoin:.1f} s after `start`"])
