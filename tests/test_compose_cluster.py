@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from broker.healthcheck import healthcheck
 from broker.testing import free_port
 from tests.dockerhelpers import PREFIX, REPO, report, requires_docker, sh, wait_for
 from tests.test_container_image import read_all
@@ -182,6 +183,8 @@ def test_cluster_profile_fails_over_and_the_stopped_broker_rejoins_the_isr(
                          lambda: sorted((b.id, b.host, b.port) for b in ck_admin.list_topics(timeout=5).brokers.values()),
                          lambda got: len(got) == 3)
     assert brokers == [(n, "localhost", ports[n]) for n in NODES]
+    for n in NODES:  # registered is not serving: each broker answers on its own port
+        wait_for(f"samsa-{n} answering on {ports[n]}", lambda: healthcheck(f"127.0.0.1:{ports[n]}", timeout=1), WAIT_S)
     t_ready = time.monotonic() - t0
 
     admin = KafkaAdminClient(bootstrap_servers=everyone, request_timeout_ms=10_000)
