@@ -385,6 +385,9 @@ def test_compose_file_services_and_ports():
         assert node["environment"]["KAFKA_ADVERTISED_LISTENERS"].endswith(f"EXTERNAL://localhost:3909{i}")
         assert node["ports"] == [f"3909{i}:29092"]
     assert services["etcd"]["profiles"] == ["cluster"] and "http://etcd:2379" in services["etcd"]["command"]
+    # nothing to pull: etcd is built from docker/etcd, the brokers with the samsa service's build
+    assert services["etcd"]["build"]["context"] == "docker/etcd" and services["etcd"]["pull_policy"] == "build"
+    assert all(services[f"samsa-{i}"]["build"] == services["samsa"]["build"] for i in (1, 2, 3))
     samsa = services["samsa"]
     env = samsa["environment"]
     listeners = dict(item.split("://") for item in env["KAFKA_LISTENERS"].split(","))

@@ -396,7 +396,9 @@ class EtcdMetadataStore(Publisher):
             compares.append(cmp_value(self.key("controller"), self.controller_value))
         ops = [op_put(self.key("log", uuid.uuid4().hex), encode_batch(list(records)))] + puts
         ok, rev, _ = await self.client.txn(compares, ops)
-        if ok and self.image.offset < rev:
+        # applied, or refused because the image is stale: catch up either way, so a caller that
+        # decides again sees what won (before run() starts the watch nothing else would update it)
+        if self.image.offset < rev:
             await self._catch_up()
         return ok
 
