@@ -65,7 +65,8 @@ def _collect(ctx: RequestContext, req: FetchRequest,
         parts = []
         for fp in ft.partitions:
             pidx = fp.partition
-            if topic is None or not 0 <= pidx < len(topic.partitions):
+            part = topic.partitions.get(pidx) if topic is not None else None
+            if part is None:
                 # no local replica: NOT_LEADER_OR_FOLLOWER when the cluster has the partition
                 name, topic_id = (None, tid) if by_id else (ft.topic, None)
                 code = absent_partition_error(broker, name, pidx, topic_id)
@@ -74,7 +75,6 @@ def _collect(ctx: RequestContext, req: FetchRequest,
                     log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1,
                     records=b"")))   # empty, as Kafka sends (librdkafka fails on null at v16)
                 continue
-            part = topic.partitions[pidx]
             if by_topic is not None and topic.name not in by_topic:
                 by_topic[topic.name] = 0
             hw = part.high_watermark

@@ -75,13 +75,13 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 parts.append(_error(pd.index, ErrorCode.INVALID_TOPIC_EXCEPTION,
                                     f"Cannot append to internal topic {topic.name if topic else td.name}"))
                 continue
-            if topic is None or not 0 <= pd.index < len(topic.partitions):
+            part = topic.partitions.get(pd.index) if topic is not None else None
+            if part is None:
                 # no local replica: NOT_LEADER_OR_FOLLOWER when the cluster has the partition
                 name, topic_id = (None, tid) if by_id else (td.name, None)
                 err = absent_partition_error(broker, name, pd.index, topic_id)
                 parts.append(absent_leader_answer(ctx, name, topic_id, pd.index, _error(pd.index, err)))
                 continue
-            part = topic.partitions[pd.index]
             if part.replica is not None:      # a cluster: only the leader appends (broker/replica/)
                 err = broker.replicas.check_produce(part, acks)
                 if err:

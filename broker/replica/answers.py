@@ -96,7 +96,6 @@ def follower_fetched(ctx: "RequestContext", req: Any) -> None:
         if topic is None:
             continue
         for fp in ft.partitions:
-            if 0 <= fp.partition < len(topic.partitions):
-                part = topic.partitions[fp.partition]
-                if part.replica is not None:
-                    broker.replicas.follower_fetched(part, replica_id, fp.fetch_offset, now)
+            part = topic.partitions.get(fp.partition)
+            if part is not None and part.replica is not None:
+                broker.replicas.follower_fetched(part, replica_id, fp.fetch_offset, now)

@@ -130,11 +130,25 @@ class ReplicaManager:
         self.apply_image(new)
         for name in getattr(delta, "deleted_topics", None) or ():
             if name in self.broker.logs.topics and name not in new.topics:
-                for part in self.broker.logs.topics[name].partitions:
-                    self._stop_following(part)
-                    self.led.pop((part.topic, part.index), None)
-                    part.replica = None
-                self.broker.logs.delete_topic(name)
+                self._delete_local_topic(name)
+
+    def _delete_local_topic(self, name: str) -> None:
+        """The topic is gone from the cluster (deleted, or deleted and created again under a
+        new id): its local logs go."""
+        for part in self.broker.logs.topics[name].partitions:
+            self._release(part)
+        self.broker.logs.delete_topic(name)
+
+    def _release(self, part: Partition) -> None:
+        """Stop every replication role of a local partition about to be deleted."""
+        was_leader = part.replica is not None and part.replica.is_leader
+        self._stop_following(part)
+        self.led.pop((part.topic, part.index), None)
+        part.replica = None
+        if was_leader:
+            for listener in self.role_listeners:
+                listener(part, False)
+        self.hw_moved.notify()       # acks=all waiters on it answer NOT_LEADER_OR_FOLLOWER
 
     def _stop_following(self, part: Partition) -> None:
         for fetcher in self.fetchers.values():
@@ -181,14 +195,15 @@ class ReplicaManager:
         now = self.broker.now_ms()
         follow: dict[int, dict[tuple[str, int], tuple[Partition, int, bool]]] = {}
         changed: list[tuple[Partition, bool]] = []
-        for name, topic_id, configs, regs in topics_of(image):
+        topics = list(topics_of(image))
+        for name, topic_id, configs, regs in topics:
             local = self._local_topic(name, topic_id, configs, regs)
             if local is None:
                 continue
             for index, reg in regs.items():
-                if not 0 <= index < len(local.partitions):
-                    continue
-                part = local.partitions[index]
+                part = local.partitions.get(index)
+                if part is None:
+                    continue                # a replica elsewhere only: no local log
                 key = (name, index)
                 if part.replica is not None and part.replica.registration is reg:
                     # unchanged (images share unchanged registrations): only keep following
@@ -219,18 +234,23 @@ class ReplicaManager:
         self.broker.appends.notify()   # waiting fetches re-check leadership
 
     def _local_topic(self, name: str, topic_id: Any, configs: dict[str, str], regs: dict[int, Any]) -> Any:
-        """The local topic, created when this broker hosts one of its partitions."""
+        """The local topic with a log for each partition this broker is a replica of (only
+        those: Kafka's brokers keep no log of other partitions), created when it hosts one."""
         logs = self.broker.logs
+        mine = {index for index, reg in regs.items() if self.node_id in reg.replicas}
+        count = max(regs, default=-1) + 1
         topic = logs.topics.get(name)
         if topic is None:
-            if not any(self.node_id in reg.replicas for reg in regs.values()):
+            if not mine:
                 return None
-            topic = logs.create_topic(name, max(regs) + 1, configs, topic_id=topic_id)
-        else:
-            if len(topic.partitions) <= max(regs, default=-1):
-                logs.add_partitions(name, max(regs) + 1)
-            if configs != topic.configs:
-                logs.alter_configs(name, configs)    # topic configs are ConfigRecords in the image
+            return logs.create_topic(name, count, configs, topic_id=topic_id, hosted=mine)
+        if topic.partition_count < count:
+            logs.add_partitions(name, count, hosted=mine)
+        for index in sorted(mine):
+            if index not in topic.partitions:
+                logs.add_replica(name, index)    # a reassignment added this broker
+        if configs != topic.configs:
+            logs.alter_configs(name, configs)    # topic configs are ConfigRecords in the image
         return topic
 
     def _not_a_replica(self, part: Partition, reg: Any) -> None:

@@ -1,0 +1,64 @@
+"""A broker's data dir holds exactly its replicas (Kafka keeps no log for a partition a broker is
+not a replica of).
+Real processes: etcd and three Samsa brokers (the ``samsa_cluster`` fixture)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from kafka import KafkaProducer
+
+from broker.devcluster import LocalCluster, find_etcd
+from tests.test_cluster import create_topic
+from tests.test_cluster_log_dirs import log_dirs
+
+pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
+                                                            "Debian's etcd-server)")
+
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+
+
+def partition_dirs(c: LocalCluster, node: int, topics: set[str]) -> set[tuple[str, int]]:
+    """(topic, partition) of the partition directories in a broker's data dir, for ``topics``."""
+    out = set()
+    for d in c.brokers[node].data_dir.iterdir():
+        m = _PARTITION_DIR.match(d.name)
+        if d.is_dir() and m and m.group(1) in topics:
+            out.add((m.group(1), int(m.group(2))))
+    return out
+
+
+def expected_dirs(assignments: dict[str, list[list[int]]], node: int) -> set[tuple[str, int]]:
+    return {(t, p) for t, parts in assignments.items() for p, replicas in enumerate(parts) if node in replicas}
+
+
+def produce(c: LocalCluster, topic: str, partitions: int, count: int = 10) -> None:
+    producer = KafkaProducer(bootstrap_servers=c.bootstrap_servers, acks="all")
+    for p in range(partitions):
+        for i in range(count):
+            producer.send(topic, value=b"v%d" % i, partition=p)
+    producer.flush(timeout=30)
+    producer.close()
+
+
+def test_each_broker_data_dir_holds_exactly_its_replicas(samsa_cluster: LocalCluster) -> None:
+    c = samsa_cluster
+    placed = {"rf1": [[1], [2], [3], [1]], "rf2": [[1, 2], [2, 3], [3, 1]]}
+    for name, parts in placed.items():
+        assert create_topic(c.brokers[1].bootstrap_servers, name, assignments=parts).error_code == 0
+    c.wait_for(lambda: all(c.image().partition(t, p).isr == tuple(rs) for t, ps in placed.items()
+                           for p, rs in enumerate(ps)), what="full ISRs")
+    produce(c, "rf1", 4)
+    produce(c, "rf2", 3)
+    for node in c.brokers:
+        assert partition_dirs(c, node, set(placed)) == expected_dirs(placed, node), f"broker {node}"
+        c.wait_for(lambda n=node: {(t, p) for t, ps in log_dirs(c.brokers[n].bootstrap_servers).items()
+                                   for p, size in ps.items() if size > 0} == expected_dirs(placed, n),
+                   what=f"broker {node}'s replicas with data in DescribeLogDirs")
+    # a restarted broker opens just those, and still serves and follows
+    c.restart(2)
+    assert partition_dirs(c, 2, set(placed)) == expected_dirs(placed, 2)
+    c.wait_for(lambda: all(2 in c.image().partition("rf2", p).isr for p in (0, 1)), what="broker 2 back in the ISRs")
+    produce(c, "rf1", 2, count=5)
+    c.wait_for(lambda: log_dirs(c.brokers[2].bootstrap_servers)["rf1"] != {}, what="broker 2 lists rf1-1")
+    assert partition_dirs(c, 2, set(placed)) == expected_dirs(placed, 2)
