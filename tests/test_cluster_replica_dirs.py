@@ -1,5 +1,6 @@
 """A broker's data dir holds exactly its replicas (Kafka keeps no log for a partition a broker is
-not a replica of).
+not a replica of), and a replica that stops being one — moved away by a reassignment, its topic
+deleted, also while the broker was down — has its files deleted (Kafka's stray replicas).
 Real processes: etcd and three Samsa brokers (the ``samsa_cluster`` fixture)."""
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import re
 
 import pytest
 from kafka import KafkaProducer
+from kafka.protocol.admin import AlterPartitionReassignmentsRequest as APR
 
 from broker.devcluster import LocalCluster, find_etcd
+from tests.rawclient import RawClient
 from tests.test_cluster import create_topic
 from tests.test_cluster_log_dirs import log_dirs
 
@@ -62,3 +65,36 @@ def test_each_broker_data_dir_holds_exactly_its_replicas(samsa_cluster: LocalClu
     produce(c, "rf1", 2, count=5)
     c.wait_for(lambda: log_dirs(c.brokers[2].bootstrap_servers)["rf1"] != {}, what="broker 2 lists rf1-1")
     assert partition_dirs(c, 2, set(placed)) == expected_dirs(placed, 2)
+
+
+def test_a_replica_moved_away_or_deleted_loses_its_files(samsa_cluster: LocalCluster) -> None:
+    c = samsa_cluster
+    T, P = APR.ReassignableTopic, APR.ReassignableTopic.ReassignablePartition
+    assert create_topic(c.brokers[1].bootstrap_servers, "mv", assignments=[[1, 2], [1, 2]]).error_code == 0
+    assert create_topic(c.brokers[1].bootstrap_servers, "away", assignments=[[2, 3]]).error_code == 0
+    c.wait_for(lambda: c.image().partition("mv", 0).isr == (1, 2) and c.image().partition("away", 0).isr == (2, 3),
+               what="full ISRs")
+    produce(c, "mv", 2)
+    assert partition_dirs(c, 1, {"mv"}) == {("mv", 0), ("mv", 1)}
+
+    with RawClient(c.brokers[2].bootstrap_servers) as rc:      # move partition 0 from {1, 2} to {2, 3}
+        r = rc.request(45, 1, timeout_ms=5000, allow_replication_factor_change=True,
+                       topics=[T(name="mv", partitions=[P(partition_index=0, replicas=[2, 3])])])
+    assert r.responses[0].partitions[0].error_code == 0
+    c.wait_for(lambda: (g := c.image().partition("mv", 0)).replicas == (2, 3) and not g.removing_replicas,
+               what="the move to complete")
+    c.wait_for(lambda: partition_dirs(c, 1, {"mv"}) == {("mv", 1)}, what="broker 1 to delete mv-0")
+    assert partition_dirs(c, 3, {"mv"}) == {("mv", 0)}
+    # broker 1 no longer hosts mv-0: it answers NOT_LEADER_OR_FOLLOWER, and a restart does not bring it back
+    c.restart(1)
+    assert partition_dirs(c, 1, {"mv"}) == {("mv", 1)}
+
+    # a deleted topic's files go from every replica, also from one that was down during the deletion
+    assert c.stop(3) == 0
+    with RawClient(c.brokers[1].bootstrap_servers) as rc:
+        r = rc.request(20, 4, topic_names=["mv", "away"], timeout_ms=10000)
+    assert [t.error_code for t in r.responses] == [0, 0]
+    c.wait_for(lambda: not any(partition_dirs(c, n, {"mv", "away"}) for n in (1, 2)), what="the deletion on 1 and 2")
+    assert partition_dirs(c, 3, {"mv", "away"}) == {("mv", 0), ("away", 0)}     # down: untouched
+    c.start_broker(3)
+    c.wait_for(lambda: not partition_dirs(c, 3, {"mv", "away"}), what="broker 3 to delete its stray logs")

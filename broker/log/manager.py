@@ -261,6 +261,19 @@ class LogManager:
         self._save()
         return part
 
+    def delete_replica(self, name: str, index: int) -> None:
+        """This broker is no longer a replica of the partition (Kafka's stray replica): its log
+        goes; the topic too once it has no local partition left."""
+        topic = self.topics[name]
+        part = topic.partitions.pop(index)
+        if not topic.partitions:
+            self.topics.pop(name)
+            self.topics_by_id.pop(topic.topic_id, None)
+        self._save()
+        if part is not None:
+            _remove_partition_files(part)
+        log.info("replica deleted", topic=name, partition=index)
+
     def alter_configs(self, name: str, configs: dict[str, str]) -> None:
         self.topics[name].configs = dict(configs)
         self._save()
