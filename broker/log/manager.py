@@ -266,12 +266,14 @@ class LogManager:
         goes; the topic too once it has no local partition left."""
         topic = self.topics[name]
         part = topic.partitions.pop(index)
+        if part is not None:
+            # files first: a crash before the save leaves the replica listed with an empty log,
+            # which the next image deletes again (never a directory nothing lists)
+            _remove_partition_files(part)
         if not topic.partitions:
             self.topics.pop(name)
             self.topics_by_id.pop(topic.topic_id, None)
         self._save()
-        if part is not None:
-            _remove_partition_files(part)
         log.info("replica deleted", topic=name, partition=index)
 
     def alter_configs(self, name: str, configs: dict[str, str]) -> None:
