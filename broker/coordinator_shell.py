@@ -84,7 +84,7 @@ class CoordinatorShell(Generic[C]):
         topic = self.broker.logs.topics.get(self.topic)
         if topic is None or self.clustered:
             return 0
-        self.num_partitions = len(topic.partitions)
+        self.num_partitions = topic.partition_count
         self.coordinator_config = dataclasses.replace(
             self.coordinator_config, **{self.partition_count_field: self.num_partitions})
         for part in topic.partitions:
@@ -98,7 +98,7 @@ class CoordinatorShell(Generic[C]):
         now = self.broker.now_ms()
         for p, coord in self.coordinators.items():
             self._apply(p, coord.load_complete(now))  # type: ignore[attr-defined]
-        return len(topic.partitions)
+        return topic.partition_count
 
     def ensure_topic(self) -> None:
         """Create the internal topic (its first use, or a Metadata request that auto-creates
@@ -133,10 +133,10 @@ class CoordinatorShell(Generic[C]):
     def become_leader(self, partition: int) -> None:
         """Load the partition's coordinator from its log (Kafka's onElection)."""
         topic = self.broker.logs.topics.get(self.topic)
-        if topic is None or not 0 <= partition < len(topic.partitions):
+        if topic is None or partition not in topic.partitions:
             return
-        if self.num_partitions != len(topic.partitions):
-            self.num_partitions = len(topic.partitions)
+        if self.num_partitions != topic.partition_count:
+            self.num_partitions = topic.partition_count
             self.coordinator_config = dataclasses.replace(
                 self.coordinator_config, **{self.partition_count_field: self.num_partitions})
         part = topic.partitions[partition]

@@ -258,5 +258,7 @@ class FaultRegistry:
 
 
 def _topic_name(ctx: "RequestScope", topic_id: Any) -> str | None:
-    topic = ctx.broker.logs.topics_by_id.get(topic_id)
+    from .topic_catalog import topic_by_id
+
+    topic = topic_by_id(ctx.broker, topic_id)   # the cluster's topics, not only those hosted here
     return topic.name if topic is not None else None

@@ -87,6 +87,23 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
         if deleted and self._tasks is not None:
             self._tasks.start_soon(self._drop_offsets_of, deleted)
 
+    def become_leader(self, partition: int) -> None:
+        """Load the partition's coordinator; then drop (with tombstones) the offsets it replayed
+        for topics the metadata image no longer has: deleted while another broker, or none, led
+        this partition (Kafka's coordinators drop deleted topics' offsets, onPartitionsDeleted)."""
+        super().become_leader(partition)
+        coord = self.coordinators.get(partition)
+        cluster = self.broker.cluster
+        if coord is None or cluster is None or getattr(coord, "_unloaded", False):
+            return
+        gone = sorted(t for t in coord.offsets.topics() if t not in cluster.image.topics)
+        if gone:
+            step = coord.handle(TopicsDeleted(topics=gone), self.broker.now_ms())
+            self._apply(partition, step)
+            removed = sum(r.offsets_removed for _, r in step.completions)
+            log.info("offsets of deleted topics removed on loading", partition=partition, topics=gone,
+                     offsets=removed)
+
     async def _drop_offsets_of(self, topics: list[str]) -> None:
         try:
             removed = await self.topics_deleted(topics)

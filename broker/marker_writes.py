@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from coordinator.transactions import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
 
+from .topic_catalog import absent_partition_error
+
 if TYPE_CHECKING:
     from .services import BrokerServices
 
@@ -23,8 +25,8 @@ async def write_markers(broker: "BrokerServices", producer_id: int, producer_epo
     for key in partitions:
         topic, index = key
         part = broker.logs.partition(topic, index)
-        if part is None:
-            codes[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if part is None:    # NOT_LEADER_OR_FOLLOWER (retried at the leader) when the cluster has it
+            codes[key] = absent_partition_error(broker, topic, index)
             continue
         if part.replica is not None and not part.replica.is_leader:
             codes[key] = ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -17,6 +17,8 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
+from protocol.errors import ErrorCode
+
 from .log.manager import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ class CatalogTopic:
 
 
 def _of_log(t: "Topic") -> CatalogTopic:
-    return CatalogTopic(t.name, t.topic_id, len(t.partitions), t.internal)
+    return CatalogTopic(t.name, t.topic_id, t.partition_count, t.internal)
 
 
 class _ImageCatalog:
@@ -95,3 +97,16 @@ def topic_by_id(broker: "BrokerServices", topic_id: uuid.UUID | None) -> Catalog
 def has_partition(broker: "BrokerServices", name: str, index: int) -> bool:
     t = topic(broker, name)
     return t is not None and t.has_partition(index)
+
+
+def absent_partition_error(broker: "BrokerServices", name: str | None, index: int, topic_id: uuid.UUID | None = None) -> int:
+    """The error for a partition this broker holds no local replica of (Kafka's
+    ReplicaManager.getPartitionOrError): NOT_LEADER_OR_FOLLOWER when the cluster's metadata has the
+    partition (the client refreshes metadata and goes to the leader), UNKNOWN_TOPIC_ID for a topic
+    id it does not know, else UNKNOWN_TOPIC_OR_PARTITION. On a single node the catalog is the local
+    log, so a missing partition is always unknown."""
+    by_id = topic_id is not None and topic_id != ZERO_UUID
+    known = topic_by_id(broker, topic_id) if by_id else topic(broker, name)
+    if known is None:
+        return ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return ErrorCode.NOT_LEADER_OR_FOLLOWER if known.has_partition(index) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

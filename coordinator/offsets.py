@@ -326,6 +326,12 @@ class OffsetStore:
         self._pending_txn.pop(group_id, None)
         return [offset_commit_record(group_id, topic, partition, None) for (topic, partition) in offsets]
 
+    def topics(self) -> set[str]:
+        """Every topic some group has an offset for (committed or pending in a transaction)."""
+        out = {t for by_tp in self._offsets.values() for t, _ in by_tp}
+        out.update(t for by_pid in self._pending_txn.values() for by in by_pid.values() for t, _ in by)
+        return out
+
     def delete_topics(self, topics: set[str]) -> list[Record]:
         """Kafka's onPartitionsDeleted: the offsets of deleted topics go from every group, with
         tombstones for the committed ones; pending transactional offsets for them are dropped."""

@@ -1,6 +1,5 @@
 """DescribeLogDirs on a real cluster (etcd and three Samsa broker processes, the samsa_cluster
-fixture): each broker lists exactly the partitions it is a replica of, with their sizes, though
-it keeps (empty) local logs for every partition of a topic it hosts any partition of."""
+fixture): each broker lists exactly the partitions it is a replica of, with their sizes."""
 from __future__ import annotations
 
 import pytest

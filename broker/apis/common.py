@@ -9,6 +9,7 @@ from protocol.errors import ErrorCode
 from ..log.manager import Topic
 from ..log.partition import Partition
 from ..broker import Broker
+from ..topic_catalog import absent_partition_error  # noqa: F401  (the handlers' import)
 
 if TYPE_CHECKING:
     from ..dispatch import RequestContext

@@ -19,8 +19,9 @@ from protocol.splice import placeholder
 from ..dispatch import RequestContext, Spliced, handles
 from ..log.region import FileRegion
 from ..log.segment import Segment
-from ..replica.answers import LEADER_HINT_ERRORS, follower_fetched, leader_endpoints, not_leader_answer, replica_id_of
-from .common import ZERO_UUID, check_leader_epoch, find_topic
+from ..replica.answers import (LEADER_HINT_ERRORS, absent_leader_answer, follower_fetched, leader_endpoints,
+                               not_leader_answer, replica_id_of)
+from .common import ZERO_UUID, absent_partition_error, check_leader_epoch, find_topic
 
 FT = FetchResponse.FetchableTopicResponse
 PD = FT.PartitionData
@@ -64,13 +65,16 @@ def _collect(ctx: RequestContext, req: FetchRequest,
         parts = []
         for fp in ft.partitions:
             pidx = fp.partition
-            if topic is None or not 0 <= pidx < len(topic.partitions):
-                code = ErrorCode.UNKNOWN_TOPIC_ID if by_id and topic is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                parts.append(PD(partition_index=pidx, error_code=code, high_watermark=-1, last_stable_offset=-1,
-                                log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1,
-                                records=b""))   # empty, as Kafka sends (librdkafka fails on null at v16)
+            part = topic.partitions.get(pidx) if topic is not None else None
+            if part is None:
+                # no local replica: NOT_LEADER_OR_FOLLOWER when the cluster has the partition
+                name, topic_id = (None, tid) if by_id else (ft.topic, None)
+                code = absent_partition_error(broker, name, pidx, topic_id)
+                parts.append(absent_leader_answer(ctx, name, topic_id, pidx, PD(
+                    partition_index=pidx, error_code=code, high_watermark=-1, last_stable_offset=-1,
+                    log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1,
+                    records=b"")))   # empty, as Kafka sends (librdkafka fails on null at v16)
                 continue
-            part = topic.partitions[pidx]
             if by_topic is not None and topic.name not in by_topic:
                 by_topic[topic.name] = 0
             hw = part.high_watermark

@@ -27,13 +27,6 @@ def _volume(path: str) -> tuple[int, int]:
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
 
 
-def _hosted(part) -> bool:
-    """In a cluster a broker keeps (empty) local logs for a topic's partitions it is not a replica
-    of (the log manager holds a topic's partitions as one list); Kafka lists only its replicas."""
-    rs = part.replica
-    return rs is None or rs.node_id in rs.replicas
-
-
 @handles(35)
 async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     logs = ctx.broker.logs
@@ -50,7 +43,7 @@ async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) ->
                      partition_index=p.index, partition_size=p.size_bytes,
                      offset_lag=max(p.high_watermark - p.log_end_offset, 0), is_future_key=False)
                  for p in logs.topics[name].partitions
-                 if (wanted is None or p.index in wanted[name]) and _hosted(p)]
+                 if (wanted is None or p.index in wanted[name])]
         if parts:
             topics.append(R.DescribeLogDirsTopic(name=name, partitions=parts))
     total, usable = _volume(logs.log_dir)

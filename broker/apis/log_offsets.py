@@ -14,7 +14,7 @@ from kafka.protocol.consumer import (ListOffsetsRequest, ListOffsetsResponse, Of
 from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
-from .common import check_leader_epoch
+from .common import absent_partition_error, check_leader_epoch
 
 LT = ListOffsetsResponse.ListOffsetsTopicResponse
 LP = LT.ListOffsetsPartitionResponse
@@ -29,11 +29,11 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
         topic = logs.topics.get(rt.name)
         parts = []
         for rp in rt.partitions:
-            if topic is None or not 0 <= rp.partition_index < len(topic.partitions):
-                parts.append(LP(partition_index=rp.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                timestamp=-1, offset=-1, leader_epoch=-1))
+            part = topic.partitions.get(rp.partition_index) if topic is not None else None
+            if part is None:
+                parts.append(LP(partition_index=rp.partition_index, timestamp=-1, offset=-1, leader_epoch=-1,
+                                error_code=absent_partition_error(ctx.broker, rt.name, rp.partition_index)))
                 continue
-            part = topic.partitions[rp.partition_index]
             err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
             if not err and part.replica is not None and not part.replica.is_leader:
                 err = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -77,11 +77,11 @@ async def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpoch
         topic = logs.topics.get(rt.topic)
         parts = []
         for rp in rt.partitions:
-            if topic is None or not 0 <= rp.partition < len(topic.partitions):
-                parts.append(OP(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=rp.partition,
-                                leader_epoch=-1, end_offset=-1))
+            part = topic.partitions.get(rp.partition) if topic is not None else None
+            if part is None:
+                parts.append(OP(error_code=absent_partition_error(ctx.broker, rt.topic, rp.partition),
+                                partition=rp.partition, leader_epoch=-1, end_offset=-1))
                 continue
-            part = topic.partitions[rp.partition]
             err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
             if not err and part.replica is not None and not part.replica.is_leader:
                 err = ErrorCode.NOT_LEADER_OR_FOLLOWER

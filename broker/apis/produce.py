@@ -17,8 +17,9 @@ from protocol import records as rb
 from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
-from ..replica.answers import leader_endpoints, not_leader_answer, wait_for_replicas
-from .common import ZERO_UUID, find_topic
+from ..log.manager import INTERNAL_TOPICS
+from ..replica.answers import absent_leader_answer, leader_endpoints, not_leader_answer, wait_for_replicas
+from .common import ZERO_UUID, absent_partition_error, find_topic
 
 TR = ProduceResponse.TopicProduceResponse
 PR = TR.PartitionProduceResponse
@@ -70,18 +71,17 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             if acks not in (0, 1, -1):
                 parts.append(_error(pd.index, ErrorCode.INVALID_REQUIRED_ACKS))
                 continue
-            if topic is None:
-                parts.append(_error(pd.index, ErrorCode.UNKNOWN_TOPIC_ID if by_id
-                                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                continue
-            if topic.internal:
+            if topic.internal if topic is not None else td.name in INTERNAL_TOPICS:
                 parts.append(_error(pd.index, ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                    f"Cannot append to internal topic {topic.name}"))
+                                    f"Cannot append to internal topic {topic.name if topic else td.name}"))
                 continue
-            if not 0 <= pd.index < len(topic.partitions):
-                parts.append(_error(pd.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            part = topic.partitions.get(pd.index) if topic is not None else None
+            if part is None:
+                # no local replica: NOT_LEADER_OR_FOLLOWER when the cluster has the partition
+                name, topic_id = (None, tid) if by_id else (td.name, None)
+                err = absent_partition_error(broker, name, pd.index, topic_id)
+                parts.append(absent_leader_answer(ctx, name, topic_id, pd.index, _error(pd.index, err)))
                 continue
-            part = topic.partitions[pd.index]
             if part.replica is not None:      # a cluster: only the leader appends (broker/replica/)
                 err = broker.replicas.check_produce(part, acks)
                 if err:

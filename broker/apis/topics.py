@@ -38,7 +38,7 @@ from protocol.errors import ErrorCode
 from ..config import ConfigError
 from ..dispatch import RequestContext, handles
 from ..log.manager import INTERNAL_TOPICS, topic_name_error
-from .common import ZERO_UUID
+from .common import ZERO_UUID, absent_partition_error
 from .configs import creation_config_entries, validate_topic_configs
 from .topic_rules import (CLUSTER_METADATA_TOPIC, CP, CT, CTC, DT, MAX_PARTITIONS_PER_REQUEST, UNKNOWN_TOPIC_ID_MESSAGE,
                           UNKNOWN_TOPIC_MESSAGE, _unify, duplicate_results, duplicated_names, too_many_partitions)
@@ -265,7 +265,7 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
             topic = logs.topics.get(name)
             if topic is None:
                 raise _Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
-            have = len(topic.partitions)
+            have = topic.partition_count
             if t.count == have:
                 raise _Reject(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partition(s).")
             if t.count < have:
@@ -312,16 +312,16 @@ async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Dele
         parts = []
         for rp in rt.partitions:
             idx = rp.partition_index
-            if topic is None or not 0 <= idx < len(topic.partitions):
-                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif topic.internal:
+            # Kafka's order: internal topic, no local replica, not the leader, then the cleanup policy
+            if rt.name in INTERNAL_TOPICS:
                 code = ErrorCode.INVALID_TOPIC_EXCEPTION
-            elif "delete" not in topic.partitions[idx].policies():
-                code = ErrorCode.POLICY_VIOLATION
-            elif topic.partitions[idx].replica is not None and not topic.partitions[idx].replica.is_leader:
+            elif (part := topic.partitions.get(idx) if topic is not None else None) is None:
+                code = absent_partition_error(broker, rt.name, idx)
+            elif part.replica is not None and not part.replica.is_leader:
                 code = ErrorCode.NOT_LEADER_OR_FOLLOWER     # a cluster: the leader moves the log start
+            elif "delete" not in part.policies():
+                code = ErrorCode.POLICY_VIOLATION
             else:
-                part = topic.partitions[idx]
                 offset = part.high_watermark if rp.offset == HIGH_WATERMARK else rp.offset
                 if offset < 0 or offset > part.high_watermark:
                     code = ErrorCode.OFFSET_OUT_OF_RANGE

@@ -31,7 +31,7 @@ from protocol.errors import ErrorCode
 
 from .. import topic_catalog
 from ..dispatch import RequestContext, handles
-from .common import coordinator_fields
+from .common import absent_partition_error, coordinator_fields
 
 PRODUCER_FENCED = ErrorCode.PRODUCER_FENCED
 
@@ -262,9 +262,11 @@ async def describe_producers(ctx: RequestContext, req: Any) -> Any:
         parts = []
         for idx in t.partition_indexes:
             part = ctx.broker.logs.partition(t.name, idx)
-            if part is None:
-                parts.append(PR(partition_index=idx, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                error_message=None, active_producers=[]))
+            # Kafka's activeProducerState: no local replica, or a follower: NOT_LEADER_OR_FOLLOWER
+            err = absent_partition_error(ctx.broker, t.name, idx) if part is None else \
+                ErrorCode.NOT_LEADER_OR_FOLLOWER if part.replica is not None and not part.replica.is_leader else 0
+            if err:
+                parts.append(PR(partition_index=idx, error_code=err, error_message=None, active_producers=[]))
                 continue
             producers = [PR.ProducerState(
                 producer_id=pid, producer_epoch=e.epoch, last_sequence=e.last_seq, last_timestamp=e.last_timestamp,

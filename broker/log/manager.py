@@ -23,7 +23,7 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Collection
 
 import structlog
 import trio
@@ -33,6 +33,7 @@ from ..config import TOPIC_CONFIGS, BrokerConfig, parse_value
 from .fds import FdCache
 from .flush import after_append
 from .partition import LogCorrupt, Partition
+from .partition_map import PartitionMap
 from .segment import fsync_dir
 
 log = structlog.get_logger("samsa.log")
@@ -62,7 +63,9 @@ class Topic:
     name: str
     topic_id: uuid.UUID
     configs: dict[str, str]
-    partitions: list[Partition] = field(default_factory=list)
+    # the local logs (all of them on a single node; only this broker's replicas in a cluster)
+    partitions: PartitionMap = field(default_factory=PartitionMap)
+    partition_count: int = 0          # the topic's partitions, local or not
 
     @property
     def internal(self) -> bool:
@@ -119,11 +122,11 @@ class LogManager:
             raise SystemExit(problem)
         started = time.monotonic()
         for t in meta["topics"]:
-            topic = Topic(t["name"], uuid.UUID(t["id"]), dict(t.get("configs", {})))
+            topic = Topic(t["name"], uuid.UUID(t["id"]), dict(t.get("configs", {})), partition_count=t["partitions"])
             self._register(topic)
-            for p in range(t["partitions"]):
+            for p in t.get("hosted", range(t["partitions"])):   # "hosted": only in a cluster, when sparse
                 try:
-                    topic.partitions.append(self._open_partition(topic, p, clean))
+                    topic.partitions.add(self._open_partition(topic, p, clean))
                 except LogCorrupt as exc:
                     log.error("refusing to start: partition log is inconsistent", error=str(exc))
                     raise SystemExit(f"refusing to start: {exc}") from None
@@ -210,8 +213,8 @@ class LogManager:
             await self.clock.wait(self._deletions[0][0] if self._deletions else None, self._deletions_changed)
 
     def _save(self) -> None:
-        meta = {"cluster_id": self.cluster_id, "topics": [{"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions),
-                            "configs": t.configs} for t in self.topics.values()]}
+        meta = {"cluster_id": self.cluster_id, "topics": [{"name": t.name, "id": str(t.topic_id), "partitions": t.partition_count,
+                            "configs": t.configs, **_hosted(t)} for t in self.topics.values()]}
         path = os.path.join(self.log_dir, METADATA_FILE)
         with open(path + ".tmp", "w") as f:
             json.dump(meta, f)
@@ -228,21 +231,50 @@ class LogManager:
 
     # -- admin ---------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None,
-                     topic_id: uuid.UUID | None = None) -> Topic:
-        """``topic_id``: the cluster's id for it (a replica created from cluster metadata)."""
-        topic = Topic(name, topic_id or uuid.uuid4(), dict(configs or {}))
+                     topic_id: uuid.UUID | None = None, hosted: Collection[int] | None = None) -> Topic:
+        """``topic_id``: the cluster's id for it (a replica created from cluster metadata);
+        ``hosted``: the partitions this broker holds a replica of (None: all of them)."""
+        topic = Topic(name, topic_id or uuid.uuid4(), dict(configs or {}), partition_count=partitions)
         self._register(topic)
         for p in range(partitions):
-            topic.partitions.append(self._open_partition(topic, p, True))
+            if hosted is None or p in hosted:
+                topic.partitions.add(self._open_partition(topic, p, True))
         self._save()
-        log.info("topic created", topic=name, partitions=partitions, topic_id=str(topic.topic_id))
+        log.info("topic created", topic=name, partitions=partitions, topic_id=str(topic.topic_id),
+                 **({} if hosted is None else {"hosted": sorted(hosted)}))
         return topic
 
-    def add_partitions(self, name: str, total: int) -> None:
+    def add_partitions(self, name: str, total: int, hosted: Collection[int] | None = None) -> None:
+        """The topic now has ``total`` partitions; the new ones in ``hosted`` (None: all) get local logs."""
         topic = self.topics[name]
-        for p in range(len(topic.partitions), total):
-            topic.partitions.append(self._open_partition(topic, p, True))
+        for p in range(topic.partition_count, total):
+            if hosted is None or p in hosted:
+                topic.partitions.add(self._open_partition(topic, p, True))
+        topic.partition_count = max(topic.partition_count, total)
         self._save()
+
+    def add_replica(self, name: str, index: int) -> Partition:
+        """A cluster made this broker a replica of an existing partition (a reassignment): an empty log."""
+        topic = self.topics[name]
+        part = self._open_partition(topic, index, True)
+        topic.partitions.add(part)
+        self._save()
+        return part
+
+    def delete_replica(self, name: str, index: int) -> None:
+        """This broker is no longer a replica of the partition (Kafka's stray replica): its log
+        goes; the topic too once it has no local partition left."""
+        topic = self.topics[name]
+        part = topic.partitions.pop(index)
+        if part is not None:
+            # files first: a crash before the save leaves the replica listed with an empty log,
+            # which the next image deletes again (never a directory nothing lists)
+            _remove_partition_files(part)
+        if not topic.partitions:
+            self.topics.pop(name)
+            self.topics_by_id.pop(topic.topic_id, None)
+        self._save()
+        log.info("replica deleted", topic=name, partition=index)
 
     def alter_configs(self, name: str, configs: dict[str, str]) -> None:
         self.topics[name].configs = dict(configs)
@@ -253,18 +285,13 @@ class LogManager:
         self.topics_by_id.pop(topic.topic_id, None)
         self._save()
         for part in topic.partitions:
-            for seg in part.segments:
-                seg.close()
-            part.deleted = True
-            shutil.rmtree(part.directory, ignore_errors=True)
+            _remove_partition_files(part)
         log.info("topic deleted", topic=name)
         return topic
 
     def partition(self, topic: str, p: int) -> Partition | None:
         t = self.topics.get(topic)
-        if t is None or not 0 <= p < len(t.partitions):
-            return None
-        return t.partitions[p]
+        return None if t is None else t.partitions.get(p)
 
     # -- shutdown ------------------------------------------------------------------------
     def shutdown(self) -> None:
@@ -289,6 +316,18 @@ class LogManager:
             os.fsync(f.fileno())
         fsync_dir(self.log_dir)
         log.info("log manager shut down cleanly", log_dir=self.log_dir)
+
+
+def _hosted(t: Topic) -> dict[str, list[int]]:
+    """The metadata file's "hosted" entry, only for a topic with partitions held elsewhere."""
+    return {} if len(t.partitions) == t.partition_count else {"hosted": t.partitions.indexes()}
+
+
+def _remove_partition_files(part: Partition) -> None:
+    for seg in part.segments:
+        seg.close()
+    part.deleted = True
+    shutil.rmtree(part.directory, ignore_errors=True)
 
 
 def _new_cluster_id() -> str:

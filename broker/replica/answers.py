@@ -24,6 +24,24 @@ def not_leader_answer(ctx: "RequestContext", part: Partition, answer: Any) -> An
     return answer
 
 
+def absent_leader_answer(ctx: "RequestContext", topic: str | None, topic_id: Any, index: int, answer: Any) -> Any:
+    """``current_leader`` (where the version has it) for a NOT_LEADER_OR_FOLLOWER answer about a
+    partition with no local replica: the leader and epoch the metadata image names, as Kafka's
+    KafkaApis fills it from its metadata cache."""
+    cls = getattr(type(answer), "LeaderIdAndEpoch", None)
+    image = ctx.broker.replicas.image
+    if topic is None and image is not None:
+        from ..topic_catalog import topic_by_id
+
+        known = topic_by_id(ctx.broker, topic_id)
+        topic = known.name if known is not None else None
+    t = image.topics.get(topic) if image is not None and topic is not None else None
+    reg = t.partitions.get(index) if t is not None else None
+    if cls is not None and reg is not None:
+        answer.current_leader = cls(leader_id=reg.leader, leader_epoch=reg.leader_epoch)
+    return answer
+
+
 def leader_endpoints(ctx: "RequestContext", topics: list, partitions_attr: str, response_cls: Any) -> list:
     """``node_endpoints`` for the leaders named in ``current_leader`` fields of an answer."""
     replicas = ctx.broker.replicas
@@ -78,7 +96,6 @@ def follower_fetched(ctx: "RequestContext", req: Any) -> None:
         if topic is None:
             continue
         for fp in ft.partitions:
-            if 0 <= fp.partition < len(topic.partitions):
-                part = topic.partitions[fp.partition]
-                if part.replica is not None:
-                    broker.replicas.follower_fetched(part, replica_id, fp.fetch_offset, now)
+            part = topic.partitions.get(fp.partition)
+            if part is not None and part.replica is not None:
+                broker.replicas.follower_fetched(part, replica_id, fp.fetch_offset, now)

@@ -130,11 +130,34 @@ class ReplicaManager:
         self.apply_image(new)
         for name in getattr(delta, "deleted_topics", None) or ():
             if name in self.broker.logs.topics and name not in new.topics:
-                for part in self.broker.logs.topics[name].partitions:
-                    self._stop_following(part)
-                    self.led.pop((part.topic, part.index), None)
-                    part.replica = None
-                self.broker.logs.delete_topic(name)
+                self._delete_local_topic(name)
+
+    def _delete_local_topic(self, name: str) -> None:
+        """The topic is gone from the cluster (deleted, or deleted and created again under a
+        new id): its local logs go."""
+        for part in self.broker.logs.topics[name].partitions:
+            self._release(part)
+        self.broker.logs.delete_topic(name)
+
+    def _release(self, part: Partition) -> None:
+        """Stop every replication role of a local partition about to be deleted."""
+        was_leader = part.replica is not None and part.replica.is_leader
+        self._stop_following(part)
+        self.led.pop((part.topic, part.index), None)
+        part.replica = None
+        if was_leader:
+            for listener in self.role_listeners:
+                listener(part, False)
+        self.hw_moved.notify()       # acks=all waiters on it answer NOT_LEADER_OR_FOLLOWER
+
+    def _drop_stray_topics(self, topic_ids: dict[str, Any]) -> None:
+        """Local topics the image does not have (deleted while this broker was away), or has
+        under another id (deleted and created again): Kafka's stray logs, deleted."""
+        for name, topic in list(self.broker.logs.topics.items()):
+            if name not in topic_ids or (topic_ids[name] is not None and topic_ids[name] != topic.topic_id):
+                log.info("deleting the logs of a topic the cluster no longer has", topic=name,
+                         topic_id=str(topic.topic_id))
+                self._delete_local_topic(name)
 
     def _stop_following(self, part: Partition) -> None:
         for fetcher in self.fetchers.values():
@@ -181,24 +204,29 @@ class ReplicaManager:
         now = self.broker.now_ms()
         follow: dict[int, dict[tuple[str, int], tuple[Partition, int, bool]]] = {}
         changed: list[tuple[Partition, bool]] = []
-        for name, topic_id, configs, regs in topics_of(image):
+        strays: list[Partition] = []
+        topics = list(topics_of(image))
+        if getattr(self.broker, "cluster", None) is not None:   # the real store's image: every topic
+            self._drop_stray_topics({name: topic_id for name, topic_id, _, _ in topics})
+        for name, topic_id, configs, regs in topics:
             local = self._local_topic(name, topic_id, configs, regs)
             if local is None:
                 continue
             for index, reg in regs.items():
-                if not 0 <= index < len(local.partitions):
-                    continue
-                part = local.partitions[index]
+                part = local.partitions.get(index)
+                if part is None:
+                    continue                # a replica elsewhere only: no local log
                 key = (name, index)
+                if self.node_id not in reg.replicas:
+                    strays.append(part)     # a reassignment removed this replica
+                    continue
                 if part.replica is not None and part.replica.registration is reg:
                     # unchanged (images share unchanged registrations): only keep following
                     if not part.replica.is_leader and reg.leader >= 0 and self.node_id in reg.replicas:
                         follow.setdefault(reg.leader, {})[key] = (part, reg.leader_epoch, False)
                     continue
                 was_leader = part.replica is not None and part.replica.is_leader
-                if self.node_id not in reg.replicas:
-                    self._not_a_replica(part, reg)
-                elif reg.leader == self.node_id:
+                if reg.leader == self.node_id:
                     self._make_leader(part, reg, now)
                 else:
                     new_term = self._make_follower(part, reg)
@@ -215,28 +243,32 @@ class ReplicaManager:
         for part, is_leader in changed:
             for listener in self.role_listeners:
                 listener(part, is_leader)
+        for part in strays:
+            self._release(part)
+            log.info("deleting a replica this broker no longer holds", partition=part.name)
+            self.broker.logs.delete_replica(part.topic, part.index)
         self.hw_moved.notify()
         self.broker.appends.notify()   # waiting fetches re-check leadership
 
     def _local_topic(self, name: str, topic_id: Any, configs: dict[str, str], regs: dict[int, Any]) -> Any:
-        """The local topic, created when this broker hosts one of its partitions."""
+        """The local topic with a log for each partition this broker is a replica of (only
+        those: Kafka's brokers keep no log of other partitions), created when it hosts one."""
         logs = self.broker.logs
+        mine = {index for index, reg in regs.items() if self.node_id in reg.replicas}
+        count = max(regs, default=-1) + 1
         topic = logs.topics.get(name)
         if topic is None:
-            if not any(self.node_id in reg.replicas for reg in regs.values()):
+            if not mine:
                 return None
-            topic = logs.create_topic(name, max(regs) + 1, configs, topic_id=topic_id)
-        else:
-            if len(topic.partitions) <= max(regs, default=-1):
-                logs.add_partitions(name, max(regs) + 1)
-            if configs != topic.configs:
-                logs.alter_configs(name, configs)    # topic configs are ConfigRecords in the image
+            return logs.create_topic(name, count, configs, topic_id=topic_id, hosted=mine)
+        if topic.partition_count < count:
+            logs.add_partitions(name, count, hosted=mine)
+        for index in sorted(mine):
+            if index not in topic.partitions:
+                logs.add_replica(name, index)    # a reassignment added this broker
+        if configs != topic.configs:
+            logs.alter_configs(name, configs)    # topic configs are ConfigRecords in the image
         return topic
-
-    def _not_a_replica(self, part: Partition, reg: Any) -> None:
-        part.replica = ReplicaState(self.node_id, reg.leader, reg.leader_epoch, reg.partition_epoch,
-                                    list(reg.replicas), list(reg.isr), registration=reg)
-        part.leader_epoch = reg.leader_epoch
 
     def _make_leader(self, part: Partition, reg: Any, now_ms: int) -> None:
         rs = part.replica
