@@ -264,3 +264,43 @@ def test_follower_fetch_v15_replica_state_reads_past_the_hw(cluster: InProcessCl
     # the follower now reports offset 2: with it and the leader at 2 ... 3 still holds the HW at 1
     assert follower_fetch(2).high_watermark == 1
     assert c.call(lambda: c.partition(1, "t").replica.followers[2].leo) == 2
+
+
+def list_offset(c: InProcessCluster, node: int, topic: str, timestamp: int, version: int = 7):
+    from kafka.protocol.consumer import ListOffsetsRequest
+    LT = ListOffsetsRequest.ListOffsetsTopic
+    with RawClient(c.bootstrap(node)) as client:
+        resp = client.request(2, version, replica_id=-1, isolation_level=0, topics=[LT(name=topic, partitions=[
+            LT.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=timestamp)])])
+    return resp.topics[0].partitions[0]
+
+
+def test_list_offsets_waits_for_a_new_leaders_lagging_hw(cluster: InProcessCluster) -> None:
+    """Kafka's Partition.fetchOffsetForTimestamp: offsets at or above the last fetchable offset
+    are never answered, and a new leader whose HW is still below its epoch's start offset answers
+    OFFSET_NOT_AVAILABLE (retriable) for latest and for lookups finding nothing below it."""
+    c = cluster
+    c.create_topic("t", replicas=(1, 2, 3))
+    assert produce(c, 1, "t", [b"a"])[1].error_code == 0
+    c.pause(3)
+    before_b = int(time.time() * 1000)
+    assert produce(c, 1, "t", [b"b"], acks=1)[1].base_offset == 1
+    wait_for(lambda: c.call(lambda: c.partition(2, "t").log_end_offset) == 2, what="follower 2 to copy b")
+    p = list_offset(c, 1, "t", -1)
+    assert (p.error_code, p.offset) == (0, 1)          # HW: 3 has not fetched b
+    p = list_offset(c, 1, "t", before_b)
+    assert (p.error_code, p.offset) == (0, -1)         # b is above the HW: not answered
+    c.pause(1)
+    c.elect("t", 0, 2, isr=(2, 3))                     # 2 leads from offset 2 on, its HW is 1
+    wait_for(lambda: c.call(lambda: c.partition(2, "t").replica.is_leader), what="2 to lead")
+    p = list_offset(c, 2, "t", -1)
+    assert p.error_code == ErrorCode.OFFSET_NOT_AVAILABLE
+    p = list_offset(c, 2, "t", before_b)
+    assert p.error_code == ErrorCode.OFFSET_NOT_AVAILABLE
+    p = list_offset(c, 2, "t", -2)
+    assert (p.error_code, p.offset) == (0, 0)          # earliest is always known
+    c.resume(3)
+    wait_for(lambda: list_offset(c, 2, "t", -1).error_code == 0, what="the new leader's HW")
+    p = list_offset(c, 2, "t", -1)
+    assert (p.offset, p.leader_epoch) == (2, 1)
+    assert list_offset(c, 2, "t", before_b).offset == 1

@@ -5,6 +5,8 @@ the last stable offset for read_committed; earliest (-2) the log start offset; m
 timestamp (-3, v7+) the record with the largest timestamp; -4/-5 (tiered storage) answer
 as earliest/latest since nothing is tiered; a timestamp finds the first record with a
 timestamp >= target, exact inside batches, else offset -1. Answers carry the partition's current leader epoch.
+As Kafka, offsets at or above the last fetchable offset (HW, or LSO for read_committed) are never
+answered, and a new leader whose HW still lags its epoch's start answers OFFSET_NOT_AVAILABLE.
 """
 from __future__ import annotations
 
@@ -43,23 +45,32 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
                 continue
             ts = rp.timestamp
             epoch = part.leader_epoch
+            fetchable = part.last_stable_offset if req.isolation_level == 1 else part.high_watermark
             if ts in (LATEST, LATEST_TIERED):
-                offset = part.last_stable_offset if req.isolation_level == 1 else part.high_watermark
-                found = (offset, -1)
+                found = (fetchable, -1)
             elif ts in (EARLIEST, EARLIEST_LOCAL):
                 found = (part.log_start_offset, -1)
-            elif ts == MAX_TIMESTAMP:
-                found = part.max_timestamp_offset() or (-1, -1)
-                if found[0] < 0:
-                    epoch = -1
             else:
-                found = part.offset_for_timestamp(ts)
-                if found is None:
-                    found, epoch = (-1, -1), -1
+                found = part.max_timestamp_offset() if ts == MAX_TIMESTAMP else part.offset_for_timestamp(ts)
+                if found is None or found[0] >= fetchable:
+                    found, epoch = (-1, -1), -1   # Kafka answers only offsets below the last fetchable one
+            if hw_lagging(part) and (ts in (LATEST, LATEST_TIERED) or found[0] < 0):
+                parts.append(LP(partition_index=rp.partition_index, error_code=ErrorCode.OFFSET_NOT_AVAILABLE,
+                                timestamp=-1, offset=-1, leader_epoch=-1))
+                continue
             parts.append(LP(partition_index=rp.partition_index, error_code=0, timestamp=found[1], offset=found[0],
                             leader_epoch=epoch, old_style_offsets=[found[0]]))
         topics.append(LT(name=rt.name, partitions=parts))
     return ctx.response(throttle_time_ms=0, topics=topics)
+
+
+def hw_lagging(part) -> bool:
+    """A new leader's high watermark below the offset its leader epoch started at: the ISR has
+    not confirmed what the previous leader committed yet, so "latest" (and a lookup finding
+    nothing below it) is not known. Kafka's Partition.fetchOffsetForTimestamp answers the
+    retriable OFFSET_NOT_AVAILABLE then, and the client retries."""
+    replica = part.replica
+    return replica is not None and replica.leader_epoch_start_offset > part.high_watermark
 
 
 OT = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
