@@ -343,3 +343,36 @@ def test_segment_ms_rolls_by_record_time_less_each_segments_jitter(tmp_path):
     assert (len(plain.part.segments), plain.part.segments[-1].roll_jitter_ms) == (1, 0)
     plain.put([(b"k", b"v")], ts=T0 + 10_001)
     assert len(plain.part.segments) == 2
+
+
+def test_topic_deletion_interrupted_before_the_files_go_leaves_nothing_behind(tmp_path, monkeypatch):
+    """Kafka's order: partition dirs renamed to ``*-delete``, then unlisted, then removed. A crash
+    before the removal leaves only ``-delete`` dirs, which the next start removes."""
+    import time
+
+    from broker.config import BrokerConfig
+    from broker.log import manager as lm_mod
+    from broker.log.manager import LogManager
+
+    lm = LogManager(BrokerConfig({"log.dirs": str(tmp_path)}))
+    lm.load()
+    topic = lm.create_topic("gone", 2)
+    lm.create_topic("kept", 1)
+    data = rb.build_batch([(b"k", b"v")], timestamp_ms=int(time.time() * 1000))
+    assert topic.partitions[0].append(data, [rb.parse_header(data)], int(time.time() * 1000)).error == 0
+
+    def crash(part) -> None:
+        raise KeyboardInterrupt("the process dies here")
+    monkeypatch.setattr(lm_mod, "_remove_partition_files", crash)
+    with pytest.raises(KeyboardInterrupt):
+        lm.delete_topic("gone")
+    monkeypatch.undo()
+    marked = sorted(n for n in os.listdir(tmp_path) if n.startswith("gone-"))
+    assert len(marked) == 2 and all(n.endswith("-delete") for n in marked)
+    lm.fds.close_all()
+    again = LogManager(BrokerConfig({"log.dirs": str(tmp_path)}))
+    again.load()
+    assert sorted(again.topics) == ["kept"]
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("gone")]
+    assert os.path.isdir(tmp_path / "kept-0")
+    again.shutdown()

@@ -121,6 +121,7 @@ class LogManager:
             log.error("refusing to start: log directory belongs to another cluster or node", reason=problem)
             raise SystemExit(problem)
         started = time.monotonic()
+        self._remove_marked_for_deletion()
         for t in meta["topics"]:
             topic = Topic(t["name"], uuid.UUID(t["id"]), dict(t.get("configs", {})), partition_count=t["partitions"])
             self._register(topic)
@@ -135,6 +136,13 @@ class LogManager:
         previous = {"new_log_dir": True} if fresh else {"clean_shutdown": clean}
         log.info("logs loaded", partitions=sum(len(t.partitions) for t in self.topics.values()),
                  **previous, seconds=round(time.monotonic() - started, 3))
+
+    def _remove_marked_for_deletion(self) -> None:
+        """Directories a topic deletion renamed but a crash or restart kept from removing."""
+        for entry in os.scandir(self.log_dir):
+            if entry.is_dir() and entry.name.endswith(DELETE_SUFFIX):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                log.info("removed a partition directory marked for deletion", directory=entry.name)
 
     def _load_meta_properties(self) -> None:
         path = os.path.join(self.log_dir, "meta.properties")
@@ -281,8 +289,14 @@ class LogManager:
         self._save()
 
     def delete_topic(self, name: str) -> Topic:
+        """Kafka's order: each partition directory is first renamed to ``<dir>.<id>-delete``
+        (atomic), then the topic leaves the metadata file, then the files go. A crash at any
+        point leaves either the topic listed or only ``-delete`` directories, which load()
+        removes; never a live-looking directory nothing lists."""
         topic = self.topics.pop(name)
         self.topics_by_id.pop(topic.topic_id, None)
+        for part in topic.partitions:
+            _mark_for_deletion(part)
         self._save()
         for part in topic.partitions:
             _remove_partition_files(part)
@@ -321,6 +335,19 @@ class LogManager:
 def _hosted(t: Topic) -> dict[str, list[int]]:
     """The metadata file's "hosted" entry, only for a topic with partitions held elsewhere."""
     return {} if len(t.partitions) == t.partition_count else {"hosted": t.partitions.indexes()}
+
+
+DELETE_SUFFIX = "-delete"
+
+
+def _mark_for_deletion(part: Partition) -> None:
+    """Rename the partition's directory as Kafka does (``topic-0.<uuid>-delete``)."""
+    marked = f"{part.directory}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
+    try:
+        os.rename(part.directory, marked)
+    except FileNotFoundError:
+        return
+    part.directory = marked
 
 
 def _remove_partition_files(part: Partition) -> None:
