@@ -19,6 +19,7 @@ import trio
 from protocol.frame import FrameDecoder, FrameError
 
 from .config import Listener
+from .connection_close import CloseConnection
 from .dispatch import check_handlers, dispatch
 from .security.session import Session
 from .security.transport import secure
@@ -110,6 +111,9 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
                 response = await dispatch(broker, frame, host, listener, session)
             except FrameError as exc:
                 log.warning("closing connection: bad request", peer=peer, reason=str(exc))
+                break
+            except CloseConnection as exc:   # Kafka's answer is the close itself (acks=0 Produce errors)
+                log.info("closing connection", peer=peer, reason=str(exc))
                 break
             except Exception:
                 log.exception("request failed; closing connection", peer=peer)

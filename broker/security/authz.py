@@ -28,6 +28,7 @@ from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
 from .. import topic_catalog   # the cluster's topics (the metadata image in cluster mode)
+from ..connection_close import CloseConnection
 from .acl import (CLUSTER_NAME, CLUSTER_OPERATIONS, GROUP_OPERATIONS, TOPIC_OPERATIONS, Operation as Op,
                   ResourceType as RT)
 
@@ -118,10 +119,12 @@ async def produce(ctx, req, handler):
     if not denied:
         return await handler(ctx, req)
     req.topic_data = ok
-    response = await handler(ctx, req) if ok else (None if req.acks == 0 else
-                                                   ctx.response(responses=[], throttle_time_ms=0))
-    if response is None:
-        return None
+    if req.acks == 0:   # the allowed partitions are still written; then Kafka closes (no answer is due)
+        if ok:
+            await handler(ctx, req)
+        raise CloseConnection(f"acks=0 produce denied on {[t.name or t.topic_id for t in denied]}: "
+                              f"error code {code}")
+    response = await handler(ctx, req) if ok else ctx.response(responses=[], throttle_time_ms=0)
     response.responses.extend(
         TR(name=t.name, topic_id=getattr(t, "topic_id", None),
            partition_responses=[PR(index=p.index, error_code=code, base_offset=-1, log_append_time_ms=-1,
