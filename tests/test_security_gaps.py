@@ -62,3 +62,75 @@ def test_denied_acks_zero_produce_closes_after_writing_the_allowed(gap_broker) -
     with _login(gap_broker, "admin") as c:
         assert list_offset(c, ok, -1).offset == 1 + 2 + 4
         assert list_offset(c, denied, -1).offset == 1
+
+
+def _commit(broker, group: str, offsets: dict[str, int]) -> None:
+    with _login(broker, "admin") as c:
+        r = c.request(8, 8, group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+                      topics=[dict(name=t, partitions=[dict(partition_index=0, committed_offset=o, committed_leader_epoch=-1,
+                                                            committed_metadata="m")]) for t, o in offsets.items()])
+        assert [p.error_code for t in r.topics for p in t.partitions] == [0] * len(offsets)
+
+
+def test_offset_fetch_answers_denied_topics_per_partition(gap_broker) -> None:
+    """KafkaApis.handleOffsetFetchRequest, both paths (v1-7 one group, v8+ groups): a named
+    topic without DESCRIBE answers TOPIC_AUTHORIZATION_FAILED with offset -1; with all topics
+    requested (null) it is left out; a group without DESCRIBE answers GROUP_AUTHORIZATION_FAILED."""
+    ok, denied, group, other = _name("of-ok-"), _name("of-no-"), _name("of-g-"), _name("of-x-")
+    for t in (ok, denied):
+        assert produce_errors(conf(gap_broker, "admin"), t, 1) == [None]
+    _commit(gap_broker, group, {ok: 5, denied: 7})
+    create_acls(gap_broker, allow(ResourceType.TOPIC, ok, AclOperation.DESCRIBE, principal="User:bob"),
+                allow(ResourceType.GROUP, group, AclOperation.DESCRIBE, principal="User:bob"))
+    named = [dict(name=ok, partition_indexes=[0]), dict(name=denied, partition_indexes=[0, 1])]
+    want = {(ok, 0): (5, 0), (denied, 0): (-1, 29), (denied, 1): (-1, 29)}
+
+    def offsets(topics) -> dict:
+        return {(t.name, p.partition_index): (p.committed_offset, p.error_code) for t in topics for p in t.partitions}
+    with _login(gap_broker, "bob") as c:
+        for v in (1, 5, 7):
+            r = c.request(9, v, group_id=group, topics=named, require_stable=False)
+            assert offsets(r.topics) == want, v
+            metadata = {t.name: p.metadata for t in r.topics for p in t.partitions}
+            assert metadata == {ok: "m", denied: ""}
+            if v >= 2:
+                r = c.request(9, v, group_id=group, topics=None, require_stable=False)
+                assert (r.error_code, offsets(r.topics)) == (0, {(ok, 0): (5, 0)})
+        for v in (8, 9):
+            r = c.request(9, v, require_stable=False, groups=[
+                dict(group_id=group, topics=named), dict(group_id=other, topics=named),
+                dict(group_id=group + "-all", topics=None)] + ([dict(group_id=group, member_id=None, member_epoch=-1,
+                                                                   topics=None)] if v == 9 else []))
+            by_group = [(g.group_id, g.error_code, offsets(g.topics)) for g in r.groups]
+            assert by_group[0] == (group, 0, want), v
+            assert sorted(by_group[1:]) == sorted(
+                [(other, 30, {}), (group + "-all", 30, {})] + ([(group, 0, {(ok, 0): (5, 0)})] if v == 9 else [])), v
+
+
+def test_offset_fetch_denials_reach_real_clients(gap_broker) -> None:
+    """confluent-kafka's list_consumer_group_offsets and kafka-python's committed() see the
+    per-partition TOPIC_AUTHORIZATION_FAILED (not a silently missing offset)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaConsumer, TopicPartition as KTP
+    from kafka.errors import TopicAuthorizationFailedError
+    ok, denied, group = _name("ofc-ok-"), _name("ofc-no-"), _name("ofc-g-")
+    for t in (ok, denied):
+        assert produce_errors(conf(gap_broker, "admin"), t, 1) == [None]
+    _commit(gap_broker, group, {ok: 3, denied: 4})
+    create_acls(gap_broker, allow(ResourceType.TOPIC, ok, AclOperation.DESCRIBE, principal="User:bob"),
+                allow(ResourceType.GROUP, group, AclOperation.DESCRIBE, principal="User:bob"))
+    bob = AdminClient(conf(gap_broker, "bob"))
+    fut = bob.list_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        group, [TopicPartition(ok, 0), TopicPartition(denied, 0)])])[group]
+    got = {tp.topic: (tp.offset, tp.error.code() if tp.error else None) for tp in fut.result(15).topic_partitions}
+    assert got == {ok: (3, None), denied: (-1001, KafkaError.TOPIC_AUTHORIZATION_FAILED)}
+    kc = KafkaConsumer(bootstrap_servers=gap_broker.bootstrap("SASL_PLAINTEXT"), security_protocol="SASL_PLAINTEXT",
+                       sasl_mechanism="PLAIN", sasl_plain_username="bob", sasl_plain_password="bob-secret",
+                       group_id=group, enable_auto_commit=False)
+    try:
+        assert kc.committed(KTP(ok, 0)) == 3
+        with pytest.raises(TopicAuthorizationFailedError):
+            kc.committed(KTP(denied, 0))
+    finally:
+        kc.close()

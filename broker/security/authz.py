@@ -369,31 +369,59 @@ async def txn_offset_commit(ctx, req, handler):
     return response
 
 
+def _denied_fetch_topics(T: Any, topics: list) -> list:
+    """Kafka's answer for requested topics the principal may not DESCRIBE: every requested
+    partition with offset -1 and TOPIC_AUTHORIZATION_FAILED (KafkaApis.fetchOffsetsForGroup)."""
+    P = next(getattr(T, f) for f in ("OffsetFetchResponsePartitions", "OffsetFetchResponsePartition") if hasattr(T, f))
+    ids = "topic_id" in T.fields
+    return [T(name=t.name, **({"topic_id": getattr(t, "topic_id", None)} if ids else {}), partitions=[
+        P(partition_index=i, committed_offset=-1, committed_leader_epoch=-1, metadata="", error_code=TOPIC_DENIED)
+        for i in t.partition_indexes]) for t in topics]
+
+
+def _describable(ctx, topics: list) -> list:
+    return [t for t in topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
+
+
 @check(9)
 async def offset_fetch(ctx, req, handler):
+    """KafkaApis.handleOffsetFetchRequest: DESCRIBE on each group (else the group answers
+    GROUP_AUTHORIZATION_FAILED); named topics the principal may not DESCRIBE are not fetched and
+    answer TOPIC_AUTHORIZATION_FAILED per partition; with all topics requested (null) they are
+    left out. A group that failed otherwise (e.g. COORDINATOR_LOAD_IN_PROGRESS) gets no topics added."""
     if ctx.api_version >= 8:
         G = _cls(9, "OffsetFetchResponseGroup")
         denied_groups = [g for g in req.groups if not allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id)]
         req.groups = [g for g in req.groups if g not in denied_groups]
+        denied_topics: list[list | None] = []   # per allowed group, in request order (as answered)
+        for g in req.groups:
+            denied_topics.append(None)
+            if g.topics is not None:
+                ok, denied = _split(ctx, g.topics, Op.DESCRIBE,
+                                    lambda t: _topic_name(ctx, t.name, getattr(t, "topic_id", None)))
+                for t in denied:
+                    t.name = _topic_name(ctx, t.name, getattr(t, "topic_id", None))
+                g.topics, denied_topics[-1] = ok, denied
         response = await handler(ctx, req) if req.groups else ctx.response(throttle_time_ms=0, groups=[])
-        for g in response.groups:
-            g.topics = [t for t in g.topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
+        T = G.OffsetFetchResponseTopics
+        for g, denied in zip(response.groups, denied_topics):
+            if denied is None:     # all topics were asked for: the undescribable are hidden
+                g.topics = _describable(ctx, g.topics)
+            elif not g.error_code:
+                g.topics.extend(_denied_fetch_topics(T, denied))
         response.groups.extend(G(group_id=g.group_id, topics=[], error_code=GROUP_DENIED) for g in denied_groups)
         return response
     if not allowed(ctx, Op.DESCRIBE, RT.GROUP, req.group_id):
         return ctx.response(throttle_time_ms=0, topics=[], error_code=GROUP_DENIED)
+    if req.topics is None:
+        response = await handler(ctx, req)
+        response.topics = _describable(ctx, response.topics)
+        return response
+    ok, denied = _split(ctx, req.topics, Op.DESCRIBE, lambda t: t.name)
+    req.topics = ok
     response = await handler(ctx, req)
-    TR = _cls(9, "OffsetFetchResponseTopic")
-    P = TR.OffsetFetchResponsePartition
-    kept = []
-    for t in response.topics:
-        if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name):
-            kept.append(t)
-        elif req.topics is not None:   # asked for by name: answered as denied; listed: hidden
-            kept.append(TR(name=t.name, partitions=[
-                P(partition_index=p.partition_index, committed_offset=-1, committed_leader_epoch=-1,
-                  metadata=None, error_code=TOPIC_DENIED) for p in t.partitions]))
-    response.topics = kept
+    if denied and not response.error_code:
+        response.topics.extend(_denied_fetch_topics(_cls(9, "OffsetFetchResponseTopic"), denied))
     return response
 
 
