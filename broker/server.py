@@ -21,6 +21,7 @@ from protocol.frame import FrameDecoder, FrameError
 from .config import Listener
 from .connection_close import CloseConnection
 from .dispatch import check_handlers, dispatch
+from .idle_expiry import IdleExpiry
 from .security.session import Session
 from .security.transport import secure
 from .sendfile import send_parts
@@ -36,23 +37,25 @@ SHUTDOWN_GRACE_S = 10.0
 
 
 async def _read_frames(stream: trio.abc.Stream, decoder: FrameDecoder,
-                       send: trio.MemorySendChannel, peer: str, readers: set[trio.CancelScope]) -> None:
+                       send: trio.MemorySendChannel, peer: str, readers: set[trio.CancelScope],
+                       idle: IdleExpiry) -> None:
     async with send:
         with trio.CancelScope() as scope:
             readers.add(scope)
             try:
                 if isinstance(stream, trio.SocketStream):
-                    await _read_loop(stream, decoder, send, peer)
+                    await _read_loop(stream, decoder, send, peer, idle)
                 else:
-                    await _read_stream_loop(stream, decoder, send, peer)
+                    await _read_stream_loop(stream, decoder, send, peer, idle)
             finally:
                 readers.discard(scope)
 
 
 async def _forward(take: Callable[[Any], Sequence[bytes | bytearray]], received: Any,
-                   send: trio.MemorySendChannel, peer: str) -> bool:
+                   send: trio.MemorySendChannel, peer: str, idle: IdleExpiry) -> bool:
     """Hand the frames completed by what was just received to the answering task; both read loops
     share it. On a bad frame the error goes down the channel (the answerer closes) and False says stop."""
+    idle.touch()
     try:
         frames = take(received)
     except FrameError as exc:
@@ -65,7 +68,7 @@ async def _forward(take: Callable[[Any], Sequence[bytes | bytearray]], received:
 
 
 async def _read_stream_loop(stream: trio.abc.Stream, decoder: FrameDecoder,
-                            send: trio.MemorySendChannel, peer: str) -> None:
+                            send: trio.MemorySendChannel, peer: str, idle: IdleExpiry) -> None:
     """TLS connections: the bytes come decrypted from the SSLStream, not from the socket."""
     while True:
         try:
@@ -74,12 +77,12 @@ async def _read_stream_loop(stream: trio.abc.Stream, decoder: FrameDecoder,
             return
         if not data:
             return
-        if not await _forward(decoder.feed, data, send, peer):
+        if not await _forward(decoder.feed, data, send, peer, idle):
             return
 
 
 async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
-                     send: trio.MemorySendChannel, peer: str) -> None:
+                     send: trio.MemorySendChannel, peer: str, idle: IdleExpiry) -> None:
     sock = stream.socket
     while True:
         into = decoder.buffer()
@@ -91,22 +94,25 @@ async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
             into.release()
         if not n:
             return
-        if not await _forward(decoder.consumed, n, send, peer):
+        if not await _forward(decoder.consumed, n, send, peer, idle):
             return
 
 
 async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryReceiveChannel,
-                  peer: str, host: str, listener: str, cancel: trio.CancelScope, session: Session) -> None:
+                  peer: str, host: str, listener: str, cancel: trio.CancelScope, session: Session,
+                  idle: IdleExpiry) -> None:
     async with receive:
         async for frame in receive:
             if isinstance(frame, FrameError):
                 break
+            idle.begin()
             started = request_log.now()
             try:
                 if session.gated:   # SASL: not yet authenticated, raw tokens, or a session that expires
                     session.admit(frame)
                     if session.raw_tokens:   # after a SaslHandshake v0: a bare token
                         await stream.send_all(session.raw_answer(frame))
+                        idle.end()
                         continue
                 response = await dispatch(broker, frame, host, listener, session)
             except FrameError as exc:
@@ -128,6 +134,7 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
                         await stream.send_all(response)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     break
+            idle.end()
             if session.close_after:
                 if session.auth_failed:   # Kafka's connection.failed.authentication.delay.ms
                     await trio.sleep(broker.security.failed_auth_delay_s)
@@ -169,11 +176,14 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener:
         if session.gated:
             session.limit_frames(decoder)
         async with trio.open_nursery() as nursery:
+            idle = IdleExpiry(nursery.cancel_scope, int(broker.config["connections.max.idle.ms"]))
             nursery.start_soon(_answer, broker, conn, receive, peer, host, listener, nursery.cancel_scope,
-                               session)
+                               session, idle)
             for frame in pending:           # answered first, in order, before anything read later
                 await send.send(frame)
-            nursery.start_soon(_read_frames, conn, decoder, send, peer, readers)
+            nursery.start_soon(_read_frames, conn, decoder, send, peer, readers, idle)
+        if nursery.cancel_scope.cancelled_caught and idle.expired():
+            log.debug("closed idle connection (connections.max.idle.ms)", peer=peer, listener=listener)
     finally:
         if metrics is not None:
             metrics.connection_closed(listener)

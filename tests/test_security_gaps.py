@@ -3,6 +3,8 @@ an acks=0 Produce that is denied closes the connection (KafkaApis.handleProduceR
 OffsetFetch answers denied topics per partition (KafkaApis.handleOffsetFetchRequest)."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka.admin import AclOperation, ResourceType
 from kafka.protocol.producer import ProduceRequest
@@ -134,3 +136,75 @@ def test_offset_fetch_denials_reach_real_clients(gap_broker) -> None:
             kc.committed(KTP(denied, 0))
     finally:
         kc.close()
+
+
+IDLE_MS = 600
+
+
+@pytest.fixture(scope="module")
+def idle_broker(tmp_path_factory):
+    b = SecureBroker(tmp_path_factory.mktemp("idle") / "data", ["SASL_PLAINTEXT"],
+                     {"sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+                      "connections.max.idle.ms": str(IDLE_MS)}).start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+def _close_times(clients: list, since: float, limit: float = 4.0) -> list[float]:
+    """Seconds from ``since`` until the broker closed each client (inf when it did not)."""
+    times = [float("inf")] * len(clients)
+    while time.monotonic() - since < limit and float("inf") in times:
+        for i, c in enumerate(clients):
+            if times[i] == float("inf") and c.is_closed(0.02):
+                times[i] = time.monotonic() - since
+    return times
+
+
+def test_idle_connections_are_closed_on_every_listener(idle_broker) -> None:
+    """connections.max.idle.ms (Kafka's Selector idle expiry): a quiet connection is closed,
+    whether it never spoke, never authenticated, or is authenticated; PLAINTEXT or SASL."""
+    from tests.rawclient import RawClient
+    md = dict(topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    with RawClient(idle_broker.bootstrap_servers) as silent, \
+            RawClient(idle_broker.bootstrap("SASL_PLAINTEXT")) as unauthenticated, \
+            RawClient(idle_broker.bootstrap_servers) as plain, _login(idle_broker, "alice") as sasl:
+        assert plain.request(3, 12, **md).brokers and sasl.request(3, 12, **md).brokers
+        assert _handshake_only(unauthenticated) == 0
+        quiet_since = time.monotonic()
+        times = _close_times([silent, unauthenticated, plain, sasl], quiet_since)
+        assert all(IDLE_MS / 1000 * 0.9 <= t < 3.0 for t in times), times
+
+
+def _handshake_only(c) -> int:
+    return c.request(17, 1, mechanism="PLAIN").error_code
+
+
+def test_talking_connections_and_long_requests_stay_open(idle_broker) -> None:
+    """Traffic keeps a connection open; a request answered after more than the idle time (a Fetch
+    long poll) is not idleness; stock clients reconnect after an idle close."""
+    from kafka import KafkaProducer
+    from tests.rawclient import RawClient
+    from tests.test_wire_protocol import create, fetch
+    md = dict(topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    with RawClient(idle_broker.bootstrap_servers) as c:
+        for _ in range(8):                        # 1.6 s of talking every 200 ms
+            assert c.request(3, 12, **md).brokers
+            time.sleep(0.2)
+        create(c, "idle-lp")
+        t0 = time.monotonic()
+        assert fetch(c, "idle-lp", 0, max_wait_ms=int(IDLE_MS * 1.8)).error_code == 0
+        assert time.monotonic() - t0 >= IDLE_MS / 1000
+        assert c.request(3, 12, **md).brokers     # still open right after
+    # a stock client whose connections the broker closed while it was quiet carries on (librdkafka
+    # too, but its reconnect backoff grows with every close, which makes it slow to test this way)
+    p = KafkaProducer(bootstrap_servers=idle_broker.bootstrap_servers)
+    try:
+        offsets = []
+        for i in range(2):
+            offsets.append(p.send("idle-lp", f"v{i}".encode()).get(10).offset)
+            time.sleep(IDLE_MS * 1.5 / 1000)
+        assert offsets == [0, 1]
+    finally:
+        p.close()
