@@ -22,7 +22,7 @@ from .config import Listener
 from .connection_close import CloseConnection
 from .dispatch import check_handlers, dispatch
 from .idle_expiry import IdleExpiry
-from .security.session import Session
+from .security.session import FailedAuthentication, Session, illegal_state_answer
 from .security.transport import secure
 from .sendfile import send_parts
 from . import request_log
@@ -104,6 +104,8 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
     async with receive:
         async for frame in receive:
             if isinstance(frame, FrameError):
+                if session.authenticating:   # e.g. a frame over sasl.server.max.receive.size
+                    await trio.sleep(broker.security.failed_auth_delay_s)
                 break
             idle.begin()
             started = request_log.now()
@@ -115,6 +117,10 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
                         idle.end()
                         continue
                 response = await dispatch(broker, frame, host, listener, session)
+            except FailedAuthentication as exc:   # Kafka's delayed close (and answer) on failed authentication
+                log.info("closing connection: failed authentication", peer=peer, reason=str(exc))
+                await _after_failed_authentication(broker, stream, illegal_state_answer(frame) if exc.answer else None)
+                break
             except FrameError as exc:
                 log.warning("closing connection: bad request", peer=peer, reason=str(exc))
                 break
@@ -126,6 +132,9 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
                 break
             if broker.metrics is not None or request_log.enabled:
                 request_log.request_answered(broker, frame, started, host, listener)
+            if session.close_after:   # a failed authentication: the answer and the close wait
+                await _after_failed_authentication(broker, stream, response)
+                break
             if response is not None:
                 try:
                     if isinstance(response, list):
@@ -135,11 +144,23 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     break
             idle.end()
-            if session.close_after:
-                if session.auth_failed:   # Kafka's connection.failed.authentication.delay.ms
-                    await trio.sleep(broker.security.failed_auth_delay_s)
-                break
     cancel.cancel()
+
+
+async def _after_failed_authentication(broker: Broker, stream: trio.abc.Stream, answer: Any) -> None:
+    """Kafka's ``connection.failed.authentication.delay.ms`` (Selector's delayed close): the
+    failure's answer, if any, goes out after the delay, and the connection closes right after, so
+    password guessing is slowed down without holding anything but this connection's task."""
+    await trio.sleep(broker.security.failed_auth_delay_s)
+    if answer is None:
+        return
+    try:
+        if isinstance(answer, list):
+            await send_parts(stream, answer)
+        else:
+            await stream.send_all(answer)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
 
 
 async def handle_connection(broker: Broker, stream: trio.SocketStream, listener: str,

@@ -205,21 +205,56 @@ def test_wrong_password_fails_and_closes_without_logging_it(sasl_broker) -> None
 
 
 def test_failed_login_close_is_delayed(pki, tmp_path) -> None:
-    """connection.failed.authentication.delay.ms: the failure answer comes at once, the close
-    after the delay (brute force slows down); other connections are not held up."""
+    """connection.failed.authentication.delay.ms, as Kafka's Selector delays a failed
+    authentication: the failure's answer and the close both come after the delay (brute force
+    slows down); other connections are not held up. Every way to fail the exchange is delayed:
+    a wrong password, an unsupported mechanism, another request during the exchange (answered
+    ILLEGAL_SASL_STATE) or before the handshake (no answer), a bad raw token."""
+    delay = 0.4
     b = SecureBroker(tmp_path / "data", ["SASL_PLAINTEXT"],
-                     {**SASL_OVERRIDES, "connection.failed.authentication.delay.ms": "700"}).start()
+                     {**SASL_OVERRIDES, "connection.failed.authentication.delay.ms": str(int(delay * 1000))}).start()
+    md = dict(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+    def timed(c: RawClient, send, receive=None):
+        """(seconds until the answer, seconds from the answer to the close)."""
+        t0 = time.monotonic()
+        send(c)
+        answer = receive(c) if receive else None
+        t1 = time.monotonic()
+        closed = c.is_closed()
+        return answer, t1 - t0, time.monotonic() - t1 if closed else None
     try:
         with RawClient(b.bootstrap("SASL_PLAINTEXT")) as c:
             _handshake(c)
-            assert c.request(36, 2, auth_bytes=b"\0alice\0nope").error_code == 58
             t0 = time.monotonic()
-            with RawClient(b.bootstrap("SASL_PLAINTEXT")) as other:
+            corr = c.send(36, 2, auth_bytes=b"\0alice\0nope")
+            with RawClient(b.bootstrap("SASL_PLAINTEXT")) as other:   # not held up meanwhile
                 _handshake(other)
                 assert other.request(36, 2, auth_bytes=b"\0alice\0alice-secret").error_code == 0
-            assert time.monotonic() - t0 < 0.5
-            assert c.is_closed()
-            assert 0.5 < time.monotonic() - t0 < 3
+            assert time.monotonic() - t0 < delay
+            r = c.receive(36, 2)
+            waited = time.monotonic() - t0
+            assert (r.header.correlation_id, r.error_code) == (corr, 58)
+            assert c.is_closed(1.0)
+            assert delay <= waited < delay + 1.5 and time.monotonic() - t0 < delay + 1.5
+        cases = {
+            "unsupported mechanism": (lambda c: c.send(17, 1, mechanism="GSSAPI"), lambda c: c.receive(17, 1).error_code,
+                                      33),
+            "request during the exchange": (lambda c: (_handshake(c), c.send(16, 4, states_filter=[])),
+                                            lambda c: c.receive(16, 4).error_code, 34),   # ILLEGAL_SASL_STATE
+            "request before the handshake": (lambda c: c.send(3, 12, **md), None, None),
+            "bad raw token": (lambda c: (_handshake(c, "PLAIN", 0), c.send_raw(struct.pack(">i", 8) + b"\0alice\0x")),
+                              None, None),
+        }
+        for name, (send, receive, expected) in cases.items():
+            with RawClient(b.bootstrap("SASL_PLAINTEXT")) as c:
+                answer, before, after = timed(c, send, receive)
+                assert after is not None, f"{name}: not closed"
+                if receive:
+                    assert answer == expected, name
+                    assert delay <= before < delay + 1.5 and after < 0.5, (name, before, after)
+                else:
+                    assert before + after >= delay, (name, before, after)
     finally:
         b.stop()
 
@@ -242,7 +277,10 @@ def test_request_before_authentication_closes(sasl_broker) -> None:
         assert c.is_closed()
     with RawClient(sasl_broker.bootstrap("SASL_PLAINTEXT")) as c:   # between handshake and authenticate
         assert _handshake(c).error_code == 0
-        c.send(3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        from kafka.protocol.metadata import MetadataRequest
+        r = c.request(3, 12, topics=[MetadataRequest.MetadataRequestTopic(name="t1")], allow_auto_topic_creation=False,
+                      include_topic_authorized_operations=False)
+        assert [(t.name, t.error_code) for t in r.topics] == [("t1", 34)]   # Kafka answers ILLEGAL_SASL_STATE
         assert c.is_closed()
 
 
