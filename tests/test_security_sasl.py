@@ -267,6 +267,8 @@ def test_plain_success_with_session_lifetime_zero(sasl_broker) -> None:
         r = c.request(36, 2, auth_bytes=b"\0alice\0alice-secret")
         assert (r.error_code, r.session_lifetime_ms) == (0, 0)
         assert c.request(36, 2, auth_bytes=b"\0alice\0alice-secret").error_code == 34   # ILLEGAL_SASL_STATE
+        hs = _handshake(c)   # no session lifetime: no re-authentication (KafkaApis answers, the connection stays)
+        assert (hs.error_code, hs.mechanisms) == (34, [])
         assert c.request(3, 12, topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False
                          ).brokers
 
@@ -364,6 +366,7 @@ def test_reauthentication(pki, tmp_path) -> None:
             time.sleep(1.0)
             _handshake(c)                                     # re-authenticate within the lifetime
             assert c.request(36, 1, auth_bytes=b"\0alice\0alice-secret").error_code == 0
+            assert _handshake(c).error_code == 34             # again within a second: refused, stays open
             time.sleep(1.0)                                   # 2 s after the first login: still fine
             assert c.request(3, 12, **md).brokers
             time.sleep(1.7)

@@ -64,7 +64,7 @@ def illegal_state_answer(frame: bytes) -> bytes | None:
 class Session:
     __slots__ = ("security", "listener", "host", "principal", "authenticated", "exchange", "mechanism",
                  "raw_tokens", "expires_at", "reauthenticating", "close_after", "gated", "_decoder", "_max_frame",
-                )
+                 "reauth_started")
 
     def __init__(self, security: "Security", listener: "ListenerSecurity", host: str,
                  principal: str = ANONYMOUS) -> None:
@@ -82,6 +82,7 @@ class Session:
         self.gated = not self.authenticated
         self._decoder: Any = None
         self._max_frame = 0
+        self.reauth_started: float | None = None   # when the last re-authentication began
 
     @property
     def authenticating(self) -> bool:
@@ -129,6 +130,19 @@ class Session:
             raise FailedAuthentication(f"unexpected request (api key {key}) during SASL authentication", answer=True)
 
     # -- called by the SaslHandshake / SaslAuthenticate handlers (broker/apis/sasl.py) ------
+    def may_reauthenticate(self) -> bool:
+        """May a SaslHandshake on this authenticated connection begin a re-authentication?
+        Kafka (KafkaChannel.maybeBeginServerReauthentication) only when the session has a
+        lifetime, and at most once a second; otherwise KafkaApis answers ILLEGAL_SASL_STATE."""
+        now = trio.current_time()
+        if self.expires_at is None or (self.reauth_started is not None and now - self.reauth_started < 1.0):
+            return False
+        self.reauth_started = now
+        return True
+
+    def expired(self) -> bool:
+        return self.expires_at is not None and trio.current_time() >= self.expires_at
+
     def begin(self, mechanism: str, version: int) -> None:
         self.exchange = self.security.exchange(self.listener.listener.name, mechanism)
         if self.authenticated:
