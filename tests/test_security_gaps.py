@@ -6,18 +6,21 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka.admin import AclOperation, ResourceType
+from confluent_kafka.admin import AclOperation, AclPermissionType, ResourceType
 from kafka.protocol.producer import ProduceRequest
 
 from tests.security_support import SecureBroker
 from tests.test_security_acl import JAAS, _DictClient, allow, conf, create_acls, produce_errors, _name
 from tests.test_wire_protocol import batch, list_offset
 
+USERS = ("admin", "alice", "bob", "carol", "dave")
+GAP_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+            'password="admin-secret" ' + " ".join(f'user_{u}="{u}-secret"' for u in USERS) + ";")
 OVERRIDES = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "super.users": "User:admin",
     "sasl.enabled.mechanisms": "PLAIN",
-    "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": GAP_JAAS,
     "auto.create.topics.enable": "true",
 }
 
@@ -208,3 +211,66 @@ def test_talking_connections_and_long_requests_stay_open(idle_broker) -> None:
         assert offsets == [0, 1]
     finally:
         p.close()
+
+
+def test_admin_denials_answer_as_kafka(gap_broker) -> None:
+    """The review of the admin APIs against KafkaApis/ControllerApis: CreateTopics (the denied
+    message, configs only with DESCRIBE_CONFIGS), DeleteTopics (DELETE on the cluster; names only
+    when describable), the messages of DescribeConfigs/IncrementalAlterConfigs/DescribeProducers,
+    DescribeTransactions' defaults, cluster authorized operations 0 without DESCRIBE on it."""
+    from confluent_kafka.admin import AclBinding, ResourcePatternType
+    T = 29
+    mine, theirs, spare = _name("ct-carol-"), _name("ct-no-"), _name("ct-cfg-")
+    create_acls(gap_broker, allow(ResourceType.TOPIC, mine, AclOperation.CREATE, principal="User:carol"),
+                allow(ResourceType.TOPIC, spare, AclOperation.CREATE, principal="User:carol"),
+                allow(ResourceType.TOPIC, spare, AclOperation.DESCRIBE_CONFIGS, principal="User:carol"),
+                allow(ResourceType.BROKER, "kafka-cluster", AclOperation.CREATE, principal="User:dave"),
+                allow(ResourceType.BROKER, "kafka-cluster", AclOperation.DELETE, principal="User:dave"))
+    new = [dict(name=n, num_partitions=1, replication_factor=1, assignments=[], configs=[]) for n in (mine, theirs, spare)]
+    with _login(gap_broker, "carol") as c:
+        r = {t.name: t for t in c.request(19, 7, topics=new, timeout_ms=5000, validate_only=False).topics}
+        assert (r[mine].error_code, r[mine].topic_config_error_code, r[mine].num_partitions, r[mine].configs) == (0, T, -1, [])
+        assert (r[theirs].error_code, r[theirs].error_message) == (T, "Authorization failed.")
+        assert (r[spare].error_code, r[spare].topic_config_error_code, r[spare].num_partitions) == (0, 0, 1)
+        assert {cfg.name for cfg in r[spare].configs} >= {"cleanup.policy", "retention.ms"}
+        r = c.request(3, 10, topics=[], allow_auto_topic_creation=False, include_cluster_authorized_operations=True,
+                      include_topic_authorized_operations=False)
+        assert r.authorized_operations == set()               # the bit field 0: no DESCRIBE on the cluster
+        assert c.request(60, 0, include_cluster_authorized_operations=True).authorized_operations == set()
+        # DeleteTopics: by id, an undescribable topic is not named; by name, an undescribable one is
+        # denied whether or not it exists, a describable missing one is unknown
+        with _login(gap_broker, "admin") as a:
+            ids = {t.name: t.topic_id for t in a.request(3, 12, topics=[dict(name=mine, topic_id=None)],
+                                                         allow_auto_topic_creation=False,
+                                                         include_topic_authorized_operations=False).topics}
+        by_id = [dict(name=None, topic_id=ids[mine])]
+        r = c.request(20, 6, timeout_ms=5000, topics=by_id + [dict(name="ct-maybe-missing", topic_id=None),
+                                                              dict(name="ct-nobody-missing", topic_id=None)])
+        got = {t.name: (t.error_code, t.error_message if t.error_code == T else None) for t in r.responses}
+        assert got == {None: (T, "Topic authorization failed."), "ct-maybe-missing": (T, "Topic authorization failed."),
+                       "ct-nobody-missing": (T, "Topic authorization failed.")}
+        create_acls(gap_broker, allow(ResourceType.TOPIC, mine, AclOperation.DESCRIBE, principal="User:carol"),
+                    AclBinding(ResourceType.TOPIC, "ct-maybe-", ResourcePatternType.PREFIXED, "User:carol", "*",
+                               AclOperation.DESCRIBE, AclPermissionType.ALLOW))
+        r = c.request(20, 6, timeout_ms=5000, topics=by_id + [dict(name="ct-maybe-missing", topic_id=None)])
+        assert sorted((t.name, t.error_code) for t in r.responses) == sorted([("ct-maybe-missing", 3), (mine, T)])
+        assert c.request(20, 5, timeout_ms=5000, topic_names=[mine]).responses[0].error_code == T   # v5: by name
+        r = c.request(32, 4, resources=[dict(resource_type=2, resource_name=theirs, configuration_keys=None),
+                                        dict(resource_type=4, resource_name="1", configuration_keys=None)],
+                      include_synonyms=False, include_documentation=False)
+        assert sorted((x.error_code, x.error_message) for x in r.results) == [
+            (T, "Topic authorization failed."), (31, "Cluster authorization failed.")]
+        r = c.request(44, 1, resources=[dict(resource_type=2, resource_name=spare, configs=[
+            dict(name="retention.ms", config_operation=0, value="1000")])], validate_only=False)
+        assert (r.responses[0].error_code, r.responses[0].error_message) == (T, "Topic authorization failed.")
+        r = c.request(61, 0, topics=[dict(name=spare, partition_indexes=[0])])
+        assert (r.topics[0].partitions[0].error_code, r.topics[0].partitions[0].error_message) == (
+            T, "Topic authorization failed.")
+        s = c.request(65, 0, transactional_ids=["tx-nope"]).transaction_states[0]
+        assert (s.error_code, s.producer_id, s.producer_epoch, s.transaction_start_time_ms) == (53, 0, 0, 0)
+    with _login(gap_broker, "dave") as c:   # CREATE/DELETE on the cluster: any topic
+        r = c.request(20, 6, timeout_ms=5000, topics=[dict(name=spare, topic_id=None)])
+        assert [(t.name, t.error_code) for t in r.responses] == [(spare, 0)]
+        r = c.request(3, 10, topics=[], allow_auto_topic_creation=False, include_cluster_authorized_operations=True,
+                      include_topic_authorized_operations=False)
+        assert r.authorized_operations == {5, 8}   # CREATE, and DESCRIBE implied by DELETE (Kafka's implication rules)

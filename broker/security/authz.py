@@ -15,8 +15,8 @@ DELETE; ListGroups DESCRIBE cluster or filters by DESCRIBE group); OffsetCommit 
 OffsetFetch DESCRIBE topic; FindCoordinator DESCRIBE group / transactional id; InitProducerId
 WRITE transactional id, or IDEMPOTENT_WRITE cluster / WRITE on any topic (KIP-679);
 AddPartitionsToTxn / AddOffsetsToTxn / EndTxn / TxnOffsetCommit WRITE transactional id (+ the
-topic and group checks); CreateTopics CREATE cluster or topic; DeleteTopics / DeleteRecords
-DELETE topic; CreatePartitions ALTER topic; DescribeConfigs / AlterConfigs DESCRIBE_CONFIGS /
+topic and group checks); CreateTopics CREATE cluster or topic (configs returned only with
+DESCRIBE_CONFIGS on the topic); DeleteTopics DELETE cluster or topic; DeleteRecords DELETE topic; CreatePartitions ALTER topic; DescribeConfigs / AlterConfigs DESCRIBE_CONFIGS /
 ALTER_CONFIGS on the topic or cluster; ACL and SCRAM admin DESCRIBE / ALTER cluster;
 DescribeProducers READ topic; DescribeTransactions / ListTransactions DESCRIBE transactional id.
 """
@@ -43,6 +43,9 @@ GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."   # Kafka's ClusterAuthorizationException text
+# Kafka's Errors messages, which ApiError(error) puts in the answers that carry one
+DENIED_MESSAGES = {TOPIC_DENIED: "Topic authorization failed.", GROUP_DENIED: "Group authorization failed.",
+                   CLUSTER_DENIED: CLUSTER_DENIED_MESSAGE}
 
 
 def check(*api_keys: int):
@@ -203,7 +206,7 @@ async def describe_producers(ctx, req, handler):
     TR = _cls(61, "TopicResponse")
     P = TR.PartitionResponse
     response.topics.extend(TR(name=t.name, partitions=[
-        P(partition_index=i, error_code=TOPIC_DENIED, error_message=None, active_producers=[])
+        P(partition_index=i, error_code=TOPIC_DENIED, error_message=DENIED_MESSAGES[TOPIC_DENIED], active_producers=[])
         for i in t.partition_indexes]) for t in denied)
     return response
 
@@ -238,8 +241,10 @@ def _with_authorized_operations(ctx, req, response):
                 t.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.TOPIC,
                                                                      t.name, TOPIC_OPERATIONS)
     if getattr(req, "include_cluster_authorized_operations", False) and not getattr(response, "error_code", 0):
-        response.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.CLUSTER,
-                                                                    CLUSTER_NAME, CLUSTER_OPERATIONS)
+        # Kafka (KafkaApis, AuthHelper.computeDescribeClusterResponse): 0 without DESCRIBE on the cluster
+        response.authorized_operations = auth.authorized_operations(
+            ctx.principal, ctx.client_host, RT.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS) \
+            if cluster(ctx, Op.DESCRIBE) else set()   # the bit field 0
     return response
 
 
@@ -549,7 +554,7 @@ async def describe_transactions(ctx, req, handler):
     S = _cls(65, "TransactionState")
     response.transaction_states.extend(
         S(error_code=TXN_DENIED, transactional_id=t, transaction_state="", transaction_timeout_ms=0,
-          transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[]) for t in denied)
+          transaction_start_time_ms=0, producer_id=0, producer_epoch=0, topics=[]) for t in denied)   # schema defaults
     return response
 
 
@@ -564,38 +569,74 @@ async def list_transactions(ctx, req, handler):
 # -- topic administration and configs ------------------------------------------------------------
 @check(19)
 async def create_topics(ctx, req, handler):
+    """ControllerApis.createTopics: CREATE on the cluster or on each topic (a denied one answers
+    TOPIC_AUTHORIZATION_FAILED, "Authorization failed."); a created topic's configs, partition
+    count and replication factor are returned only with DESCRIBE_CONFIGS on it, else its
+    topic_config_error_code is TOPIC_AUTHORIZATION_FAILED (ReplicationControlManager)."""
     if cluster(ctx, Op.CREATE):
-        return await handler(ctx, req)
-    ok, denied = _split(ctx, req.topics, Op.CREATE, lambda t: t.name)
-    if not denied:
-        return await handler(ctx, req)
+        ok, denied = list(req.topics), []
+    else:
+        ok, denied = _split(ctx, req.topics, Op.CREATE, lambda t: t.name)
     req.topics = ok
     response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
+    if ctx.api_version >= 5:
+        for r in response.topics:
+            if r.error_code == 0 and not allowed(ctx, Op.DESCRIBE_CONFIGS, RT.TOPIC, r.name):
+                r.topic_config_error_code, r.configs, r.num_partitions, r.replication_factor = TOPIC_DENIED, [], -1, -1
     R = _cls(19, "CreatableTopicResult")
-    response.topics.extend(R(name=t.name, error_code=TOPIC_DENIED, error_message=None, topic_config_error_code=0,
-                             num_partitions=-1, replication_factor=-1, configs=None) for t in denied)
+    response.topics.extend(R(name=t.name, error_code=TOPIC_DENIED, error_message="Authorization failed.",
+                             topic_config_error_code=0, num_partitions=-1, replication_factor=-1, configs=[])
+                           for t in denied)
     return response
 
 
 @check(20)
 async def delete_topics(ctx, req, handler):
+    """ControllerApis.deleteTopics: DELETE on the cluster allows every topic; otherwise a topic
+    needs DELETE on it. A denied topic answers TOPIC_AUTHORIZATION_FAILED, named only when the
+    principal may DESCRIBE it (one asked for by id) and checked before it is looked up (one asked
+    for by name: an undescribable name is denied whether it exists or not)."""
+    everything = cluster(ctx, Op.DELETE)
+    if everything:
+        return await handler(ctx, req)
+
+    def verdict(name: str | None, by_id: bool) -> tuple[bool, str | None]:
+        """(denied, the name to answer with)."""
+        if name is None:   # an unknown topic id: the handler answers UNKNOWN_TOPIC_ID
+            return False, None
+        describable = allowed(ctx, Op.DESCRIBE, RT.TOPIC, name)
+        if allowed(ctx, Op.DELETE, RT.TOPIC, name):
+            return False, name
+        if by_id:
+            return True, name if describable else None
+        # by name: undescribable → denied; describable but missing → the handler's UNKNOWN_TOPIC_OR_PARTITION
+        return (not describable or topic_catalog.topic(ctx.broker, name) is not None), name
+
+    denied: list[tuple[str | None, Any]] = []
     if ctx.api_version >= 6:
-        ok, denied = _split(ctx, req.topics, Op.DELETE, lambda t: _topic_name(ctx, t.name, t.topic_id))
-        if not denied:
-            return await handler(ctx, req)
+        ok = []
+        for t in req.topics:
+            refused, name = verdict(_topic_name(ctx, t.name, t.topic_id), not t.name)
+            if refused:
+                denied.append((name, t.topic_id))
+            else:
+                ok.append(t)
         req.topics = ok
-        names = [(t.name, t.topic_id) for t in denied]
     else:
-        denied_names = [n for n in req.topic_names if not allowed(ctx, Op.DELETE, RT.TOPIC, n)]
-        if not denied_names:
-            return await handler(ctx, req)
-        req.topic_names = [n for n in req.topic_names if n not in denied_names]
-        ok = req.topic_names
-        names = [(n, None) for n in denied_names]
+        ok = []
+        for n in req.topic_names:
+            refused, _ = verdict(n, False)
+            if refused:
+                denied.append((n, None))
+            else:
+                ok.append(n)
+        req.topic_names = ok
+    if not denied:
+        return await handler(ctx, req)
     response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, responses=[])
     R = _cls(20, "DeletableTopicResult")
-    response.responses.extend(R(name=n, topic_id=tid, error_code=TOPIC_DENIED, error_message=None)
-                              for n, tid in names)
+    response.responses.extend(R(name=n, topic_id=tid, error_code=TOPIC_DENIED,
+                                error_message=DENIED_MESSAGES[TOPIC_DENIED]) for n, tid in denied)
     return response
 
 
@@ -615,6 +656,7 @@ _TOPIC_RESOURCE = 2
 
 
 _GROUP_RESOURCE = 32
+_BROKER_LOGGER = 8   # altered on the broker itself (KafkaApis); the other types go to the controller (ControllerApis)
 
 
 def _config_allowed(ctx, op: int, resource: Any) -> bool:
@@ -639,8 +681,9 @@ async def describe_configs(ctx, req, handler):
     req.resources = [r for r in req.resources if r not in denied]
     response = await handler(ctx, req) if req.resources else ctx.response(throttle_time_ms=0, results=[])
     R = _cls(32, "DescribeConfigsResult")
-    response.results.extend(R(error_code=_config_code(r), error_message=None, resource_type=r.resource_type,
-                              resource_name=r.resource_name, configs=[]) for r in denied)
+    response.results.extend(R(error_code=_config_code(r), error_message=DENIED_MESSAGES[_config_code(r)],
+                              resource_type=r.resource_type, resource_name=r.resource_name, configs=[])
+                            for r in denied)
     return response
 
 
@@ -652,7 +695,8 @@ async def alter_configs(ctx, req, handler):
     req.resources = [r for r in req.resources if r not in denied]
     response = await handler(ctx, req) if req.resources else ctx.response(throttle_time_ms=0, responses=[])
     R = _cls(ctx.api_key, "AlterConfigsResourceResponse")
-    response.responses.extend(R(error_code=_config_code(r), error_message=None, resource_type=r.resource_type,
+    response.responses.extend(R(error_code=_config_code(r), error_message=None if r.resource_type == _BROKER_LOGGER
+                                else DENIED_MESSAGES[_config_code(r)], resource_type=r.resource_type,
                                 resource_name=r.resource_name) for r in denied)
     return response
 
@@ -752,7 +796,7 @@ async def consumer_group_describe(ctx, req, handler):
     G = _cls(69, "DescribedGroup")
     response.groups = [g if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id) else
                        G(error_code=GROUP_DENIED, error_message=None, group_id=g.group_id, group_state="",
-                         group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[],
+                         group_epoch=0, assignment_epoch=0, assignor_name="", members=[],   # schema defaults
                          authorized_operations=-2147483648)
                        for g in response.groups]
     return response
