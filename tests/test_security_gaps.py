@@ -274,3 +274,24 @@ def test_admin_denials_answer_as_kafka(gap_broker) -> None:
         r = c.request(3, 10, topics=[], allow_auto_topic_creation=False, include_cluster_authorized_operations=True,
                       include_topic_authorized_operations=False)
         assert r.authorized_operations == {5, 8}   # CREATE, and DESCRIBE implied by DELETE (Kafka's implication rules)
+
+
+def test_transactional_write_is_checked_on_transactional_records(gap_broker) -> None:
+    """KafkaApis.handleProduceRequest checks WRITE on the transactional id only when the records are
+    transactional (first batch of a partition), and denies transactional records that name no
+    transactional id; plain records under a named but unauthorized id are written."""
+    topic = _name("txr-")
+    assert produce_errors(conf(gap_broker, "admin"), topic, 1) == [None]
+    create_acls(gap_broker, allow(ResourceType.TOPIC, topic, AclOperation.WRITE, principal="User:bob"))
+
+    def produce(c, txn_id, records) -> list[int]:
+        r = c.request(0, 9, transactional_id=txn_id, acks=1, timeout_ms=5000,
+                      topic_data=[dict(name=topic, partition_data=[dict(index=0, records=bytes(records))])])
+        return [p.error_code for t in r.responses for p in t.partition_responses]
+    txn = batch(1, producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)
+    with _login(gap_broker, "bob") as c:
+        assert produce(c, None, txn) == [53]           # transactional records without a transactional id
+        assert produce(c, "tx-bob", txn) == [53]       # no WRITE on the transactional id
+        assert produce(c, "tx-bob", batch(2)) == [0]   # plain records: the id is not checked
+    with _login(gap_broker, "admin") as c:
+        assert list_offset(c, topic, -1).offset == 1 + 2

@@ -22,8 +22,10 @@ DescribeProducers READ topic; DescribeTransactions / ListTransactions DESCRIBE t
 """
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from protocol import records as rb
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
@@ -109,12 +111,22 @@ for _key in (17, 18, 36):
 
 
 # -- Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DescribeProducers, DeleteRecords ----
+def _first_batch_transactional(records: Any) -> bool:
+    """Kafka's RequestUtils.flags: the first batch's transactional attribute (header bytes only)."""
+    return bool(records) and len(records) > rb.OFF_ATTRIBUTES + 1 and records[rb.OFF_MAGIC] == 2 and \
+        bool(struct.unpack_from(">h", records, rb.OFF_ATTRIBUTES)[0] & rb.TRANSACTIONAL_MASK)
+
+
 @check(0)
 async def produce(ctx, req, handler):
+    """KafkaApis.handleProduceRequest: a request with transactional records (first batch of any
+    partition) needs WRITE on its transactional id (none named: denied), else every partition
+    answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then WRITE on each topic."""
     TR = _cls(0, "TopicProduceResponse")
     PR = TR.PartitionProduceResponse
     txn_id = getattr(req, "transactional_id", None)
-    if txn_id and not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id):
+    transactional = any(_first_batch_transactional(p.records) for t in req.topic_data for p in t.partition_data)
+    if transactional and (txn_id is None or not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id)):
         ok, denied, code = [], list(req.topic_data), TXN_DENIED
     else:
         ok, denied = _split(ctx, req.topic_data, Op.WRITE, lambda t: _topic_name(ctx, t.name, getattr(t, "topic_id", None)))
