@@ -295,3 +295,21 @@ def test_transactional_write_is_checked_on_transactional_records(gap_broker) -> 
         assert produce(c, "tx-bob", batch(2)) == [0]   # plain records: the id is not checked
     with _login(gap_broker, "admin") as c:
         assert list_offset(c, topic, -1).offset == 1 + 2
+
+
+def test_cluster_denials_have_kafkas_shape(gap_broker) -> None:
+    """getErrorResponse / KafkaApis shapes: DescribeLogDirs answers no results, DescribeClientQuotas
+    null entries, ListPartitionReassignments echoes the asked partitions, FindCoordinator v0-3
+    carries the error's message."""
+    with _login(gap_broker, "bob") as c:
+        r = c.request(35, 4, topics=[dict(topic="x", partitions=[0, 1])])
+        assert (r.error_code, r.results) == (31, [])
+        r = c.request(48, 1, components=[], strict=False)
+        assert (r.error_code, r.error_message, r.entries) == (31, "Cluster authorization failed.", None)
+        r = c.request(46, 0, timeout_ms=1000, topics=[dict(name="x", partition_indexes=[0, 2])])
+        assert r.error_code == 31 and [(t.name, [p.partition_index for p in t.partitions]) for t in r.topics] == [
+            ("x", [0, 2])]
+        r = c.request(10, 3, key="g-nope", key_type=0)
+        assert (r.error_code, r.error_message, r.node_id) == (30, "Group authorization failed.", -1)
+        r = c.request(10, 3, key="tx-nope", key_type=1)
+        assert (r.error_code, r.error_message) == (53, "Transactional Id authorization failed.")

@@ -47,7 +47,7 @@ TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."   # Kafka's ClusterAuthorizationException text
 # Kafka's Errors messages, which ApiError(error) puts in the answers that carry one
 DENIED_MESSAGES = {TOPIC_DENIED: "Topic authorization failed.", GROUP_DENIED: "Group authorization failed.",
-                   CLUSTER_DENIED: CLUSTER_DENIED_MESSAGE}
+                   CLUSTER_DENIED: CLUSTER_DENIED_MESSAGE, TXN_DENIED: "Transactional Id authorization failed."}
 
 
 def check(*api_keys: int):
@@ -448,8 +448,8 @@ async def find_coordinator(ctx, req, handler):
     if ctx.api_version < 4:
         if allowed(ctx, Op.DESCRIBE, rtype, req.key):
             return await handler(ctx, req)
-        return ctx.response(throttle_time_ms=0, error_code=code, error_message=None, node_id=-1, host="", port=-1,
-                            coordinators=[])
+        return ctx.response(throttle_time_ms=0, error_code=code, error_message=DENIED_MESSAGES[code], node_id=-1,
+                            host="", port=-1, coordinators=[])   # Kafka's v0-3 answer carries error.message()
     denied = [k for k in req.coordinator_keys if not allowed(ctx, Op.DESCRIBE, rtype, k)]
     if not denied:
         return await handler(ctx, req)
@@ -772,19 +772,30 @@ def _whole_request(ctx, req, handler, ok: bool, code: int):
     return denied()
 
 
-@check(35)   # DescribeLogDirs: DESCRIBE on the cluster
-def describe_log_dirs(ctx, req, handler):
-    return _whole_request(ctx, req, handler, cluster(ctx, Op.DESCRIBE), CLUSTER_DENIED)
+@check(35)   # DescribeLogDirs: DESCRIBE on the cluster; denied: no results (KafkaApis)
+async def describe_log_dirs(ctx, req, handler):
+    if cluster(ctx, Op.DESCRIBE):
+        return await handler(ctx, req)
+    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results=[])
 
 
-@check(48)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster
-def describe_client_quotas(ctx, req, handler):
-    return _whole_request(ctx, req, handler, cluster(ctx, Op.DESCRIBE_CONFIGS), CLUSTER_DENIED)
+@check(48)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster; denied: null entries (getErrorResponse)
+async def describe_client_quotas(ctx, req, handler):
+    if cluster(ctx, Op.DESCRIBE_CONFIGS):
+        return await handler(ctx, req)
+    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE,
+                        entries=None)
 
 
-@check(46)   # ListPartitionReassignments: DESCRIBE on the cluster
-def list_partition_reassignments(ctx, req, handler):
-    return _whole_request(ctx, req, handler, cluster(ctx, Op.DESCRIBE), CLUSTER_DENIED)
+@check(46)   # ListPartitionReassignments: DESCRIBE on the cluster; denied: the asked partitions echoed
+async def list_partition_reassignments(ctx, req, handler):
+    if cluster(ctx, Op.DESCRIBE):
+        return await handler(ctx, req)
+    T = _cls(46, "OngoingTopicReassignment")
+    P = T.OngoingPartitionReassignment
+    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, topics=[
+        T(name=t.name, partitions=[P(partition_index=i, replicas=[], adding_replicas=[], removing_replicas=[])
+                                   for i in t.partition_indexes]) for t in req.topics or []])
 
 
 @check(43, 45)   # ElectLeaders, AlterPartitionReassignments: ALTER on the cluster
