@@ -352,6 +352,35 @@ def test_a_thousand_failed_logins_leave_memory_flat(sasl_broker) -> None:
     assert after - before < 4096, (before, after)
 
 
+def test_failed_logins_with_the_default_delay_leave_memory_flat(tmp_path) -> None:
+    """With Kafka's default connection.failed.authentication.delay.ms (100 ms) every failed
+    connection is held a while before its answer and close: 1,000 of them, 25 at a time, leave
+    the broker's memory flat (nothing kept per delayed connection once closed)."""
+    from concurrent.futures import ThreadPoolExecutor
+    overrides = {k: v for k, v in SASL_OVERRIDES.items() if k != "connection.failed.authentication.delay.ms"}
+    b = SecureBroker(tmp_path / "data", ["SASL_PLAINTEXT"], overrides).start()
+
+    def fail(n: int) -> None:
+        for _ in range(n):
+            with RawClient(b.bootstrap("SASL_PLAINTEXT")) as c:
+                _handshake(c)
+                t0 = time.monotonic()
+                assert c.request(36, 2, auth_bytes=b"\0alice\0wrong").error_code == 58
+                assert time.monotonic() - t0 >= 0.1
+    try:
+        with ThreadPoolExecutor(25) as pool:
+            list(pool.map(fail, [8] * 25))        # warm-up: 200
+            before = _rss_kb(b.proc.pid)
+            t0 = time.monotonic()
+            list(pool.map(fail, [40] * 25))       # 1,000
+            elapsed = time.monotonic() - t0
+        after = _rss_kb(b.proc.pid)
+        print(f"RSS before {before} kB, after 1,000 delayed failed logins {after} kB ({elapsed:.1f} s)")
+        assert after - before < 4096, (before, after)
+    finally:
+        b.stop()
+
+
 def test_reauthentication(pki, tmp_path) -> None:
     """connections.max.reauth.ms (KIP-368): SaslAuthenticate v1+ tells the lifetime; a request
     after expiry closes the connection; re-authenticating in time keeps it."""
