@@ -313,3 +313,31 @@ def test_cluster_denials_have_kafkas_shape(gap_broker) -> None:
         assert (r.error_code, r.error_message, r.node_id) == (30, "Group authorization failed.", -1)
         r = c.request(10, 3, key="tx-nope", key_type=1)
         assert (r.error_code, r.error_message) == (53, "Transactional Id authorization failed.")
+
+
+def test_describe_topic_partitions_hides_what_it_must(gap_broker) -> None:
+    """A named undescribable topic: TOPIC_AUTHORIZATION_FAILED with the zero topic id; a listing
+    leaves hidden topics out and its next cursor never names one; visible topics carry their
+    authorized operations."""
+    import uuid as _uuid
+    prefix = _name("dtp-")
+    a, hidden, c_ = prefix + "-a", prefix + "-b", prefix + "-c"
+    with _login(gap_broker, "admin") as adm:
+        r = adm.request(19, 7, topics=[dict(name=n, num_partitions=2, replication_factor=1, assignments=[], configs=[])
+                                       for n in (a, hidden, c_)], timeout_ms=5000, validate_only=False)
+        assert [t.error_code for t in r.topics] == [0, 0, 0]
+    create_acls(gap_broker, *(allow(ResourceType.TOPIC, n, AclOperation.READ, principal="User:dave") for n in (a, c_)))
+    with _login(gap_broker, "dave") as c:
+        r = c.request(75, 0, topics=[dict(name=a), dict(name=hidden)], response_partition_limit=100, cursor=None)
+        by = {t.name: t for t in r.topics}
+        assert (by[hidden].error_code, by[hidden].partitions) == (29, [])
+        assert by[hidden].topic_id in (None, _uuid.UUID(int=0))   # the zero id (decoded as None)
+        assert by[a].error_code == 0 and by[a].topic_authorized_operations == (1 << 3) | (1 << 8)   # READ, DESCRIBE
+        seen, cursor = [], dict(topic_name=a, partition_index=0)
+        while cursor is not None:      # page through every topic, two partitions a page
+            r = c.request(75, 0, topics=[], response_partition_limit=2, cursor=cursor)
+            seen += [(t.name, p.partition_index) for t in r.topics for p in t.partitions]
+            cursor = r.next_cursor and dict(topic_name=r.next_cursor.topic_name,
+                                             partition_index=r.next_cursor.partition_index)
+            assert cursor is None or cursor["topic_name"] != hidden
+        assert [x for x in seen if x[0].startswith(prefix)] == [(a, 0), (a, 1), (c_, 0), (c_, 1)]

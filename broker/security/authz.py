@@ -23,6 +23,7 @@ DescribeProducers READ topic; DescribeTransactions / ListTransactions DESCRIBE t
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from protocol import records as rb
@@ -44,6 +45,7 @@ TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+_ZERO_UUID = uuid.UUID(int=0)   # the topic id Kafka answers when it does not disclose one
 CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."   # Kafka's ClusterAuthorizationException text
 # Kafka's Errors messages, which ApiError(error) puts in the answers that carry one
 DENIED_MESSAGES = {TOPIC_DENIED: "Topic authorization failed.", GROUP_DENIED: "Group authorization failed.",
@@ -827,14 +829,29 @@ async def consumer_group_describe(ctx, req, handler):
 
 @check(75)   # DescribeTopicPartitions: DESCRIBE on each topic; unnamed ones are left out, named ones denied
 async def describe_topic_partitions(ctx, req, handler):
+    """DescribeTopicPartitionsRequestHandler: a named topic without DESCRIBE answers
+    TOPIC_AUTHORIZATION_FAILED with the zero topic id (existence not disclosed), a listed one is
+    left out, and the next cursor never names a hidden topic (it moves to the next visible one:
+    none of a hidden topic's partitions would be returned anyway). Authorized topics carry their
+    authorized operations, which Kafka always fills in."""
     response = await handler(ctx, req)
     named = bool(req.topics)
+    auth = ctx.broker.authorizer
     out = []
     for t in response.topics:
         if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name):
+            if t.error_code == 0:
+                ops = auth.authorized_operations(ctx.principal, ctx.client_host, RT.TOPIC, t.name, TOPIC_OPERATIONS)
+                t.topic_authorized_operations = sum(1 << op for op in ops)   # an int32 here, Kafka's bit field
             out.append(t)
         elif named:
             t.error_code, t.partitions, t.is_internal = TOPIC_DENIED, [], False
+            t.topic_id = _ZERO_UUID
             out.append(t)
     response.topics = out
+    cursor = response.next_cursor
+    if cursor is not None and not named and not allowed(ctx, Op.DESCRIBE, RT.TOPIC, cursor.topic_name):
+        later = sorted(n for n in topic_catalog.all_topics(ctx.broker)
+                       if n > cursor.topic_name and allowed(ctx, Op.DESCRIBE, RT.TOPIC, n))
+        response.next_cursor = type(cursor)(topic_name=later[0], partition_index=0) if later else None
     return response
