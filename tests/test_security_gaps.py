@@ -255,6 +255,9 @@ def test_admin_denials_answer_as_kafka(gap_broker) -> None:
         r = c.request(20, 6, timeout_ms=5000, topics=by_id + [dict(name="ct-maybe-missing", topic_id=None)])
         assert sorted((t.name, t.error_code) for t in r.responses) == sorted([("ct-maybe-missing", 3), (mine, T)])
         assert c.request(20, 5, timeout_ms=5000, topic_names=[mine]).responses[0].error_code == T   # v5: by name
+        r = c.request(3, 12, topics=[dict(name="ct-maybe-zzz", topic_id=None)], allow_auto_topic_creation=False,
+                      include_topic_authorized_operations=True)   # Kafka fills in ops for errors too
+        assert (r.topics[0].error_code, r.topics[0].authorized_operations) == (3, {8})
         r = c.request(32, 4, resources=[dict(resource_type=2, resource_name=theirs, configuration_keys=None),
                                         dict(resource_type=4, resource_name="1", configuration_keys=None)],
                       include_synonyms=False, include_documentation=False)

@@ -250,8 +250,8 @@ def _with_authorized_operations(ctx, req, response):
     """KIP-430: the operations the principal may perform, when the request asks for them."""
     auth = ctx.broker.authorizer
     if getattr(req, "include_topic_authorized_operations", False):
-        for t in response.topics:
-            if t.error_code == 0 and t.name:
+        for t in response.topics:   # Kafka: every topic answered for a describable name, errors included
+            if t.name and t.error_code != TOPIC_DENIED:
                 t.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.TOPIC,
                                                                      t.name, TOPIC_OPERATIONS)
     if getattr(req, "include_cluster_authorized_operations", False) and not getattr(response, "error_code", 0):
