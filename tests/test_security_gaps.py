@@ -316,6 +316,12 @@ def test_cluster_denials_have_kafkas_shape(gap_broker) -> None:
         assert (r.error_code, r.error_message, r.node_id) == (30, "Group authorization failed.", -1)
         r = c.request(10, 3, key="tx-nope", key_type=1)
         assert (r.error_code, r.error_message) == (53, "Transactional Id authorization failed.")
+        r = c.request(30, 3, creations=[dict(resource_type=2, resource_name="x", resource_pattern_type=3,
+                                             principal="User:bob", host="*", operation=2, permission_type=3)])
+        assert (r.results[0].error_code, r.results[0].error_message) == (31, "Cluster authorization failed.")
+        r = c.request(51, 0, deletions=[], upsertions=[dict(name="bob", mechanism=2, iterations=4096, salt=b"s",
+                                                             salted_password=b"p")])
+        assert (r.results[0].error_code, r.results[0].error_message) == (31, "Cluster authorization failed.")
 
 
 def test_describe_topic_partitions_hides_what_it_must(gap_broker) -> None:

@@ -729,7 +729,7 @@ async def create_acls(ctx, req, handler):
     if cluster(ctx, Op.ALTER):
         return await handler(ctx, req)
     R = _cls(30, "AclCreationResult")
-    return ctx.response(throttle_time_ms=0, results=[R(error_code=CLUSTER_DENIED, error_message=None)
+    return ctx.response(throttle_time_ms=0, results=[R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE)
                                                       for _ in req.creations])
 
 
@@ -739,7 +739,7 @@ async def delete_acls(ctx, req, handler):
         return await handler(ctx, req)
     R = _cls(31, "DeleteAclsFilterResult")
     return ctx.response(throttle_time_ms=0, filter_results=[
-        R(error_code=CLUSTER_DENIED, error_message=None, matching_acls=[]) for _ in req.filters])
+        R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, matching_acls=[]) for _ in req.filters])
 
 
 @check(50)
@@ -756,8 +756,8 @@ async def alter_scram(ctx, req, handler):
         return await handler(ctx, req)
     R = _cls(51, "AlterUserScramCredentialsResult")
     users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
-    return ctx.response(throttle_time_ms=0, results=[R(user=u, error_code=CLUSTER_DENIED, error_message=None)
-                                                      for u in users])
+    return ctx.response(throttle_time_ms=0, results=[R(user=u, error_code=CLUSTER_DENIED,
+                                                        error_message=CLUSTER_DENIED_MESSAGE) for u in users])
 
 
 # -- APIs added beside the authorizer: consoles, KIP-848 groups, cluster administration -----------
