@@ -350,3 +350,35 @@ def test_describe_topic_partitions_hides_what_it_must(gap_broker) -> None:
                                              partition_index=r.next_cursor.partition_index)
             assert cursor is None or cursor["topic_name"] != hidden
         assert [x for x in seen if x[0].startswith(prefix)] == [(a, 0), (a, 1), (c_, 0), (c_, 1)]
+
+
+def test_authorized_operations_without_an_authorizer_are_all_supported(samsa_broker) -> None:
+    """Kafka's AuthHelper.authorizedOperations with no authorizer: every supported operation."""
+    from tests.rawclient import RawClient
+    from kafka.protocol.metadata import MetadataRequest
+    with RawClient(samsa_broker.bootstrap_servers) as c:
+        r = c.request(3, 10, topics=[MetadataRequest.MetadataRequestTopic(name="ops-t")], allow_auto_topic_creation=True,
+                      include_cluster_authorized_operations=True, include_topic_authorized_operations=True)
+        assert r.topics[0].authorized_operations == {3, 4, 5, 6, 7, 8, 10, 11}   # READ .. ALTER_CONFIGS
+        assert r.authorized_operations == {5, 7, 8, 9, 10, 11, 12}                # the cluster's
+        r = c.request(3, 12, topics=[MetadataRequest.MetadataRequestTopic(name="ops-t")], allow_auto_topic_creation=False,
+                      include_topic_authorized_operations=False)
+        assert r.topics[0].authorized_operations in (None, -2147483648)         # not asked: not filled in
+
+
+def test_consumer_group_describe_fills_in_the_principals_operations(gap_broker) -> None:
+    """ConsumerGroupDescribe with include_authorized_operations: the allowed group's operations for
+    this principal (KafkaApis.handleConsumerGroupDescribe); a denied group the schema defaults."""
+    group, other = _name("cgd-"), _name("cgd-no-")
+    with _login(gap_broker, "admin") as a:
+        for g in (group, other):
+            r = a.request(68, 0, group_id=g, member_id="m-" + g, member_epoch=0, instance_id=None, rack_id=None,
+                          rebalance_timeout_ms=30000, subscribed_topic_names=["cgd-topic"], server_assignor=None,
+                          topic_partitions=[])
+            assert r.error_code == 0, r
+    create_acls(gap_broker, allow(ResourceType.GROUP, group, AclOperation.READ, principal="User:carol"))
+    with _login(gap_broker, "carol") as c:
+        r = c.request(69, 0, group_ids=[group, other], include_authorized_operations=True)
+        by = {g.group_id: g for g in r.groups}
+        assert (by[group].error_code, by[group].authorized_operations) == (0, (1 << 3) | (1 << 8))   # READ, DESCRIBE
+        assert (by[other].error_code, by[other].group_epoch, by[other].authorized_operations) == (30, 0, -2147483648)

@@ -824,6 +824,13 @@ async def consumer_group_describe(ctx, req, handler):
                          group_epoch=0, assignment_epoch=0, assignor_name="", members=[],   # schema defaults
                          authorized_operations=-2147483648)
                        for g in response.groups]
+    if getattr(req, "include_authorized_operations", False):   # KafkaApis: the allowed groups' own
+        auth = ctx.broker.authorizer
+        for g in response.groups:
+            if g.error_code == 0:
+                ops = auth.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP, g.group_id,
+                                                 GROUP_OPERATIONS)
+                g.authorized_operations = sum(1 << op for op in ops)   # an int32 here, Kafka's bit field
     return response
 
 
