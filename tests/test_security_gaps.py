@@ -354,8 +354,9 @@ def test_describe_topic_partitions_hides_what_it_must(gap_broker) -> None:
 
 def test_authorized_operations_without_an_authorizer_are_all_supported(samsa_broker) -> None:
     """Kafka's AuthHelper.authorizedOperations with no authorizer: every supported operation."""
-    from tests.rawclient import RawClient
     from kafka.protocol.metadata import MetadataRequest
+    from protocol.messages import REQUESTS, RESPONSES
+    from tests.rawclient import RawClient
     with RawClient(samsa_broker.bootstrap_servers) as c:
         r = c.request(3, 10, topics=[MetadataRequest.MetadataRequestTopic(name="ops-t")], allow_auto_topic_creation=True,
                       include_cluster_authorized_operations=True, include_topic_authorized_operations=True)
@@ -364,6 +365,17 @@ def test_authorized_operations_without_an_authorizer_are_all_supported(samsa_bro
         r = c.request(3, 12, topics=[MetadataRequest.MetadataRequestTopic(name="ops-t")], allow_auto_topic_creation=False,
                       include_topic_authorized_operations=False)
         assert r.topics[0].authorized_operations in (None, -2147483648)         # not asked: not filled in
+        r = c.request(15, 5, groups=["ops-g"], include_authorized_operations=True)
+        assert r.groups[0].authorized_operations == {3, 6, 8}                    # READ, DELETE, DESCRIBE
+        from tests.test_security_acl import _build
+        hb = _build(REQUESTS[68], dict(group_id="ops-cg", member_id="m1", member_epoch=0, instance_id=None,
+                                       rack_id=None, rebalance_timeout_ms=30000, subscribed_topic_names=["ops-t"],
+                                       server_assignor=None, topic_partitions=[]))
+        assert c.call(hb, RESPONSES[68], 0).error_code == 0
+        r = c.request(69, 0, group_ids=["ops-cg"], include_authorized_operations=True)
+        assert (r.groups[0].error_code, r.groups[0].authorized_operations) == (0, (1 << 3) | (1 << 6) | (1 << 8))
+        r = c.request(75, 0, topics=[REQUESTS[75].TopicRequest(name="ops-t")], response_partition_limit=10, cursor=None)
+        assert r.topics[0].topic_authorized_operations == sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 def test_consumer_group_describe_fills_in_the_principals_operations(gap_broker) -> None:

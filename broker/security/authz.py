@@ -472,8 +472,9 @@ async def describe_groups(ctx, req, handler):
     if getattr(req, "include_authorized_operations", False):
         auth = ctx.broker.authorizer
         for g in response.groups:
-            g.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP,
-                                                                 g.group_id, GROUP_OPERATIONS)
+            if not g.error_code:   # KafkaApis: described groups only
+                g.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP,
+                                                                     g.group_id, GROUP_OPERATIONS)
     if not denied:
         return response
     D = _cls(15, "DescribedGroup")
