@@ -210,7 +210,7 @@ def test_failed_login_close_is_delayed(pki, tmp_path) -> None:
     slows down); other connections are not held up. Every way to fail the exchange is delayed:
     a wrong password, an unsupported mechanism, another request during the exchange (answered
     ILLEGAL_SASL_STATE) or before the handshake (no answer), a bad raw token."""
-    delay = 0.4
+    delay = 0.6
     b = SecureBroker(tmp_path / "data", ["SASL_PLAINTEXT"],
                      {**SASL_OVERRIDES, "connection.failed.authentication.delay.ms": str(int(delay * 1000))}).start()
     md = dict(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
