@@ -401,6 +401,15 @@ def test_reauthentication(pki, tmp_path) -> None:
             time.sleep(1.7)
             c.send(3, 12, **md)
             assert c.is_closed()
+        with RawClient(b.bootstrap("SASL_PLAINTEXT")) as c, RawClient(b.bootstrap("SASL_PLAINTEXT")) as d:
+            for x in (c, d):
+                _handshake(x)
+                assert x.request(36, 1, auth_bytes=b"\0alice\0alice-secret").error_code == 0
+            time.sleep(1.6)   # expired: only a SaslHandshake is accepted (SocketServer), not even SaslAuthenticate
+            c.send(36, 1, auth_bytes=b"\0alice\0alice-secret")
+            assert c.is_closed()
+            assert _handshake(d).error_code == 0 and d.request(36, 1, auth_bytes=b"\0alice\0alice-secret").error_code == 0
+            assert d.request(3, 12, **md).brokers   # re-authenticated after expiry: a new session
         with RawClient(b.bootstrap("SASL_PLAINTEXT")) as c:   # another principal cannot take over
             _handshake(c)
             c.request(36, 1, auth_bytes=b"\0alice\0alice-secret")
