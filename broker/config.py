@@ -108,6 +108,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "ssl.principal.mapping.rules": ("string", "DEFAULT"),
     "sasl.enabled.mechanisms": ("list", "GSSAPI"),
     "connections.max.reauth.ms": ("long", 0),
+    "connections.max.idle.ms": ("long", 600000),   # broker/idle_expiry.py; -1 never
     "sasl.server.max.receive.size": ("int", 524288),
     "connection.failed.authentication.delay.ms": ("int", 100),
     "authorizer.class.name": ("string", ""),

@@ -31,6 +31,8 @@ from protocol.errors import ErrorCode
 from protocol.frame import FrameError
 from protocol.messages import RESPONSES
 
+from .connection_close import CloseConnection
+
 if TYPE_CHECKING:
     from .services import RequestScope
 
@@ -228,7 +230,8 @@ class FaultRegistry:
 
     async def before(self, ctx: "RequestScope", request: Any) -> Any:
         """Fire the first armed fault matching this request: returns PASS (run the handler),
-        or the answer to send instead (None: no answer, for acks=0); raises DroppedByFault."""
+        or the answer to send instead; raises DroppedByFault, or CloseConnection for a failed acks=0
+        Produce."""
         found = self._find(ctx, request)
         if found is None:
             return PASS
@@ -245,7 +248,9 @@ class FaultRegistry:
                                "groups": sorted(facts.groups), "at_ms": ctx.broker.now_ms()})
         if fault.kind == "fail":
             if ctx.api_key == ApiKey.Produce and getattr(request, "acks", 1) == 0:
-                return None            # acks=0 is never answered; the records are not written either
+                # acks=0 is never answered: a failed one closes the connection, as Kafka does
+                # (KafkaApis.handleProduceRequest); the records are not written
+                raise CloseConnection(f"acks=0 produce failed with {fault.error} (injected by samsa fault {fault.id})")
             return error_response(RESPONSES[ctx.api_key], request, ctx.api_version, int(ErrorCode[fault.error]),
                                   f"{fault.error} (injected by samsa fault {fault.id})")
         if fault.kind == "drop":

@@ -19,8 +19,10 @@ import trio
 from protocol.frame import FrameDecoder, FrameError
 
 from .config import Listener
+from .connection_close import CloseConnection
 from .dispatch import check_handlers, dispatch
-from .security.session import Session
+from .idle_expiry import IdleExpiry
+from .security.session import FailedAuthentication, Session, illegal_state_answer
 from .security.transport import secure
 from .sendfile import send_parts
 from . import request_log
@@ -35,23 +37,25 @@ SHUTDOWN_GRACE_S = 10.0
 
 
 async def _read_frames(stream: trio.abc.Stream, decoder: FrameDecoder,
-                       send: trio.MemorySendChannel, peer: str, readers: set[trio.CancelScope]) -> None:
+                       send: trio.MemorySendChannel, peer: str, readers: set[trio.CancelScope],
+                       idle: IdleExpiry) -> None:
     async with send:
         with trio.CancelScope() as scope:
             readers.add(scope)
             try:
                 if isinstance(stream, trio.SocketStream):
-                    await _read_loop(stream, decoder, send, peer)
+                    await _read_loop(stream, decoder, send, peer, idle)
                 else:
-                    await _read_stream_loop(stream, decoder, send, peer)
+                    await _read_stream_loop(stream, decoder, send, peer, idle)
             finally:
                 readers.discard(scope)
 
 
 async def _forward(take: Callable[[Any], Sequence[bytes | bytearray]], received: Any,
-                   send: trio.MemorySendChannel, peer: str) -> bool:
+                   send: trio.MemorySendChannel, peer: str, idle: IdleExpiry) -> bool:
     """Hand the frames completed by what was just received to the answering task; both read loops
     share it. On a bad frame the error goes down the channel (the answerer closes) and False says stop."""
+    idle.touch()
     try:
         frames = take(received)
     except FrameError as exc:
@@ -64,7 +68,7 @@ async def _forward(take: Callable[[Any], Sequence[bytes | bytearray]], received:
 
 
 async def _read_stream_loop(stream: trio.abc.Stream, decoder: FrameDecoder,
-                            send: trio.MemorySendChannel, peer: str) -> None:
+                            send: trio.MemorySendChannel, peer: str, idle: IdleExpiry) -> None:
     """TLS connections: the bytes come decrypted from the SSLStream, not from the socket."""
     while True:
         try:
@@ -73,12 +77,12 @@ async def _read_stream_loop(stream: trio.abc.Stream, decoder: FrameDecoder,
             return
         if not data:
             return
-        if not await _forward(decoder.feed, data, send, peer):
+        if not await _forward(decoder.feed, data, send, peer, idle):
             return
 
 
 async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
-                     send: trio.MemorySendChannel, peer: str) -> None:
+                     send: trio.MemorySendChannel, peer: str, idle: IdleExpiry) -> None:
     sock = stream.socket
     while True:
         into = decoder.buffer()
@@ -90,32 +94,47 @@ async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
             into.release()
         if not n:
             return
-        if not await _forward(decoder.consumed, n, send, peer):
+        if not await _forward(decoder.consumed, n, send, peer, idle):
             return
 
 
 async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryReceiveChannel,
-                  peer: str, host: str, listener: str, cancel: trio.CancelScope, session: Session) -> None:
+                  peer: str, host: str, listener: str, cancel: trio.CancelScope, session: Session,
+                  idle: IdleExpiry) -> None:
     async with receive:
         async for frame in receive:
             if isinstance(frame, FrameError):
+                if session.authenticating:   # e.g. a frame over sasl.server.max.receive.size
+                    await trio.sleep(broker.security.failed_auth_delay_s)
                 break
+            idle.begin()
             started = request_log.now()
             try:
                 if session.gated:   # SASL: not yet authenticated, raw tokens, or a session that expires
                     session.admit(frame)
                     if session.raw_tokens:   # after a SaslHandshake v0: a bare token
                         await stream.send_all(session.raw_answer(frame))
+                        idle.end()
                         continue
                 response = await dispatch(broker, frame, host, listener, session)
+            except FailedAuthentication as exc:   # Kafka's delayed close (and answer) on failed authentication
+                log.info("closing connection: failed authentication", peer=peer, reason=str(exc))
+                await _after_failed_authentication(broker, stream, illegal_state_answer(frame) if exc.answer else None)
+                break
             except FrameError as exc:
                 log.warning("closing connection: bad request", peer=peer, reason=str(exc))
+                break
+            except CloseConnection as exc:   # Kafka's answer is the close itself (acks=0 Produce errors)
+                log.info("closing connection", peer=peer, reason=str(exc))
                 break
             except Exception:
                 log.exception("request failed; closing connection", peer=peer)
                 break
             if broker.metrics is not None or request_log.enabled:
                 request_log.request_answered(broker, frame, started, host, listener)
+            if session.close_after:   # a failed authentication: the answer and the close wait
+                await _after_failed_authentication(broker, stream, response)
+                break
             if response is not None:
                 try:
                     if isinstance(response, list):
@@ -124,11 +143,24 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
                         await stream.send_all(response)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     break
-            if session.close_after:
-                if session.auth_failed:   # Kafka's connection.failed.authentication.delay.ms
-                    await trio.sleep(broker.security.failed_auth_delay_s)
-                break
+            idle.end()
     cancel.cancel()
+
+
+async def _after_failed_authentication(broker: Broker, stream: trio.abc.Stream, answer: Any) -> None:
+    """Kafka's ``connection.failed.authentication.delay.ms`` (Selector's delayed close): the
+    failure's answer, if any, goes out after the delay, and the connection closes right after, so
+    password guessing is slowed down without holding anything but this connection's task."""
+    await trio.sleep(broker.security.failed_auth_delay_s)
+    if answer is None:
+        return
+    try:
+        if isinstance(answer, list):
+            await send_parts(stream, answer)
+        else:
+            await stream.send_all(answer)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
 
 
 async def handle_connection(broker: Broker, stream: trio.SocketStream, listener: str,
@@ -165,11 +197,14 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener:
         if session.gated:
             session.limit_frames(decoder)
         async with trio.open_nursery() as nursery:
+            idle = IdleExpiry(nursery.cancel_scope, int(broker.config["connections.max.idle.ms"]))
             nursery.start_soon(_answer, broker, conn, receive, peer, host, listener, nursery.cancel_scope,
-                               session)
+                               session, idle)
             for frame in pending:           # answered first, in order, before anything read later
                 await send.send(frame)
-            nursery.start_soon(_read_frames, conn, decoder, send, peer, readers)
+            nursery.start_soon(_read_frames, conn, decoder, send, peer, readers, idle)
+        if nursery.cancel_scope.cancelled_caught and idle.expired():
+            log.debug("closed idle connection (connections.max.idle.ms)", peer=peer, listener=listener)
     finally:
         if metrics is not None:
             metrics.connection_closed(listener)

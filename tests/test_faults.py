@@ -108,6 +108,20 @@ def test_a_failed_produce_applies_nothing_and_other_topics_are_untouched(samsa_b
     assert values(b.bootstrap_servers, "b") == [(0, b"kept")]
 
 
+def test_a_failed_acks_zero_produce_closes_the_connection(samsa_broker_in_process):
+    """A fault failing an acks=0 Produce answers as Kafka would: no response, a closed connection."""
+    from tests.test_wire_protocol import list_offset, produce, batch
+    b = samsa_broker_in_process
+    b.create_topic("z", 1)
+    b.faults.fail("Produce", "NOT_LEADER_OR_FOLLOWER", count=1, topic="z")
+    with RawClient(b.bootstrap_servers) as c:
+        produce(c, "z", batch(1), acks=0)
+        assert c.is_closed()
+    with RawClient(b.bootstrap_servers) as c:
+        produce(c, "z", batch(2), acks=0)      # the fault is spent: written, no answer, still open
+        assert list_offset(c, "z", -1).offset == 2
+
+
 # ================================================================ hold: a SyncGroup waits
 
 @pytest.mark.samsa_broker(overrides=NO_DELAY)

@@ -205,21 +205,56 @@ def test_wrong_password_fails_and_closes_without_logging_it(sasl_broker) -> None
 
 
 def test_failed_login_close_is_delayed(pki, tmp_path) -> None:
-    """connection.failed.authentication.delay.ms: the failure answer comes at once, the close
-    after the delay (brute force slows down); other connections are not held up."""
+    """connection.failed.authentication.delay.ms, as Kafka's Selector delays a failed
+    authentication: the failure's answer and the close both come after the delay (brute force
+    slows down); other connections are not held up. Every way to fail the exchange is delayed:
+    a wrong password, an unsupported mechanism, another request during the exchange (answered
+    ILLEGAL_SASL_STATE) or before the handshake (no answer), a bad raw token."""
+    delay = 0.6
     b = SecureBroker(tmp_path / "data", ["SASL_PLAINTEXT"],
-                     {**SASL_OVERRIDES, "connection.failed.authentication.delay.ms": "700"}).start()
+                     {**SASL_OVERRIDES, "connection.failed.authentication.delay.ms": str(int(delay * 1000))}).start()
+    md = dict(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+    def timed(c: RawClient, send, receive=None):
+        """(seconds until the answer, seconds from the answer to the close)."""
+        t0 = time.monotonic()
+        send(c)
+        answer = receive(c) if receive else None
+        t1 = time.monotonic()
+        closed = c.is_closed()
+        return answer, t1 - t0, time.monotonic() - t1 if closed else None
     try:
         with RawClient(b.bootstrap("SASL_PLAINTEXT")) as c:
             _handshake(c)
-            assert c.request(36, 2, auth_bytes=b"\0alice\0nope").error_code == 58
             t0 = time.monotonic()
-            with RawClient(b.bootstrap("SASL_PLAINTEXT")) as other:
+            corr = c.send(36, 2, auth_bytes=b"\0alice\0nope")
+            with RawClient(b.bootstrap("SASL_PLAINTEXT")) as other:   # not held up meanwhile
                 _handshake(other)
                 assert other.request(36, 2, auth_bytes=b"\0alice\0alice-secret").error_code == 0
-            assert time.monotonic() - t0 < 0.5
-            assert c.is_closed()
-            assert 0.5 < time.monotonic() - t0 < 3
+            assert time.monotonic() - t0 < delay
+            r = c.receive(36, 2)
+            waited = time.monotonic() - t0
+            assert (r.header.correlation_id, r.error_code) == (corr, 58)
+            assert c.is_closed(1.0)
+            assert delay <= waited < delay + 1.5 and time.monotonic() - t0 < delay + 1.5
+        cases = {
+            "unsupported mechanism": (lambda c: c.send(17, 1, mechanism="GSSAPI"), lambda c: c.receive(17, 1).error_code,
+                                      33),
+            "request during the exchange": (lambda c: (_handshake(c), c.send(16, 4, states_filter=[])),
+                                            lambda c: c.receive(16, 4).error_code, 34),   # ILLEGAL_SASL_STATE
+            "request before the handshake": (lambda c: c.send(3, 12, **md), None, None),
+            "bad raw token": (lambda c: (_handshake(c, "PLAIN", 0), c.send_raw(struct.pack(">i", 8) + b"\0alice\0x")),
+                              None, None),
+        }
+        for name, (send, receive, expected) in cases.items():
+            with RawClient(b.bootstrap("SASL_PLAINTEXT")) as c:
+                answer, before, after = timed(c, send, receive)
+                assert after is not None, f"{name}: not closed"
+                if receive:
+                    assert answer == expected, name
+                    assert delay <= before < delay + 1.5 and after < 0.5, (name, before, after)
+                else:
+                    assert before + after >= delay, (name, before, after)
     finally:
         b.stop()
 
@@ -232,6 +267,8 @@ def test_plain_success_with_session_lifetime_zero(sasl_broker) -> None:
         r = c.request(36, 2, auth_bytes=b"\0alice\0alice-secret")
         assert (r.error_code, r.session_lifetime_ms) == (0, 0)
         assert c.request(36, 2, auth_bytes=b"\0alice\0alice-secret").error_code == 34   # ILLEGAL_SASL_STATE
+        hs = _handshake(c)   # no session lifetime: no re-authentication (KafkaApis answers, the connection stays)
+        assert (hs.error_code, hs.mechanisms) == (34, [])
         assert c.request(3, 12, topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False
                          ).brokers
 
@@ -242,7 +279,10 @@ def test_request_before_authentication_closes(sasl_broker) -> None:
         assert c.is_closed()
     with RawClient(sasl_broker.bootstrap("SASL_PLAINTEXT")) as c:   # between handshake and authenticate
         assert _handshake(c).error_code == 0
-        c.send(3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        from kafka.protocol.metadata import MetadataRequest
+        r = c.request(3, 12, topics=[MetadataRequest.MetadataRequestTopic(name="t1")], allow_auto_topic_creation=False,
+                      include_topic_authorized_operations=False)
+        assert [(t.name, t.error_code) for t in r.topics] == [("t1", 34)]   # Kafka answers ILLEGAL_SASL_STATE
         assert c.is_closed()
 
 
@@ -312,6 +352,35 @@ def test_a_thousand_failed_logins_leave_memory_flat(sasl_broker) -> None:
     assert after - before < 4096, (before, after)
 
 
+def test_failed_logins_with_the_default_delay_leave_memory_flat(tmp_path) -> None:
+    """With Kafka's default connection.failed.authentication.delay.ms (100 ms) every failed
+    connection is held a while before its answer and close: 1,000 of them, 25 at a time, leave
+    the broker's memory flat (nothing kept per delayed connection once closed)."""
+    from concurrent.futures import ThreadPoolExecutor
+    overrides = {k: v for k, v in SASL_OVERRIDES.items() if k != "connection.failed.authentication.delay.ms"}
+    b = SecureBroker(tmp_path / "data", ["SASL_PLAINTEXT"], overrides).start()
+
+    def fail(n: int) -> None:
+        for _ in range(n):
+            with RawClient(b.bootstrap("SASL_PLAINTEXT")) as c:
+                _handshake(c)
+                t0 = time.monotonic()
+                assert c.request(36, 2, auth_bytes=b"\0alice\0wrong").error_code == 58
+                assert time.monotonic() - t0 >= 0.1
+    try:
+        with ThreadPoolExecutor(25) as pool:
+            list(pool.map(fail, [8] * 25))        # warm-up: 200
+            before = _rss_kb(b.proc.pid)
+            t0 = time.monotonic()
+            list(pool.map(fail, [40] * 25))       # 1,000
+            elapsed = time.monotonic() - t0
+        after = _rss_kb(b.proc.pid)
+        print(f"RSS before {before} kB, after 1,000 delayed failed logins {after} kB ({elapsed:.1f} s)")
+        assert after - before < 4096, (before, after)
+    finally:
+        b.stop()
+
+
 def test_reauthentication(pki, tmp_path) -> None:
     """connections.max.reauth.ms (KIP-368): SaslAuthenticate v1+ tells the lifetime; a request
     after expiry closes the connection; re-authenticating in time keeps it."""
@@ -326,11 +395,21 @@ def test_reauthentication(pki, tmp_path) -> None:
             time.sleep(1.0)
             _handshake(c)                                     # re-authenticate within the lifetime
             assert c.request(36, 1, auth_bytes=b"\0alice\0alice-secret").error_code == 0
+            assert _handshake(c).error_code == 34             # again within a second: refused, stays open
             time.sleep(1.0)                                   # 2 s after the first login: still fine
             assert c.request(3, 12, **md).brokers
             time.sleep(1.7)
             c.send(3, 12, **md)
             assert c.is_closed()
+        with RawClient(b.bootstrap("SASL_PLAINTEXT")) as c, RawClient(b.bootstrap("SASL_PLAINTEXT")) as d:
+            for x in (c, d):
+                _handshake(x)
+                assert x.request(36, 1, auth_bytes=b"\0alice\0alice-secret").error_code == 0
+            time.sleep(1.6)   # expired: only a SaslHandshake is accepted (SocketServer), not even SaslAuthenticate
+            c.send(36, 1, auth_bytes=b"\0alice\0alice-secret")
+            assert c.is_closed()
+            assert _handshake(d).error_code == 0 and d.request(36, 1, auth_bytes=b"\0alice\0alice-secret").error_code == 0
+            assert d.request(3, 12, **md).brokers   # re-authenticated after expiry: a new session
         with RawClient(b.bootstrap("SASL_PLAINTEXT")) as c:   # another principal cannot take over
             _handshake(c)
             c.request(36, 1, auth_bytes=b"\0alice\0alice-secret")

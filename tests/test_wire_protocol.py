@@ -263,6 +263,25 @@ def test_acks_zero_sends_no_response_but_appends(client: RawClient):
     assert list_offset(client, "a0", -1).offset == 5
 
 
+@pytest.mark.parametrize("target", ["unknown topic", "unknown partition", "bad batch"])
+def test_acks_zero_failure_closes_the_connection(samsa_broker: SamsaBroker, target: str):
+    """Kafka (KafkaApis.handleProduceRequest) answers an acks=0 produce that failed in any
+    partition by closing the connection, so the client notices; nothing is sent back."""
+    with RawClient(samsa_broker.bootstrap_servers) as c:
+        create(c, "a0f")
+        topic, partition, data = {"unknown topic": ("a0-missing", 0, batch(1)),
+                                  "unknown partition": ("a0f", 7, batch(1)),
+                                  "bad batch": ("a0f", 0, batch(1)[:-3] + b"xyz")}[target]
+        td = ProduceRequest.TopicProduceData(name=topic, partition_data=[
+            ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=bytes(data))])
+        ok = ProduceRequest.TopicProduceData(name="a0f", partition_data=[
+            ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(batch(2)))])
+        c.send(PRODUCE, 9, transactional_id=None, acks=0, timeout_ms=5000, topic_data=[ok, td])
+        assert c.is_closed()
+    with RawClient(samsa_broker.bootstrap_servers) as c:   # the partition without error was written
+        assert list_offset(c, "a0f", -1).offset == 2
+
+
 def test_idempotent_sequences(client: RawClient):
     create(client, "idem")
     pid_resp = client.request(INIT_PID, 4, transactional_id=None, transaction_timeout_ms=60000,

@@ -17,9 +17,11 @@ from coordinator import consumer_group as cg
 
 from .. import topic_catalog
 from ..dispatch import RequestContext, handles
+from ..security.acl import GROUP_OPERATIONS
 from .common import coordinator_fields
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+_ALL_GROUP_OPERATIONS = sum(1 << op for op in GROUP_OPERATIONS)   # an int32 in this response
 
 
 def _topics_view(ctx: RequestContext) -> dict[str, tuple[uuid.UUID, int]]:
@@ -82,5 +84,7 @@ async def consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
                                assignment=assignment(m.assignment),
                                target_assignment=assignment(m.target_assignment),
                                member_type=1) for m in d.members],
-            authorized_operations=_AUTHORIZED_OPERATIONS_OMITTED))
+            # without an authorizer Kafka (AuthHelper.authorizedOperations) answers every group operation
+            authorized_operations=_ALL_GROUP_OPERATIONS if getattr(req, "include_authorized_operations", False)
+            and not d.error_code else _AUTHORIZED_OPERATIONS_OMITTED))
     return resp

@@ -8,8 +8,9 @@ first partition not returned, and when it is reached just before a further topic
 that topic's partition 0. A named topic that does not exist answers UNKNOWN_TOPIC_OR_PARTITION
 (INVALID_TOPIC_EXCEPTION for an invalid name); a cursor outside the requested topics, or with a
 negative partition, is INVALID_REQUEST for every requested topic. This single node leads every
-partition, its only replica and ISR; ELR lists are empty; authorized operations are "not
-requested" (-2147483648), there being no authorizer.
+partition, its only replica and ISR; ELR lists are empty; a topic's authorized operations are all
+of them, as Kafka's AuthHelper answers without an authorizer (with one, broker/security/authz.py
+answers the principal's own).
 
 Cluster mode: every topic of the metadata image (broker/topic_catalog.py), hosted here or not,
 with each partition's leader (-1 and LEADER_NOT_AVAILABLE when it is not live), leader epoch,
@@ -24,9 +25,11 @@ from protocol.errors import ErrorCode
 from .. import topic_catalog
 from ..dispatch import RequestContext, handles
 from ..log.manager import topic_name_error
+from ..security.acl import TOPIC_OPERATIONS
 from .common import ZERO_UUID
 
 _NOT_REQUESTED = -2147483648
+_ALL_TOPIC_OPERATIONS = sum(1 << op for op in TOPIC_OPERATIONS)   # Kafka's bit field, an int32 here
 
 
 def _partitions(ctx: RequestContext, P: Any, name: str, start: int, upper: int) -> list:
@@ -92,7 +95,7 @@ async def describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
         upper = min(count, start + remaining)
         parts = _partitions(ctx, P, name, start, upper)
         resp.topics.append(T(error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.internal,
-                             partitions=parts, topic_authorized_operations=_NOT_REQUESTED))
+                             partitions=parts, topic_authorized_operations=_ALL_TOPIC_OPERATIONS))
         if upper < count:
             resp.next_cursor = resp.Cursor(topic_name=name, partition_index=upper)
             break

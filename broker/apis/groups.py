@@ -20,6 +20,7 @@ from coordinator import group as g
 from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
+from ..security.acl import GROUP_OPERATIONS
 from .common import coordinator_fields
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
@@ -143,7 +144,9 @@ async def describe_groups(ctx: RequestContext, req: Any) -> Any:
                                              client_id=m.client_id, client_host=m.client_host,
                                              member_metadata=m.member_metadata,
                                              member_assignment=m.member_assignment) for m in d.members],
-            authorized_operations=None))
+            # without an authorizer Kafka (AuthHelper.authorizedOperations) answers every group operation
+            authorized_operations=set(GROUP_OPERATIONS) if req.include_authorized_operations and not d.error_code
+            else None))
     return resp
 
 

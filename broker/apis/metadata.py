@@ -13,6 +13,7 @@ from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
 from ..log.manager import Topic, topic_name_error
+from ..security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from .common import ZERO_UUID
 
 T = MetadataResponse.MetadataResponseTopic
@@ -49,6 +50,23 @@ def maybe_auto_create(ctx: RequestContext, name: str, allowed: bool) -> Topic | 
 
 @handles(3)
 async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
+    return with_all_operations(ctx, req, await _metadata(ctx, req))
+
+
+def with_all_operations(ctx: RequestContext, req: MetadataRequest, response: MetadataResponse) -> MetadataResponse:
+    """KIP-430 without an authorizer: Kafka's AuthHelper answers every supported operation (topic
+    operations for each topic answered by name, cluster operations in v8-10) when asked; with
+    one, broker/security/authz.py answers the principal's own."""
+    if getattr(req, "include_topic_authorized_operations", False):
+        for t in response.topics:
+            if t.name:
+                t.authorized_operations = set(TOPIC_OPERATIONS)
+    if getattr(req, "include_cluster_authorized_operations", False) and 8 <= ctx.api_version <= 10:
+        response.authorized_operations = set(CLUSTER_OPERATIONS)
+    return response
+
+
+async def _metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     if ctx.broker.cluster is not None:  # cluster mode: the answer comes from the metadata image
         from .cluster_admin import metadata as cluster_metadata
         return await cluster_metadata(ctx, req)

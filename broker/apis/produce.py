@@ -1,6 +1,7 @@
 """Produce v3-v13.
 
-Quirks: acks=0 gets no response at all (the Java client fails on one); v13 names topics
+Quirks: acks=0 gets no response at all (the Java client fails on one), and when any partition
+failed the connection is closed instead, as Kafka does, so the client notices; v13 names topics
 by id (UNKNOWN_TOPIC_ID when unknown); batches are validated from their headers and CRC
 and stored as sent (compression untouched); a retried idempotent batch is answered with
 its original base offset; clients may not write to internal topics. A transactional batch
@@ -16,6 +17,7 @@ from coordinator import transactions as tx
 from protocol import records as rb
 from protocol.errors import ErrorCode
 
+from ..connection_close import CloseConnection
 from ..dispatch import RequestContext, handles
 from ..log.manager import INTERNAL_TOPICS
 from ..replica.answers import absent_leader_answer, leader_endpoints, not_leader_answer, wait_for_replicas
@@ -126,6 +128,10 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     if replicated:
         await wait_for_replicas(ctx, replicated, req.timeout_ms)
     if acks == 0:
+        failed = [(t.name or t.topic_id, p.index, p.error_code) for t in responses for p in t.partition_responses
+                  if p.error_code]
+        if failed:   # no answer is expected: Kafka closes the connection so the client notices
+            raise CloseConnection(f"acks=0 produce failed (topic, partition, error code): {failed}")
         return None
     endpoints = leader_endpoints(ctx, responses, "partition_responses", ProduceResponse) \
         if broker.replicas.active else []

@@ -1,7 +1,9 @@
 """SaslHandshake v0-1 and SaslAuthenticate v0-2 (the connection's state machine is in
 broker/security/session.py).
 
-Quirks: a handshake on a non-SASL listener answers ILLEGAL_SASL_STATE, as KafkaApis does; an
+Quirks: a handshake on a non-SASL listener answers ILLEGAL_SASL_STATE, as KafkaApis does, and
+so does one on an authenticated connection without a session lifetime or within a second of the
+last re-authentication (KafkaChannel.maybeBeginServerReauthentication); an
 unknown mechanism answers UNSUPPORTED_SASL_MECHANISM with the enabled list and closes; a failed
 authentication answers SASL_AUTHENTICATION_FAILED and closes; v1+ answers carry the session
 lifetime (KIP-368, ``connections.max.reauth.ms`` or an OAUTHBEARER token's expiry).
@@ -11,6 +13,7 @@ from __future__ import annotations
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from protocol.errors import ErrorCode
+from protocol.frame import FrameError
 
 from ..dispatch import RequestContext, handles
 from ..security.sasl import AuthenticationFailed
@@ -21,6 +24,10 @@ async def sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest):
     session = ctx.session
     if session is None or not session.listener.listener.sasl:
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
+    if session.authenticated and not session.reauthenticating and not session.may_reauthenticate():
+        if session.expired():   # SocketServer closes an expired session on any other request
+            raise FrameError("SASL session expired; re-authentication refused")
+        return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])   # KafkaApis' answer
     mechanisms = session.listener.mechanisms
     mechanism = (req.mechanism or "").upper()
     if mechanism not in mechanisms:

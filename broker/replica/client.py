@@ -11,6 +11,9 @@ import trio
 from protocol.messages import RESPONSES
 
 _SIZE = struct.Struct(">i")
+# Kafka clients' connections.max.idle.ms default: a connection unused this long is replaced before
+# use rather than found closed by the other broker's connections.max.idle.ms (10 minutes)
+CLIENT_MAX_IDLE_S = 540.0
 
 
 class BrokerConnectionError(Exception):
@@ -26,8 +29,11 @@ class BrokerConnection:
         self._stream: trio.SocketStream | None = None
         self._correlation_id = 0
         self._buf = bytearray()
+        self._last_used = 0.0
 
     async def _connect(self) -> trio.SocketStream:
+        if self._stream is not None and trio.current_time() - self._last_used > CLIENT_MAX_IDLE_S:
+            await self.close()
         if self._stream is None:
             try:
                 with trio.fail_after(self.timeout_s):
@@ -63,6 +69,7 @@ class BrokerConnection:
                 BrokerConnectionError) as exc:
             await self.close()
             raise BrokerConnectionError(f"request to {self.host}:{self.port} failed: {exc!r}") from None
+        self._last_used = trio.current_time()
         response = RESPONSES[request.API_KEY].decode(body, version=version, header=True)
         if response.header.correlation_id != self._correlation_id:
             await self.close()

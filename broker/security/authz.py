@@ -15,19 +15,23 @@ DELETE; ListGroups DESCRIBE cluster or filters by DESCRIBE group); OffsetCommit 
 OffsetFetch DESCRIBE topic; FindCoordinator DESCRIBE group / transactional id; InitProducerId
 WRITE transactional id, or IDEMPOTENT_WRITE cluster / WRITE on any topic (KIP-679);
 AddPartitionsToTxn / AddOffsetsToTxn / EndTxn / TxnOffsetCommit WRITE transactional id (+ the
-topic and group checks); CreateTopics CREATE cluster or topic; DeleteTopics / DeleteRecords
-DELETE topic; CreatePartitions ALTER topic; DescribeConfigs / AlterConfigs DESCRIBE_CONFIGS /
+topic and group checks); CreateTopics CREATE cluster or topic (configs returned only with
+DESCRIBE_CONFIGS on the topic); DeleteTopics DELETE cluster or topic; DeleteRecords DELETE topic; CreatePartitions ALTER topic; DescribeConfigs / AlterConfigs DESCRIBE_CONFIGS /
 ALTER_CONFIGS on the topic or cluster; ACL and SCRAM admin DESCRIBE / ALTER cluster;
 DescribeProducers READ topic; DescribeTransactions / ListTransactions DESCRIBE transactional id.
 """
 from __future__ import annotations
 
+import struct
+import uuid
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from protocol import records as rb
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
 from .. import topic_catalog   # the cluster's topics (the metadata image in cluster mode)
+from ..connection_close import CloseConnection
 from .acl import (CLUSTER_NAME, CLUSTER_OPERATIONS, GROUP_OPERATIONS, TOPIC_OPERATIONS, Operation as Op,
                   ResourceType as RT)
 
@@ -41,7 +45,11 @@ TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+_ZERO_UUID = uuid.UUID(int=0)   # the topic id Kafka answers when it does not disclose one
 CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."   # Kafka's ClusterAuthorizationException text
+# Kafka's Errors messages, which ApiError(error) puts in the answers that carry one
+DENIED_MESSAGES = {TOPIC_DENIED: "Topic authorization failed.", GROUP_DENIED: "Group authorization failed.",
+                   CLUSTER_DENIED: CLUSTER_DENIED_MESSAGE, TXN_DENIED: "Transactional Id authorization failed."}
 
 
 def check(*api_keys: int):
@@ -105,12 +113,22 @@ for _key in (17, 18, 36):
 
 
 # -- Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DescribeProducers, DeleteRecords ----
+def _first_batch_transactional(records: Any) -> bool:
+    """Kafka's RequestUtils.flags: the first batch's transactional attribute (header bytes only)."""
+    return bool(records) and len(records) > rb.OFF_ATTRIBUTES + 1 and records[rb.OFF_MAGIC] == 2 and \
+        bool(struct.unpack_from(">h", records, rb.OFF_ATTRIBUTES)[0] & rb.TRANSACTIONAL_MASK)
+
+
 @check(0)
 async def produce(ctx, req, handler):
+    """KafkaApis.handleProduceRequest: a request with transactional records (first batch of any
+    partition) needs WRITE on its transactional id (none named: denied), else every partition
+    answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then WRITE on each topic."""
     TR = _cls(0, "TopicProduceResponse")
     PR = TR.PartitionProduceResponse
     txn_id = getattr(req, "transactional_id", None)
-    if txn_id and not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id):
+    transactional = any(_first_batch_transactional(p.records) for t in req.topic_data for p in t.partition_data)
+    if transactional and (txn_id is None or not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id)):
         ok, denied, code = [], list(req.topic_data), TXN_DENIED
     else:
         ok, denied = _split(ctx, req.topic_data, Op.WRITE, lambda t: _topic_name(ctx, t.name, getattr(t, "topic_id", None)))
@@ -118,10 +136,12 @@ async def produce(ctx, req, handler):
     if not denied:
         return await handler(ctx, req)
     req.topic_data = ok
-    response = await handler(ctx, req) if ok else (None if req.acks == 0 else
-                                                   ctx.response(responses=[], throttle_time_ms=0))
-    if response is None:
-        return None
+    if req.acks == 0:   # the allowed partitions are still written; then Kafka closes (no answer is due)
+        if ok:
+            await handler(ctx, req)
+        raise CloseConnection(f"acks=0 produce denied on {[t.name or t.topic_id for t in denied]}: "
+                              f"error code {code}")
+    response = await handler(ctx, req) if ok else ctx.response(responses=[], throttle_time_ms=0)
     response.responses.extend(
         TR(name=t.name, topic_id=getattr(t, "topic_id", None),
            partition_responses=[PR(index=p.index, error_code=code, base_offset=-1, log_append_time_ms=-1,
@@ -200,7 +220,7 @@ async def describe_producers(ctx, req, handler):
     TR = _cls(61, "TopicResponse")
     P = TR.PartitionResponse
     response.topics.extend(TR(name=t.name, partitions=[
-        P(partition_index=i, error_code=TOPIC_DENIED, error_message=None, active_producers=[])
+        P(partition_index=i, error_code=TOPIC_DENIED, error_message=DENIED_MESSAGES[TOPIC_DENIED], active_producers=[])
         for i in t.partition_indexes]) for t in denied)
     return response
 
@@ -230,13 +250,15 @@ def _with_authorized_operations(ctx, req, response):
     """KIP-430: the operations the principal may perform, when the request asks for them."""
     auth = ctx.broker.authorizer
     if getattr(req, "include_topic_authorized_operations", False):
-        for t in response.topics:
-            if t.error_code == 0 and t.name:
+        for t in response.topics:   # Kafka: every topic answered for a describable name, errors included
+            if t.name and t.error_code != TOPIC_DENIED:
                 t.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.TOPIC,
                                                                      t.name, TOPIC_OPERATIONS)
     if getattr(req, "include_cluster_authorized_operations", False) and not getattr(response, "error_code", 0):
-        response.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.CLUSTER,
-                                                                    CLUSTER_NAME, CLUSTER_OPERATIONS)
+        # Kafka (KafkaApis, AuthHelper.computeDescribeClusterResponse): 0 without DESCRIBE on the cluster
+        response.authorized_operations = auth.authorized_operations(
+            ctx.principal, ctx.client_host, RT.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS) \
+            if cluster(ctx, Op.DESCRIBE) else set()   # the bit field 0
     return response
 
 
@@ -366,31 +388,59 @@ async def txn_offset_commit(ctx, req, handler):
     return response
 
 
+def _denied_fetch_topics(T: Any, topics: list) -> list:
+    """Kafka's answer for requested topics the principal may not DESCRIBE: every requested
+    partition with offset -1 and TOPIC_AUTHORIZATION_FAILED (KafkaApis.fetchOffsetsForGroup)."""
+    P = next(getattr(T, f) for f in ("OffsetFetchResponsePartitions", "OffsetFetchResponsePartition") if hasattr(T, f))
+    ids = "topic_id" in T.fields
+    return [T(name=t.name, **({"topic_id": getattr(t, "topic_id", None)} if ids else {}), partitions=[
+        P(partition_index=i, committed_offset=-1, committed_leader_epoch=-1, metadata="", error_code=TOPIC_DENIED)
+        for i in t.partition_indexes]) for t in topics]
+
+
+def _describable(ctx, topics: list) -> list:
+    return [t for t in topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
+
+
 @check(9)
 async def offset_fetch(ctx, req, handler):
+    """KafkaApis.handleOffsetFetchRequest: DESCRIBE on each group (else the group answers
+    GROUP_AUTHORIZATION_FAILED); named topics the principal may not DESCRIBE are not fetched and
+    answer TOPIC_AUTHORIZATION_FAILED per partition; with all topics requested (null) they are
+    left out. A group that failed otherwise (e.g. COORDINATOR_LOAD_IN_PROGRESS) gets no topics added."""
     if ctx.api_version >= 8:
         G = _cls(9, "OffsetFetchResponseGroup")
         denied_groups = [g for g in req.groups if not allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id)]
         req.groups = [g for g in req.groups if g not in denied_groups]
+        denied_topics: list[list | None] = []   # per allowed group, in request order (as answered)
+        for g in req.groups:
+            denied_topics.append(None)
+            if g.topics is not None:
+                ok, denied = _split(ctx, g.topics, Op.DESCRIBE,
+                                    lambda t: _topic_name(ctx, t.name, getattr(t, "topic_id", None)))
+                for t in denied:
+                    t.name = _topic_name(ctx, t.name, getattr(t, "topic_id", None))
+                g.topics, denied_topics[-1] = ok, denied
         response = await handler(ctx, req) if req.groups else ctx.response(throttle_time_ms=0, groups=[])
-        for g in response.groups:
-            g.topics = [t for t in g.topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
+        T = G.OffsetFetchResponseTopics
+        for g, denied in zip(response.groups, denied_topics):
+            if denied is None:     # all topics were asked for: the undescribable are hidden
+                g.topics = _describable(ctx, g.topics)
+            elif not g.error_code:
+                g.topics.extend(_denied_fetch_topics(T, denied))
         response.groups.extend(G(group_id=g.group_id, topics=[], error_code=GROUP_DENIED) for g in denied_groups)
         return response
     if not allowed(ctx, Op.DESCRIBE, RT.GROUP, req.group_id):
         return ctx.response(throttle_time_ms=0, topics=[], error_code=GROUP_DENIED)
+    if req.topics is None:
+        response = await handler(ctx, req)
+        response.topics = _describable(ctx, response.topics)
+        return response
+    ok, denied = _split(ctx, req.topics, Op.DESCRIBE, lambda t: t.name)
+    req.topics = ok
     response = await handler(ctx, req)
-    TR = _cls(9, "OffsetFetchResponseTopic")
-    P = TR.OffsetFetchResponsePartition
-    kept = []
-    for t in response.topics:
-        if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name):
-            kept.append(t)
-        elif req.topics is not None:   # asked for by name: answered as denied; listed: hidden
-            kept.append(TR(name=t.name, partitions=[
-                P(partition_index=p.partition_index, committed_offset=-1, committed_leader_epoch=-1,
-                  metadata=None, error_code=TOPIC_DENIED) for p in t.partitions]))
-    response.topics = kept
+    if denied and not response.error_code:
+        response.topics.extend(_denied_fetch_topics(_cls(9, "OffsetFetchResponseTopic"), denied))
     return response
 
 
@@ -400,8 +450,8 @@ async def find_coordinator(ctx, req, handler):
     if ctx.api_version < 4:
         if allowed(ctx, Op.DESCRIBE, rtype, req.key):
             return await handler(ctx, req)
-        return ctx.response(throttle_time_ms=0, error_code=code, error_message=None, node_id=-1, host="", port=-1,
-                            coordinators=[])
+        return ctx.response(throttle_time_ms=0, error_code=code, error_message=DENIED_MESSAGES[code], node_id=-1,
+                            host="", port=-1, coordinators=[])   # Kafka's v0-3 answer carries error.message()
     denied = [k for k in req.coordinator_keys if not allowed(ctx, Op.DESCRIBE, rtype, k)]
     if not denied:
         return await handler(ctx, req)
@@ -422,8 +472,9 @@ async def describe_groups(ctx, req, handler):
     if getattr(req, "include_authorized_operations", False):
         auth = ctx.broker.authorizer
         for g in response.groups:
-            g.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP,
-                                                                 g.group_id, GROUP_OPERATIONS)
+            if not g.error_code:   # KafkaApis: described groups only
+                g.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP,
+                                                                     g.group_id, GROUP_OPERATIONS)
     if not denied:
         return response
     D = _cls(15, "DescribedGroup")
@@ -518,7 +569,7 @@ async def describe_transactions(ctx, req, handler):
     S = _cls(65, "TransactionState")
     response.transaction_states.extend(
         S(error_code=TXN_DENIED, transactional_id=t, transaction_state="", transaction_timeout_ms=0,
-          transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[]) for t in denied)
+          transaction_start_time_ms=0, producer_id=0, producer_epoch=0, topics=[]) for t in denied)   # schema defaults
     return response
 
 
@@ -533,38 +584,74 @@ async def list_transactions(ctx, req, handler):
 # -- topic administration and configs ------------------------------------------------------------
 @check(19)
 async def create_topics(ctx, req, handler):
+    """ControllerApis.createTopics: CREATE on the cluster or on each topic (a denied one answers
+    TOPIC_AUTHORIZATION_FAILED, "Authorization failed."); a created topic's configs, partition
+    count and replication factor are returned only with DESCRIBE_CONFIGS on it, else its
+    topic_config_error_code is TOPIC_AUTHORIZATION_FAILED (ReplicationControlManager)."""
     if cluster(ctx, Op.CREATE):
-        return await handler(ctx, req)
-    ok, denied = _split(ctx, req.topics, Op.CREATE, lambda t: t.name)
-    if not denied:
-        return await handler(ctx, req)
+        ok, denied = list(req.topics), []
+    else:
+        ok, denied = _split(ctx, req.topics, Op.CREATE, lambda t: t.name)
     req.topics = ok
     response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
+    if ctx.api_version >= 5:
+        for r in response.topics:
+            if r.error_code == 0 and not allowed(ctx, Op.DESCRIBE_CONFIGS, RT.TOPIC, r.name):
+                r.topic_config_error_code, r.configs, r.num_partitions, r.replication_factor = TOPIC_DENIED, [], -1, -1
     R = _cls(19, "CreatableTopicResult")
-    response.topics.extend(R(name=t.name, error_code=TOPIC_DENIED, error_message=None, topic_config_error_code=0,
-                             num_partitions=-1, replication_factor=-1, configs=None) for t in denied)
+    response.topics.extend(R(name=t.name, error_code=TOPIC_DENIED, error_message="Authorization failed.",
+                             topic_config_error_code=0, num_partitions=-1, replication_factor=-1, configs=[])
+                           for t in denied)
     return response
 
 
 @check(20)
 async def delete_topics(ctx, req, handler):
+    """ControllerApis.deleteTopics: DELETE on the cluster allows every topic; otherwise a topic
+    needs DELETE on it. A denied topic answers TOPIC_AUTHORIZATION_FAILED, named only when the
+    principal may DESCRIBE it (one asked for by id) and checked before it is looked up (one asked
+    for by name: an undescribable name is denied whether it exists or not)."""
+    everything = cluster(ctx, Op.DELETE)
+    if everything:
+        return await handler(ctx, req)
+
+    def verdict(name: str | None, by_id: bool) -> tuple[bool, str | None]:
+        """(denied, the name to answer with)."""
+        if name is None:   # an unknown topic id: the handler answers UNKNOWN_TOPIC_ID
+            return False, None
+        describable = allowed(ctx, Op.DESCRIBE, RT.TOPIC, name)
+        if allowed(ctx, Op.DELETE, RT.TOPIC, name):
+            return False, name
+        if by_id:
+            return True, name if describable else None
+        # by name: undescribable → denied; describable but missing → the handler's UNKNOWN_TOPIC_OR_PARTITION
+        return (not describable or topic_catalog.topic(ctx.broker, name) is not None), name
+
+    denied: list[tuple[str | None, Any]] = []
     if ctx.api_version >= 6:
-        ok, denied = _split(ctx, req.topics, Op.DELETE, lambda t: _topic_name(ctx, t.name, t.topic_id))
-        if not denied:
-            return await handler(ctx, req)
+        ok = []
+        for t in req.topics:
+            refused, name = verdict(_topic_name(ctx, t.name, t.topic_id), not t.name)
+            if refused:
+                denied.append((name, t.topic_id))
+            else:
+                ok.append(t)
         req.topics = ok
-        names = [(t.name, t.topic_id) for t in denied]
     else:
-        denied_names = [n for n in req.topic_names if not allowed(ctx, Op.DELETE, RT.TOPIC, n)]
-        if not denied_names:
-            return await handler(ctx, req)
-        req.topic_names = [n for n in req.topic_names if n not in denied_names]
-        ok = req.topic_names
-        names = [(n, None) for n in denied_names]
+        ok = []
+        for n in req.topic_names:
+            refused, _ = verdict(n, False)
+            if refused:
+                denied.append((n, None))
+            else:
+                ok.append(n)
+        req.topic_names = ok
+    if not denied:
+        return await handler(ctx, req)
     response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, responses=[])
     R = _cls(20, "DeletableTopicResult")
-    response.responses.extend(R(name=n, topic_id=tid, error_code=TOPIC_DENIED, error_message=None)
-                              for n, tid in names)
+    response.responses.extend(R(name=n, topic_id=tid, error_code=TOPIC_DENIED,
+                                error_message=DENIED_MESSAGES[TOPIC_DENIED]) for n, tid in denied)
     return response
 
 
@@ -584,6 +671,7 @@ _TOPIC_RESOURCE = 2
 
 
 _GROUP_RESOURCE = 32
+_BROKER_LOGGER = 8   # altered on the broker itself (KafkaApis); the other types go to the controller (ControllerApis)
 
 
 def _config_allowed(ctx, op: int, resource: Any) -> bool:
@@ -608,8 +696,9 @@ async def describe_configs(ctx, req, handler):
     req.resources = [r for r in req.resources if r not in denied]
     response = await handler(ctx, req) if req.resources else ctx.response(throttle_time_ms=0, results=[])
     R = _cls(32, "DescribeConfigsResult")
-    response.results.extend(R(error_code=_config_code(r), error_message=None, resource_type=r.resource_type,
-                              resource_name=r.resource_name, configs=[]) for r in denied)
+    response.results.extend(R(error_code=_config_code(r), error_message=DENIED_MESSAGES[_config_code(r)],
+                              resource_type=r.resource_type, resource_name=r.resource_name, configs=[])
+                            for r in denied)
     return response
 
 
@@ -621,7 +710,8 @@ async def alter_configs(ctx, req, handler):
     req.resources = [r for r in req.resources if r not in denied]
     response = await handler(ctx, req) if req.resources else ctx.response(throttle_time_ms=0, responses=[])
     R = _cls(ctx.api_key, "AlterConfigsResourceResponse")
-    response.responses.extend(R(error_code=_config_code(r), error_message=None, resource_type=r.resource_type,
+    response.responses.extend(R(error_code=_config_code(r), error_message=None if r.resource_type == _BROKER_LOGGER
+                                else DENIED_MESSAGES[_config_code(r)], resource_type=r.resource_type,
                                 resource_name=r.resource_name) for r in denied)
     return response
 
@@ -640,7 +730,7 @@ async def create_acls(ctx, req, handler):
     if cluster(ctx, Op.ALTER):
         return await handler(ctx, req)
     R = _cls(30, "AclCreationResult")
-    return ctx.response(throttle_time_ms=0, results=[R(error_code=CLUSTER_DENIED, error_message=None)
+    return ctx.response(throttle_time_ms=0, results=[R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE)
                                                       for _ in req.creations])
 
 
@@ -650,7 +740,7 @@ async def delete_acls(ctx, req, handler):
         return await handler(ctx, req)
     R = _cls(31, "DeleteAclsFilterResult")
     return ctx.response(throttle_time_ms=0, filter_results=[
-        R(error_code=CLUSTER_DENIED, error_message=None, matching_acls=[]) for _ in req.filters])
+        R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, matching_acls=[]) for _ in req.filters])
 
 
 @check(50)
@@ -667,8 +757,8 @@ async def alter_scram(ctx, req, handler):
         return await handler(ctx, req)
     R = _cls(51, "AlterUserScramCredentialsResult")
     users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
-    return ctx.response(throttle_time_ms=0, results=[R(user=u, error_code=CLUSTER_DENIED, error_message=None)
-                                                      for u in users])
+    return ctx.response(throttle_time_ms=0, results=[R(user=u, error_code=CLUSTER_DENIED,
+                                                        error_message=CLUSTER_DENIED_MESSAGE) for u in users])
 
 
 # -- APIs added beside the authorizer: consoles, KIP-848 groups, cluster administration -----------
@@ -685,19 +775,30 @@ def _whole_request(ctx, req, handler, ok: bool, code: int):
     return denied()
 
 
-@check(35)   # DescribeLogDirs: DESCRIBE on the cluster
-def describe_log_dirs(ctx, req, handler):
-    return _whole_request(ctx, req, handler, cluster(ctx, Op.DESCRIBE), CLUSTER_DENIED)
+@check(35)   # DescribeLogDirs: DESCRIBE on the cluster; denied: no results (KafkaApis)
+async def describe_log_dirs(ctx, req, handler):
+    if cluster(ctx, Op.DESCRIBE):
+        return await handler(ctx, req)
+    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results=[])
 
 
-@check(48)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster
-def describe_client_quotas(ctx, req, handler):
-    return _whole_request(ctx, req, handler, cluster(ctx, Op.DESCRIBE_CONFIGS), CLUSTER_DENIED)
+@check(48)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster; denied: null entries (getErrorResponse)
+async def describe_client_quotas(ctx, req, handler):
+    if cluster(ctx, Op.DESCRIBE_CONFIGS):
+        return await handler(ctx, req)
+    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE,
+                        entries=None)
 
 
-@check(46)   # ListPartitionReassignments: DESCRIBE on the cluster
-def list_partition_reassignments(ctx, req, handler):
-    return _whole_request(ctx, req, handler, cluster(ctx, Op.DESCRIBE), CLUSTER_DENIED)
+@check(46)   # ListPartitionReassignments: DESCRIBE on the cluster; denied: the asked partitions echoed
+async def list_partition_reassignments(ctx, req, handler):
+    if cluster(ctx, Op.DESCRIBE):
+        return await handler(ctx, req)
+    T = _cls(46, "OngoingTopicReassignment")
+    P = T.OngoingPartitionReassignment
+    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, topics=[
+        T(name=t.name, partitions=[P(partition_index=i, replicas=[], adding_replicas=[], removing_replicas=[])
+                                   for i in t.partition_indexes]) for t in req.topics or []])
 
 
 @check(43, 45)   # ElectLeaders, AlterPartitionReassignments: ALTER on the cluster
@@ -721,22 +822,44 @@ async def consumer_group_describe(ctx, req, handler):
     G = _cls(69, "DescribedGroup")
     response.groups = [g if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id) else
                        G(error_code=GROUP_DENIED, error_message=None, group_id=g.group_id, group_state="",
-                         group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[],
+                         group_epoch=0, assignment_epoch=0, assignor_name="", members=[],   # schema defaults
                          authorized_operations=-2147483648)
                        for g in response.groups]
+    if getattr(req, "include_authorized_operations", False):   # KafkaApis: the allowed groups' own
+        auth = ctx.broker.authorizer
+        for g in response.groups:
+            if g.error_code == 0:
+                ops = auth.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP, g.group_id,
+                                                 GROUP_OPERATIONS)
+                g.authorized_operations = sum(1 << op for op in ops)   # an int32 here, Kafka's bit field
     return response
 
 
 @check(75)   # DescribeTopicPartitions: DESCRIBE on each topic; unnamed ones are left out, named ones denied
 async def describe_topic_partitions(ctx, req, handler):
+    """DescribeTopicPartitionsRequestHandler: a named topic without DESCRIBE answers
+    TOPIC_AUTHORIZATION_FAILED with the zero topic id (existence not disclosed), a listed one is
+    left out, and the next cursor never names a hidden topic (it moves to the next visible one:
+    none of a hidden topic's partitions would be returned anyway). Authorized topics carry their
+    authorized operations, which Kafka always fills in."""
     response = await handler(ctx, req)
     named = bool(req.topics)
+    auth = ctx.broker.authorizer
     out = []
     for t in response.topics:
         if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name):
+            if t.error_code == 0:
+                ops = auth.authorized_operations(ctx.principal, ctx.client_host, RT.TOPIC, t.name, TOPIC_OPERATIONS)
+                t.topic_authorized_operations = sum(1 << op for op in ops)   # an int32 here, Kafka's bit field
             out.append(t)
         elif named:
             t.error_code, t.partitions, t.is_internal = TOPIC_DENIED, [], False
+            t.topic_id = _ZERO_UUID
             out.append(t)
     response.topics = out
+    cursor = response.next_cursor
+    if cursor is not None and not named and not allowed(ctx, Op.DESCRIBE, RT.TOPIC, cursor.topic_name):
+        later = sorted(n for n in topic_catalog.all_topics(ctx.broker)
+                       if n > cursor.topic_name and allowed(ctx, Op.DESCRIBE, RT.TOPIC, n))
+        response.next_cursor = type(cursor)(topic_name=later[0], partition_index=0) if later else None
     return response

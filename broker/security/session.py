@@ -30,12 +30,41 @@ log = structlog.get_logger("samsa.security")
 
 ANONYMOUS = "User:ANONYMOUS"
 SASL_HANDSHAKE, SASL_AUTHENTICATE, API_VERSIONS = 17, 36, 18
+ILLEGAL_SASL_STATE = 34
+
+
+class FailedAuthentication(FrameError):
+    """The SASL state machine refuses a frame. As in Kafka (SaslServerAuthenticator raising an
+    AuthenticationException, KafkaChannel turning it into DelayedResponseAuthenticationException),
+    the connection closes only after ``connection.failed.authentication.delay.ms``; a request
+    that came during the exchange is first answered with ILLEGAL_SASL_STATE (``answer``)."""
+
+    def __init__(self, reason: str, answer: bool = False) -> None:
+        super().__init__(reason)
+        self.answer = answer
+
+
+def illegal_state_answer(frame: bytes) -> bytes | None:
+    """Kafka's ``request.getErrorResponse(IllegalSaslStateException)`` for a request during the
+    SASL exchange, framed; None when the request cannot be decoded (then only the close)."""
+    from protocol.error_response import error_response
+    from protocol.frame import peek_header
+    from protocol.messages import REQUESTS, RESPONSES, decode_request
+    try:
+        prefix = peek_header(frame)
+        request = decode_request(REQUESTS[prefix.api_key], frame, prefix.api_version)
+        response = error_response(RESPONSES[prefix.api_key], request, prefix.api_version, ILLEGAL_SASL_STATE,
+                                  f"Unexpected Kafka request of type {prefix.api_key} during SASL authentication.")
+        response.with_header(correlation_id=prefix.correlation_id)
+        return bytes(response.encode(header=True, framed=True))
+    except Exception:   # not a request Samsa can read: Kafka cannot answer it either
+        return None
 
 
 class Session:
     __slots__ = ("security", "listener", "host", "principal", "authenticated", "exchange", "mechanism",
                  "raw_tokens", "expires_at", "reauthenticating", "close_after", "gated", "_decoder", "_max_frame",
-                 "auth_failed")
+                 "reauth_started")
 
     def __init__(self, security: "Security", listener: "ListenerSecurity", host: str,
                  principal: str = ANONYMOUS) -> None:
@@ -49,11 +78,16 @@ class Session:
         self.raw_tokens = False
         self.expires_at: float | None = None
         self.reauthenticating = False
-        self.close_after = False    # send the current answer, then close
+        self.close_after = False    # a failed authentication: delay, send the current answer, close
         self.gated = not self.authenticated
         self._decoder: Any = None
         self._max_frame = 0
-        self.auth_failed = False    # closing is delayed by connection.failed.authentication.delay.ms
+        self.reauth_started: float | None = None   # when the last re-authentication began
+
+    @property
+    def authenticating(self) -> bool:
+        """In the SASL exchange (first login or re-authentication): failures here are delayed."""
+        return not self.authenticated or self.reauthenticating
 
     def limit_frames(self, decoder: Any) -> None:
         """Until authenticated, frames larger than ``sasl.server.max.receive.size`` are refused
@@ -74,7 +108,7 @@ class Session:
     def admit(self, frame: bytes) -> None:
         """Raise FrameError (the connection closes) when this request may not come now."""
         if len(frame) > self.security.max_receive and (not self.authenticated or self.reauthenticating):
-            raise FrameError("SASL frame larger than sasl.server.max.receive.size")
+            raise FailedAuthentication("SASL frame larger than sasl.server.max.receive.size")
         if self.raw_tokens:
             return
         if len(frame) < 4:
@@ -86,15 +120,29 @@ class Session:
             return
         if self.reauthenticating:
             if key != SASL_AUTHENTICATE:
-                raise FrameError(f"unexpected request (api key {key}) during SASL re-authentication")
+                raise FailedAuthentication(f"unexpected request (api key {key}) during SASL re-authentication",
+                                           answer=True)
             return
         if self.exchange is None:
             if key not in (API_VERSIONS, SASL_HANDSHAKE):
-                raise FrameError(f"unexpected request (api key {key}) before SASL authentication")
+                raise FailedAuthentication(f"unexpected request (api key {key}) before SASL authentication")
         elif key != SASL_AUTHENTICATE:
-            raise FrameError(f"unexpected request (api key {key}) during SASL authentication")
+            raise FailedAuthentication(f"unexpected request (api key {key}) during SASL authentication", answer=True)
 
     # -- called by the SaslHandshake / SaslAuthenticate handlers (broker/apis/sasl.py) ------
+    def may_reauthenticate(self) -> bool:
+        """May a SaslHandshake on this authenticated connection begin a re-authentication?
+        Kafka (KafkaChannel.maybeBeginServerReauthentication) only when the session has a
+        lifetime, and at most once a second; otherwise KafkaApis answers ILLEGAL_SASL_STATE."""
+        now = trio.current_time()
+        if self.expires_at is None or (self.reauth_started is not None and now - self.reauth_started < 1.0):
+            return False
+        self.reauth_started = now
+        return True
+
+    def expired(self) -> bool:
+        return self.expires_at is not None and trio.current_time() >= self.expires_at
+
     def begin(self, mechanism: str, version: int) -> None:
         self.exchange = self.security.exchange(self.listener.listener.name, mechanism)
         if self.authenticated:
@@ -118,7 +166,6 @@ class Session:
             answer = self.exchange.step(token)
         except AuthenticationFailed:
             self.close_after = True
-            self.auth_failed = True
             log.info("SASL authentication failed", host=self.host, mechanism=self.mechanism,
                      listener=self.listener.listener.name)
             raise
@@ -146,5 +193,5 @@ class Session:
         try:
             answer, _ = self.step(bytes(frame))
         except AuthenticationFailed as exc:
-            raise FrameError(str(exc)) from None
+            raise FailedAuthentication(str(exc)) from None
         return struct.pack(">i", len(answer)) + answer
