@@ -1,0 +1,264 @@
+"""KIP-932 share-group membership: the pure state machine behind ShareGroupHeartbeat and
+ShareGroupDescribe (``(state, request, now) -> result``, time injected).
+
+As in KIP-848 (coordinator/consumer_group.py) the broker assigns: each group has a *group epoch*,
+bumped whenever membership, a subscription or the subscribed topics' metadata change, and a
+target assignment computed for it by the ``simple`` assignor (below). Unlike consumer groups
+there is nothing to revoke: several members may hold one partition, so a member moves straight to
+the target assignment and epoch on its next heartbeat (Kafka's ShareGroupMember has no
+UNREVOKED state). Members choose their own member id (v1); epoch 0 joins, -1 leaves. A member
+that does not heartbeat within ``group.share.session.timeout.ms`` is removed the next time the
+group is touched (expiry is evaluated lazily at ``now``; no timers).
+
+Error codes follow Kafka's GroupMetadataManager for share groups: INVALID_REQUEST for an empty
+group id, member id or (on join) subscription; UNKNOWN_MEMBER_ID for an unknown member;
+FENCED_MEMBER_EPOCH when the epoch does not match; GROUP_MAX_SIZE_REACHED past
+``group.share.max.size``.
+
+Not persisted: Kafka writes share-group records (types 10-15) to ``__consumer_offsets``; here the
+state lives in memory and is lost on restart (members simply rejoin with epoch 0 after
+UNKNOWN_MEMBER_ID). Share group ids are a namespace of their own here (Kafka rejects a share
+heartbeat for an existing consumer group id with INVALID_GROUP_ID).
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import kafka.errors as Errors
+
+Assignment = dict[uuid.UUID, frozenset[int]]
+TopicsView = Mapping[str, tuple[uuid.UUID, int]]
+
+NONE = 0
+INVALID_REQUEST = Errors.InvalidRequestError.errno
+UNKNOWN_MEMBER_ID = Errors.UnknownMemberIdError.errno
+FENCED_MEMBER_EPOCH = Errors.FencedMemberEpochError.errno
+GROUP_MAX_SIZE_REACHED = Errors.GroupMaxSizeReachedError.errno
+GROUP_ID_NOT_FOUND = Errors.GroupIdNotFoundError.errno
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+ASSIGNOR_NAME = "simple"
+
+
+@dataclass(frozen=True)
+class ShareGroupConfig:
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    max_size: int = 200
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, object]) -> "ShareGroupConfig":
+        def get(name: str, default: int) -> int:
+            value = props.get(name)
+            return default if value is None else int(value)  # type: ignore[arg-type]
+        return cls(get("group.share.session.timeout.ms", 45000), get("group.share.heartbeat.interval.ms", 5000),
+                   get("group.share.max.size", 200))
+
+
+@dataclass
+class ShareMember:
+    member_id: str
+    member_epoch: int
+    client_id: str
+    client_host: str
+    rack_id: str | None
+    subscribed: tuple[str, ...]
+    assignment: Assignment
+    deadline_ms: int
+
+
+@dataclass
+class ShareGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ShareMember] = field(default_factory=dict)
+    target: dict[str, Assignment] = field(default_factory=dict)
+    subscribed_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        return "Stable" if self.members else "Empty"
+
+
+@dataclass(frozen=True)
+class ShareGroupHeartbeat:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topic_names: list[str] | None
+    client_id: str
+    client_host: str
+    topics: TopicsView
+
+
+@dataclass(frozen=True)
+class ShareGroupHeartbeatResult:
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: Assignment | None
+    left: tuple[str, ...] = ()   # members that left or expired: their acquired records go back
+
+
+@dataclass(frozen=True)
+class DescribedShareGroup:
+    group_id: str
+    error_code: int
+    error_message: str | None
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    members: tuple[ShareMember, ...]
+
+
+def simple_assign(subscriptions: Mapping[str, tuple[str, ...]], topics: TopicsView) -> dict[str, Assignment]:
+    """Kafka's SimpleAssignor for the homogeneous case, per topic: with at least as many partitions
+    as subscribers each partition goes to one member, round-robin over the sorted members; with
+    more subscribers than partitions each member gets one partition, round-robin over the
+    partitions, so a partition is shared by several members and every member has work."""
+    out: dict[str, Assignment] = {m: {} for m in subscriptions}
+    for name in sorted({t for subs in subscriptions.values() for t in subs}):
+        if name not in topics:
+            continue
+        tid, count = topics[name]
+        members = sorted(m for m, subs in subscriptions.items() if name in subs)
+        if not members or count <= 0:
+            continue
+        chosen: dict[str, set[int]] = {m: set() for m in members}
+        if count >= len(members):
+            for p in range(count):
+                chosen[members[p % len(members)]].add(p)
+        else:
+            for i, m in enumerate(members):
+                chosen[m].add(i % count)
+        for m, ps in chosen.items():
+            out[m][tid] = frozenset(ps)
+    return out
+
+
+class ShareGroupCoordinator:
+    """Every share group of this broker (in memory)."""
+
+    def __init__(self, config: ShareGroupConfig | None = None) -> None:
+        self.config = config or ShareGroupConfig()
+        self.groups: dict[str, ShareGroup] = {}
+
+    # -- time ------------------------------------------------------------------------------------
+    def expire(self, group: ShareGroup, now_ms: int) -> list[str]:
+        """Remove members whose session timed out; returns their ids."""
+        gone = [m.member_id for m in group.members.values() if m.deadline_ms <= now_ms]
+        for mid in gone:
+            del group.members[mid]
+        if gone:
+            group.group_epoch += 1
+        return gone
+
+    def is_member(self, group_id: str, member_id: str, now_ms: int) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and member_id in group.members and group.members[member_id].deadline_ms > now_ms
+
+    # -- ShareGroupHeartbeat ------------------------------------------------------------------------
+    def heartbeat(self, req: ShareGroupHeartbeat, now_ms: int) -> ShareGroupHeartbeatResult:
+        interval = self.config.heartbeat_interval_ms
+
+        def error(code: int, message: str) -> ShareGroupHeartbeatResult:
+            return ShareGroupHeartbeatResult(code, message, req.member_id or None, req.member_epoch, interval, None)
+
+        if not req.group_id:
+            return error(INVALID_REQUEST, "GroupId can't be empty.")
+        if not req.member_id:
+            return error(INVALID_REQUEST, "MemberId can't be empty.")
+        if req.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
+            return error(INVALID_REQUEST, f"MemberEpoch is invalid: {req.member_epoch}.")
+        if req.member_epoch == 0 and not req.subscribed_topic_names:
+            return error(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+        if req.rack_id is not None and not req.rack_id.strip():
+            return error(INVALID_REQUEST, "RackId can't be empty.")
+
+        group = self.groups.get(req.group_id)
+        left = self.expire(group, now_ms) if group is not None else []
+        member = group.members.get(req.member_id) if group is not None else None
+
+        if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if group is not None and member is not None:
+                del group.members[req.member_id]
+                group.group_epoch += 1
+                left.append(req.member_id)
+                self._retarget(group, req.topics)
+            return ShareGroupHeartbeatResult(NONE, None, req.member_id, LEAVE_GROUP_MEMBER_EPOCH, interval, None,
+                                             tuple(left))
+        if req.member_epoch > 0:
+            if member is None:
+                return self._with_left(error(UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group "
+                                                                 f"{req.group_id}."), left)
+            if req.member_epoch != member.member_epoch:
+                return self._with_left(error(FENCED_MEMBER_EPOCH, f"The share group member has a smaller member "
+                                             f"epoch ({req.member_epoch}) than the one known by the group "
+                                             f"coordinator ({member.member_epoch})."), left)
+        if group is None:
+            group = self.groups[req.group_id] = ShareGroup(req.group_id)
+        bump = False
+        if member is None:
+            if len(group.members) >= self.config.max_size:
+                return self._with_left(error(GROUP_MAX_SIZE_REACHED, f"The share group has reached its maximum "
+                                             f"capacity of {self.config.max_size} members."), left)
+            member = ShareMember(req.member_id, 0, req.client_id, req.client_host, req.rack_id,
+                                 tuple(sorted(set(req.subscribed_topic_names or ()))), {}, 0)
+            group.members[req.member_id] = member
+            bump = True
+        elif req.subscribed_topic_names is not None:
+            subscribed = tuple(sorted(set(req.subscribed_topic_names)))
+            if subscribed != member.subscribed:
+                member.subscribed = subscribed
+                bump = True
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        member.deadline_ms = now_ms + self.config.session_timeout_ms
+        if bump:
+            group.group_epoch += 1
+        self._retarget(group, req.topics)
+
+        previous_epoch = member.member_epoch
+        if member.member_epoch != group.assignment_epoch:   # nothing to revoke: straight to the target
+            member.member_epoch = group.assignment_epoch
+            member.assignment = group.target.get(member.member_id, {})
+        send = member.member_epoch != previous_epoch or req.member_epoch == 0 or req.subscribed_topic_names is not None
+        return ShareGroupHeartbeatResult(NONE, None, member.member_id, member.member_epoch, interval,
+                                         dict(member.assignment) if send else None, tuple(left))
+
+    @staticmethod
+    def _with_left(result: ShareGroupHeartbeatResult, left: list[str]) -> ShareGroupHeartbeatResult:
+        return ShareGroupHeartbeatResult(result.error_code, result.error_message, result.member_id,
+                                         result.member_epoch, result.heartbeat_interval_ms, None, tuple(left))
+
+    def _retarget(self, group: ShareGroup, topics: TopicsView) -> None:
+        """Recompute the target assignment when the group epoch moved or the subscribed topics'
+        metadata (ids, partition counts) changed."""
+        names = {t for m in group.members.values() for t in m.subscribed}
+        metadata = {n: topics[n] for n in sorted(names) if n in topics}
+        if metadata != group.subscribed_metadata:
+            group.subscribed_metadata = metadata
+            group.group_epoch += 1
+        if group.assignment_epoch == group.group_epoch:
+            return
+        group.target = simple_assign({m.member_id: m.subscribed for m in group.members.values()}, metadata)
+        group.assignment_epoch = group.group_epoch
+
+    # -- ShareGroupDescribe ---------------------------------------------------------------------------
+    def describe(self, group_ids: list[str], now_ms: int) -> list[DescribedShareGroup]:
+        out = []
+        for gid in group_ids:
+            group = self.groups.get(gid)
+            if group is None:
+                out.append(DescribedShareGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} not found.", "Dead", -1, -1, ()))
+                continue
+            self.expire(group, now_ms)
+            out.append(DescribedShareGroup(gid, NONE, None, group.state, group.group_epoch, group.assignment_epoch,
+                                           tuple(group.members.values())))
+        return out
