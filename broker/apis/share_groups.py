@@ -26,6 +26,7 @@ from protocol.errors import ErrorCode
 
 from .. import topic_catalog
 from ..dispatch import RequestContext, handles
+from ..security.acl import Operation, ResourceType
 from .common import coordinator_fields
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -130,6 +131,8 @@ def _acquire(ctx: RequestContext, group_id: str, member_id: str, tps: list[tuple
     remaining = max_bytes if max_bytes > 0 else 0x7FFFFFFF
     for tid, index in tps:
         part, code = _local_partition(ctx, tid, index)
+        if part is not None and not _may_read(ctx, tid):   # the session outlived a READ grant
+            part, code = None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
         if part is None:
             out[(tid, index)] = (code, b"", [], None)
             continue
@@ -168,6 +171,17 @@ def _batch_headers(data: bytes) -> list[rb.BatchHeader]:
         out.append(h)
         pos += h.size
     return out
+
+
+def _may_read(ctx: RequestContext, topic_id: uuid.UUID) -> bool:
+    """READ on the topic; the request's own topics were checked by broker/security/authz.py, this
+    covers partitions added to the share session by earlier requests."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return True
+    topic = ctx.broker.logs.topics_by_id.get(topic_id)
+    return topic is None or authorizer.authorize(ctx.principal, ctx.client_host, Operation.READ,
+                                                 ResourceType.TOPIC, topic.name)
 
 
 def _error_fetch(ctx: RequestContext, code: int, message: str | None = None) -> Any:
