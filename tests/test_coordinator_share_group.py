@@ -223,3 +223,18 @@ def test_session_epoch_wraps_to_one(epoch):
     s.fetch("g", "m", 0, [], [])
     s.sessions[("g", "m")].epoch = epoch
     assert s.fetch("g", "m", epoch, [], [])[1].epoch == 1
+
+
+# -- the switch -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("props, enabled", [({}, False), ({"group.share.enable": False, "samsa.share.version": 0}, False),
+                                            ({"group.share.enable": True}, True), ({"samsa.share.version": 1}, True)])
+def test_share_group_apis_and_feature_only_when_enabled(props, enabled):
+    from broker.api_table import advertised_table
+    from protocol import features
+
+    table = advertised_table(props)
+    assert (set(SHARE_GROUP_APIS) <= set(table)) is enabled
+    assert {k: v for k, v in table.items() if k not in SHARE_GROUP_APIS} == SUPPORTED
+    finalized = dict(features.finalized_features(2, share_groups=enabled))
+    assert finalized.get("share.version") == (1 if enabled else None)
+    assert ("share.version" in {n for n, *_ in features.supported_features(share_groups=enabled)}) is enabled
