@@ -71,6 +71,7 @@ def test_two_share_consumers_split_a_partition_accept_and_release(share_broker):
     try:
         time.sleep(3)
         values = ["v0"] + produce_one_by_one(bs, topic, 59, first=1)
+        described = start_java_source("4.3.0", SOURCE, "--bootstrap", bs, "--describe", group).result(timeout=60)
         results = [c.result(timeout=90) for c in consumers]
     finally:
         for c in consumers:
@@ -83,12 +84,16 @@ def test_two_share_consumers_split_a_partition_accept_and_release(share_broker):
     assert v7 == [(1, "release"), (2, "accept")]             # the released one came back, delivery count 2
     others = [r["delivery_count"] for r in records if r["value"] != "v7"]
     assert set(others) == {1}
+    [g] = of_type(described, "group")        # the Java Admin's describeShareGroups, while both run
+    assert g["state"] == "Stable" and sorted(m["client_id"] for m in g["members"]) == ["c0", "c1"]
+    assert all(m["partitions"] == [f"{topic}-0"] for m in g["members"])   # one partition: shared by both
     per_consumer = [len(of_type(lines, "record")) for lines in results]
     assert all(n > 0 for n in per_consumer), per_consumer     # both members of the group got records
 
 
 @requires_java
 def test_records_of_a_dead_consumer_are_redelivered_after_the_lock(share_broker):
+    """The survivor uses the client's default, implicit acknowledgement."""
     bs = share_broker.bootstrap_servers
     topic, group = unique("q"), unique("sg")
     values = produce_one_by_one(bs, topic, 12)
@@ -98,7 +103,7 @@ def test_records_of_a_dead_consumer_are_redelivered_after_the_lock(share_broker)
     held = [r["value"] for r in of_type(died, "record")]
     assert of_type(died, "died") and held
     survivor = start_java_source("4.3.0", SOURCE, "--bootstrap", bs, "--topic", topic, "--group", group,
-                                 "--expect", str(len(values)), "--max-ms", "40000")
+                                 "--expect", str(len(values)), "--max-ms", "40000", "--implicit", "true")
     lines = survivor.result(timeout=60)
     records = of_type(lines, "record")
     assert sorted({r["value"] for r in records}) == sorted(values)

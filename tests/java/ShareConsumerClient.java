@@ -1,6 +1,9 @@
 import java.time.Duration;
 import java.util.*;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ShareGroupDescription;
+import org.apache.kafka.clients.admin.ShareMemberDescription;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -13,11 +16,13 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * of SamsaJavaClient). Prints one JSON line per delivery and a summary.
  *
  *   --bootstrap B --topic T --group G [--release V,..] [--die-after N] [--expect N] [--idle-ms MS]
- *   [--max-ms MS] [--sleep-ms MS] [--max-poll-records N]
+ *   [--max-ms MS] [--sleep-ms MS] [--max-poll-records N] [--implicit true]
+ *   --bootstrap B --describe G          (Admin.describeShareGroups: one "group" line)
  *
  * Explicit acknowledgement: every record is ACCEPTed, except a value named by --release on its first
  * delivery (RELEASEd). --die-after N halts the JVM once N records were delivered, acknowledging
- * nothing (a crashed consumer). The consumer stops after --expect distinct accepted values, after
+ * nothing (a crashed consumer). --implicit uses the client's default mode instead (every delivered
+ * record ACCEPTed by the next poll or close). The consumer stops after --expect distinct accepted values, after
  * --idle-ms without records once it has seen one, or after --max-ms.
  */
 public class ShareConsumerClient {
@@ -26,6 +31,8 @@ public class ShareConsumerClient {
     public static void main(String[] argv) {
         Map<String, String> a = new HashMap<>();
         for (int i = 0; i + 1 < argv.length; i += 2) a.put(argv[i].replaceFirst("^--", ""), argv[i + 1]);
+        if (a.containsKey("describe")) { describe(a); return; }
+        boolean implicit = Boolean.parseBoolean(a.getOrDefault("implicit", "false"));
         Set<String> release = new HashSet<>(Arrays.asList(a.getOrDefault("release", "").split(",")));
         int dieAfter = Integer.parseInt(a.getOrDefault("die-after", "-1"));
         int expect = Integer.parseInt(a.getOrDefault("expect", "-1"));
@@ -35,7 +42,7 @@ public class ShareConsumerClient {
         Properties p = new Properties();
         p.put("bootstrap.servers", a.get("bootstrap"));
         p.put("group.id", a.get("group"));
-        p.put("share.acknowledgement.mode", "explicit");
+        p.put("share.acknowledgement.mode", implicit ? "implicit" : "explicit");
         p.put("max.poll.records", a.getOrDefault("max-poll-records", "10"));
         p.put("client.id", a.getOrDefault("client-id", "share-" + ProcessHandle.current().pid()));
         int delivered = 0;
@@ -52,7 +59,10 @@ public class ShareConsumerClient {
                     delivered++;
                     int dc = r.deliveryCount().map(Short::intValue).orElse(-1);
                     String ack = "none";
-                    if (dieAfter < 0) {
+                    if (dieAfter < 0 && implicit) {
+                        ack = "implicit";
+                        accepted.add(r.value());
+                    } else if (dieAfter < 0) {
                         boolean rel = release.contains(r.value()) && dc == 1;
                         ack = rel ? "release" : "accept";
                         c.acknowledge(r, rel ? AcknowledgeType.RELEASE : AcknowledgeType.ACCEPT);
@@ -69,7 +79,7 @@ public class ShareConsumerClient {
                 }
                 if (!rs.isEmpty()) {
                     lastRecord = System.currentTimeMillis();
-                    c.commitSync();
+                    if (!implicit) c.commitSync();
                 }
                 if (expect >= 0 && accepted.size() >= expect) break;
                 if (lastRecord >= 0 && System.currentTimeMillis() - lastRecord > idleMs) break;
@@ -79,6 +89,29 @@ public class ShareConsumerClient {
         } catch (Throwable t) {
             System.out.println("{\"type\": \"error\", \"error\": " + q(t.getClass().getSimpleName()) + ", \"message\": " + q(String.valueOf(t.getMessage())) + "}");
             t.printStackTrace();
+            System.exit(3);
+        }
+        System.exit(0);
+    }
+
+    static void describe(Map<String, String> a) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", a.get("bootstrap"));
+        try (Admin admin = Admin.create(p)) {
+            String g = a.get("describe");
+            ShareGroupDescription d = admin.describeShareGroups(List.of(g)).all().get().get(g);
+            StringBuilder members = new StringBuilder();
+            for (ShareMemberDescription m : d.members()) {
+                if (members.length() > 0) members.append(", ");
+                List<String> tps = new ArrayList<>();
+                m.assignment().topicPartitions().forEach(tp -> tps.add(q(tp.topic() + "-" + tp.partition())));
+                members.append("{\"client_id\": " + q(m.clientId()) + ", \"epoch\": " + m.memberEpoch()
+                    + ", \"partitions\": " + tps + "}");
+            }
+            System.out.println("{\"type\": \"group\", \"group_id\": " + q(d.groupId()) + ", \"state\": " + q(String.valueOf(d.groupState()))
+                + ", \"epoch\": " + d.groupEpoch() + ", \"members\": [" + members + "]}");
+        } catch (Throwable t) {
+            System.out.println("{\"type\": \"error\", \"error\": " + q(t.getClass().getSimpleName()) + ", \"message\": " + q(String.valueOf(t.getMessage())) + "}");
             System.exit(3);
         }
         System.exit(0);
