@@ -55,3 +55,11 @@ class ShareGroups:
     def member_left(self, group_id: str, member_id: str) -> None:
         self.sessions.drop_member(group_id, member_id)
         self.release(group_id, member_id)
+
+    def listed(self, states: list[str] | None, types: list[str] | None) -> list[tuple[str, str]]:
+        """(group id, state) for ListGroups, filtered as Kafka does (case-insensitive)."""
+        if types and "share" not in {t.lower() for t in types}:
+            return []
+        wanted = {s.lower() for s in states or ()}
+        return [(gid, g.state) for gid, g in sorted(self.coordinator.groups.items())
+                if not wanted or g.state.lower() in wanted]

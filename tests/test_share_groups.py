@@ -162,6 +162,11 @@ def test_share_sessions_acknowledgements_and_describe_on_the_wire(share_broker):
         [g] = c.request(77, 1, group_ids=[group], include_authorized_operations=False).groups
         assert (g.group_state, g.assignor_name, [m.member_id for m in g.members]) == ("Stable", "simple", ["m1"])
         assert g.members[0].assignment.topic_partitions[0].topic_name == topic
+        listed = c.request(16, 5, states_filter=[], types_filter=["share"]).groups
+        assert [(x.group_id, x.protocol_type, x.group_state, x.group_type) for x in listed if x.group_id == group] \
+            == [(group, "share", "Stable", "share")]
+        assert all(x.group_id != group for x in c.request(16, 5, states_filter=[], types_filter=["consumer"]).groups)
+        assert all(x.group_id != group for x in c.request(16, 5, states_filter=["Empty"], types_filter=[]).groups)
 
         assert share_fetch(c, group, "m1", 1, tid).error_code == 122          # SHARE_SESSION_NOT_FOUND
         r = share_fetch(c, group, "m1", 0, tid)

@@ -161,6 +161,8 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
     resp = ctx.response(throttle_time_ms=0, error_code=error, groups=[])
     resp.groups = [resp.ListedGroup(group_id=x.group_id, protocol_type=x.protocol_type, group_state=x.group_state,
                                     group_type=x.group_type) for x in listed]
+    resp.groups += [resp.ListedGroup(group_id=gid, protocol_type="share", group_state=state, group_type="share")
+                    for gid, state in ctx.broker.share_groups.listed(req.states_filter, req.types_filter)]
     return resp
 
 
