@@ -4,6 +4,7 @@ of the share-group APIs."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,15 +37,18 @@ def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBrok
         broker.stop()
 
 
-def produce_one_by_one(bootstrap: str, topic: str, count: int, first: int = 0) -> list[str]:
-    """``count`` records, one batch each (so two consumers can split them), values v<first>...."""
+def produce_one_by_one(bootstrap: str, topic: str, count: int, first: int = 0, per_batch: int = 1) -> list[str]:
+    """``count`` records in batches of ``per_batch`` (small, so two consumers can split them),
+    values v<first>...."""
     from kafka import KafkaProducer
 
     values = [f"v{i}" for i in range(first, first + count)]
-    p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, max_in_flight_requests_per_connection=1)
+    p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=1000, max_in_flight_requests_per_connection=1)
     try:
-        for v in values:
-            p.send(topic, value=v.encode(), partition=0).get(timeout=20)
+        for i in range(0, len(values), per_batch):
+            for v in values[i:i + per_batch]:
+                p.send(topic, value=v.encode(), partition=0)
+            p.flush(timeout=20)
     finally:
         p.close(timeout=5)
     return values
@@ -70,7 +74,8 @@ def test_two_share_consumers_split_a_partition_accept_and_release(share_broker):
     consumers = [start_java_source("4.3.0", SOURCE, *common, "--client-id", f"c{i}") for i in range(2)]
     try:
         time.sleep(3)
-        values = ["v0"] + produce_one_by_one(bs, topic, 59, first=1)
+        # batches of 5: v7 comes back inside its batch, of which only v7 is acquired again
+        values = ["v0"] + produce_one_by_one(bs, topic, 59, first=1, per_batch=5)
         described = start_java_source("4.3.0", SOURCE, "--bootstrap", bs, "--describe", group).result(timeout=60)
         results = [c.result(timeout=90) for c in consumers]
     finally:
@@ -168,6 +173,9 @@ def test_share_sessions_acknowledgements_and_describe_on_the_wire(share_broker):
         assert all(x.group_id != group for x in c.request(16, 5, states_filter=[], types_filter=["consumer"]).groups)
         assert all(x.group_id != group for x in c.request(16, 5, states_filter=["Empty"], types_filter=[]).groups)
 
+        unknown = share_fetch(c, group, "mx", 0, uuid.uuid4())
+        assert [p.error_code for p in unknown.responses[0].partitions] == [100]   # UNKNOWN_TOPIC_ID
+        assert share_fetch(c, "", "m1", 0, tid).error_code == 42               # INVALID_REQUEST: no group
         assert share_fetch(c, group, "m1", 1, tid).error_code == 122          # SHARE_SESSION_NOT_FOUND
         r = share_fetch(c, group, "m1", 0, tid)
         [p] = r.responses[0].partitions
