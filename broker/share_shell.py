@@ -52,9 +52,12 @@ class ShareGroups:
         """A member's session closed or it left the group: its acquired records become available."""
         return sum(sp.release_member(member_id) for (g, _, _), sp in self.partitions.items() if g == group_id)
 
-    def member_left(self, group_id: str, member_id: str) -> None:
-        self.sessions.drop_member(group_id, member_id)
-        self.release(group_id, member_id)
+    def settle_departures(self) -> None:
+        """After the coordinator ran: members that left or timed out lose their share sessions
+        and their acquired records go back."""
+        for group_id, member_id in self.coordinator.take_departed():
+            self.sessions.drop_member(group_id, member_id)
+            self.release(group_id, member_id)
 
     def listed(self, states: list[str] | None, types: list[str] | None) -> list[tuple[str, str]]:
         """(group id, state) for ListGroups, filtered as Kafka does (case-insensitive)."""

@@ -148,6 +148,12 @@ class ShareGroupCoordinator:
     def __init__(self, config: ShareGroupConfig | None = None) -> None:
         self.config = config or ShareGroupConfig()
         self.groups: dict[str, ShareGroup] = {}
+        self.departed: list[tuple[str, str]] = []   # (group, member) that left or expired, for the shell
+
+    def take_departed(self) -> list[tuple[str, str]]:
+        """Members gone since the last call (their share sessions and records are the shell's)."""
+        out, self.departed = self.departed, []
+        return out
 
     # -- time ------------------------------------------------------------------------------------
     def expire(self, group: ShareGroup, now_ms: int) -> list[str]:
@@ -155,6 +161,7 @@ class ShareGroupCoordinator:
         gone = [m.member_id for m in group.members.values() if m.deadline_ms <= now_ms]
         for mid in gone:
             del group.members[mid]
+            self.departed.append((group.group_id, mid))
         if gone:
             group.group_epoch += 1
         return gone
@@ -190,6 +197,7 @@ class ShareGroupCoordinator:
                 del group.members[req.member_id]
                 group.group_epoch += 1
                 left.append(req.member_id)
+                self.departed.append((group.group_id, req.member_id))
                 self._retarget(group, req.topics)
             return ShareGroupHeartbeatResult(NONE, None, req.member_id, LEAVE_GROUP_MEMBER_EPOCH, interval, None,
                                              tuple(left))

@@ -238,3 +238,36 @@ def test_share_group_apis_and_feature_only_when_enabled(props, enabled):
     finalized = dict(features.finalized_features(2, share_groups=enabled))
     assert finalized.get("share.version") == (1 if enabled else None)
     assert ("share.version" in {n for n, *_ in features.supported_features(share_groups=enabled)}) is enabled
+
+
+def test_departed_members_are_reported_once_for_the_shell():
+    c = ShareGroupCoordinator(ShareGroupConfig(session_timeout_ms=1000))
+    c.heartbeat(hb("m1", 0, ["t"]), 0)
+    r = c.heartbeat(hb("m2", 0, ["t"]), 0)
+    c.heartbeat(hb("m2", r.member_epoch, None), 900)
+    c.describe(["g"], 1000)                         # m1 expires here, outside any heartbeat
+    c.heartbeat(hb("m2", -1), 1100)
+    assert c.take_departed() == [("g", "m1"), ("g", "m2")]
+    assert c.take_departed() == []
+
+
+def test_shell_releases_records_and_drops_sessions_of_departed_members():
+    from types import SimpleNamespace
+
+    from broker.share_shell import ShareGroups
+
+    shares = ShareGroups(SimpleNamespace(config={"group.share.session.timeout.ms": 1000,
+                                                 "samsa.share.auto.offset.reset": "earliest"}))
+    log = SimpleNamespace(log_start_offset=0, high_watermark=5)
+    shares.coordinator.heartbeat(hb("m1", 0, ["t"]), 0)
+    r2 = shares.coordinator.heartbeat(hb("m2", 0, ["t"]), 0)
+    shares.settle_departures()
+    shares.sessions.fetch("g", "m1", 0, [(T1, 0)], [])
+    sp = shares.partition("g", T1, 0, log)
+    assert sp.acquire("m1", batches((0, 4)), 5, 100, 0).ranges == (AcquiredRange(0, 4, 1),)
+    r2 = shares.coordinator.heartbeat(hb("m2", r2.member_epoch), 900)
+    shares.coordinator.heartbeat(hb("m2", r2.member_epoch), 1500)      # m1 timed out meanwhile
+    shares.settle_departures()
+    assert ("g", "m1") not in shares.sessions.sessions
+    assert sp.next_fetch_offset(1500) == 0 and sp.records[0].state == RecordState.AVAILABLE
+    assert shares.listed(None, ["share"]) == [("g", "Stable")] and shares.listed(None, ["consumer"]) == []

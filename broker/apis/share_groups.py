@@ -47,8 +47,7 @@ async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
         subscribed_topic_names=None if req.subscribed_topic_names is None else list(req.subscribed_topic_names),
         client_id=fields["client_id"], client_host=fields["client_host"], topics=_topics_view(ctx))
     r = shares.coordinator.heartbeat(request, ctx.broker.now_ms())
-    for member_id in r.left:
-        shares.member_left(request.group_id, member_id)
+    shares.settle_departures()
     resp = ctx.response(throttle_time_ms=0, error_code=r.error_code, error_message=r.error_message,
                         member_id=r.member_id, member_epoch=r.member_epoch,
                         heartbeat_interval_ms=r.heartbeat_interval_ms, assignment=None)
@@ -61,7 +60,9 @@ async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 @handles(77)
 async def share_group_describe(ctx: RequestContext, req: Any) -> Any:
-    described = ctx.broker.share_groups.coordinator.describe([g or "" for g in req.group_ids], ctx.broker.now_ms())
+    shares = ctx.broker.share_groups
+    described = shares.coordinator.describe([g or "" for g in req.group_ids], ctx.broker.now_ms())
+    shares.settle_departures()
     topics = {t.topic_id: t for t in topic_catalog.all_topics(ctx.broker).values()}
     resp = ctx.response(throttle_time_ms=0, groups=[])
     DG = resp.DescribedGroup
