@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator
+from coordinator.share_group import SHARE_GROUP_PROPERTIES, ShareGroupConfig, ShareGroupCoordinator
 from coordinator.share_partition import SharePartition, ShareSessions
 
 if TYPE_CHECKING:
@@ -24,14 +24,13 @@ if TYPE_CHECKING:
 class ShareGroups:
     def __init__(self, broker: "BrokerServices") -> None:
         cfg = broker.config
-        self.coordinator = ShareGroupCoordinator(ShareGroupConfig.from_properties(
-            {k: cfg.get(k) for k in ("group.share.session.timeout.ms", "group.share.heartbeat.interval.ms",
-                                     "group.share.max.size")}))
+        config = ShareGroupConfig.from_properties({k: cfg.get(k) for k in SHARE_GROUP_PROPERTIES})
+        self.coordinator = ShareGroupCoordinator(config)
         self.sessions = ShareSessions()
         self.partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
-        self.lock_duration_ms = int(cfg.get("group.share.record.lock.duration.ms") or 30000)
-        self.delivery_count_limit = int(cfg.get("group.share.delivery.count.limit") or 5)
-        self.max_record_locks = int(cfg.get("group.share.partition.max.record.locks") or 2000)
+        self.lock_duration_ms = config.record_lock_duration_ms
+        self.delivery_count_limit = config.delivery_count_limit
+        self.max_record_locks = config.partition_max_record_locks
         self.auto_offset_reset = str(cfg.get("samsa.share.auto.offset.reset") or "latest").lower()
 
     def partition(self, group_id: str, topic_id: uuid.UUID, index: int, part: "Partition") -> SharePartition:

@@ -42,19 +42,67 @@ LEAVE_GROUP_MEMBER_EPOCH = -1
 ASSIGNOR_NAME = "simple"
 
 
+_KAFKA_NAMES = {   # Kafka's ShareGroupConfigs property -> field (and its default)
+    "group.share.session.timeout.ms": ("session_timeout_ms", 45000),
+    "group.share.min.session.timeout.ms": ("min_session_timeout_ms", 45000),
+    "group.share.max.session.timeout.ms": ("max_session_timeout_ms", 60000),
+    "group.share.heartbeat.interval.ms": ("heartbeat_interval_ms", 5000),
+    "group.share.min.heartbeat.interval.ms": ("min_heartbeat_interval_ms", 5000),
+    "group.share.max.heartbeat.interval.ms": ("max_heartbeat_interval_ms", 15000),
+    "group.share.max.size": ("max_size", 200),
+    "group.share.record.lock.duration.ms": ("record_lock_duration_ms", 30000),
+    "group.share.min.record.lock.duration.ms": ("min_record_lock_duration_ms", 15000),
+    "group.share.max.record.lock.duration.ms": ("max_record_lock_duration_ms", 60000),
+    "group.share.delivery.count.limit": ("delivery_count_limit", 5),
+    "group.share.partition.max.record.locks": ("partition_max_record_locks", 2000),
+}
+
+
+SHARE_GROUP_PROPERTIES = tuple(_KAFKA_NAMES)
+
+
 @dataclass(frozen=True)
 class ShareGroupConfig:
+    """Kafka's share-group broker properties, checked as its ShareGroupConfig does: a broker with
+    inconsistent bounds does not start."""
     session_timeout_ms: int = 45000
+    min_session_timeout_ms: int = 45000
+    max_session_timeout_ms: int = 60000
     heartbeat_interval_ms: int = 5000
+    min_heartbeat_interval_ms: int = 5000
+    max_heartbeat_interval_ms: int = 15000
     max_size: int = 200
+    record_lock_duration_ms: int = 30000
+    min_record_lock_duration_ms: int = 15000
+    max_record_lock_duration_ms: int = 60000
+    delivery_count_limit: int = 5
+    partition_max_record_locks: int = 2000
+
+    def __post_init__(self) -> None:
+        def between(name: str, value: int, lo: int, hi: int, lo_name: str, hi_name: str) -> None:
+            if value < lo:
+                raise ValueError(f"{name} must be greater than or equal to {lo_name}")
+            if value > hi:
+                raise ValueError(f"{name} must be less than or equal to {hi_name}")
+        between("group.share.session.timeout.ms", self.session_timeout_ms, self.min_session_timeout_ms,
+                self.max_session_timeout_ms, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms")
+        between("group.share.heartbeat.interval.ms", self.heartbeat_interval_ms, self.min_heartbeat_interval_ms,
+                self.max_heartbeat_interval_ms, "group.share.min.heartbeat.interval.ms",
+                "group.share.max.heartbeat.interval.ms")
+        between("group.share.record.lock.duration.ms", self.record_lock_duration_ms, self.min_record_lock_duration_ms,
+                self.max_record_lock_duration_ms, "group.share.min.record.lock.duration.ms",
+                "group.share.max.record.lock.duration.ms")
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError("group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms")
+        between("group.share.delivery.count.limit", self.delivery_count_limit, 2, 10, "2", "10")
+        between("group.share.partition.max.record.locks", self.partition_max_record_locks, 100, 10000, "100", "10000")
+        if self.max_size < 1:
+            raise ValueError("group.share.max.size must be at least 1")
 
     @classmethod
     def from_properties(cls, props: Mapping[str, object]) -> "ShareGroupConfig":
-        def get(name: str, default: int) -> int:
-            value = props.get(name)
-            return default if value is None else int(value)  # type: ignore[arg-type]
-        return cls(get("group.share.session.timeout.ms", 45000), get("group.share.heartbeat.interval.ms", 5000),
-                   get("group.share.max.size", 200))
+        return cls(**{field_name: int(props[name]) if props.get(name) is not None else default  # type: ignore[arg-type]
+                      for name, (field_name, default) in _KAFKA_NAMES.items()})
 
 
 @dataclass

@@ -99,6 +99,12 @@ def test_share_acknowledge_and_describe_round_trip():
 TOPICS = {"t": (T1, 3), "u": (T2, 1)}
 
 
+def cfg(**kw) -> ShareGroupConfig:
+    """Short timeouts for tests: Kafka's lower bounds lowered, as a test broker would set them."""
+    return ShareGroupConfig(**{"min_session_timeout_ms": 1, "min_heartbeat_interval_ms": 1,
+                               "heartbeat_interval_ms": 100, **kw})
+
+
 def hb(member: str, epoch: int, topics=None, view=TOPICS, group: str = "g") -> ShareGroupHeartbeat:
     return ShareGroupHeartbeat(group, member, epoch, None, topics, "client", "/127.0.0.1", view)
 
@@ -112,7 +118,7 @@ def test_simple_assignor_spreads_partitions_and_shares_when_members_outnumber_th
 
 
 def test_join_heartbeat_leave_and_epochs():
-    c = ShareGroupCoordinator(ShareGroupConfig(session_timeout_ms=1000, heartbeat_interval_ms=100))
+    c = ShareGroupCoordinator(cfg(session_timeout_ms=1000))
     r1 = c.heartbeat(hb("m1", 0, ["t"]), 0)
     assert (r1.error_code, r1.member_epoch, r1.assignment) == (0, 2, {T1: frozenset({0, 1, 2})})
     r2 = c.heartbeat(hb("m2", 0, ["t"]), 10)
@@ -136,7 +142,7 @@ def test_invalid_requests_and_max_size():
 
 
 def test_session_timeout_removes_a_silent_member_and_reassigns():
-    c = ShareGroupCoordinator(ShareGroupConfig(session_timeout_ms=1000))
+    c = ShareGroupCoordinator(cfg(session_timeout_ms=1000))
     c.heartbeat(hb("m1", 0, ["t"]), 0)
     r = c.heartbeat(hb("m2", 0, ["t"]), 500)
     for now in (900, 1300):
@@ -241,7 +247,7 @@ def test_share_group_apis_and_feature_only_when_enabled(props, enabled):
 
 
 def test_departed_members_are_reported_once_for_the_shell():
-    c = ShareGroupCoordinator(ShareGroupConfig(session_timeout_ms=1000))
+    c = ShareGroupCoordinator(cfg(session_timeout_ms=1000))
     c.heartbeat(hb("m1", 0, ["t"]), 0)
     r = c.heartbeat(hb("m2", 0, ["t"]), 0)
     c.heartbeat(hb("m2", r.member_epoch, None), 900)
@@ -257,6 +263,9 @@ def test_shell_releases_records_and_drops_sessions_of_departed_members():
     from broker.share_shell import ShareGroups
 
     shares = ShareGroups(SimpleNamespace(config={"group.share.session.timeout.ms": 1000,
+                                                 "group.share.min.session.timeout.ms": 1000,
+                                                 "group.share.heartbeat.interval.ms": 100,
+                                                 "group.share.min.heartbeat.interval.ms": 100,
                                                  "samsa.share.auto.offset.reset": "earliest"}))
     log = SimpleNamespace(log_start_offset=0, high_watermark=5)
     shares.coordinator.heartbeat(hb("m1", 0, ["t"]), 0)
@@ -271,3 +280,18 @@ def test_shell_releases_records_and_drops_sessions_of_departed_members():
     assert ("g", "m1") not in shares.sessions.sessions
     assert sp.next_fetch_offset(1500) == 0 and sp.records[0].state == RecordState.AVAILABLE
     assert shares.listed(None, ["share"]) == [("g", "Stable")] and shares.listed(None, ["consumer"]) == []
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"record_lock_duration_ms": 3000}, "group.share.record.lock.duration.ms must be greater than or equal to"),
+    ({"session_timeout_ms": 90000}, "group.share.session.timeout.ms must be less than or equal to"),
+    ({"delivery_count_limit": 1}, "group.share.delivery.count.limit must be greater than or equal to 2"),
+    ({"min_heartbeat_interval_ms": 1, "heartbeat_interval_ms": 100, "min_session_timeout_ms": 1,
+      "session_timeout_ms": 100}, "group.share.heartbeat.interval.ms must be less than group.share.session"),
+])
+def test_share_group_config_bounds_as_kafka(kw, message):
+    with pytest.raises(ValueError, match=message):
+        ShareGroupConfig(**kw)
+    assert ShareGroupConfig.from_properties({}) == ShareGroupConfig()
+    assert ShareGroupConfig.from_properties({"group.share.record.lock.duration.ms": "20000"}).record_lock_duration_ms \
+        == 20000

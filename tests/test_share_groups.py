@@ -22,7 +22,9 @@ SHARE_PROPS = {
     "group.share.enable": "true",
     "samsa.share.auto.offset.reset": "earliest",
     "group.share.record.lock.duration.ms": str(LOCK_MS),
+    "group.share.min.record.lock.duration.ms": "1000",     # Kafka's bound (15000) allows no short lock
     "group.share.heartbeat.interval.ms": "500",
+    "group.share.min.heartbeat.interval.ms": "100",
     "num.partitions": "1",
 }
 SHARE_APIS = {76, 77, 78, 79}
