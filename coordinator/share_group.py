@@ -17,8 +17,8 @@ FENCED_MEMBER_EPOCH when the epoch does not match; GROUP_MAX_SIZE_REACHED past
 
 Not persisted: Kafka writes share-group records (types 10-15) to ``__consumer_offsets``; here the
 state lives in memory and is lost on restart (members simply rejoin with epoch 0 after
-UNKNOWN_MEMBER_ID). Share group ids are a namespace of their own here (Kafka rejects a share
-heartbeat for an existing consumer group id with INVALID_GROUP_ID).
+UNKNOWN_MEMBER_ID). Group ids are shared with classic and consumer groups: the API layer answers
+GROUP_ID_NOT_FOUND across kinds, as Kafka's GroupMetadataManager does.
 """
 from __future__ import annotations
 

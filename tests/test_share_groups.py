@@ -175,6 +175,18 @@ def test_share_sessions_acknowledgements_and_describe_on_the_wire(share_broker):
         assert all(x.group_id != group for x in c.request(16, 5, states_filter=[], types_filter=["consumer"]).groups)
         assert all(x.group_id != group for x in c.request(16, 5, states_filter=["Empty"], types_filter=[]).groups)
 
+        # one namespace of group ids with consumer groups, as Kafka
+        cg = c.request(68, 0, group_id=group, member_id="", member_epoch=0, instance_id=None, rack_id=None,
+                       rebalance_timeout_ms=30000, subscribed_topic_names=[topic], server_assignor=None,
+                       topic_partitions=[])
+        assert (cg.error_code, cg.error_message) == (69, f"Group {group} is not a consumer group.")
+        consumer_group = unique("cg")
+        assert c.request(68, 0, group_id=consumer_group, member_id="", member_epoch=0, instance_id=None,
+                         rack_id=None, rebalance_timeout_ms=30000, subscribed_topic_names=[topic],
+                         server_assignor=None, topic_partitions=[]).error_code == 0
+        sh = c.request(76, 1, group_id=consumer_group, member_id="m9", member_epoch=0, rack_id=None,
+                       subscribed_topic_names=[topic])
+        assert (sh.error_code, sh.error_message) == (69, f"Group {consumer_group} is not a share group.")
         unknown = share_fetch(c, group, "mx", 0, uuid.uuid4())
         assert [p.error_code for p in unknown.responses[0].partitions] == [100]   # UNKNOWN_TOPIC_ID
         assert share_fetch(c, "", "m1", 0, tid).error_code == 42               # INVALID_REQUEST: no group

@@ -8,8 +8,8 @@ skips the records of a batch it did not acquire); it long-polls on appends up to
 nothing was acquired. Acknowledgements piggy-backed on ShareFetch are applied before fetching;
 a ShareFetch or ShareAcknowledge with epoch -1 closes the share session and releases the member's
 remaining acquired records. Answers name only partitions with records, errors or acknowledgement
-results. v2 (renew acknowledgements, KIP-1222) is not implemented. Group ids are not checked
-against consumer groups (separate namespaces here). ShareGroupDescribe reports authorized
+results. v2 (renew acknowledgements, KIP-1222) is not implemented. A ShareGroupHeartbeat for the id
+of a classic or consumer group answers GROUP_ID_NOT_FOUND, as Kafka. ShareGroupDescribe reports authorized
 operations as "not requested".
 """
 from __future__ import annotations
@@ -46,6 +46,11 @@ async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
         rack_id=req.rack_id,
         subscribed_topic_names=None if req.subscribed_topic_names is None else list(req.subscribed_topic_names),
         client_id=fields["client_id"], client_host=fields["client_host"], topics=_topics_view(ctx))
+    if request.group_id not in shares.coordinator.groups and request.group_id \
+            and ctx.broker.groups.coordinator_for(request.group_id)[1].has_group(request.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                            error_message=f"Group {request.group_id} is not a share group.", member_id=None,
+                            member_epoch=request.member_epoch, heartbeat_interval_ms=0, assignment=None)
     r = shares.coordinator.heartbeat(request, ctx.broker.now_ms())
     shares.settle_departures()
     resp = ctx.response(throttle_time_ms=0, error_code=r.error_code, error_message=r.error_message,
