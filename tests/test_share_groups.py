@@ -267,3 +267,31 @@ def test_share_apis_need_read_on_group_and_topic(samsa_broker):
                                              permission_type=DENY)])
         later = share_fetch(c, "g", "m", 2, open_id, fetch=False)
         assert [(p.error_code, p.acquired_records) for p in later.responses[0].partitions] == [(TOPIC_DENIED, [])]
+
+
+# -- a cluster: the group's coordinator on one broker, share partitions on each partition's leader -------
+@requires_java
+@pytest.mark.parametrize("samsa_cluster", [{"overrides": {k: v for k, v in SHARE_PROPS.items()
+                                                          if k != "num.partitions"}}], indirect=True)
+def test_share_consumer_on_a_cluster(samsa_cluster):
+    from tests.test_cluster import create_topic, metadata, wait_for
+
+    boots = samsa_cluster.bootstrap_servers.split(",")
+    topic, group = unique("q"), unique("sg")
+    assert create_topic(boots[0], topic, partitions=3, rf=1).error_code == 0
+    parts = wait_for(lambda: all((m := metadata(b))["topics"].get(topic) for b in boots) and m["topics"][topic],
+                     what="topic on every broker")
+    assert {leader for leader, *_ in parts.values()} == {1, 2, 3}       # one partition led by each broker
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=samsa_cluster.bootstrap_servers)
+    values = [f"v{i}" for i in range(30)]
+    for i, v in enumerate(values):
+        p.send(topic, value=v.encode(), partition=i % 3)
+    p.flush(timeout=30)
+    p.close(timeout=5)
+    lines = start_java_source("4.3.0", SOURCE, "--bootstrap", samsa_cluster.bootstrap_servers, "--topic", topic,
+                              "--group", group, "--expect", "30", "--max-ms", "60000").result(timeout=90)
+    records = of_type(lines, "record")
+    assert sorted(r["value"] for r in records) == sorted(values)       # each exactly once
+    assert {r["partition"] for r in records} == {0, 1, 2}

@@ -120,10 +120,29 @@ def _acknowledge(ctx: RequestContext, group_id: str, member_id: str, topics: Any
     return out
 
 
-def _leader(ctx: RequestContext, part: Any, cls: Any) -> Any:
-    if part is None:
+def _leader(ctx: RequestContext, topic_id: uuid.UUID, index: int, cls: Any) -> Any:
+    """The partition's current leader (another broker's after NOT_LEADER_OR_FOLLOWER in a cluster)."""
+    topic = ctx.broker.logs.topics_by_id.get(topic_id)
+    if topic is None or not 0 <= index < len(topic.partitions):
         return cls(leader_id=-1, leader_epoch=-1)
+    part = topic.partitions[index]
+    if part.replica is not None:
+        leader_id, epoch = ctx.broker.replicas.current_leader(part)
+        return cls(leader_id=leader_id, leader_epoch=epoch)
     return cls(leader_id=ctx.broker.node_id, leader_epoch=part.leader_epoch)
+
+
+def _node_endpoints(ctx: RequestContext, responses: list, response_cls: Any) -> list:
+    """NodeEndpoints of the leaders named by partitions answered NOT_LEADER_OR_FOLLOWER."""
+    replicas = ctx.broker.replicas
+    ids = sorted({p.current_leader.leader_id for t in responses for p in t.partitions
+                  if p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER and p.current_leader.leader_id >= 0})
+    out = []
+    for node_id in ids if replicas.active else ():
+        ep = replicas.endpoint(node_id)
+        if ep is not None:
+            out.append(response_cls.NodeEndpoint(node_id=node_id, host=ep[0], port=ep[1], rack=None))
+    return out
 
 
 def _acquire(ctx: RequestContext, group_id: str, member_id: str, tps: list[tuple[uuid.UUID, int]],
@@ -232,16 +251,15 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
     P = T.PartitionData
     by_topic: dict[uuid.UUID, list] = {}
     for tp in sorted(set(fetched) | set(acks), key=lambda tp: (str(tp[0]), tp[1])):
-        code, records, ranges, part = fetched.get(tp, (ErrorCode.NONE, b"", [], None))
-        if part is None and tp in acks:
-            part, _ = _local_partition(ctx, *tp)
+        code, records, ranges, _ = fetched.get(tp, (ErrorCode.NONE, b"", [], None))
         by_topic.setdefault(tp[0], []).append(P(
             partition_index=tp[1], error_code=code, error_message=None,
             acknowledge_error_code=acks.get(tp, ErrorCode.NONE), acknowledge_error_message=None,
-            current_leader=_leader(ctx, part, P.LeaderIdAndEpoch), records=records,
+            current_leader=_leader(ctx, *tp, P.LeaderIdAndEpoch), records=records,
             acquired_records=[P.AcquiredRecords(first_offset=r.first_offset, last_offset=r.last_offset,
                                                 delivery_count=r.delivery_count) for r in ranges]))
     resp.responses = [T(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()]
+    resp.node_endpoints = _node_endpoints(ctx, resp.responses, type(resp))
     return resp
 
 
@@ -265,8 +283,8 @@ async def share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     P = T.PartitionData
     by_topic: dict[uuid.UUID, list] = {}
     for (tid, index), code in sorted(acks.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-        part, _ = _local_partition(ctx, tid, index)
         by_topic.setdefault(tid, []).append(P(partition_index=index, error_code=code, error_message=None,
-                                              current_leader=_leader(ctx, part, P.LeaderIdAndEpoch)))
+                                              current_leader=_leader(ctx, tid, index, P.LeaderIdAndEpoch)))
     resp.responses = [T(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()]
+    resp.node_endpoints = _node_endpoints(ctx, resp.responses, type(resp))
     return resp
