@@ -65,3 +65,16 @@ class ShareGroups:
         wanted = {s.lower() for s in states or ()}
         return [(gid, g.state) for gid, g in sorted(self.coordinator.groups.items())
                 if not wanted or g.state.lower() in wanted]
+
+    def has(self, group_id: str) -> bool:
+        return group_id in self.coordinator.groups
+
+    def delete(self, group_id: str, now_ms: int) -> int:
+        """DeleteGroups: an empty share group goes with its share-partition state (NON_EMPTY_GROUP
+        while it has members, as Kafka)."""
+        code = self.coordinator.delete(group_id, now_ms)
+        self.settle_departures()
+        if code == 0:
+            for key in [k for k in self.partitions if k[0] == group_id]:
+                del self.partitions[key]
+        return code

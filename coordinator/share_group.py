@@ -37,6 +37,7 @@ UNKNOWN_MEMBER_ID = Errors.UnknownMemberIdError.errno
 FENCED_MEMBER_EPOCH = Errors.FencedMemberEpochError.errno
 GROUP_MAX_SIZE_REACHED = Errors.GroupMaxSizeReachedError.errno
 GROUP_ID_NOT_FOUND = Errors.GroupIdNotFoundError.errno
+NON_EMPTY_GROUP = Errors.NonEmptyGroupError.errno
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 ASSIGNOR_NAME = "simple"
@@ -305,6 +306,17 @@ class ShareGroupCoordinator:
             return
         group.target = simple_assign({m.member_id: m.subscribed for m in group.members.values()}, metadata)
         group.assignment_epoch = group.group_epoch
+
+    # -- DeleteGroups ------------------------------------------------------------------------------------
+    def delete(self, group_id: str, now_ms: int) -> int:
+        group = self.groups.get(group_id)
+        if group is None:
+            return GROUP_ID_NOT_FOUND
+        self.expire(group, now_ms)
+        if group.members:
+            return NON_EMPTY_GROUP
+        del self.groups[group_id]
+        return NONE
 
     # -- ShareGroupDescribe ---------------------------------------------------------------------------
     def describe(self, group_ids: list[str], now_ms: int) -> list[DescribedShareGroup]:

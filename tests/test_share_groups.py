@@ -220,6 +220,16 @@ def test_share_sessions_acknowledgements_and_describe_on_the_wire(share_broker):
         r = share_fetch(c, group, "m2", 0, tid)
         [p] = r.responses[0].partitions
         assert [(a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records] == [(3, 3, 2)]
+        # DeleteGroups: not while it has a member; then the group and its share-partition state go
+        assert [x.error_code for x in c.request(42, 2, groups_names=[group]).results] == [68]   # NON_EMPTY_GROUP
+        c.request(76, 1, group_id=group, member_id="m2", member_epoch=-1, rack_id=None, subscribed_topic_names=None)
+        assert [x.error_code for x in c.request(42, 2, groups_names=[group]).results] == [0]
+        [g] = c.request(77, 1, group_ids=[group], include_authorized_operations=False).groups
+        assert g.error_code == 69                                   # GROUP_ID_NOT_FOUND
+        c.request(76, 1, group_id=group, member_id="m3", member_epoch=0, rack_id=None, subscribed_topic_names=[topic])
+        r = share_fetch(c, group, "m3", 0, tid)                      # a new group: the share partition starts over
+        [p] = r.responses[0].partitions
+        assert [(a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records] == [(0, 3, 1)]
 
 
 # -- authorization: READ on the group and on each topic, as Kafka ------------------------------------------
