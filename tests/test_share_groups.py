@@ -259,6 +259,9 @@ def test_share_apis_need_read_on_group_and_topic(samsa_broker):
         hb = c.request(76, 1, group_id="locked", member_id="m", member_epoch=0, rack_id=None,
                        subscribed_topic_names=["open"])
         assert (hb.error_code, hb.assignment) == (GROUP_DENIED, None)
+        hb = c.request(76, 1, group_id="g", member_id="m", member_epoch=0, rack_id=None,
+                       subscribed_topic_names=["open", "secret"])      # DESCRIBE on "secret" is gone with READ
+        assert (hb.error_code, hb.assignment) == (TOPIC_DENIED, None)
         assert share_fetch(c, "locked", "m", 0, open_id).error_code == GROUP_DENIED
         assert share_ack(c, "locked", "m", 1, open_id, [(0, 0, (1,))]).error_code == GROUP_DENIED
         [g] = c.request(77, 1, group_ids=["locked"], include_authorized_operations=False).groups

@@ -743,9 +743,13 @@ async def describe_topic_partitions(ctx, req, handler):
 
 
 # -- KIP-932 share groups (broker/apis/share_groups.py), as Kafka's KafkaApis authorizes them -----
-@check(76)   # ShareGroupHeartbeat: READ on the group
+@check(76)   # ShareGroupHeartbeat: READ on the group, DESCRIBE on every subscribed topic (v1)
 def share_group_heartbeat(ctx, req, handler):
-    return _whole_request(ctx, req, handler, allowed(ctx, Op.READ, RT.GROUP, req.group_id), GROUP_DENIED)
+    if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
+        return _whole_request(ctx, req, handler, False, GROUP_DENIED)
+    topics = req.subscribed_topic_names or []
+    return _whole_request(ctx, req, handler, all(allowed(ctx, Op.DESCRIBE, RT.TOPIC, t) for t in topics),
+                          TOPIC_DENIED)
 
 
 @check(77)   # ShareGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
