@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from coordinator.share_group import ASSIGNOR_NAME, ShareGroupHeartbeat
-from coordinator.share_partition import FINAL_SESSION_EPOCH, INITIAL_SESSION_EPOCH
+from coordinator.share_partition import FINAL_SESSION_EPOCH, INITIAL_SESSION_EPOCH, AcquiredRange
 from protocol import records as rb
 from protocol.errors import ErrorCode
 
@@ -30,6 +30,7 @@ from ..security.acl import Operation, ResourceType
 from .common import coordinator_fields
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+Fetched = tuple[int, bytes, list[AcquiredRange]]    # a partition's fetch error, batches, acquired ranges
 
 
 def _topics_view(ctx: RequestContext) -> dict[str, tuple[uuid.UUID, int]]:
@@ -146,12 +147,12 @@ def _node_endpoints(ctx: RequestContext, responses: list, response_cls: Any) -> 
 
 
 def _acquire(ctx: RequestContext, group_id: str, member_id: str, tps: list[tuple[uuid.UUID, int]],
-             max_bytes: int, max_records: int) -> tuple[dict[tuple[uuid.UUID, int], tuple[int, bytes, list, Any]], int]:
+             max_bytes: int, max_records: int) -> tuple[dict[tuple[uuid.UUID, int], Fetched], int]:
     """Acquire records for the session's partitions: per partition (error, batch bytes, acquired
-    ranges, partition) for those with something to say, and the number of records acquired."""
+    ranges) for those with something to say, and the number of records acquired."""
     shares = ctx.broker.share_groups
     now = ctx.broker.now_ms()
-    out: dict[tuple[uuid.UUID, int], tuple[int, bytes, list, Any]] = {}
+    out: dict[tuple[uuid.UUID, int], Fetched] = {}
     acquired = 0
     remaining = max_bytes if max_bytes > 0 else 0x7FFFFFFF
     for tid, index in tps:
@@ -159,7 +160,7 @@ def _acquire(ctx: RequestContext, group_id: str, member_id: str, tps: list[tuple
         if part is not None and not _may_read(ctx, tid):   # the session outlived a READ grant
             part, code = None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
         if part is None:
-            out[(tid, index)] = (code, b"", [], None)
+            out[(tid, index)] = (code, b"", [])
             continue
         if acquired >= max_records or remaining <= 0:
             continue
@@ -179,7 +180,7 @@ def _acquire(ctx: RequestContext, group_id: str, member_id: str, tps: list[tuple
             records = data
         else:
             records = b"".join(bytes(data[h.position:h.position + h.size]) for h in chosen)
-        out[(tid, index)] = (ErrorCode.NONE, records, list(got.ranges), part)
+        out[(tid, index)] = (ErrorCode.NONE, records, list(got.ranges))
         acquired += sum(r.last_offset - r.first_offset + 1 for r in got.ranges)
         remaining -= len(records)
     return out, acquired
@@ -230,7 +231,7 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
     if code:
         return _error_fetch(ctx, code)
     acks = _acknowledge(ctx, group_id, member_id, req.topics)
-    fetched: dict[tuple[uuid.UUID, int], tuple[int, bytes, list, Any]] = {}
+    fetched: dict[tuple[uuid.UUID, int], Fetched] = {}
     if session is None:          # epoch -1: the session is closed; what the member still holds goes back
         shares.release(group_id, member_id)
     else:
@@ -251,7 +252,7 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
     P = T.PartitionData
     by_topic: dict[uuid.UUID, list] = {}
     for tp in sorted(set(fetched) | set(acks), key=lambda tp: (str(tp[0]), tp[1])):
-        code, records, ranges, _ = fetched.get(tp, (ErrorCode.NONE, b"", [], None))
+        code, records, ranges = fetched.get(tp, (ErrorCode.NONE, b"", []))
         by_topic.setdefault(tp[0], []).append(P(
             partition_index=tp[1], error_code=code, error_message=None,
             acknowledge_error_code=acks.get(tp, ErrorCode.NONE), acknowledge_error_message=None,
