@@ -10,7 +10,8 @@ records are seen only as batch extents ``(base_offset, last_offset, is_control)`
 - Acquiring takes AVAILABLE in-flight records first, then new records up to the high watermark,
   whole batches at a time (the record limit may be exceeded to finish a batch, as Kafka's
   batch-optimised mode does); each acquisition increments the delivery count. Control batches
-  (transaction markers) and offsets missing from the log are archived, never delivered.
+  (transaction markers) are archived, offsets missing from the log (compaction) skipped: never
+  delivered. Work is bounded by the in-flight records, never by offset distances.
 - ACCEPT acknowledges; RELEASE makes the record AVAILABLE again; REJECT and GAP archive it. A
   record whose lock expires is released; released records that reached
   ``group.share.delivery.count.limit`` deliveries are archived instead. Acknowledging a record not
@@ -102,19 +103,25 @@ class SharePartition:
         r.deadline_ms = 0
 
     def _advance_start(self) -> None:
+        """Move the start past delivery-complete records and offsets the log does not hold (gaps
+        are jumped, never walked: a compacted log may skip billions of offsets)."""
         while self.start_offset < self.end_offset:
             r = self.records.get(self.start_offset)
-            if r is not None and r.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+            if r is None:
+                later = [off for off in self.records if off > self.start_offset]
+                self.start_offset = min(later) if later else self.end_offset
+                continue
+            if r.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
                 break
-            self.records.pop(self.start_offset, None)
+            del self.records[self.start_offset]
             self.start_offset += 1
 
     def move_start(self, offset: int) -> None:
         """The log start moved past records (retention, DeleteRecords): they are gone."""
         if offset <= self.start_offset:
             return
-        for off in range(self.start_offset, min(offset, self.end_offset)):
-            self.records.pop(off, None)
+        for off in [off for off in self.records if off < offset]:
+            del self.records[off]
         self.start_offset = offset
         self.end_offset = max(self.end_offset, offset)
 
@@ -122,11 +129,8 @@ class SharePartition:
     def next_fetch_offset(self, now_ms: int) -> int:
         """Where a fetch must start reading: the first AVAILABLE in-flight record, else the end."""
         self.expire_locks(now_ms)
-        for off in range(self.start_offset, self.end_offset):
-            r = self.records.get(off)
-            if r is not None and r.state == RecordState.AVAILABLE:
-                return off
-        return self.end_offset
+        available = [off for off, r in self.records.items() if r.state == RecordState.AVAILABLE]
+        return min(available) if available else self.end_offset
 
     def acquire(self, member_id: str, batches: Sequence[tuple[int, int, bool]], high_watermark: int,
                 max_records: int, now_ms: int) -> Acquisition:
@@ -148,9 +152,7 @@ class SharePartition:
                 else:
                     if self.end_offset - self.start_offset >= self.max_record_locks:
                         break
-                    for gap in range(self.end_offset, off):    # offsets the log does not hold
-                        self.records[gap] = InFlight(RecordState.ARCHIVED)
-                    self.end_offset = off + 1
+                    self.end_offset = off + 1      # offsets the log does not hold get no entry
                     r = self.records[off] = InFlight(RecordState.ARCHIVED if control else RecordState.AVAILABLE)
                     if control:
                         continue
@@ -174,6 +176,8 @@ class SharePartition:
         for first, last, types in batches:
             if first > last or not types or (len(types) != 1 and len(types) != last - first + 1):
                 return INVALID_REQUEST
+            if first < self.start_offset or last >= self.end_offset:    # also bounds the loop below
+                return INVALID_RECORD_STATE
             if any(t not in (0, 1, 2, 3) for t in types):
                 return INVALID_REQUEST
             for off in range(first, last + 1):

@@ -200,7 +200,7 @@ def test_limits_control_batches_gaps_and_member_release():
     got = sp.acquire("a", [(0, 1, False), (2, 2, True), (5, 9, False)], 10, 100, 0)
     # 2 is a transaction marker, 3-4 missing from the log, 5 is the only record the lock limit admits
     assert got.ranges == (AcquiredRange(0, 1, 1), AcquiredRange(5, 5, 1))
-    assert sp.records[2].state == sp.records[3].state == RecordState.ARCHIVED
+    assert sp.records[2].state == RecordState.ARCHIVED and 3 not in sp.records
     assert sp.release_member("a") == 3 and sp.next_fetch_offset(0) == 0
     sp2 = SharePartition(0)
     assert sp2.acquire("a", batches((0, 4), (5, 9)), 10, 3, 0).ranges == (AcquiredRange(0, 4, 1),)  # whole batch
@@ -295,3 +295,29 @@ def test_share_group_config_bounds_as_kafka(kw, message):
     assert ShareGroupConfig.from_properties({}) == ShareGroupConfig()
     assert ShareGroupConfig.from_properties({"group.share.record.lock.duration.ms": "20000"}).record_lock_duration_ms \
         == 20000
+
+
+def test_offset_distances_cost_nothing():
+    """Bad or extreme input is answered at once: a huge acknowledgement range, a compacted log with
+    a gap of 10**15 offsets, a log start far ahead."""
+    sp = SharePartition(0)
+    far = 10**15
+    got = sp.acquire("a", batches((0, 0), (far, far + 1)), far + 2, 100, 0)
+    # as Kafka, the in-flight limit counts offsets from the start: the gap leaves room for one record
+    assert got.ranges == (AcquiredRange(0, 0, 1), AcquiredRange(far, far, 1))
+    assert sp.acknowledge("a", [(0, 2**62, [1])], 0) == INVALID_RECORD_STATE
+    assert sp.acknowledge("a", [(0, 0, [1])], 0) == NONE
+    assert sp.start_offset == far                      # the gap was jumped
+    assert sp.acknowledge("a", [(far, far, [1])], 0) == NONE
+    assert sp.start_offset == sp.end_offset == far + 1 and not sp.records
+    assert sp.acquire("a", batches((far, far + 1)), far + 2, 100, 0).ranges == (AcquiredRange(far + 1, far + 1, 1),)
+    sp.move_start(10**18)
+    assert sp.next_fetch_offset(0) == 10**18
+
+
+def test_an_acknowledgement_over_a_gap_stops_at_the_gap():
+    sp = SharePartition(0)
+    far = 10**15
+    sp.acquire("a", batches((0, 0), (far, far)), far + 1, 100, 0)
+    assert sp.acknowledge("a", [(0, far, [1])], 0) == INVALID_RECORD_STATE     # offset 1 holds no record
+    assert sp.records[0].state == RecordState.ACQUIRED
