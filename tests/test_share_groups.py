@@ -308,3 +308,20 @@ def test_share_consumer_on_a_cluster(samsa_cluster):
     records = of_type(lines, "record")
     assert sorted(r["value"] for r in records) == sorted(values)       # each exactly once
     assert {r["partition"] for r in records} == {0, 1, 2}
+
+
+@pytest.mark.samsa_broker(overrides={"group.share.enable": "true", "num.partitions": "1"})
+def test_share_partitions_start_at_latest_by_default(samsa_broker):
+    """share.auto.offset.reset is latest unless samsa.share.auto.offset.reset says otherwise, as Kafka."""
+    from tests.rawclient import RawClient
+
+    bs = samsa_broker.bootstrap_servers
+    topic, group = unique("q"), unique("sg")
+    produce_one_by_one(bs, topic, 2)
+    tid = topic_id_of(bs, topic)
+    with RawClient(bs) as c:
+        first = share_fetch(c, group, "m", 0, tid)
+        assert first.error_code == 0 and first.responses == []          # v0 and v1 came before the group
+        produce_one_by_one(bs, topic, 1, first=2)
+        [p] = share_fetch(c, group, "m", 1, tid, fetch=False).responses[0].partitions
+        assert [(a.first_offset, a.last_offset) for a in p.acquired_records] == [(2, 2)]
