@@ -325,3 +325,15 @@ def test_share_partitions_start_at_latest_by_default(samsa_broker):
         produce_one_by_one(bs, topic, 1, first=2)
         [p] = share_fetch(c, group, "m", 1, tid, fetch=False).responses[0].partitions
         assert [(a.first_offset, a.last_offset) for a in p.acquired_records] == [(2, 2)]
+
+
+@requires_java
+def test_a_record_always_released_is_archived_at_the_delivery_count_limit(share_broker):
+    bs = share_broker.bootstrap_servers
+    topic, group = unique("q"), unique("sg")
+    produce_one_by_one(bs, topic, 3)
+    lines = start_java_source("4.3.0", SOURCE, "--bootstrap", bs, "--topic", topic, "--group", group,
+                              "--release-always", "v1", "--idle-ms", "3000", "--max-ms", "40000").result(timeout=60)
+    records = of_type(lines, "record")
+    assert [r["delivery_count"] for r in records if r["value"] == "v1"] == [1, 2, 3, 4, 5]   # then archived
+    assert sorted(r["value"] for r in records if r["ack"] == "accept") == ["v0", "v2"]

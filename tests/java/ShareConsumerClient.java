@@ -11,19 +11,21 @@ import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
- * A KafkaShareConsumer (KIP-932, kafka-clients 4.1+) for tests/test_share_groups_java.py, run by
+ * A KafkaShareConsumer (KIP-932, kafka-clients 4.1+) for tests/test_share_groups.py, run by
  * tests/javaclient.py in source-file mode (the 3.9 client has no share consumer, so it is not part
  * of SamsaJavaClient). Prints one JSON line per delivery and a summary.
  *
- *   --bootstrap B --topic T --group G [--release V,..] [--die-after N] [--expect N] [--idle-ms MS]
+ *   --bootstrap B --topic T --group G [--release V,..] [--release-always V,..] [--die-after N]
+ *   [--expect N] [--idle-ms MS]
  *   [--max-ms MS] [--sleep-ms MS] [--max-poll-records N] [--implicit true]
  *   --bootstrap B --describe G          (Admin.describeShareGroups: one "group" line)
  *
  * Explicit acknowledgement: every record is ACCEPTed, except a value named by --release on its first
- * delivery (RELEASEd). --die-after N halts the JVM once N records were delivered, acknowledging
- * nothing (a crashed consumer). --implicit uses the client's default mode instead (every delivered
- * record ACCEPTed by the next poll or close). The consumer stops after --expect distinct accepted values, after
- * --idle-ms without records once it has seen one, or after --max-ms.
+ * delivery or by --release-always on every delivery (RELEASEd). --die-after N halts the JVM once N
+ * records were delivered, acknowledging nothing (a crashed consumer). --implicit uses the client's
+ * default mode instead (every delivered record ACCEPTed by the next poll or close). The consumer
+ * stops after --expect distinct accepted values, after --idle-ms without records once it has seen
+ * one, or after --max-ms.
  */
 public class ShareConsumerClient {
     static String q(String s) { return s == null ? "null" : "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\""; }
@@ -34,6 +36,7 @@ public class ShareConsumerClient {
         if (a.containsKey("describe")) { describe(a); return; }
         boolean implicit = Boolean.parseBoolean(a.getOrDefault("implicit", "false"));
         Set<String> release = new HashSet<>(Arrays.asList(a.getOrDefault("release", "").split(",")));
+        Set<String> releaseAlways = new HashSet<>(Arrays.asList(a.getOrDefault("release-always", "").split(",")));
         int dieAfter = Integer.parseInt(a.getOrDefault("die-after", "-1"));
         int expect = Integer.parseInt(a.getOrDefault("expect", "-1"));
         long idleMs = Long.parseLong(a.getOrDefault("idle-ms", "5000"));
@@ -63,7 +66,7 @@ public class ShareConsumerClient {
                         ack = "implicit";
                         accepted.add(r.value());
                     } else if (dieAfter < 0) {
-                        boolean rel = release.contains(r.value()) && dc == 1;
+                        boolean rel = (release.contains(r.value()) && dc == 1) || releaseAlways.contains(r.value());
                         ack = rel ? "release" : "accept";
                         c.acknowledge(r, rel ? AcknowledgeType.RELEASE : AcknowledgeType.ACCEPT);
                         if (!rel) accepted.add(r.value());
