@@ -7,15 +7,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.api_versions import SUPPORTED
+from protocol.api_versions import SUPPORTED, SUPPORTED_WITH_SHARE_GROUPS
+
+
+def share_groups_enabled(config: Any) -> bool:
+    """Kafka's switches for KIP-932 share groups: ``group.share.enable`` (4.0/4.1) or the finalized
+    ``share.version`` feature at 1 or more (here ``samsa.share.version``)."""
+    return bool(config.get("group.share.enable")) or int(config.get("samsa.share.version") or 0) >= 1
 
 
 def advertised_table(config: Any) -> dict[int, tuple[int, int]]:
-    """SUPPORTED, or narrowed to what Kafka ``samsa.emulate.kafka.version`` advertised; an unknown
-    release ends start-up with a clear message."""
+    """SUPPORTED (with the share-group APIs when share groups are enabled), or narrowed to what
+    Kafka ``samsa.emulate.kafka.version`` advertised; an unknown release ends start-up with a clear
+    message."""
     release = config.get("samsa.emulate.kafka.version")
     if not release:
-        return SUPPORTED
+        return SUPPORTED_WITH_SHARE_GROUPS if share_groups_enabled(config) else SUPPORTED
     from protocol.emulation import emulated_table
     try:
         return emulated_table(release)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from .api_table import advertised_table
+from .share_shell import ShareGroups
 from .clock import Clock
 from .config import BrokerConfig
 from .faults import FaultRegistry
@@ -62,6 +63,7 @@ class Broker:
         self.producer_ids: ProducerIdAllocator | None = None
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
+        self.share_groups = ShareGroups(self)   # KIP-932, in memory (broker/share_shell.py)
         self.metrics: "BrokerMetrics | None" = None   # set when samsa.http.listener serves /metrics
         self.faults = FaultRegistry()   # broker/faults.py; armed through broker/control.py
         self.api_versions = advertised_table(config)

@@ -133,6 +133,22 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "transaction.state.log.min.isr": ("int", 2),
     "samsa.log.max.open.segment.files": ("int", None),
     "samsa.transaction.version": ("int", None),     # finalized transaction.version (protocol/features.py)
+    # KIP-932 share groups (coordinator/share_group.py, share_partition.py): off unless enabled, as in Kafka
+    "group.share.enable": ("boolean", False),      # Kafka 4.0/4.1's switch
+    "samsa.share.version": ("int", 0),             # finalized share.version (Kafka sets it with kafka-features.sh)
+    "group.share.session.timeout.ms": ("int", 45000),
+    "group.share.min.session.timeout.ms": ("int", 45000),
+    "group.share.max.session.timeout.ms": ("int", 60000),
+    "group.share.heartbeat.interval.ms": ("int", 5000),
+    "group.share.min.heartbeat.interval.ms": ("int", 5000),
+    "group.share.max.heartbeat.interval.ms": ("int", 15000),
+    "group.share.max.size": ("int", 200),
+    "group.share.record.lock.duration.ms": ("int", 30000),
+    "group.share.min.record.lock.duration.ms": ("int", 15000),
+    "group.share.max.record.lock.duration.ms": ("int", 60000),
+    "group.share.delivery.count.limit": ("int", 5),
+    "group.share.partition.max.record.locks": ("int", 2000),
+    "samsa.share.auto.offset.reset": ("string", "latest"),   # the default of the share.auto.offset.reset group config
 }
 
 LONG_MAX = 9223372036854775807

@@ -9,7 +9,7 @@ import structlog
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
 
-from protocol.api_versions import SUPPORTED
+from protocol.api_versions import SUPPORTED_WITH_SHARE_GROUPS as ALL_IMPLEMENTED
 from protocol.api_versions_response import unsupported_version_response
 from protocol.frame import FrameError, peek_header
 from protocol.messages import REQUESTS, RESPONSES, decode_request
@@ -76,8 +76,8 @@ def handles(api_key: int) -> Callable[[Handler], Handler]:
 
 def check_handlers() -> None:
     from .security.authz import CHECKS
-    missing = [ApiKey(k).name for k in SUPPORTED if k not in HANDLERS]
-    missing += [f"{ApiKey(k).name} (authorization check)" for k in SUPPORTED if k not in CHECKS]
+    missing = [ApiKey(k).name for k in ALL_IMPLEMENTED if k not in HANDLERS]
+    missing += [f"{ApiKey(k).name} (authorization check)" for k in ALL_IMPLEMENTED if k not in CHECKS]
     if missing:
         raise RuntimeError(f"advertised APIs without a handler: {missing}")
 

@@ -40,6 +40,7 @@ class BrokerServices(Protocol):
     producer_ids: ProducerIds | None
     groups: Any      # broker.group_shell.GroupShell
     txns: Any        # broker.txn_shell.TxnShell
+    share_groups: Any   # broker.share_shell.ShareGroups (KIP-932, in memory)
     replicas: Any    # broker.replica.manager.ReplicaManager
     metrics: Any     # broker.metrics.BrokerMetrics, or None
     cluster: Any     # broker.metadata.cluster.ClusterMetadata; None on a single node

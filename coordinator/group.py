@@ -204,6 +204,10 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, GroupTimers)
     def group_ids(self) -> list[str]:
         return list(self._groups)
 
+    def has_group(self, group_id: str) -> bool:
+        """A classic or consumer group of that id exists (share groups may not take the id)."""
+        return group_id in self._groups or group_id in self._consumer_groups
+
     # ------------------------------------------------------------------ timers
 
     def _on_loaded(self, step: Step) -> None:

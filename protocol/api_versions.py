@@ -64,6 +64,17 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     ApiKey.AlterPartitionReassignments: (0, 1),
 }
 
+# KIP-932 share groups (broker/apis/share_groups.py): advertised only when share groups are enabled
+# (``group.share.enable`` or share.version >= 1, see broker/api_table.py), as Kafka does. Only the
+# first stable versions: ShareFetch/ShareAcknowledge v2 add renew acknowledgements (KIP-1222).
+SHARE_GROUP_APIS: dict[int, tuple[int, int]] = {
+    ApiKey.ShareGroupHeartbeat: (1, 1),
+    ApiKey.ShareGroupDescribe: (1, 1),
+    ApiKey.ShareFetch: (1, 1),
+    ApiKey.ShareAcknowledge: (1, 1),
+}
+SUPPORTED_WITH_SHARE_GROUPS: dict[int, tuple[int, int]] = {**SUPPORTED, **SHARE_GROUP_APIS}
+
 
 def supported(api_key: int, version: int) -> bool:
     rng = SUPPORTED.get(api_key)

@@ -7,6 +7,8 @@ finalized, with Kafka 4.0's feature names and levels.
   the broker property ``samsa.transaction.version`` names (Kafka sets it with kafka-features.sh,
   it has no broker property). Java 4.x producers use transactions v2 (KIP-890 part 2) exactly
   when the finalized level is 2 or more, so it must not exceed what is implemented.
+- ``share.version``: 0-1, finalized 1, only when share groups are enabled (``group.share.enable`` or
+  ``samsa.share.version``); otherwise absent, so the default table is unchanged.
 
 The finalized features epoch is 0: they never change while the broker runs (Java clients ignore
 finalized features whose epoch is -1).
@@ -19,15 +21,21 @@ TRANSACTION_VERSION_MAX = 2       # KIP-890 part 2 (transactions v2)
 FINALIZED_FEATURES_EPOCH = 0
 
 
-def supported_features() -> list[tuple[str, int, int]]:
+SHARE_VERSION = ("share.version", 0, 1)
+
+
+def supported_features(share_groups: bool = False) -> list[tuple[str, int, int]]:
     """(name, min, max) per supported feature."""
-    return [METADATA_VERSION, GROUP_VERSION, ("transaction.version", 0, TRANSACTION_VERSION_MAX)]
+    out = [METADATA_VERSION, GROUP_VERSION, ("transaction.version", 0, TRANSACTION_VERSION_MAX)]
+    return out + [SHARE_VERSION] if share_groups else out
 
 
-def finalized_features(transaction_version: int) -> list[tuple[str, int]]:
+def finalized_features(transaction_version: int, share_groups: bool = False) -> list[tuple[str, int]]:
     """(name, level) per finalized feature; ``transaction_version`` is clamped to what is implemented."""
     tv = max(0, min(int(transaction_version), TRANSACTION_VERSION_MAX))
     out = [(METADATA_VERSION[0], METADATA_VERSION[2]), (GROUP_VERSION[0], GROUP_VERSION[2])]
     if tv > 0:
         out.append(("transaction.version", tv))
+    if share_groups:
+        out.append((SHARE_VERSION[0], SHARE_VERSION[2]))
     return out

@@ -315,3 +315,10 @@ def prepare(version: str) -> float:
     t0 = time.monotonic()
     compile(version)
     return time.monotonic() - t0
+
+
+def start_java_source(version: str, source: Path, *args: Any, env: dict[str, str] | None = None) -> JavaProcess:
+    """Start a single-file Java program (source-file mode, JEP 330) against one kafka-clients line,
+    for programs only some lines can compile (e.g. tests/java/ShareConsumerClient.java, 4.1+)."""
+    cmd = ["java", *JVM_OPTS, "-cp", classpath(version), str(source), *map(str, args)]
+    return JavaProcess(cmd, env)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from protocol import features
-from protocol.api_versions import SUPPORTED
+from protocol.api_versions import SUPPORTED, SUPPORTED_WITH_SHARE_GROUPS
 from protocol.api_versions_response import api_keys as _keys
 from protocol.errors import ErrorCode
 
@@ -22,12 +22,15 @@ from ..dispatch import RequestContext, handles
 @handles(18)
 async def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
     resp = ctx.response(error_code=ErrorCode.NONE, api_keys=_keys(ctx.broker.api_versions), throttle_time_ms=0)
-    if ctx.api_version >= 3 and ctx.broker.api_versions is SUPPORTED:   # an emulated old Kafka: none
+    table = ctx.broker.api_versions
+    if ctx.api_version >= 3 and (table is SUPPORTED or table is SUPPORTED_WITH_SHARE_GROUPS):  # emulated: none
         tv = ctx.broker.config.get("samsa.transaction.version")
+        share = table is SUPPORTED_WITH_SHARE_GROUPS
         resp.supported_features = [resp.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
-                                   for n, lo, hi in features.supported_features()]
+                                   for n, lo, hi in features.supported_features(share_groups=share)]
         resp.finalized_features_epoch = features.FINALIZED_FEATURES_EPOCH
         resp.finalized_features = [resp.FinalizedFeatureKey(name=n, max_version_level=level, min_version_level=level)
                                    for n, level in features.finalized_features(
-                                       features.TRANSACTION_VERSION_MAX if tv is None else int(tv))]
+                                       features.TRANSACTION_VERSION_MAX if tv is None else int(tv),
+                                       share_groups=share)]
     return resp

@@ -41,6 +41,10 @@ async def consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
         subscribed_topic_regex=getattr(req, "subscribed_topic_regex", None) if ctx.api_version >= 1 else None,
         server_assignor=req.server_assignor, topic_partitions=owned, topics=_topics_view(ctx),
         **coordinator_fields(ctx))
+    if (req.group_id or "") in ctx.broker.share_groups.coordinator.groups:   # KIP-932: ids are shared with them
+        return ctx.response(throttle_time_ms=0, error_code=cg.GROUP_ID_NOT_FOUND,
+                            error_message=f"Group {req.group_id} is not a consumer group.", member_id=None,
+                            member_epoch=req.member_epoch, heartbeat_interval_ms=0, assignment=None)
     r: cg.ConsumerGroupHeartbeatResult = await ctx.broker.groups.call_for(req.group_id or "", request)
     resp = ctx.response(throttle_time_ms=0, error_code=r.error_code, error_message=r.error_message,
                         member_id=r.member_id, member_epoch=r.member_epoch,

@@ -164,14 +164,18 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
     resp = ctx.response(throttle_time_ms=0, error_code=error, groups=[])
     resp.groups = [resp.ListedGroup(group_id=x.group_id, protocol_type=x.protocol_type, group_state=x.group_state,
                                     group_type=x.group_type) for x in listed]
+    resp.groups += [resp.ListedGroup(group_id=gid, protocol_type="share", group_state=state, group_type="share")
+                    for gid, state in ctx.broker.share_groups.listed(req.states_filter, req.types_filter)]
     return resp
 
 
 @handles(42)
 async def delete_groups(ctx: RequestContext, req: Any) -> Any:
-    results = await _per_partition(ctx, list(req.groups_names),
+    shares = ctx.broker.share_groups    # KIP-932 share groups are deleted here too (Admin.deleteShareGroups)
+    by_group = {gid: shares.delete(gid, ctx.broker.now_ms()) for gid in req.groups_names if shares.has(gid)}
+    results = await _per_partition(ctx, [gid for gid in req.groups_names if gid not in by_group],
                                    lambda gids: g.DeleteGroups(groups=gids, **coordinator_fields(ctx)))
-    by_group = {x.group_id: x.error_code for r in results.values() for x in r.results}
+    by_group.update({x.group_id: x.error_code for r in results.values() for x in r.results})
     resp = ctx.response(throttle_time_ms=0, results=[])
     resp.results = [resp.DeletableGroupResult(group_id=gid, error_code=by_group[gid]) for gid in req.groups_names]
     return resp

@@ -863,3 +863,62 @@ async def describe_topic_partitions(ctx, req, handler):
                        if n > cursor.topic_name and allowed(ctx, Op.DESCRIBE, RT.TOPIC, n))
         response.next_cursor = type(cursor)(topic_name=later[0], partition_index=0) if later else None
     return response
+
+
+# -- KIP-932 share groups (broker/apis/share_groups.py), as Kafka's KafkaApis authorizes them -----
+@check(76)   # ShareGroupHeartbeat: READ on the group, DESCRIBE on every subscribed topic (v1)
+def share_group_heartbeat(ctx, req, handler):
+    if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
+        return _whole_request(ctx, req, handler, False, GROUP_DENIED)
+    topics = req.subscribed_topic_names or []
+    return _whole_request(ctx, req, handler, all(allowed(ctx, Op.DESCRIBE, RT.TOPIC, t) for t in topics),
+                          TOPIC_DENIED)
+
+
+@check(77)   # ShareGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
+async def share_group_describe(ctx, req, handler):
+    response = await handler(ctx, req)
+    G = _cls(77, "DescribedGroup")
+    response.groups = [g if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id) else
+                       G(error_code=GROUP_DENIED, error_message=None, group_id=g.group_id, group_state="",
+                         group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[],
+                         authorized_operations=-2147483648)
+                       for g in response.groups]
+    return response
+
+
+def _share_topics_denied(ctx, topics) -> list:
+    """The request's topics (by id) the principal may not READ; unknown ids are left to the handler."""
+    return [t for t in topics if (name := _topic_name(ctx, None, t.topic_id)) is not None
+            and not allowed(ctx, Op.READ, RT.TOPIC, name)]
+
+
+async def _share_records(ctx, req, handler, api_key: int, topic_cls: str, empty: dict):
+    """ShareFetch/ShareAcknowledge: READ on the group (else the whole request fails), READ on each
+    topic (denied ones answer TOPIC_AUTHORIZATION_FAILED and are neither fetched nor acknowledged)."""
+    if not allowed(ctx, Op.READ, RT.GROUP, req.group_id or ""):
+        return ctx.response(throttle_time_ms=0, error_code=GROUP_DENIED, responses=[], node_endpoints=[], **empty)
+    denied = _share_topics_denied(ctx, req.topics)
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = [t for t in req.topics if t not in denied]
+    response = await handler(ctx, req)
+    T = _cls(api_key, topic_cls)
+    P = T.PartitionData
+    extra = {"acknowledge_error_code": 0, "records": b"", "acquired_records": []} if api_key == 78 else {}
+    response.responses.extend(
+        T(topic_id=t.topic_id, partitions=[P(partition_index=p.partition_index, error_code=TOPIC_DENIED,
+                                             current_leader=P.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1),
+                                             **extra) for p in t.partitions])
+        for t in denied)
+    return response
+
+
+@check(78)   # ShareFetch: READ on the group and on each topic
+def share_fetch(ctx, req, handler):
+    return _share_records(ctx, req, handler, 78, "ShareFetchableTopicResponse", {"acquisition_lock_timeout_ms": 0})
+
+
+@check(79)   # ShareAcknowledge: READ on the group and on each topic
+def share_acknowledge(ctx, req, handler):
+    return _share_records(ctx, req, handler, 79, "ShareAcknowledgeTopicResponse", {})

@@ -1,0 +1,332 @@
+"""KIP-932 share-group membership: the pure state machine behind ShareGroupHeartbeat and
+ShareGroupDescribe (``(state, request, now) -> result``, time injected).
+
+As in KIP-848 (coordinator/consumer_group.py) the broker assigns: each group has a *group epoch*,
+bumped whenever membership, a subscription or the subscribed topics' metadata change, and a
+target assignment computed for it by the ``simple`` assignor (below). Unlike consumer groups
+there is nothing to revoke: several members may hold one partition, so a member moves straight to
+the target assignment and epoch on its next heartbeat (Kafka's ShareGroupMember has no
+UNREVOKED state). Members choose their own member id (v1); epoch 0 joins, -1 leaves. A member
+that does not heartbeat within ``group.share.session.timeout.ms`` is removed the next time the
+group is touched (expiry is evaluated lazily at ``now``; no timers).
+
+Error codes follow Kafka's GroupMetadataManager for share groups: INVALID_REQUEST for an empty
+group id, member id or (on join) subscription; UNKNOWN_MEMBER_ID for an unknown member;
+FENCED_MEMBER_EPOCH when the epoch does not match; GROUP_MAX_SIZE_REACHED past
+``group.share.max.size``.
+
+Not persisted: Kafka writes share-group records (types 10-15) to ``__consumer_offsets``; here the
+state lives in memory and is lost on restart (members simply rejoin with epoch 0 after
+UNKNOWN_MEMBER_ID). Group ids are shared with classic and consumer groups: the API layer answers
+GROUP_ID_NOT_FOUND across kinds, as Kafka's GroupMetadataManager does.
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import kafka.errors as Errors
+
+Assignment = dict[uuid.UUID, frozenset[int]]
+TopicsView = Mapping[str, tuple[uuid.UUID, int]]
+
+NONE = 0
+INVALID_REQUEST = Errors.InvalidRequestError.errno
+UNKNOWN_MEMBER_ID = Errors.UnknownMemberIdError.errno
+FENCED_MEMBER_EPOCH = Errors.FencedMemberEpochError.errno
+GROUP_MAX_SIZE_REACHED = Errors.GroupMaxSizeReachedError.errno
+GROUP_ID_NOT_FOUND = Errors.GroupIdNotFoundError.errno
+NON_EMPTY_GROUP = Errors.NonEmptyGroupError.errno
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+ASSIGNOR_NAME = "simple"
+
+
+_KAFKA_NAMES = {   # Kafka's ShareGroupConfigs property -> field (and its default)
+    "group.share.session.timeout.ms": ("session_timeout_ms", 45000),
+    "group.share.min.session.timeout.ms": ("min_session_timeout_ms", 45000),
+    "group.share.max.session.timeout.ms": ("max_session_timeout_ms", 60000),
+    "group.share.heartbeat.interval.ms": ("heartbeat_interval_ms", 5000),
+    "group.share.min.heartbeat.interval.ms": ("min_heartbeat_interval_ms", 5000),
+    "group.share.max.heartbeat.interval.ms": ("max_heartbeat_interval_ms", 15000),
+    "group.share.max.size": ("max_size", 200),
+    "group.share.record.lock.duration.ms": ("record_lock_duration_ms", 30000),
+    "group.share.min.record.lock.duration.ms": ("min_record_lock_duration_ms", 15000),
+    "group.share.max.record.lock.duration.ms": ("max_record_lock_duration_ms", 60000),
+    "group.share.delivery.count.limit": ("delivery_count_limit", 5),
+    "group.share.partition.max.record.locks": ("partition_max_record_locks", 2000),
+}
+
+
+SHARE_GROUP_PROPERTIES = tuple(_KAFKA_NAMES)
+
+
+@dataclass(frozen=True)
+class ShareGroupConfig:
+    """Kafka's share-group broker properties, checked as its ShareGroupConfig does: a broker with
+    inconsistent bounds does not start."""
+    session_timeout_ms: int = 45000
+    min_session_timeout_ms: int = 45000
+    max_session_timeout_ms: int = 60000
+    heartbeat_interval_ms: int = 5000
+    min_heartbeat_interval_ms: int = 5000
+    max_heartbeat_interval_ms: int = 15000
+    max_size: int = 200
+    record_lock_duration_ms: int = 30000
+    min_record_lock_duration_ms: int = 15000
+    max_record_lock_duration_ms: int = 60000
+    delivery_count_limit: int = 5
+    partition_max_record_locks: int = 2000
+
+    def __post_init__(self) -> None:
+        def between(name: str, value: int, lo: int, hi: int, lo_name: str, hi_name: str) -> None:
+            if value < lo:
+                raise ValueError(f"{name} must be greater than or equal to {lo_name}")
+            if value > hi:
+                raise ValueError(f"{name} must be less than or equal to {hi_name}")
+        between("group.share.session.timeout.ms", self.session_timeout_ms, self.min_session_timeout_ms,
+                self.max_session_timeout_ms, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms")
+        between("group.share.heartbeat.interval.ms", self.heartbeat_interval_ms, self.min_heartbeat_interval_ms,
+                self.max_heartbeat_interval_ms, "group.share.min.heartbeat.interval.ms",
+                "group.share.max.heartbeat.interval.ms")
+        between("group.share.record.lock.duration.ms", self.record_lock_duration_ms, self.min_record_lock_duration_ms,
+                self.max_record_lock_duration_ms, "group.share.min.record.lock.duration.ms",
+                "group.share.max.record.lock.duration.ms")
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError("group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms")
+        between("group.share.delivery.count.limit", self.delivery_count_limit, 2, 10, "2", "10")
+        between("group.share.partition.max.record.locks", self.partition_max_record_locks, 100, 10000, "100", "10000")
+        if self.max_size < 1:
+            raise ValueError("group.share.max.size must be at least 1")
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, object]) -> "ShareGroupConfig":
+        return cls(**{field_name: int(props[name]) if props.get(name) is not None else default  # type: ignore[arg-type]
+                      for name, (field_name, default) in _KAFKA_NAMES.items()})
+
+
+@dataclass
+class ShareMember:
+    member_id: str
+    member_epoch: int
+    client_id: str
+    client_host: str
+    rack_id: str | None
+    subscribed: tuple[str, ...]
+    assignment: Assignment
+    deadline_ms: int
+
+
+@dataclass
+class ShareGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ShareMember] = field(default_factory=dict)
+    target: dict[str, Assignment] = field(default_factory=dict)
+    subscribed_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        return "Stable" if self.members else "Empty"
+
+
+@dataclass(frozen=True)
+class ShareGroupHeartbeat:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topic_names: list[str] | None
+    client_id: str
+    client_host: str
+    topics: TopicsView
+
+
+@dataclass(frozen=True)
+class ShareGroupHeartbeatResult:
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: Assignment | None
+    left: tuple[str, ...] = ()   # members that left or expired: their acquired records go back
+
+
+@dataclass(frozen=True)
+class DescribedShareGroup:
+    group_id: str
+    error_code: int
+    error_message: str | None
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    members: tuple[ShareMember, ...]
+
+
+def simple_assign(subscriptions: Mapping[str, tuple[str, ...]], topics: TopicsView) -> dict[str, Assignment]:
+    """Kafka's SimpleAssignor for the homogeneous case, per topic: with at least as many partitions
+    as subscribers each partition goes to one member, round-robin over the sorted members; with
+    more subscribers than partitions each member gets one partition, round-robin over the
+    partitions, so a partition is shared by several members and every member has work."""
+    out: dict[str, Assignment] = {m: {} for m in subscriptions}
+    for name in sorted({t for subs in subscriptions.values() for t in subs}):
+        if name not in topics:
+            continue
+        tid, count = topics[name]
+        members = sorted(m for m, subs in subscriptions.items() if name in subs)
+        if not members or count <= 0:
+            continue
+        chosen: dict[str, set[int]] = {m: set() for m in members}
+        if count >= len(members):
+            for p in range(count):
+                chosen[members[p % len(members)]].add(p)
+        else:
+            for i, m in enumerate(members):
+                chosen[m].add(i % count)
+        for m, ps in chosen.items():
+            out[m][tid] = frozenset(ps)
+    return out
+
+
+class ShareGroupCoordinator:
+    """Every share group of this broker (in memory)."""
+
+    def __init__(self, config: ShareGroupConfig | None = None) -> None:
+        self.config = config or ShareGroupConfig()
+        self.groups: dict[str, ShareGroup] = {}
+        self.departed: list[tuple[str, str]] = []   # (group, member) that left or expired, for the shell
+
+    def take_departed(self) -> list[tuple[str, str]]:
+        """Members gone since the last call (their share sessions and records are the shell's)."""
+        out, self.departed = self.departed, []
+        return out
+
+    # -- time ------------------------------------------------------------------------------------
+    def expire(self, group: ShareGroup, now_ms: int) -> list[str]:
+        """Remove members whose session timed out; returns their ids."""
+        gone = [m.member_id for m in group.members.values() if m.deadline_ms <= now_ms]
+        for mid in gone:
+            del group.members[mid]
+            self.departed.append((group.group_id, mid))
+        if gone:
+            group.group_epoch += 1
+        return gone
+
+    def is_member(self, group_id: str, member_id: str, now_ms: int) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and member_id in group.members and group.members[member_id].deadline_ms > now_ms
+
+    # -- ShareGroupHeartbeat ------------------------------------------------------------------------
+    def heartbeat(self, req: ShareGroupHeartbeat, now_ms: int) -> ShareGroupHeartbeatResult:
+        interval = self.config.heartbeat_interval_ms
+
+        def error(code: int, message: str) -> ShareGroupHeartbeatResult:
+            return ShareGroupHeartbeatResult(code, message, req.member_id or None, req.member_epoch, interval, None)
+
+        if not req.group_id:
+            return error(INVALID_REQUEST, "GroupId can't be empty.")
+        if not req.member_id:
+            return error(INVALID_REQUEST, "MemberId can't be empty.")
+        if req.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
+            return error(INVALID_REQUEST, f"MemberEpoch is invalid: {req.member_epoch}.")
+        if req.member_epoch == 0 and not req.subscribed_topic_names:
+            return error(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+        if req.rack_id is not None and not req.rack_id.strip():
+            return error(INVALID_REQUEST, "RackId can't be empty.")
+
+        group = self.groups.get(req.group_id)
+        left = self.expire(group, now_ms) if group is not None else []
+        member = group.members.get(req.member_id) if group is not None else None
+
+        if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if group is not None and member is not None:
+                del group.members[req.member_id]
+                group.group_epoch += 1
+                left.append(req.member_id)
+                self.departed.append((group.group_id, req.member_id))
+                self._retarget(group, req.topics)
+            return ShareGroupHeartbeatResult(NONE, None, req.member_id, LEAVE_GROUP_MEMBER_EPOCH, interval, None,
+                                             tuple(left))
+        if req.member_epoch > 0:
+            if member is None:
+                return self._with_left(error(UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group "
+                                                                 f"{req.group_id}."), left)
+            if req.member_epoch != member.member_epoch:
+                return self._with_left(error(FENCED_MEMBER_EPOCH, f"The share group member has a smaller member "
+                                             f"epoch ({req.member_epoch}) than the one known by the group "
+                                             f"coordinator ({member.member_epoch})."), left)
+        if group is None:
+            group = self.groups[req.group_id] = ShareGroup(req.group_id)
+        bump = False
+        if member is None:
+            if len(group.members) >= self.config.max_size:
+                return self._with_left(error(GROUP_MAX_SIZE_REACHED, f"The share group has reached its maximum "
+                                             f"capacity of {self.config.max_size} members."), left)
+            member = ShareMember(req.member_id, 0, req.client_id, req.client_host, req.rack_id,
+                                 tuple(sorted(set(req.subscribed_topic_names or ()))), {}, 0)
+            group.members[req.member_id] = member
+            bump = True
+        elif req.subscribed_topic_names is not None:
+            subscribed = tuple(sorted(set(req.subscribed_topic_names)))
+            if subscribed != member.subscribed:
+                member.subscribed = subscribed
+                bump = True
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        member.deadline_ms = now_ms + self.config.session_timeout_ms
+        if bump:
+            group.group_epoch += 1
+        self._retarget(group, req.topics)
+
+        previous_epoch = member.member_epoch
+        if member.member_epoch != group.assignment_epoch:   # nothing to revoke: straight to the target
+            member.member_epoch = group.assignment_epoch
+            member.assignment = group.target.get(member.member_id, {})
+        send = member.member_epoch != previous_epoch or req.member_epoch == 0 or req.subscribed_topic_names is not None
+        return ShareGroupHeartbeatResult(NONE, None, member.member_id, member.member_epoch, interval,
+                                         dict(member.assignment) if send else None, tuple(left))
+
+    @staticmethod
+    def _with_left(result: ShareGroupHeartbeatResult, left: list[str]) -> ShareGroupHeartbeatResult:
+        return ShareGroupHeartbeatResult(result.error_code, result.error_message, result.member_id,
+                                         result.member_epoch, result.heartbeat_interval_ms, None, tuple(left))
+
+    def _retarget(self, group: ShareGroup, topics: TopicsView) -> None:
+        """Recompute the target assignment when the group epoch moved or the subscribed topics'
+        metadata (ids, partition counts) changed."""
+        names = {t for m in group.members.values() for t in m.subscribed}
+        metadata = {n: topics[n] for n in sorted(names) if n in topics}
+        if metadata != group.subscribed_metadata:
+            group.subscribed_metadata = metadata
+            group.group_epoch += 1
+        if group.assignment_epoch == group.group_epoch:
+            return
+        group.target = simple_assign({m.member_id: m.subscribed for m in group.members.values()}, metadata)
+        group.assignment_epoch = group.group_epoch
+
+    # -- DeleteGroups ------------------------------------------------------------------------------------
+    def delete(self, group_id: str, now_ms: int) -> int:
+        group = self.groups.get(group_id)
+        if group is None:
+            return GROUP_ID_NOT_FOUND
+        self.expire(group, now_ms)
+        if group.members:
+            return NON_EMPTY_GROUP
+        del self.groups[group_id]
+        return NONE
+
+    # -- ShareGroupDescribe ---------------------------------------------------------------------------
+    def describe(self, group_ids: list[str], now_ms: int) -> list[DescribedShareGroup]:
+        out = []
+        for gid in group_ids:
+            group = self.groups.get(gid)
+            if group is None:
+                out.append(DescribedShareGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} not found.", "Dead", -1, -1, ()))
+                continue
+            self.expire(group, now_ms)
+            out.append(DescribedShareGroup(gid, NONE, None, group.state, group.group_epoch, group.assignment_epoch,
+                                           tuple(group.members.values())))
+        return out

@@ -1,0 +1,277 @@
+"""KIP-932 share-partition state: which records of one topic partition a share group has handed
+out, to whom, how often, and what came back (Kafka's SharePartition.java), plus the share
+sessions of ShareFetch/ShareAcknowledge (Kafka's ShareSessionCache). Pure: time is injected and
+records are seen only as batch extents ``(base_offset, last_offset, is_control)``.
+
+- The share-partition start offset (SPSO) is the first offset not yet delivery-complete; the end
+  offset is the next offset never acquired. Records in between are *in flight*, one state each:
+  AVAILABLE, ACQUIRED (by a member, with an acquisition lock that ends at a deadline),
+  ACKNOWLEDGED or ARCHIVED. Their number is bounded by ``group.share.partition.max.record.locks``.
+- Acquiring takes AVAILABLE in-flight records first, then new records up to the high watermark,
+  whole batches at a time (the record limit may be exceeded to finish a batch, as Kafka's
+  batch-optimised mode does); each acquisition increments the delivery count. Control batches
+  (transaction markers) are archived, offsets missing from the log (compaction) skipped: never
+  delivered. Work is bounded by the in-flight records, never by offset distances.
+- ACCEPT acknowledges; RELEASE makes the record AVAILABLE again; REJECT and GAP archive it. A
+  record whose lock expires is released; released records that reached
+  ``group.share.delivery.count.limit`` deliveries are archived instead. Acknowledging a record not
+  ACQUIRED by that member (e.g. after its lock expired) is INVALID_RECORD_STATE, as in Kafka.
+- Lock expiry is evaluated lazily at ``now`` whenever the partition is touched (no timers).
+
+Not persisted: Kafka's share coordinator keeps this state in ``__share_group_state``; here it is in
+memory and lost on restart (the group then starts again at ``share.auto.offset.reset``).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import kafka.errors as Errors
+
+NONE = 0
+INVALID_REQUEST = Errors.InvalidRequestError.errno
+INVALID_RECORD_STATE = Errors.InvalidRecordStateError.errno
+SHARE_SESSION_NOT_FOUND = Errors.ShareSessionNotFoundError.errno
+INVALID_SHARE_SESSION_EPOCH = Errors.InvalidShareSessionEpochError.errno
+
+INITIAL_SESSION_EPOCH = 0
+FINAL_SESSION_EPOCH = -1
+
+
+class RecordState(IntEnum):
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+class AcknowledgeType(IntEnum):
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+
+
+@dataclass(slots=True)
+class InFlight:
+    state: RecordState
+    delivery_count: int = 0
+    member_id: str | None = None
+    deadline_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRange:
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Acquisition:
+    ranges: tuple[AcquiredRange, ...]
+    batches: tuple[int, ...]       # indexes of the given batches that hold an acquired record
+
+
+@dataclass
+class SharePartition:
+    start_offset: int
+    lock_duration_ms: int = 30000
+    delivery_count_limit: int = 5
+    max_record_locks: int = 2000
+    end_offset: int = -1
+    records: dict[int, InFlight] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.end_offset < self.start_offset:
+            self.end_offset = self.start_offset
+
+    # -- time -------------------------------------------------------------------------------------
+    def expire_locks(self, now_ms: int) -> int:
+        """Release every record whose acquisition lock ended; returns how many."""
+        expired = [r for r in self.records.values() if r.state == RecordState.ACQUIRED and r.deadline_ms <= now_ms]
+        for r in expired:
+            self._release(r)
+        if expired:
+            self._advance_start()
+        return len(expired)
+
+    def _release(self, r: InFlight) -> None:
+        r.state = RecordState.ARCHIVED if r.delivery_count >= self.delivery_count_limit else RecordState.AVAILABLE
+        r.member_id = None
+        r.deadline_ms = 0
+
+    def _advance_start(self) -> None:
+        """Move the start past delivery-complete records and offsets the log does not hold (gaps
+        are jumped, never walked: a compacted log may skip billions of offsets)."""
+        while self.start_offset < self.end_offset:
+            r = self.records.get(self.start_offset)
+            if r is None:
+                later = [off for off in self.records if off > self.start_offset]
+                self.start_offset = min(later) if later else self.end_offset
+                continue
+            if r.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+                break
+            del self.records[self.start_offset]
+            self.start_offset += 1
+
+    def move_start(self, offset: int) -> None:
+        """The log start moved past records (retention, DeleteRecords): they are gone."""
+        if offset <= self.start_offset:
+            return
+        for off in [off for off in self.records if off < offset]:
+            del self.records[off]
+        self.start_offset = offset
+        self.end_offset = max(self.end_offset, offset)
+
+    # -- fetch ------------------------------------------------------------------------------------
+    def next_fetch_offset(self, now_ms: int) -> int:
+        """Where a fetch must start reading: the first AVAILABLE in-flight record, else the end."""
+        self.expire_locks(now_ms)
+        available = [off for off, r in self.records.items() if r.state == RecordState.AVAILABLE]
+        return min(available) if available else self.end_offset
+
+    def acquire(self, member_id: str, batches: Sequence[tuple[int, int, bool]], high_watermark: int,
+                max_records: int, now_ms: int) -> Acquisition:
+        """Acquire records of ``batches`` (read from :meth:`next_fetch_offset`, in offset order) for
+        a member, at most ``max_records`` unless a batch must be finished."""
+        self.expire_locks(now_ms)
+        deadline = now_ms + self.lock_duration_ms
+        taken: list[tuple[int, int]] = []       # (offset, delivery count)
+        chosen: list[int] = []
+        for i, (base, last, control) in enumerate(batches):
+            if len(taken) >= max_records:
+                break
+            took = False
+            for off in range(max(base, self.start_offset), min(last + 1, high_watermark)):
+                if off < self.end_offset:
+                    r = self.records.get(off)
+                    if r is None or r.state != RecordState.AVAILABLE:
+                        continue
+                else:
+                    if self.end_offset - self.start_offset >= self.max_record_locks:
+                        break
+                    self.end_offset = off + 1      # offsets the log does not hold get no entry
+                    r = self.records[off] = InFlight(RecordState.ARCHIVED if control else RecordState.AVAILABLE)
+                    if control:
+                        continue
+                r.state = RecordState.ACQUIRED
+                r.delivery_count += 1
+                r.member_id = member_id
+                r.deadline_ms = deadline
+                taken.append((off, r.delivery_count))
+                took = True
+            if took:
+                chosen.append(i)
+        self._advance_start()
+        return Acquisition(tuple(_ranges(taken)), tuple(chosen))
+
+    # -- acknowledge --------------------------------------------------------------------------------
+    def acknowledge(self, member_id: str, batches: Iterable[tuple[int, int, Sequence[int]]], now_ms: int) -> int:
+        """Apply acknowledgement batches ``(first, last, types)`` of a member, all or nothing;
+        returns Kafka's error code."""
+        self.expire_locks(now_ms)
+        plan: list[tuple[InFlight, int]] = []
+        for first, last, types in batches:
+            if first > last or not types or (len(types) != 1 and len(types) != last - first + 1):
+                return INVALID_REQUEST
+            if first < self.start_offset or last >= self.end_offset:    # also bounds the loop below
+                return INVALID_RECORD_STATE
+            if any(t not in (0, 1, 2, 3) for t in types):
+                return INVALID_REQUEST
+            for off in range(first, last + 1):
+                r = self.records.get(off)
+                if r is None or r.state != RecordState.ACQUIRED or r.member_id != member_id:
+                    return INVALID_RECORD_STATE
+                plan.append((r, types[0] if len(types) == 1 else types[off - first]))
+        for r, t in plan:
+            if t == AcknowledgeType.ACCEPT:
+                r.state, r.member_id, r.deadline_ms = RecordState.ACKNOWLEDGED, None, 0
+            elif t == AcknowledgeType.RELEASE:
+                self._release(r)
+            else:   # REJECT, GAP
+                r.state, r.member_id, r.deadline_ms = RecordState.ARCHIVED, None, 0
+        self._advance_start()
+        return NONE
+
+    def release_member(self, member_id: str) -> int:
+        """A member's share session closed or it left the group: its records go back."""
+        mine = [r for r in self.records.values() if r.state == RecordState.ACQUIRED and r.member_id == member_id]
+        for r in mine:
+            self._release(r)
+        self._advance_start()
+        return len(mine)
+
+
+def _ranges(taken: list[tuple[int, int]]) -> list[AcquiredRange]:
+    """Consecutive offsets with the same delivery count, as the response's AcquiredRecords."""
+    out: list[AcquiredRange] = []
+    for off, dc in taken:
+        if out and out[-1].last_offset == off - 1 and out[-1].delivery_count == dc:
+            out[-1] = AcquiredRange(out[-1].first_offset, off, dc)
+        else:
+            out.append(AcquiredRange(off, off, dc))
+    return out
+
+
+# -- share sessions -------------------------------------------------------------------------------------
+TopicPartition = tuple[object, int]     # (topic id, partition)
+
+
+@dataclass
+class ShareSession:
+    partitions: set[TopicPartition]
+    epoch: int = 1          # the epoch the next request must carry
+
+
+def next_epoch(epoch: int) -> int:
+    return 1 if epoch >= 0x7FFFFFFF else epoch + 1
+
+
+class ShareSessions:
+    """Share sessions by (group, member): epoch 0 opens (replacing an old one), -1 closes, any
+    other must be the expected next epoch (INVALID_SHARE_SESSION_EPOCH), and there must be a
+    session (SHARE_SESSION_NOT_FOUND)."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+
+    def fetch(self, group_id: str, member_id: str, epoch: int, added: Iterable[TopicPartition],
+              forgotten: Iterable[TopicPartition]) -> tuple[int, ShareSession | None]:
+        """ShareFetch: (error code, the session to fetch from; None when closed by epoch -1)."""
+        key = (group_id, member_id)
+        if epoch == INITIAL_SESSION_EPOCH:
+            session = self.sessions[key] = ShareSession(set(added))
+            return NONE, session
+        session = self.sessions.get(key)
+        if session is None:
+            return SHARE_SESSION_NOT_FOUND, None
+        if epoch == FINAL_SESSION_EPOCH:
+            del self.sessions[key]
+            return NONE, None
+        if epoch != session.epoch:
+            return INVALID_SHARE_SESSION_EPOCH, None
+        session.partitions.update(added)
+        session.partitions.difference_update(forgotten)
+        session.epoch = next_epoch(epoch)
+        return NONE, session
+
+    def acknowledge(self, group_id: str, member_id: str, epoch: int) -> int:
+        """ShareAcknowledge: cannot open a session; -1 closes it after the acknowledgements."""
+        key = (group_id, member_id)
+        if epoch == INITIAL_SESSION_EPOCH:
+            return INVALID_SHARE_SESSION_EPOCH
+        session = self.sessions.get(key)
+        if session is None:
+            return SHARE_SESSION_NOT_FOUND
+        if epoch == FINAL_SESSION_EPOCH:
+            del self.sessions[key]
+            return NONE
+        if epoch != session.epoch:
+            return INVALID_SHARE_SESSION_EPOCH
+        session.epoch = next_epoch(epoch)
+        return NONE
+
+    def drop_member(self, group_id: str, member_id: str) -> None:
+        self.sessions.pop((group_id, member_id), None)
