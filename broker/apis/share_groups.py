@@ -27,6 +27,8 @@ from protocol.errors import ErrorCode
 from .. import topic_catalog
 from ..dispatch import RequestContext, handles
 from ..security.acl import Operation, ResourceType
+from ..replica.answers import image_leader
+from ..topic_catalog import absent_partition_error
 from .common import coordinator_fields
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -93,11 +95,9 @@ async def share_group_describe(ctx: RequestContext, req: Any) -> Any:
 def _local_partition(ctx: RequestContext, topic_id: uuid.UUID, index: int) -> tuple[Any, int]:
     """(the partition, 0) or (None, Kafka's error code)."""
     topic = ctx.broker.logs.topics_by_id.get(topic_id)
-    if topic is None:
-        return None, ErrorCode.UNKNOWN_TOPIC_ID
-    if not 0 <= index < len(topic.partitions):
-        return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    part = topic.partitions[index]
+    part = topic.partitions.get(index) if topic is not None else None
+    if part is None:   # no local replica: NOT_LEADER_OR_FOLLOWER if the cluster has the partition
+        return None, absent_partition_error(ctx.broker, None, index, topic_id)
     if part.replica is not None and not part.replica.is_leader:
         return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
     return part, ErrorCode.NONE
@@ -124,9 +124,10 @@ def _acknowledge(ctx: RequestContext, group_id: str, member_id: str, topics: Any
 def _leader(ctx: RequestContext, topic_id: uuid.UUID, index: int, cls: Any) -> Any:
     """The partition's current leader (another broker's after NOT_LEADER_OR_FOLLOWER in a cluster)."""
     topic = ctx.broker.logs.topics_by_id.get(topic_id)
-    if topic is None or not 0 <= index < len(topic.partitions):
-        return cls(leader_id=-1, leader_epoch=-1)
-    part = topic.partitions[index]
+    part = topic.partitions.get(index) if topic is not None else None
+    if part is None:   # hosted elsewhere: the leader the metadata image names
+        leader_id, epoch = image_leader(ctx, None, topic_id, index) or (-1, -1)
+        return cls(leader_id=leader_id, leader_epoch=epoch)
     if part.replica is not None:
         leader_id, epoch = ctx.broker.replicas.current_leader(part)
         return cls(leader_id=leader_id, leader_epoch=epoch)

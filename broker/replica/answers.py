@@ -29,6 +29,15 @@ def absent_leader_answer(ctx: "RequestContext", topic: str | None, topic_id: Any
     partition with no local replica: the leader and epoch the metadata image names, as Kafka's
     KafkaApis fills it from its metadata cache."""
     cls = getattr(type(answer), "LeaderIdAndEpoch", None)
+    leader = image_leader(ctx, topic, topic_id, index)
+    if cls is not None and leader is not None:
+        answer.current_leader = cls(leader_id=leader[0], leader_epoch=leader[1])
+    return answer
+
+
+def image_leader(ctx: "RequestContext", topic: str | None, topic_id: Any, index: int) -> tuple[int, int] | None:
+    """(leader id, leader epoch) of a partition as the metadata image names it; None when the
+    image does not have it (or on a single node, which has no image)."""
     image = ctx.broker.replicas.image
     if topic is None and image is not None:
         from ..topic_catalog import topic_by_id
@@ -37,9 +46,7 @@ def absent_leader_answer(ctx: "RequestContext", topic: str | None, topic_id: Any
         topic = known.name if known is not None else None
     t = image.topics.get(topic) if image is not None and topic is not None else None
     reg = t.partitions.get(index) if t is not None else None
-    if cls is not None and reg is not None:
-        answer.current_leader = cls(leader_id=reg.leader, leader_epoch=reg.leader_epoch)
-    return answer
+    return (reg.leader, reg.leader_epoch) if reg is not None else None
 
 
 def leader_endpoints(ctx: "RequestContext", topics: list, partitions_attr: str, response_cls: Any) -> list:
