@@ -21,10 +21,9 @@ RE2/J accepts, matched against the whole topic name; internal topics never match
 
 Offsets expire by commit time except for subscribed topics (see _expire_offsets in coordinator.group).
 
-Not supported (documented in the README): classic-protocol members inside a consumer group and
-online conversion of a non-empty group in either direction (a classic group converts when it is
-empty; a JoinGroup for a non-empty consumer group answers INCONSISTENT_GROUP_PROTOCOL), rack-aware
-assignment, client-side assignors (KIP-848's ``ConsumerGroupPrepareAssignment``, dropped by Kafka).
+Classic-protocol members inside consumer groups and the online conversions between the group
+types live in coordinator.consumer_group_classic. Not supported (documented in the README):
+client-side assignors (KIP-848's ``ConsumerGroupPrepareAssignment``, dropped by Kafka).
 """
 from __future__ import annotations
 
@@ -38,7 +37,7 @@ import kafka.errors as Errors
 from coordinator import consumer_group_records as rec
 from coordinator.consumer_group_assignors import ASSIGNORS, assign
 from coordinator.group_common import (
-    COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, INVALID_GROUP_ID, NONE,
+    COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE,
     NOT_COORDINATOR, UNKNOWN_MEMBER, Step, _Request,
 )
 
@@ -138,6 +137,15 @@ class HeartbeatError(Exception):
 
 # =========================================================================== model
 
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member of the classic protocol inside a consumer group joined with (Kafka's
+    ConsumerGroupMemberMetadataValue.ClassicMemberMetadata): its session timeout and its
+    JoinGroup protocols (name, ConsumerProtocolSubscription bytes) in the client's order."""
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
 @dataclass(eq=False, slots=True)
 class ConsumerGroupMember:
     member_id: str
@@ -154,13 +162,18 @@ class ConsumerGroupMember:
     state: int = STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def subscription(self) -> tuple:
         return (self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor)
 
     def metadata(self) -> tuple:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscription(),
-                self.rebalance_timeout_ms)
+                self.rebalance_timeout_ms, self.classic)
 
     def current(self) -> tuple:
         return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned,
@@ -300,16 +313,19 @@ class ConsumerGroupHandlers:
         if req.subscribed_topic_regex:      # "" means no regex (librdkafka sends it with topic names)
             _full_match(req.subscribed_topic_regex, "", self._regex_cache)
 
-    def _consumer_group_for(self, group_id: str, create: bool, step: Step) -> ConsumerGroup:
+    def _consumer_group_for(self, group_id: str, create: bool, step: Step, topics: TopicsView) -> ConsumerGroup:
         group = self._consumer_groups.get(group_id)
         if group is not None:
             return group
         classic = self._groups.get(group_id)
         if classic is not None:
-            # Online upgrade: an empty classic group becomes a consumer group (its offsets stay).
-            if classic.members or not create or self.config.consumer_group_migration_policy not in (
-                    "bidirectional", "upgrade"):
+            if not create:
                 raise HeartbeatError(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            if classic.members:
+                # Online upgrade of a group with members (policy upgrade/bidirectional).
+                return self._cg_upgrade(classic, topics, step)
+            # An empty classic group becomes a consumer group whatever the policy, as in Kafka
+            # (maybeDeleteEmptyClassicGroup); its offsets stay.
             if classic.generation_id > 0 or classic.protocol_type:
                 from coordinator.offsets_records import group_metadata_record
                 step.records.append(group_metadata_record(group_id, None))
@@ -343,7 +359,7 @@ class ConsumerGroupHandlers:
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._cg_leave(req, step)
         joining = req.member_epoch == 0
-        group = self._consumer_group_for(gid, joining, step)
+        group = self._consumer_group_for(gid, joining, step, req.topics)
         member_id = req.member_id or self._member_id_factory()
         records: list = []
         member = group.members.get(member_id)
@@ -374,7 +390,6 @@ class ConsumerGroupHandlers:
             member = ConsumerGroupMember(member_id)
         elif not joining:
             self._check_epoch(member, req)
-        before_meta, before_current = member.metadata(), member.current()
         before_assigned = member.assigned
         updated = ConsumerGroupMember(
             member_id, instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
@@ -393,11 +408,30 @@ class ConsumerGroupHandlers:
             # A known member rejoining with epoch 0 lost its partitions: it starts over.
             updated.member_epoch, updated.previous_member_epoch = 0, 0
             updated.state, updated.assigned, updated.pending_revocation = STABLE, {}, {}
-        bump = new_member or updated.subscription() != member.subscription()
-        if new_member or replaced or updated.metadata() != before_meta:
+        self._cg_apply_member(group, member, updated, new_member or replaced, req.topic_partitions, req.topics,
+                              records)
+        step.records.extend(records)
+        self._cg_schedule_session(group, updated)
+        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                           and req.topic_partitions is not None)
+        changed = new_member or not _same(before_assigned, updated.assigned)
+        return ConsumerGroupHeartbeatResult(
+            NONE, None, member_id, updated.member_epoch, self.config.consumer_group_heartbeat_interval_ms,
+            dict(updated.assigned) if (full or changed) else None)
+
+    def _cg_apply_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                         fresh: bool, owned: list[tuple[uuid.UUID, list[int]]] | None, topics: TopicsView,
+                         records: list) -> None:
+        """Kafka's heartbeat steps 1-3, shared by both protocols' members: store the member's new
+        metadata (bumping the group epoch when its subscription or the subscribed topics changed),
+        recompute the target assignment for a new group epoch, then reconcile ``updated`` (which
+        replaces ``member``; ``fresh`` when it is new or replaced a static member)."""
+        gid = group.group_id
+        bump = updated.member_id not in group.members or updated.subscription() != member.subscription()
+        if fresh or updated.metadata() != member.metadata():
             records.append(rec.member_metadata(gid, updated))
-        group.members[member_id] = updated
-        subscription = self._cg_subscription_metadata(group, req.topics)
+        group.members[updated.member_id] = updated
+        subscription = self._cg_subscription_metadata(group, topics)
         if subscription != group.subscription_metadata:
             group.subscription_metadata = subscription
             records.append(rec.partition_metadata(gid, subscription))
@@ -407,18 +441,11 @@ class ConsumerGroupHandlers:
             records.append(rec.group_metadata(gid, group.group_epoch))
         if group.group_epoch > group.assignment_epoch:
             self._cg_update_target(group, records)
-        self._cg_reconcile(group, updated, req.topic_partitions)
-        if updated.current() != before_current or new_member or replaced:
+        before_current = member.current()
+        self._cg_reconcile(group, updated, owned)
+        if updated.current() != before_current or fresh:
             records.append(rec.current_member_assignment(gid, updated))
         group.set_current(updated)
-        step.records.extend(records)
-        self._cg_schedule_session(group, updated)
-        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                           and req.topic_partitions is not None)
-        changed = new_member or not _same(before_assigned, updated.assigned)
-        return ConsumerGroupHeartbeatResult(
-            NONE, None, member_id, updated.member_epoch, self.config.consumer_group_heartbeat_interval_ms,
-            dict(updated.assigned) if (full or changed) else None)
 
     def _cg_subscription_metadata(self, group: ConsumerGroup, topics: TopicsView) -> dict[str, tuple[uuid.UUID, int]]:
         names: set[str] = set()
@@ -548,7 +575,7 @@ class ConsumerGroupHandlers:
             step.records.append(rec.current_member_assignment(group.group_id, member))
             self._cancel(("cg-revocation", group.group_id, member.member_id))
             return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, hb)
-        self._cg_remove_member(group, member.member_id, step.records, req.topics)
+        self._cg_fence(group, member.member_id, step.records, req.topics, step)
         return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_MEMBER_EPOCH, hb)
 
     def _cg_remove_member(self, group: ConsumerGroup, member_id: str, records: list,
@@ -560,8 +587,8 @@ class ConsumerGroupHandlers:
         records.append(rec.target_assignment_member(gid, member_id, None))
         records.append(rec.member_metadata(gid, None, member_id))
         group.remove(member_id)
-        self._cancel(("cg-session", gid, member_id))
-        self._cancel(("cg-revocation", gid, member_id))
+        for kind in ("cg-session", "cg-revocation", "cg-join", "cg-sync"):
+            self._cancel((kind, gid, member_id))
         if topics is not None:
             subscription = self._cg_subscription_metadata(group, topics)
         else:   # no broker view at hand (a timer): drop topics nobody subscribes to any more
@@ -602,7 +629,9 @@ class ConsumerGroupHandlers:
 
     def _cg_schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         gid, mid = group.group_id, member.member_id
-        self._schedule(("cg-session", gid, mid), self.config.consumer_group_session_timeout_ms,
+        timeout = member.classic.session_timeout_ms if member.classic is not None else \
+            self.config.consumer_group_session_timeout_ms
+        self._schedule(("cg-session", gid, mid), timeout,
                        lambda step: self._cg_expire(gid, mid, step))
 
     def _cg_schedule_revocation(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
@@ -616,7 +645,7 @@ class ConsumerGroupHandlers:
     def _cg_expire(self, group_id: str, member_id: str, step: Step) -> None:
         group = self._consumer_groups.get(group_id)
         if group is not None and member_id in group.members:
-            self._cg_remove_member(group, member_id, step.records)
+            self._cg_fence(group, member_id, step.records, step=step)
 
     # ------------------------------------------------------------------ describe
 
@@ -655,7 +684,8 @@ class ConsumerGroupHandlers:
         if member is None:
             return UNKNOWN_MEMBER
         if member_epoch != member.member_epoch:
-            return STALE_MEMBER_EPOCH
+            # Kafka's validateMemberEpoch: a classic member's generation is its member epoch.
+            return ILLEGAL_GENERATION if member.classic is not None else STALE_MEMBER_EPOCH
         return NONE
 
     def _cg_validate_offset_fetch(self, group: ConsumerGroup, member_id: str | None, member_epoch: int) -> int:
@@ -704,6 +734,9 @@ class ConsumerGroupHandlers:
                 m.subscribed_topic_names = tuple(v.subscribed_topic_names)
                 m.subscribed_topic_regex, m.server_assignor = v.subscribed_topic_regex, v.server_assignor
                 m.rebalance_timeout_ms = v.rebalance_timeout_ms
+                c = v.classic_member_metadata
+                m.classic = None if c is None else ClassicMemberMetadata(
+                    c.session_timeout_ms, tuple((p.name, bytes(p.metadata)) for p in c.supported_protocols))
                 group.members[k.member_id] = m
         elif kind == rec.TARGET_ASSIGNMENT_METADATA:
             group.assignment_epoch = 0 if v is None else v.assignment_epoch

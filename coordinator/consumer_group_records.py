@@ -94,7 +94,17 @@ def member_metadata(group_id: str, member: Any | None, member_id: str | None = N
                         subscribed_topic_names=list(member.subscribed_topic_names),
                         subscribed_topic_regex=member.subscribed_topic_regex,
                         rebalance_timeout_ms=member.rebalance_timeout_ms,
-                        server_assignor=member.server_assignor, classic_member_metadata=None))
+                        server_assignor=member.server_assignor,
+                        classic_member_metadata=_classic_metadata(member.classic)))
+
+
+def _classic_metadata(classic: Any | None) -> Any:
+    """ClassicMemberMetadata (tagged field 0) of a classic-protocol member, None otherwise."""
+    if classic is None:
+        return None
+    cls = m.ConsumerGroupMemberMetadataValue.ClassicMemberMetadata
+    return cls(session_timeout_ms=classic.session_timeout_ms, supported_protocols=[
+        cls.ClassicProtocol(name=name, metadata=meta) for name, meta in classic.protocols])
 
 
 def target_assignment_metadata(group_id: str, epoch: int | None) -> Record:

@@ -17,15 +17,12 @@ from coordinator import consumer_group as cg
 
 from .. import topic_catalog
 from ..dispatch import RequestContext, handles
-from .common import coordinator_fields
+from .common import coordinator_fields, topics_view
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-def _topics_view(ctx: RequestContext) -> dict[str, tuple[uuid.UUID, int]]:
-    """The cluster's topics (the metadata image in cluster mode, not only the ones hosted here)."""
-    return {name: (t.topic_id, t.partition_count) for name, t in topic_catalog.all_topics(ctx.broker).items()
-            if not t.internal}
+_topics_view = topics_view
 
 
 @handles(68)
