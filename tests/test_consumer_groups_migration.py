@@ -1,0 +1,108 @@
+"""KIP-848 migration with real clients: a kafka-python (classic protocol) consumer and a Java 4.3
+consumer with ``group.protocol=consumer`` in ONE group — the classic member is assigned by the
+broker's assignor through JoinGroup/SyncGroup — and the online upgrade of a classic group that
+has members and committed offsets when a consumer-protocol member joins."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from broker.testing import SamsaBroker
+from tests.groups_support import produce, unique, wait_until
+from tests.rawclient import RawClient
+from tests.test_consumer_groups_clients import (  # noqa: F401  (cbroker is a fixture)
+    JAVA, PARTITIONS, cbroker, cg_view, group_args, java_ready,
+)
+
+pytestmark = pytest.mark.java
+
+
+def kafka_python_member(bs: str, topic: str, group: str) -> Any:
+    from kafka import KafkaConsumer
+    return KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, client_id="kpy", auto_offset_reset="earliest",
+                         enable_auto_commit=False, session_timeout_ms=10000, heartbeat_interval_ms=300)
+
+
+def poll_until(kc: Any, what: str, done: Callable[[], Any], timeout: float = 40,
+               sink: list[tuple[int, int]] | None = None) -> Any:
+    """Drive the kafka-python member (its rejoins happen inside poll) until ``done()``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for records in kc.poll(timeout_ms=200).values():
+            if sink is None:
+                raise AssertionError(f"records while waiting for {what}: {records[:3]}")
+            sink.extend((r.partition, r.offset) for r in records)
+        last = done()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}; last {last!r}")
+
+
+def shared_and_stable(bs: str, group: str, topic: str, kc: Any) -> Callable[[], Any]:
+    """Both members in the group, Stable, with a disjoint cover of the topic that kafka-python's
+    own view agrees with; returns (kafka-python's partitions, Java's partitions)."""
+    def check() -> Any:
+        err, state, _, members = cg_view(bs, group)
+        if err or state != "Stable" or len(members) != 2:
+            return None
+        by_client = {cid: set(a.get(topic, ())) for cid, _, _, a in members.values()}
+        mine = by_client.get("kpy")
+        other = [s for cid, s in by_client.items() if cid != "kpy"]
+        if mine is None or not other or not mine or not other[0] or mine & other[0] or \
+                sorted(mine | other[0]) != list(range(PARTITIONS)):
+            return None
+        if {tp.partition for tp in kc.assignment()} != mine:
+            return None
+        return mine, other[0]
+    return check
+
+
+def create_topic(bs: str, topic: str) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+    admin = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+    finally:
+        admin.close()
+
+
+def test_java_consumer_protocol_and_kafka_python_classic_member_share_one_group(cbroker: SamsaBroker) -> None:
+    """Java joins first (a consumer group), kafka-python joins it as a classic member: the broker
+    gives each a disjoint share and together they read every record exactly once; kafka-python
+    commits and leaves, and Java takes its partitions over at the committed offsets."""
+    from tests.javaclient import of_type, start_java
+    java_ready()
+    bs = cbroker.bootstrap_servers
+    topic, group = unique("t"), unique("mixed")
+    create_topic(bs, topic)
+    java = start_java(JAVA, bs, *group_args(topic, group, "--timeout-ms", 15000))
+    kc = None
+    try:
+        wait_until("the Java member in the group", lambda: len(cg_view(bs, group)[3]) == 1, 30, interval=0.2)
+        kc = kafka_python_member(bs, topic, group)
+        mine, javas = poll_until(kc, "a shared Stable group", shared_and_stable(bs, group, topic, kc))
+        per = 25
+        produce(bs, topic, PARTITIONS, per)
+        got: list[tuple[int, int]] = []
+        poll_until(kc, "kafka-python's share", lambda: len(got) >= per * len(mine), sink=got)
+        kc.commit()
+        with RawClient(bs) as c:
+            listed = {g.group_id: (g.group_type, g.protocol_type)
+                      for g in c.request(16, 5, states_filter=[], types_filter=[]).groups}
+    finally:
+        if kc is not None:
+            kc.close()
+    lines = java.result(timeout=60)
+    java_got = [(r["partition"], r["offset"]) for r in of_type(lines, "record")]
+    assert listed[group] == ("consumer", "consumer")
+    assert sorted(got) == sorted((p, o) for p in mine for o in range(per))
+    # Java read its own share, and nothing of kafka-python's after taking it over at the commit
+    assert sorted(java_got) == sorted((p, o) for p in javas for o in range(per))
+    assert len(set(got) | set(java_got)) == len(got) + len(java_got) == PARTITIONS * per
+    held: set[int] = set()
+    summary = of_type(lines, "summary")[-1]          # its assignment just before it closed
+    assert sorted(tp["partition"] for tp in summary["assignment"]) == list(range(PARTITIONS))
