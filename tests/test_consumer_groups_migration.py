@@ -106,3 +106,53 @@ def test_java_consumer_protocol_and_kafka_python_classic_member_share_one_group(
     held: set[int] = set()
     summary = of_type(lines, "summary")[-1]          # its assignment just before it closed
     assert sorted(tp["partition"] for tp in summary["assignment"]) == list(range(PARTITIONS))
+
+
+def test_online_upgrade_then_downgrade_with_a_classic_member_and_committed_offsets(cbroker: SamsaBroker) -> None:
+    """kafka-python (classic) consumes, commits and stays; a Java 4.3 member with
+    group.protocol=consumer joins the same group id: the group becomes a consumer group at once
+    (KIP-848 online upgrade) with the kafka-python member inside as a classic member, and both go
+    on from the committed offsets. When the Java member commits and leaves, the group is classic
+    again (downgrade) and kafka-python takes everything over at the committed offsets."""
+    from tests.javaclient import of_type, start_java
+    java_ready()
+    bs = cbroker.bootstrap_servers
+    topic, group = unique("t"), unique("up")
+    create_topic(bs, topic)
+    produce(bs, topic, PARTITIONS, 4)
+    kc = kafka_python_member(bs, topic, group)
+
+    def group_type() -> tuple[str, str]:
+        with RawClient(bs) as c:
+            return {g.group_id: (g.group_type, g.group_state)
+                    for g in c.request(16, 5, states_filter=[], types_filter=[]).groups}[group]
+    try:
+        before: list[tuple[int, int]] = []
+        poll_until(kc, "the first records", lambda: len(before) >= PARTITIONS * 4, sink=before)
+        kc.commit()
+        assert group_type() == ("classic", "Stable")
+        java = start_java(JAVA, bs, *group_args(topic, group, "--timeout-ms", 12000, "--commit"))
+        mine, javas = poll_until(kc, "a shared Stable group", shared_and_stable(bs, group, topic, kc))
+        with RawClient(bs) as c:
+            fetched = c.request(9, 5, group_id=group, topics=None)
+        committed = {(p.partition_index, p.committed_offset) for t in fetched.topics for p in t.partitions}
+        assert group_type()[0] == "consumer"
+        assert committed == {(p, 4) for p in range(PARTITIONS)}
+        produce(bs, topic, PARTITIONS, 2)
+        after: list[tuple[int, int]] = []
+        poll_until(kc, "kafka-python's new share", lambda: len(after) >= 2 * len(mine), sink=after)
+        kc.commit()
+        lines = java.result(timeout=60)                 # it commits and leaves
+        java_got = [(r["partition"], r["offset"]) for r in of_type(lines, "record")]
+        last: list[tuple[int, int]] = []
+        poll_until(kc, "a classic group again, kafka-python holding everything",
+                   lambda: group_type() == ("classic", "Stable") and len(kc.assignment()) == PARTITIONS,
+                   sink=last)
+        produce(bs, topic, PARTITIONS, 1)
+        poll_until(kc, "the last records", lambda: len(last) >= PARTITIONS, sink=last)
+    finally:
+        kc.close()
+    assert sorted(before) == sorted((p, o) for p in range(PARTITIONS) for o in range(4))
+    assert sorted(after) == sorted((p, o) for p in mine for o in (4, 5))
+    assert sorted(java_got) == sorted((p, o) for p in javas for o in (4, 5))
+    assert sorted(last) == [(p, 6) for p in range(PARTITIONS)]
