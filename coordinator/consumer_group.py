@@ -107,6 +107,7 @@ class DescribedConsumerMember:
     subscribed_topic_regex: str | None
     assignment: Assignment
     target_assignment: Assignment
+    member_type: int = 1        # KIP-1099: 0 a classic-protocol member, 1 a consumer-protocol one
 
 
 @dataclass(slots=True)
@@ -661,7 +662,8 @@ class ConsumerGroupHandlers:
                 members = [DescribedConsumerMember(
                     m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
                     list(m.subscribed_topic_names), m.subscribed_topic_regex, dict(m.assigned),
-                    dict(g.target.get(m.member_id, {}))) for m in g.members.values()]
+                    dict(g.target.get(m.member_id, {})), 0 if m.classic is not None else 1)
+                    for m in g.members.values()]
                 out.append(DescribedConsumerGroup(gid, NONE, None, g.state, g.group_epoch, g.assignment_epoch,
                                                   g.preferred_assignor(self.config.consumer_group_assignors[0]),
                                                   members))

@@ -10,7 +10,7 @@ import pytest
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from coordinator import consumer_group_records as rec
-from coordinator.consumer_group import UNREVOKED_PARTITIONS, ConsumerGroupHeartbeat
+from coordinator.consumer_group import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from coordinator.group import (
     GroupCoordinator, GroupCoordinatorConfig, GroupState, Heartbeat, JoinGroup, LeaveGroup, LeaveGroupMember,
     OffsetCommit, OffsetCommitPartition, OffsetCommitTopic, OffsetFetch, OffsetFetchGroup, SyncGroup,
@@ -109,6 +109,8 @@ def test_a_classic_member_joins_a_consumer_group_and_gets_a_server_side_share() 
     assert s.error_code == 0 and partitions_of(s.assignment) == [3, 4, 5]
     assert mx.heartbeat("m0", 2).error_code == 0
     assert mx.group().state == "Stable"
+    described = mx.call(ConsumerGroupDescribe(groups=["g"])).groups[0]
+    assert {m.member_id: m.member_type for m in described.members} == {"a": 1, "m0": 0}    # KIP-1099
     # the member metadata record carries the classic metadata (session timeout, protocols)
     metas = [rec.decode_value(rec.MEMBER_METADATA, v) for k, v in mx.records
              if rec.key_type(k) == rec.MEMBER_METADATA and rec.decode_key(k).member_id == "m0" and v]

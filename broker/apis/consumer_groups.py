@@ -78,6 +78,6 @@ async def consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
                                subscribed_topic_regex=m.subscribed_topic_regex,
                                assignment=assignment(m.assignment),
                                target_assignment=assignment(m.target_assignment),
-                               member_type=1) for m in d.members],
+                               member_type=m.member_type) for m in d.members],
             authorized_operations=_AUTHORIZED_OPERATIONS_OMITTED))
     return resp
