@@ -156,3 +156,53 @@ def test_online_upgrade_then_downgrade_with_a_classic_member_and_committed_offse
     assert sorted(after) == sorted((p, o) for p in mine for o in (4, 5))
     assert sorted(java_got) == sorted((p, o) for p in javas for o in (4, 5))
     assert sorted(last) == [(p, 6) for p in range(PARTITIONS)]
+
+
+def test_java_classic_cooperative_member_revokes_incrementally_after_an_upgrade(cbroker: SamsaBroker) -> None:
+    """A Java 4.3 member with group.protocol=classic and the cooperative-sticky assignor holds
+    every partition of a classic group; a consumer-protocol Java member joins (online upgrade).
+    The classic member is told to rejoin, reports what it owns in its JoinGroup subscription,
+    gives up half without stopping the rest (the UNREVOKED_PARTITIONS / rejoin cycle), and the
+    two then read every record exactly once; both commit before leaving."""
+    from tests.javaclient import of_type, start_java
+    java_ready()
+    bs = cbroker.bootstrap_servers
+    topic, group = unique("t"), unique("coop")
+    create_topic(bs, topic)
+    classic = start_java(JAVA, bs, "consume-group", "--topic", topic, "--group", group, "--assignor",
+                         "cooperative-sticky", "--timeout-ms", 20000, "--commit", "--prop", "client.id=java-classic",
+                         "--prop", "group.protocol=classic")
+
+    def classic_stable() -> bool:
+        with RawClient(bs) as c:
+            g = c.request(15, 5, groups=[group], include_authorized_operations=False).groups[0]
+        return g.group_state == "Stable" and g.protocol_type == "consumer" and len(g.members) == 1
+    consumer = None
+    try:
+        wait_until("the classic group Stable", classic_stable, 30, interval=0.2)
+        consumer = start_java(JAVA, bs, *group_args(topic, group, "--timeout-ms", 12000, "--commit",
+                                                    "--prop", "client.id=java-consumer"))
+
+        def shared() -> Any:
+            err, state, _, members = cg_view(bs, group)
+            shares = {cid: set(a.get(topic, ())) for cid, _, _, a in members.values()}
+            if err or state != "Stable" or set(shares) != {"java-consumer", "java-classic"}:
+                return None
+            a, b = shares["java-consumer"], shares["java-classic"]
+            return (a, b) if a and b and not a & b and sorted(a | b) == list(range(PARTITIONS)) else None
+        a, b = wait_until("both members Stable with a disjoint cover", shared, 30, interval=0.2)
+        per = 20
+        produce(bs, topic, PARTITIONS, per)
+        lines_a, lines_b = consumer.result(timeout=60), classic.result(timeout=60)
+    finally:
+        if consumer is not None:
+            consumer.kill()
+        classic.kill()
+    got_a = [(r["partition"], r["offset"]) for r in of_type(lines_a, "record")]
+    got_b = [(r["partition"], r["offset"]) for r in of_type(lines_b, "record")]
+    assert sorted(got_a + got_b) == sorted((p, o) for p in range(PARTITIONS) for o in range(per))
+    assert {p for p, _ in got_a} == a and {p for p, _ in got_b} == b
+    # cooperative: the classic member only ever revoked the partitions it handed over
+    revoked = [{tp["partition"] for tp in ln["partitions"]} for ln in of_type(lines_b, "revoked")]
+    assert revoked[0] == a and all(not r for r in revoked[1:-1]), revoked
+    assert not of_type(lines_b, "error") and of_type(lines_b, "committed")
