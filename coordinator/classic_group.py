@@ -54,6 +54,7 @@ class JoinGroup(_Request):
     # The cluster's topics (name -> (id, partition count)): a classic member of a consumer group
     # is assigned by the server, like a ConsumerGroupHeartbeat (coordinator.consumer_group_classic).
     topics: Mapping[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+    partition_racks: Mapping[uuid.UUID, tuple[frozenset[str], ...]] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True, slots=True)

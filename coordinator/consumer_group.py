@@ -35,7 +35,7 @@ from typing import Any
 import kafka.errors as Errors
 
 from coordinator import consumer_group_records as rec
-from coordinator.consumer_group_assignors import ASSIGNORS, assign
+from coordinator.consumer_group_assignors import ASSIGNORS, PartitionRacks, assign
 from coordinator.group_common import (
     COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE,
     NOT_COORDINATOR, UNKNOWN_MEMBER, Step, _Request,
@@ -78,6 +78,7 @@ class ConsumerGroupHeartbeat(_Request):
     server_assignor: str | None = None
     topic_partitions: list[tuple[uuid.UUID, list[int]]] | None = None
     topics: TopicsView = field(default_factory=dict)
+    partition_racks: PartitionRacks = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -191,6 +192,8 @@ class ConsumerGroup:
         self.members: dict[str, ConsumerGroupMember] = {}
         self.target: dict[str, Assignment] = {}
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
+        # replica racks of the subscribed topics' partitions (rack-aware assignment), when known
+        self.partition_racks: dict[uuid.UUID, tuple[frozenset[str], ...]] = {}
         self.owners: dict[tuple[uuid.UUID, int], str] = {}
 
     @property
@@ -258,6 +261,19 @@ def _full_match(pattern: str, name: str, cache: dict[str, Any]) -> bool:
             cache.clear()
         cache[pattern] = compiled
     return compiled.fullmatch(name) is not None
+
+
+def _racks_of(subscription: Mapping[str, tuple[uuid.UUID, int]], partition_racks: PartitionRacks | None
+              ) -> dict[uuid.UUID, tuple[frozenset[str], ...]]:
+    """The replica racks of the subscribed topics' partitions (topics without racks left out)."""
+    if not partition_racks:
+        return {}
+    out = {}
+    for tid, n in subscription.values():
+        pr = partition_racks.get(tid)
+        if pr and any(pr):
+            out[tid] = tuple(frozenset(pr[p]) if p < len(pr) else frozenset() for p in range(n))
+    return out
 
 
 def _same(a: Assignment, b: Assignment) -> bool:
@@ -410,7 +426,7 @@ class ConsumerGroupHandlers:
             updated.member_epoch, updated.previous_member_epoch = 0, 0
             updated.state, updated.assigned, updated.pending_revocation = STABLE, {}, {}
         self._cg_apply_member(group, member, updated, new_member or replaced, req.topic_partitions, req.topics,
-                              records)
+                              records, req.partition_racks)
         step.records.extend(records)
         self._cg_schedule_session(group, updated)
         full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
@@ -422,7 +438,7 @@ class ConsumerGroupHandlers:
 
     def _cg_apply_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
                          fresh: bool, owned: list[tuple[uuid.UUID, list[int]]] | None, topics: TopicsView,
-                         records: list) -> None:
+                         records: list, partition_racks: PartitionRacks | None = None) -> None:
         """Kafka's heartbeat steps 1-3, shared by both protocols' members: store the member's new
         metadata (bumping the group epoch when its subscription or the subscribed topics changed),
         recompute the target assignment for a new group epoch, then reconcile ``updated`` (which
@@ -433,9 +449,10 @@ class ConsumerGroupHandlers:
             records.append(rec.member_metadata(gid, updated))
         group.members[updated.member_id] = updated
         subscription = self._cg_subscription_metadata(group, topics)
-        if subscription != group.subscription_metadata:
-            group.subscription_metadata = subscription
-            records.append(rec.partition_metadata(gid, subscription))
+        racks = _racks_of(subscription, partition_racks)
+        if subscription != group.subscription_metadata or racks != group.partition_racks:
+            group.subscription_metadata, group.partition_racks = subscription, racks
+            records.append(rec.partition_metadata(gid, subscription, racks))
             bump = True
         if bump:
             group.group_epoch += 1
@@ -477,7 +494,8 @@ class ConsumerGroupHandlers:
         topics = {tid: n for tid, n in group.subscription_metadata.values()}
         members = [(mid, self._cg_member_topics(group, m)) for mid, m in group.members.items()]
         name = group.preferred_assignor(self.config.consumer_group_assignors[0])
-        target = assign(name, members, topics, group.target)
+        target = assign(name, members, topics, group.target, {mid: m.rack_id for mid, m in group.members.items()},
+                        group.partition_racks)
         for mid, assignment in target.items():
             old = group.target.get(mid)
             if old is None or not _same(old, assignment):
@@ -576,11 +594,11 @@ class ConsumerGroupHandlers:
             step.records.append(rec.current_member_assignment(group.group_id, member))
             self._cancel(("cg-revocation", group.group_id, member.member_id))
             return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, hb)
-        self._cg_fence(group, member.member_id, step.records, req.topics, step)
+        self._cg_fence(group, member.member_id, step.records, req.topics, step, req.partition_racks)
         return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_MEMBER_EPOCH, hb)
 
     def _cg_remove_member(self, group: ConsumerGroup, member_id: str, records: list,
-                          topics: TopicsView | None = None) -> None:
+                          topics: TopicsView | None = None, partition_racks: PartitionRacks | None = None) -> None:
         """Fence a member (leave, session or revocation timeout): its records go, the group epoch is
         bumped so the others' targets are recomputed on their next heartbeat."""
         gid = group.group_id
@@ -596,9 +614,10 @@ class ConsumerGroupHandlers:
             subscription = {n: meta for n, meta in group.subscription_metadata.items()
                             if any(n in m.subscribed_topic_names or (m.subscribed_topic_regex and _full_match(
                                 m.subscribed_topic_regex, n, self._regex_cache)) for m in group.members.values())}
-        if subscription != group.subscription_metadata:
-            group.subscription_metadata = subscription
-            records.append(rec.partition_metadata(gid, subscription))
+        racks = _racks_of(subscription, partition_racks if topics is not None else group.partition_racks)
+        if subscription != group.subscription_metadata or racks != group.partition_racks:
+            group.subscription_metadata, group.partition_racks = subscription, racks
+            records.append(rec.partition_metadata(gid, subscription, racks))
         group.group_epoch += 1
         records.append(rec.group_metadata(gid, group.group_epoch))
 
@@ -725,6 +744,7 @@ class ConsumerGroupHandlers:
         elif kind == rec.PARTITION_METADATA:
             group.subscription_metadata = {} if v is None else {
                 t.topic_name: (t.topic_id, t.num_partitions) for t in v.topics}
+            group.partition_racks = {} if v is None else rec.racks_of(v.topics)
         elif kind == rec.MEMBER_METADATA:
             if v is None:
                 group.members.pop(k.member_id, None)

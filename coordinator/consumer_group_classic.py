@@ -31,6 +31,7 @@ from typing import Any
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from coordinator import consumer_group_records as rec
+from coordinator.consumer_group_assignors import PartitionRacks
 from coordinator.classic_group import (
     ClassicGroup, GroupState, Heartbeat, HeartbeatResult, JoinGroup, JoinGroupResult, LeaveGroup,
     LeaveGroupResult, LeaveMemberResult, Member, SyncGroup, SyncGroupResult,
@@ -167,7 +168,7 @@ class ClassicMembersHandlers:
             classic=ClassicMemberMetadata(req.session_timeout_ms,
                                           tuple((n, bytes(m)) for n, m in req.protocols)))
         self._cg_apply_member(group, member, updated, fresh, _owned_of(subscription, req.topics), req.topics,
-                              records)
+                              records, req.partition_racks)
         step.records.extend(records)
         self._cancel(("cg-join", gid, member_id))
         self._cg_schedule_session(group, updated)
@@ -344,7 +345,7 @@ class ClassicMembersHandlers:
     # ------------------------------------------------------------------ downgrade
 
     def _cg_fence(self, group: ConsumerGroup, member_id: str, records: list, topics: TopicsView | None = None,
-                  step: Step | None = None) -> None:
+                  step: Step | None = None, partition_racks: PartitionRacks | None = None) -> None:
         """Kafka's consumerGroupFenceMember: remove the member, or, when it is the last member of
         the consumer protocol and classic members remain, turn the group back into a classic one."""
         member = group.members.get(member_id)
@@ -354,7 +355,7 @@ class ClassicMembersHandlers:
                 and step is not None):
             self._cg_downgrade(group, member_id, step)
         else:
-            self._cg_remove_member(group, member_id, records, topics)
+            self._cg_remove_member(group, member_id, records, topics, partition_racks)
 
     def _cg_downgrade(self, group: ConsumerGroup, leaving_id: str, step: Step) -> None:
         """Kafka's convertToClassicGroup (ClassicGroup.fromConsumerGroup) then a rebalance."""

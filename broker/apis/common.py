@@ -48,3 +48,9 @@ def topics_view(ctx: "RequestContext") -> dict[str, tuple[uuid.UUID, int]]:
     from .. import topic_catalog
     return {name: (t.topic_id, t.partition_count) for name, t in topic_catalog.all_topics(ctx.broker).items()
             if not t.internal}
+
+
+def partition_racks_view(ctx: "RequestContext") -> Any:
+    """The replica racks of the cluster's partitions (rack-aware group assignment)."""
+    from .. import topic_catalog
+    return topic_catalog.partition_racks(ctx.broker)

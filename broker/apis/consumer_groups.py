@@ -17,7 +17,7 @@ from coordinator import consumer_group as cg
 
 from .. import topic_catalog
 from ..dispatch import RequestContext, handles
-from .common import coordinator_fields, topics_view
+from .common import coordinator_fields, partition_racks_view, topics_view
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
@@ -35,6 +35,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
         subscribed_topic_names=None if req.subscribed_topic_names is None else list(req.subscribed_topic_names),
         subscribed_topic_regex=getattr(req, "subscribed_topic_regex", None) if ctx.api_version >= 1 else None,
         server_assignor=req.server_assignor, topic_partitions=owned, topics=_topics_view(ctx),
+        partition_racks=partition_racks_view(ctx),
         **coordinator_fields(ctx))
     r: cg.ConsumerGroupHeartbeatResult = await ctx.broker.groups.call_for(req.group_id or "", request)
     resp = ctx.response(throttle_time_ms=0, error_code=r.error_code, error_message=r.error_message,
