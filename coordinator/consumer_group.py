@@ -353,6 +353,18 @@ class ConsumerGroupHandlers:
         group = self._consumer_groups[group_id] = ConsumerGroup(group_id)
         return group
 
+    @staticmethod
+    def _cg_known_static(group: ConsumerGroup, instance_id: str, member_id: str) -> ConsumerGroupMember:
+        """The static member of ``instance_id``, which must be ``member_id`` (Kafka's
+        throwIfStaticMemberIsUnknown / throwIfInstanceIdIsFenced)."""
+        static = group.static_member(instance_id)
+        if static is None:
+            raise HeartbeatError(UNKNOWN_MEMBER, f"Instance id {instance_id} is unknown.")
+        if static.member_id != member_id:
+            raise HeartbeatError(FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                 f"{instance_id} was fenced by member {static.member_id}.")
+        return static
+
     def _check_epoch(self, member: ConsumerGroupMember, req: ConsumerGroupHeartbeat) -> None:
         received = req.member_epoch
         if received > member.member_epoch:
@@ -392,11 +404,7 @@ class ConsumerGroupHandlers:
                     member = self._cg_replace_static(group, static, member_id, records)
                     replaced = True
             else:
-                if static is None:
-                    raise HeartbeatError(UNKNOWN_MEMBER, f"Instance id {req.instance_id} is unknown.")
-                if static.member_id != member_id:
-                    raise HeartbeatError(FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
-                                         f"{req.instance_id} was fenced by member {static.member_id}.")
+                self._cg_known_static(group, req.instance_id, member_id)
         new_member = member is None
         if new_member:
             if not joining:

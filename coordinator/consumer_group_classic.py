@@ -148,11 +148,7 @@ class ClassicMembersHandlers:
                     member = self._cg_replace_static(group, static, member_id, records)
                     fresh = True
             else:
-                if static is None:
-                    raise HeartbeatError(UNKNOWN_MEMBER, f"Instance id {req.group_instance_id} is unknown.")
-                if static.member_id != member_id:
-                    raise HeartbeatError(FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
-                                         f"{req.group_instance_id} was fenced by member {static.member_id}.")
+                self._cg_known_static(group, req.group_instance_id, member_id)
         if member is None:
             member = ConsumerGroupMember(member_id)
         rebalance_timeout = req.session_timeout_ms if req.api_version == 0 else req.rebalance_timeout_ms
@@ -197,12 +193,7 @@ class ClassicMembersHandlers:
             if member is None:
                 raise HeartbeatError(UNKNOWN_MEMBER, f"Member {member_id} is not a member of group {group.group_id}.")
         else:
-            member = group.static_member(instance_id)
-            if member is None:
-                raise HeartbeatError(UNKNOWN_MEMBER, f"Member with instance id {instance_id} is not a member of "
-                                     f"group {group.group_id}.")
-            if member.member_id != member_id:
-                raise HeartbeatError(FENCED_INSTANCE_ID)
+            member = self._cg_known_static(group, instance_id, member_id)
         if member.classic is None:
             raise HeartbeatError(UNKNOWN_MEMBER, f"Member {member.member_id} does not use the classic protocol.")
         if generation_id != member.member_epoch:

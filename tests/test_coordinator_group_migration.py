@@ -263,3 +263,44 @@ def test_replay_restores_classic_members_of_a_consumer_group() -> None:
     assert new.members[j.member_id].classic == old.members[j.member_id].classic
     assert new.members[j.member_id].current() == old.members[j.member_id].current()
     assert new.members["a"].classic is None
+
+
+def test_static_classic_member_restart_takes_over_its_old_incarnation() -> None:
+    mx = Mixed()
+    mx.hb("a", 0)
+    j = mx.join(group_instance_id="i1", api_version=5)           # static: no MEMBER_ID_REQUIRED
+    assert j.error_code == 0
+    mx.hb("a", 1, {T1: [0, 1, 2, 3, 4, 5]})
+    mx.hb("a", 1, {T1: [0, 1, 2]})
+    r = mx.join(j.member_id, group_instance_id="i1", api_version=5)
+    assert partitions_of(mx.sync(j.member_id, r.generation_id, group_instance_id="i1").assignment) == [3, 4, 5]
+    # a restart (no member id): the new incarnation replaces the old one and keeps its partitions
+    r2 = mx.join(group_instance_id="i1", api_version=5)
+    assert r2.error_code == 0 and r2.member_id != j.member_id
+    assert j.member_id not in mx.group().members
+    assert sorted(mx.group().members[r2.member_id].assigned[T1]) == [3, 4, 5]
+    # the old incarnation is fenced
+    assert mx.call(Heartbeat(group_id="g", generation_id=r.generation_id, member_id=j.member_id,
+                             group_instance_id="i1")).error_code == 82     # FENCED_INSTANCE_ID
+
+
+def test_upgrade_during_a_classic_rebalance_answers_parked_joins_rebalance_in_progress() -> None:
+    mx = Mixed()
+    j1 = mx.join()
+    assert mx.sync(j1.member_id, j1.generation_id, assignments=[(j1.member_id, b"")]).error_code == 0
+    req = JoinGroup(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=20000, member_id="",
+                    protocol_type="consumer", protocols=[("range", subscription(["t1"]))], topics=dict(TOPICS),
+                    api_version=1, token=object())
+    step = mx.co.handle(req, mx.now)            # parks: the group waits for j1 to rejoin
+    assert not step.completions and mx.co.group("g").state == GroupState.PREPARING_REBALANCE
+    hb = ConsumerGroupHeartbeat(group_id="g", member_id="b", member_epoch=0, topics=dict(TOPICS), topic_partitions=[],
+                                rebalance_timeout_ms=30000, subscribed_topic_names=["t1"], token=object())
+    step = mx.co.handle(hb, mx.now)
+    answers = {id(t): r for t, r in step.completions}
+    assert answers[id(req.token)].error_code == REBALANCE_IN_PROGRESS      # the parked JoinGroup
+    assert answers[id(hb.token)].error_code == 0
+    g = mx.group()
+    assert g is not None and mx.co.group("g") is None and len(g.members) == 3
+    # the parked member rejoins with its id as a classic member of the consumer group
+    new_id = next(m for m in g.members if m not in ("b", j1.member_id))
+    assert mx.join(new_id).error_code == 0
