@@ -206,3 +206,54 @@ def test_java_classic_cooperative_member_revokes_incrementally_after_an_upgrade(
     revoked = [{tp["partition"] for tp in ln["partitions"]} for ln in of_type(lines_b, "revoked")]
     assert revoked[0] == a and all(not r for r in revoked[1:-1]), revoked
     assert not of_type(lines_b, "error") and of_type(lines_b, "committed")
+
+
+def test_librdkafka_classic_member_shares_a_group_with_a_java_consumer_protocol_member(cbroker: SamsaBroker) -> None:
+    """confluent-kafka with group.protocol=classic (librdkafka's JoinGroup/SyncGroup, its own
+    subscription encoding) as a classic member of a Java 4.3 consumer group: disjoint shares,
+    every record once."""
+    from confluent_kafka import Consumer
+    from tests.javaclient import of_type, start_java
+    java_ready()
+    bs = cbroker.bootstrap_servers
+    topic, group = unique("t"), unique("rdk")
+    create_topic(bs, topic)
+    java = start_java(JAVA, bs, *group_args(topic, group, "--timeout-ms", 15000, "--commit",
+                                            "--prop", "client.id=java-consumer"))
+    wait_until("the Java member in the group", lambda: len(cg_view(bs, group)[3]) == 1, 30, interval=0.2)
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "group.protocol": "classic", "client.id": "rdk",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False, "session.timeout.ms": 10000,
+                  "heartbeat.interval.ms": 300})
+    c.subscribe([topic])
+    got: list[tuple[int, int]] = []
+
+    def shares() -> Any:
+        msg = c.poll(0.2)
+        if msg is not None and not msg.error():
+            raise AssertionError(f"a record before producing: {msg.partition()}/{msg.offset()}")
+        err, state, _, members = cg_view(bs, group)
+        by = {cid: set(a.get(topic, ())) for cid, _, _, a in members.values()}
+        if err or state != "Stable" or set(by) != {"rdk", "java-consumer"}:
+            return None
+        mine, other = by["rdk"], by["java-consumer"]
+        ok = mine and other and not mine & other and sorted(mine | other) == list(range(PARTITIONS)) and \
+            {tp.partition for tp in c.assignment()} == mine
+        return (mine, other) if ok else None
+    try:
+        mine, javas = wait_until("a shared Stable group", shares, 40, interval=0)
+        per = 20
+        produce(bs, topic, PARTITIONS, per)
+
+        def read() -> bool:
+            msg = c.poll(0.2)
+            if msg is not None and not msg.error():
+                got.append((msg.partition(), msg.offset()))
+            return len(got) >= per * len(mine)
+        wait_until("librdkafka's share", read, 30, interval=0)
+        c.commit(asynchronous=False)
+    finally:
+        c.close()
+    lines = java.result(timeout=60)
+    java_got = [(r["partition"], r["offset"]) for r in of_type(lines, "record")]
+    assert sorted(got) == sorted((p, o) for p in mine for o in range(per))
+    assert sorted(java_got) == sorted((p, o) for p in javas for o in range(per))
