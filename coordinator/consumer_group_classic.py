@@ -42,7 +42,7 @@ from coordinator.consumer_group import (
 )
 from coordinator.group_common import (
     CONSUMER_PROTOCOL_TYPE, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION,
-    INCONSISTENT_GROUP_PROTOCOL, INVALID_SESSION_TIMEOUT, MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS,
+    INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER, UNKNOWN_MEMBER_ID, Step,
 )
 from coordinator.offsets_records import group_metadata_record
@@ -120,8 +120,6 @@ class ClassicMembersHandlers:
 
     def _cg_classic_join_member(self, group: ConsumerGroup, req: JoinGroup, step: Step) -> JoinGroupResult:
         cfg = self.config
-        if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
-            raise HeartbeatError(INVALID_SESSION_TIMEOUT)
         gid = group.group_id
         is_unknown = req.member_id == UNKNOWN_MEMBER_ID
         member_id = self._member_id_factory() if is_unknown else req.member_id

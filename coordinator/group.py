@@ -562,6 +562,9 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
         if cgroup is None:
             return False
         if isinstance(request, JoinGroup):
+            cfg = self.config
+            if not cfg.group_min_session_timeout_ms <= request.session_timeout_ms <= cfg.group_max_session_timeout_ms:
+                return False        # Kafka checks this first: the classic handler answers INVALID_SESSION_TIMEOUT
             if not cgroup.members:
                 self._cg_delete(cgroup, step.records)
                 return False

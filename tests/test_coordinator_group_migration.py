@@ -66,7 +66,8 @@ class Mixed:
 
     def join(self, member: str = "", owned: dict[str, list[int]] | None = None, **kw: Any) -> Any:
         kw.setdefault("protocols", [("range", subscription(["t1"], owned))])
-        return self.call(JoinGroup(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=20000,
+        kw.setdefault("session_timeout_ms", 10000)
+        return self.call(JoinGroup(group_id="g", rebalance_timeout_ms=20000,
                                    member_id=member, protocol_type="consumer", topics=dict(TOPICS),
                                    api_version=kw.pop("api_version", 1), **kw))
 
@@ -122,6 +123,7 @@ def test_classic_member_errors_as_kafka_gives_them() -> None:
     mx = Mixed()
     mx.hb("a", 0)
     assert mx.join(protocols=[("range", b"\x00")]).error_code == INCONSISTENT_GROUP_PROTOCOL
+    assert mx.join(session_timeout_ms=1000).error_code == 26               # INVALID_SESSION_TIMEOUT
     j = mx.join()
     gen = j.generation_id
     assert mx.heartbeat(j.member_id, gen + 5).error_code == ILLEGAL_GENERATION
