@@ -266,3 +266,51 @@ def test_state_survives_a_restart(tmp_path: Any) -> None:
             assert tid in parts(b)
     finally:
         broker.stop()
+
+
+def test_classic_join_sync_heartbeat_leave_inside_a_consumer_group_on_the_wire(client: RawClient) -> None:
+    """JoinGroup v9 / SyncGroup v5 / Heartbeat v4 / LeaveGroup v5 of a classic member of a
+    consumer group: Kafka's fields (no leader, the member epoch as generation, its first protocol),
+    its server-side share in the ConsumerProtocol encoding, REBALANCE_IN_PROGRESS to rejoin."""
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+    JOIN, SYNC, HEARTBEAT, LEAVE = 11, 14, 12, 13
+    topic, group = unique("t"), unique("g")
+    tid = create_topic(client, topic)
+    a = hb(client, group, "", 0, subscribed_topic_names=[topic])
+    sub = bytes(ConsumerProtocolSubscription(version=1, topics=[topic], user_data=None, owned_partitions=[])
+                .encode(version=1))
+    Proto = REQUESTS[JOIN].JoinGroupRequestProtocol
+
+    def join(member_id: str) -> Any:
+        return client.request(JOIN, 9, group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=20000,
+                              member_id=member_id, group_instance_id=None, protocol_type="consumer",
+                              protocols=[Proto(name="range", metadata=sub), Proto(name="roundrobin", metadata=sub)],
+                              reason=None)
+    first = join("")
+    assert first.error_code == 79 and first.member_id                  # MEMBER_ID_REQUIRED
+    j = join(first.member_id)
+    assert (j.error_code, j.leader, j.protocol_type, j.protocol_name, j.skip_assignment, list(j.members)) == \
+        (NONE, "", "consumer", "range", False, [])
+    assert j.generation_id == 2                                        # the member epoch
+    # a revokes half; the classic member is told to rejoin and then gets its share
+    a = hb(client, group, a.member_id, a.member_epoch, owned({tid: list(range(PARTITIONS))}))
+    a = hb(client, group, a.member_id, a.member_epoch, owned(parts(a)))
+    beat = client.request(HEARTBEAT, 4, group_id=group, generation_id=j.generation_id, member_id=j.member_id,
+                          group_instance_id=None)
+    assert beat.error_code == 27                                          # REBALANCE_IN_PROGRESS
+    j = join(j.member_id)
+    s = client.request(SYNC, 5, group_id=group, generation_id=j.generation_id, member_id=j.member_id,
+                       group_instance_id=None, protocol_type="consumer", protocol_name="range", assignments=[])
+    got = ConsumerProtocolAssignment.decode(bytes(s.assignment))
+    assert s.error_code == NONE and (s.protocol_type, s.protocol_name) == ("consumer", "range")
+    assert [(t.topic, sorted(t.partitions)) for t in got.assigned_partitions] == [(topic, [3, 4, 5])]
+    assert client.request(HEARTBEAT, 4, group_id=group, generation_id=j.generation_id, member_id=j.member_id,
+                          group_instance_id=None).error_code == NONE
+    d = client.request(DESCRIBE, 1, group_ids=[group], include_authorized_operations=False).groups[0]
+    assert sorted(m.member_type for m in d.members) == [0, 1]
+    MI = REQUESTS[LEAVE].MemberIdentity
+    left = client.request(LEAVE, 5, group_id=group, members=[MI(member_id=j.member_id, group_instance_id=None,
+                                                                reason="bye")])
+    assert left.error_code == NONE and [m.error_code for m in left.members] == [NONE]
+    d = client.request(DESCRIBE, 1, group_ids=[group], include_authorized_operations=False).groups[0]
+    assert [m.member_id for m in d.members] == [a.member_id]
