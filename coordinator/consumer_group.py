@@ -502,8 +502,10 @@ class ConsumerGroupHandlers:
         topics = {tid: n for tid, n in group.subscription_metadata.values()}
         members = [(mid, self._cg_member_topics(group, m)) for mid, m in group.members.items()]
         name = group.preferred_assignor(self.config.consumer_group_assignors[0])
-        target = assign(name, members, topics, group.target, {mid: m.rack_id for mid, m in group.members.items()},
-                        group.partition_racks)
+        racks = self.config.consumer_group_rack_aware_assignment
+        target = assign(name, members, topics, group.target,
+                        {mid: m.rack_id for mid, m in group.members.items()} if racks else None,
+                        group.partition_racks if racks else None)
         for mid, assignment in target.items():
             old = group.target.get(mid)
             if old is None or not _same(old, assignment):

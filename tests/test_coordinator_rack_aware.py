@@ -58,8 +58,8 @@ def test_uniform_stays_sticky_where_racks_match_and_moves_what_does_not() -> Non
 
 
 class Racked:
-    def __init__(self) -> None:
-        self.co = GroupCoordinator(GroupCoordinatorConfig())
+    def __init__(self, **config: Any) -> None:
+        self.co = GroupCoordinator(GroupCoordinatorConfig(**config))
         self.records: list = []
         self.racks = dict(RACKS_6)
 
@@ -93,3 +93,15 @@ def test_coordinator_assigns_by_member_rack_and_a_rack_change_bumps_the_group_ep
     pm = rec.decode_value(rec.PARTITION_METADATA, last4).topics[0].partition_metadata
     assert [(p.partition, p.racks) for p in pm] == [(0, ["b"]), (1, ["b"]), (2, ["b"]), (3, ["a"]), (4, ["a"]),
                                                     (5, ["a"])]
+
+
+def test_samsa_property_turns_rack_awareness_off_as_in_kafka_4() -> None:
+    cfg = GroupCoordinatorConfig.from_properties({"samsa.group.consumer.rack.aware.assignment": "false"})
+    assert cfg.consumer_group_rack_aware_assignment is False
+    r = Racked(consumer_group_rack_aware_assignment=False)
+    r.hb("m1", 0, "a")
+    r.hb("m2", 0, "b")
+    g = r.co._consumer_groups["g"]
+    plain = uniform([("m1", frozenset({T1})), ("m2", frozenset({T1}))], {T1: 6}, {"m1": {T1: frozenset(range(6))}})
+    assert {m: set(a[T1]) for m, a in g.target.items()} == {m: set(a[T1]) for m, a in plain.items()}
+    assert GroupCoordinatorConfig.from_properties({}).consumer_group_rack_aware_assignment is True
