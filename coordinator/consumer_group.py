@@ -164,11 +164,7 @@ class ConsumerGroupMember:
     state: int = STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
-    classic: ClassicMemberMetadata | None = None
-
-    @property
-    def uses_classic_protocol(self) -> bool:
-        return self.classic is not None
+    classic: ClassicMemberMetadata | None = None     # set for a member of the classic protocol
 
     def subscription(self) -> tuple:
         return (self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor)
