@@ -55,6 +55,13 @@ class Mixed:
         assert len(mine) == 1, step.completions
         return mine[0]
 
+    def maybe(self, req: Any) -> Any:
+        """Like ``call`` but a request a classic group parks (a rebalance) answers None."""
+        req.token = object()
+        step = self.co.handle(req, self.now)
+        self.records.extend(step.records)
+        return next((r for t, r in step.completions if t is req.token), None)
+
     def hb(self, member: str, epoch: int, owned: dict[uuid.UUID, list[int]] | None = None, **kw: Any) -> Any:
         if epoch == 0:
             kw.setdefault("rebalance_timeout_ms", 30000)
@@ -306,3 +313,75 @@ def test_upgrade_during_a_classic_rebalance_answers_parked_joins_rebalance_in_pr
     # the parked member rejoins with its id as a classic member of the consumer group
     new_id = next(m for m in g.members if m not in ("b", j1.member_id))
     assert mx.join(new_id).error_code == 0
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_mixed_protocol_histories_never_give_a_partition_to_two_members_and_replay_exactly(seed: int) -> None:
+    """Random interleavings of consumer-protocol heartbeats (joins, reconciling, leaves) and classic
+    members' JoinGroup/SyncGroup/Heartbeat/LeaveGroup, with time passing (session, sync, join
+    timeouts; upgrades and downgrades happen along the way): no partition is ever held by two
+    members of a consumer group, and replaying everything written rebuilds the same state."""
+    import random
+    rnd = random.Random(seed)
+    mx = Mixed(group_min_session_timeout_ms=1000, consumer_group_min_session_timeout_ms=1000,
+               consumer_group_session_timeout_ms=8000, consumer_group_min_heartbeat_interval_ms=100,
+               consumer_group_heartbeat_interval_ms=1000)
+    consumers: dict[str, Any] = {}          # member id -> last heartbeat answer
+    classics: dict[str, Any] = {}           # member id -> last JoinGroup answer
+    for _ in range(300):
+        op = rnd.random()
+        g = mx.group()
+        if op < 0.35:
+            name = rnd.choice(["c1", "c2", "c3"])
+            last = consumers.get(name)
+            if last is None or last.error_code or rnd.random() < 0.05:
+                r = mx.hb(name, 0)
+            elif rnd.random() < 0.25:
+                r = mx.hb(name, -1)
+                consumers.pop(name, None)
+                continue
+            else:
+                m = g.members.get(name) if g is not None else None
+                held = {} if m is None else {t: sorted(ps) for t, ps in m.assigned.items()}
+                r = mx.hb(name, last.member_epoch, held)
+            consumers[name] = r
+        elif op < 0.75:
+            mid = rnd.choice(list(classics) + [""]) if classics else ""
+            r = mx.maybe(JoinGroup(group_id="g", session_timeout_ms=rnd.choice([3000, 6000]),
+                                   rebalance_timeout_ms=5000, member_id=mid, protocol_type="consumer",
+                                   protocols=[("range", subscription(["t1"]))], topics=dict(TOPICS), api_version=1))
+            if r is not None and r.error_code == 0:
+                classics[r.member_id] = r
+                if rnd.random() < 0.8:
+                    mx.maybe(SyncGroup(group_id="g", generation_id=r.generation_id, member_id=r.member_id,
+                                       assignments=[(r.member_id, b"")] if r.leader == r.member_id else []))
+            elif r is not None and mid:
+                classics.pop(mid, None)
+        elif op < 0.85 and classics:
+            mid = rnd.choice(list(classics))
+            mx.maybe(Heartbeat(group_id="g", generation_id=classics[mid].generation_id, member_id=mid))
+        elif op < 0.9 and classics:
+            mid = rnd.choice(list(classics))
+            mx.maybe(LeaveGroup(group_id="g", members=[LeaveGroupMember(mid)]))
+            classics.pop(mid)
+        else:
+            mx.tick(mx.now + rnd.choice([500, 2000, 7000]))
+        g = mx.group()
+        if g is not None:
+            held: dict[tuple[uuid.UUID, int], str] = {}
+            for mid, m in g.members.items():
+                for a in (m.assigned, m.pending_revocation):
+                    for tid, ps in a.items():
+                        for p in ps:
+                            assert held.setdefault((tid, p), mid) == mid, (seed, tid, p, held[(tid, p)], mid)
+    co = GroupCoordinator(GroupCoordinatorConfig())
+    for k, v in mx.records:
+        co.replay(k, v)
+    old, new = mx.group(), co._consumer_groups.get("g")
+    assert (old is None) == (new is None)
+    if old is not None:
+        assert (new.group_epoch, new.assignment_epoch, new.target) == (old.group_epoch, old.assignment_epoch, old.target)
+        assert {m: (v.current(), v.classic) for m, v in new.members.items()} == \
+            {m: (v.current(), v.classic) for m, v in old.members.items()}
+    else:
+        assert set(co.group("g").members) == set(mx.co.group("g").members)
