@@ -315,7 +315,7 @@ def test_upgrade_during_a_classic_rebalance_answers_parked_joins_rebalance_in_pr
     assert mx.join(new_id).error_code == 0
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", [*range(12), 83, 95, 154, 165])
 def test_random_mixed_protocol_histories_never_give_a_partition_to_two_members_and_replay_exactly(seed: int) -> None:
     """Random interleavings of consumer-protocol heartbeats (joins, reconciling, leaves) and classic
     members' JoinGroup/SyncGroup/Heartbeat/LeaveGroup, with time passing (session, sync, join
@@ -383,5 +383,6 @@ def test_random_mixed_protocol_histories_never_give_a_partition_to_two_members_a
         assert (new.group_epoch, new.assignment_epoch, new.target) == (old.group_epoch, old.assignment_epoch, old.target)
         assert {m: (v.current(), v.classic) for m, v in new.members.items()} == \
             {m: (v.current(), v.classic) for m, v in old.members.items()}
-    else:
-        assert set(co.group("g").members) == set(mx.co.group("g").members)
+    elif (live := mx.co.group("g")) is not None and live.state in (GroupState.STABLE, GroupState.EMPTY):
+        # a classic group persists its membership per completed generation
+        assert set(co.group("g").members) == set(live.members)
