@@ -105,3 +105,30 @@ def test_samsa_property_turns_rack_awareness_off_as_in_kafka_4() -> None:
     plain = uniform([("m1", frozenset({T1})), ("m2", frozenset({T1}))], {T1: 6}, {"m1": {T1: frozenset(range(6))}})
     assert {m: set(a[T1]) for m, a in g.target.items()} == {m: set(a[T1]) for m, a in plain.items()}
     assert GroupCoordinatorConfig.from_properties({}).consumer_group_rack_aware_assignment is True
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_racks_keep_a_disjoint_balanced_cover(seed: int) -> None:
+    """Whatever the racks and the previous assignment, equal subscriptions give a disjoint cover
+    with shares within one partition of each other (balance before racks)."""
+    import random
+    rnd = random.Random(seed)
+    n_members, n_parts = rnd.randint(1, 7), rnd.randint(1, 30)
+    racks = "abcd"[:rnd.randint(1, 4)]
+    members = [(f"m{i}", frozenset({T1, T2})) for i in range(n_members)]
+    topics = {T1: n_parts, T2: rnd.randint(1, 10)}
+    member_racks = {m: rnd.choice(racks + " ").strip() or None for m, _ in members}
+    partition_racks = {t: tuple(frozenset(rnd.sample(racks, rnd.randint(0, len(racks)))) for _ in range(n))
+                       for t, n in topics.items()}
+    previous = {m: {T1: frozenset(p for p in range(n_parts) if rnd.random() < 0.3)} for m, _ in members}
+    for assignor in (uniform, range_):
+        out = assignor(members, topics, previous if assignor is uniform else {}, member_racks, partition_racks)
+        held = [(t, p) for a in out.values() for t, ps in a.items() for p in ps]
+        assert sorted(held) == sorted((t, p) for t, n in topics.items() for p in range(n)), assignor
+        if assignor is uniform:
+            sizes = [sum(len(ps) for ps in a.values()) for a in out.values()]
+            assert max(sizes) - min(sizes) <= 1, (assignor, sizes)
+        else:       # range balances per topic
+            for t in topics:
+                sizes = [len(a.get(t, ())) for a in out.values()]
+                assert max(sizes) - min(sizes) <= 1, (assignor, t, sizes)
