@@ -77,6 +77,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "group.consumer.max.size": ("int", 2147483647),
     "group.consumer.assignors": ("list", "uniform,range"),
     "group.consumer.migration.policy": ("string", "bidirectional"),
+    "samsa.group.consumer.rack.aware.assignment": ("boolean", False),   # Kafka 4.x assigns rack-blind
     "fetch.max.bytes": ("int", 57671680),
     "replica.fetch.max.bytes": ("int", 1048576),
     # replication between brokers (broker/replica/)

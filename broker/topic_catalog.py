@@ -45,10 +45,11 @@ def _of_log(t: "Topic") -> CatalogTopic:
 
 class _ImageCatalog:
     """The image's topics as CatalogTopics, recomputed only when the image object changes."""
-    __slots__ = ("image", "by_name", "by_id")
+    __slots__ = ("image", "by_name", "by_id", "racks")
 
     def __init__(self, image: object) -> None:
         self.image = image
+        self.racks: dict[uuid.UUID, tuple[frozenset[str], ...]] | None = None
         self.by_name: dict[str, CatalogTopic] = {}
         self.by_id: dict[uuid.UUID, CatalogTopic] = {}
         for name, t in image.topics.items():   # type: ignore[attr-defined]
@@ -110,3 +111,24 @@ def absent_partition_error(broker: "BrokerServices", name: str | None, index: in
     if known is None:
         return ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return ErrorCode.NOT_LEADER_OR_FOLLOWER if known.has_partition(index) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def partition_racks(broker: "BrokerServices") -> Mapping[uuid.UUID, tuple[frozenset[str], ...]]:
+    """Topic id -> per partition, the racks (``broker.rack``) of its replicas, for the rack-aware
+    assignment of consumer groups; only topics with a replica on a rack. A single node has one
+    rack at most, which never changes an assignment: empty. Computed once per metadata image."""
+    if broker.cluster is None:
+        return {}
+    cat = _image_catalog(broker)
+    if cat.racks is None:
+        image = cat.image
+        rack_of = {b.id: b.rack for b in image.brokers.values() if b.rack}   # type: ignore[attr-defined]
+        racks: dict[uuid.UUID, tuple[frozenset[str], ...]] = {}
+        if rack_of:
+            for t in image.topics.values():   # type: ignore[attr-defined]
+                per = tuple(frozenset(rack_of[r] for r in reg.replicas if r in rack_of)
+                            for _, reg in sorted(t.partitions.items()))
+                if any(per):
+                    racks[uuid.UUID(t.topic_id)] = per
+        cat.racks = racks
+    return cat.racks

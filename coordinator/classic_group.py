@@ -7,7 +7,8 @@ ported GroupCoordinator.scala), including its error codes per API version; see
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -50,6 +51,10 @@ class JoinGroup(_Request):
     group_instance_id: str | None = None
     rebalance_timeout_ms: int = -1
     reason: str | None = None
+    # The cluster's topics (name -> (id, partition count)): a classic member of a consumer group
+    # is assigned by the server, like a ConsumerGroupHeartbeat (coordinator.consumer_group_classic).
+    topics: Mapping[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+    partition_racks: Mapping[uuid.UUID, tuple[frozenset[str], ...]] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True, slots=True)

@@ -21,10 +21,9 @@ RE2/J accepts, matched against the whole topic name; internal topics never match
 
 Offsets expire by commit time except for subscribed topics (see _expire_offsets in coordinator.group).
 
-Not supported (documented in the README): classic-protocol members inside a consumer group and
-online conversion of a non-empty group in either direction (a classic group converts when it is
-empty; a JoinGroup for a non-empty consumer group answers INCONSISTENT_GROUP_PROTOCOL), rack-aware
-assignment, client-side assignors (KIP-848's ``ConsumerGroupPrepareAssignment``, dropped by Kafka).
+Classic-protocol members inside consumer groups and the online conversions between the group
+types live in coordinator.consumer_group_classic. Not supported (documented in the README):
+client-side assignors (KIP-848's ``ConsumerGroupPrepareAssignment``, dropped by Kafka).
 """
 from __future__ import annotations
 
@@ -36,9 +35,9 @@ from typing import Any
 import kafka.errors as Errors
 
 from coordinator import consumer_group_records as rec
-from coordinator.consumer_group_assignors import ASSIGNORS, assign
+from coordinator.consumer_group_assignors import ASSIGNORS, PartitionRacks, assign
 from coordinator.group_common import (
-    COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, INVALID_GROUP_ID, NONE,
+    COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE,
     NOT_COORDINATOR, UNKNOWN_MEMBER, Step, _Request,
 )
 
@@ -79,6 +78,7 @@ class ConsumerGroupHeartbeat(_Request):
     server_assignor: str | None = None
     topic_partitions: list[tuple[uuid.UUID, list[int]]] | None = None
     topics: TopicsView = field(default_factory=dict)
+    partition_racks: PartitionRacks = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -108,6 +108,7 @@ class DescribedConsumerMember:
     subscribed_topic_regex: str | None
     assignment: Assignment
     target_assignment: Assignment
+    member_type: int = 1        # KIP-1099: 0 a classic-protocol member, 1 a consumer-protocol one
 
 
 @dataclass(slots=True)
@@ -138,6 +139,15 @@ class HeartbeatError(Exception):
 
 # =========================================================================== model
 
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member of the classic protocol inside a consumer group joined with (Kafka's
+    ConsumerGroupMemberMetadataValue.ClassicMemberMetadata): its session timeout and its
+    JoinGroup protocols (name, ConsumerProtocolSubscription bytes) in the client's order."""
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
 @dataclass(eq=False, slots=True)
 class ConsumerGroupMember:
     member_id: str
@@ -154,13 +164,14 @@ class ConsumerGroupMember:
     state: int = STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None     # set for a member of the classic protocol
 
     def subscription(self) -> tuple:
         return (self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor)
 
     def metadata(self) -> tuple:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscription(),
-                self.rebalance_timeout_ms)
+                self.rebalance_timeout_ms, self.classic)
 
     def current(self) -> tuple:
         return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned,
@@ -177,6 +188,8 @@ class ConsumerGroup:
         self.members: dict[str, ConsumerGroupMember] = {}
         self.target: dict[str, Assignment] = {}
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
+        # replica racks of the subscribed topics' partitions (rack-aware assignment), when known
+        self.partition_racks: dict[uuid.UUID, tuple[frozenset[str], ...]] = {}
         self.owners: dict[tuple[uuid.UUID, int], str] = {}
 
     @property
@@ -246,6 +259,19 @@ def _full_match(pattern: str, name: str, cache: dict[str, Any]) -> bool:
     return compiled.fullmatch(name) is not None
 
 
+def _racks_of(subscription: Mapping[str, tuple[uuid.UUID, int]], partition_racks: PartitionRacks | None
+              ) -> dict[uuid.UUID, tuple[frozenset[str], ...]]:
+    """The replica racks of the subscribed topics' partitions (topics without racks left out)."""
+    if not partition_racks:
+        return {}
+    out = {}
+    for tid, n in subscription.values():
+        pr = partition_racks.get(tid)
+        if pr and any(pr):
+            out[tid] = tuple(frozenset(pr[p]) if p < len(pr) else frozenset() for p in range(n))
+    return out
+
+
 def _same(a: Assignment, b: Assignment) -> bool:
     return {k: v for k, v in a.items() if v} == {k: v for k, v in b.items() if v}
 
@@ -300,16 +326,19 @@ class ConsumerGroupHandlers:
         if req.subscribed_topic_regex:      # "" means no regex (librdkafka sends it with topic names)
             _full_match(req.subscribed_topic_regex, "", self._regex_cache)
 
-    def _consumer_group_for(self, group_id: str, create: bool, step: Step) -> ConsumerGroup:
+    def _consumer_group_for(self, group_id: str, create: bool, step: Step, topics: TopicsView) -> ConsumerGroup:
         group = self._consumer_groups.get(group_id)
         if group is not None:
             return group
         classic = self._groups.get(group_id)
         if classic is not None:
-            # Online upgrade: an empty classic group becomes a consumer group (its offsets stay).
-            if classic.members or not create or self.config.consumer_group_migration_policy not in (
-                    "bidirectional", "upgrade"):
+            if not create:
                 raise HeartbeatError(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            if classic.members:
+                # Online upgrade of a group with members (policy upgrade/bidirectional).
+                return self._cg_upgrade(classic, topics, step)
+            # An empty classic group becomes a consumer group whatever the policy, as in Kafka
+            # (maybeDeleteEmptyClassicGroup); its offsets stay.
             if classic.generation_id > 0 or classic.protocol_type:
                 from coordinator.offsets_records import group_metadata_record
                 step.records.append(group_metadata_record(group_id, None))
@@ -319,6 +348,18 @@ class ConsumerGroupHandlers:
             raise HeartbeatError(UNKNOWN_MEMBER, f"Consumer group {group_id} not found.")
         group = self._consumer_groups[group_id] = ConsumerGroup(group_id)
         return group
+
+    @staticmethod
+    def _cg_known_static(group: ConsumerGroup, instance_id: str, member_id: str) -> ConsumerGroupMember:
+        """The static member of ``instance_id``, which must be ``member_id`` (Kafka's
+        throwIfStaticMemberIsUnknown / throwIfInstanceIdIsFenced)."""
+        static = group.static_member(instance_id)
+        if static is None:
+            raise HeartbeatError(UNKNOWN_MEMBER, f"Instance id {instance_id} is unknown.")
+        if static.member_id != member_id:
+            raise HeartbeatError(FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                 f"{instance_id} was fenced by member {static.member_id}.")
+        return static
 
     def _check_epoch(self, member: ConsumerGroupMember, req: ConsumerGroupHeartbeat) -> None:
         received = req.member_epoch
@@ -343,7 +384,7 @@ class ConsumerGroupHandlers:
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._cg_leave(req, step)
         joining = req.member_epoch == 0
-        group = self._consumer_group_for(gid, joining, step)
+        group = self._consumer_group_for(gid, joining, step, req.topics)
         member_id = req.member_id or self._member_id_factory()
         records: list = []
         member = group.members.get(member_id)
@@ -359,11 +400,7 @@ class ConsumerGroupHandlers:
                     member = self._cg_replace_static(group, static, member_id, records)
                     replaced = True
             else:
-                if static is None:
-                    raise HeartbeatError(UNKNOWN_MEMBER, f"Instance id {req.instance_id} is unknown.")
-                if static.member_id != member_id:
-                    raise HeartbeatError(FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
-                                         f"{req.instance_id} was fenced by member {static.member_id}.")
+                self._cg_known_static(group, req.instance_id, member_id)
         new_member = member is None
         if new_member:
             if not joining:
@@ -374,7 +411,6 @@ class ConsumerGroupHandlers:
             member = ConsumerGroupMember(member_id)
         elif not joining:
             self._check_epoch(member, req)
-        before_meta, before_current = member.metadata(), member.current()
         before_assigned = member.assigned
         updated = ConsumerGroupMember(
             member_id, instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
@@ -393,24 +429,8 @@ class ConsumerGroupHandlers:
             # A known member rejoining with epoch 0 lost its partitions: it starts over.
             updated.member_epoch, updated.previous_member_epoch = 0, 0
             updated.state, updated.assigned, updated.pending_revocation = STABLE, {}, {}
-        bump = new_member or updated.subscription() != member.subscription()
-        if new_member or replaced or updated.metadata() != before_meta:
-            records.append(rec.member_metadata(gid, updated))
-        group.members[member_id] = updated
-        subscription = self._cg_subscription_metadata(group, req.topics)
-        if subscription != group.subscription_metadata:
-            group.subscription_metadata = subscription
-            records.append(rec.partition_metadata(gid, subscription))
-            bump = True
-        if bump:
-            group.group_epoch += 1
-            records.append(rec.group_metadata(gid, group.group_epoch))
-        if group.group_epoch > group.assignment_epoch:
-            self._cg_update_target(group, records)
-        self._cg_reconcile(group, updated, req.topic_partitions)
-        if updated.current() != before_current or new_member or replaced:
-            records.append(rec.current_member_assignment(gid, updated))
-        group.set_current(updated)
+        self._cg_apply_member(group, member, updated, new_member or replaced, req.topic_partitions, req.topics,
+                              records, req.partition_racks)
         step.records.extend(records)
         self._cg_schedule_session(group, updated)
         full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
@@ -419,6 +439,36 @@ class ConsumerGroupHandlers:
         return ConsumerGroupHeartbeatResult(
             NONE, None, member_id, updated.member_epoch, self.config.consumer_group_heartbeat_interval_ms,
             dict(updated.assigned) if (full or changed) else None)
+
+    def _cg_apply_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                         fresh: bool, owned: list[tuple[uuid.UUID, list[int]]] | None, topics: TopicsView,
+                         records: list, partition_racks: PartitionRacks | None = None) -> None:
+        """Kafka's heartbeat steps 1-3, shared by both protocols' members: store the member's new
+        metadata (bumping the group epoch when its subscription or the subscribed topics changed),
+        recompute the target assignment for a new group epoch, then reconcile ``updated`` (which
+        replaces ``member``; ``fresh`` when it is new or replaced a static member)."""
+        gid = group.group_id
+        bump = updated.member_id not in group.members or updated.subscription() != member.subscription()
+        if fresh or updated.metadata() != member.metadata():
+            records.append(rec.member_metadata(gid, updated))
+        group.members[updated.member_id] = updated
+        subscription = self._cg_subscription_metadata(group, topics)
+        # rack-blind (Kafka 4.x, the default): racks are neither kept nor a reason to rebalance
+        racks = _racks_of(subscription, partition_racks) if self.config.consumer_group_rack_aware_assignment else {}
+        if subscription != group.subscription_metadata or racks != group.partition_racks:
+            group.subscription_metadata, group.partition_racks = subscription, racks
+            records.append(rec.partition_metadata(gid, subscription, racks))
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            records.append(rec.group_metadata(gid, group.group_epoch))
+        if group.group_epoch > group.assignment_epoch:
+            self._cg_update_target(group, records)
+        before_current = member.current()
+        self._cg_reconcile(group, updated, owned)
+        if updated.current() != before_current or fresh:
+            records.append(rec.current_member_assignment(gid, updated))
+        group.set_current(updated)
 
     def _cg_subscription_metadata(self, group: ConsumerGroup, topics: TopicsView) -> dict[str, tuple[uuid.UUID, int]]:
         names: set[str] = set()
@@ -449,7 +499,10 @@ class ConsumerGroupHandlers:
         topics = {tid: n for tid, n in group.subscription_metadata.values()}
         members = [(mid, self._cg_member_topics(group, m)) for mid, m in group.members.items()]
         name = group.preferred_assignor(self.config.consumer_group_assignors[0])
-        target = assign(name, members, topics, group.target)
+        racks = self.config.consumer_group_rack_aware_assignment
+        target = assign(name, members, topics, group.target,
+                        {mid: m.rack_id for mid, m in group.members.items()} if racks else None,
+                        group.partition_racks if racks else None)
         for mid, assignment in target.items():
             old = group.target.get(mid)
             if old is None or not _same(old, assignment):
@@ -548,11 +601,11 @@ class ConsumerGroupHandlers:
             step.records.append(rec.current_member_assignment(group.group_id, member))
             self._cancel(("cg-revocation", group.group_id, member.member_id))
             return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, hb)
-        self._cg_remove_member(group, member.member_id, step.records, req.topics)
+        self._cg_fence(group, member.member_id, step.records, req.topics, step, req.partition_racks)
         return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_MEMBER_EPOCH, hb)
 
     def _cg_remove_member(self, group: ConsumerGroup, member_id: str, records: list,
-                          topics: TopicsView | None = None) -> None:
+                          topics: TopicsView | None = None, partition_racks: PartitionRacks | None = None) -> None:
         """Fence a member (leave, session or revocation timeout): its records go, the group epoch is
         bumped so the others' targets are recomputed on their next heartbeat."""
         gid = group.group_id
@@ -560,17 +613,19 @@ class ConsumerGroupHandlers:
         records.append(rec.target_assignment_member(gid, member_id, None))
         records.append(rec.member_metadata(gid, None, member_id))
         group.remove(member_id)
-        self._cancel(("cg-session", gid, member_id))
-        self._cancel(("cg-revocation", gid, member_id))
+        for kind in ("cg-session", "cg-revocation", "cg-join", "cg-sync"):
+            self._cancel((kind, gid, member_id))
         if topics is not None:
             subscription = self._cg_subscription_metadata(group, topics)
         else:   # no broker view at hand (a timer): drop topics nobody subscribes to any more
             subscription = {n: meta for n, meta in group.subscription_metadata.items()
                             if any(n in m.subscribed_topic_names or (m.subscribed_topic_regex and _full_match(
                                 m.subscribed_topic_regex, n, self._regex_cache)) for m in group.members.values())}
-        if subscription != group.subscription_metadata:
-            group.subscription_metadata = subscription
-            records.append(rec.partition_metadata(gid, subscription))
+        racks = (_racks_of(subscription, partition_racks if topics is not None else group.partition_racks)
+                 if self.config.consumer_group_rack_aware_assignment else {})
+        if subscription != group.subscription_metadata or racks != group.partition_racks:
+            group.subscription_metadata, group.partition_racks = subscription, racks
+            records.append(rec.partition_metadata(gid, subscription, racks))
         group.group_epoch += 1
         records.append(rec.group_metadata(gid, group.group_epoch))
 
@@ -602,7 +657,9 @@ class ConsumerGroupHandlers:
 
     def _cg_schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         gid, mid = group.group_id, member.member_id
-        self._schedule(("cg-session", gid, mid), self.config.consumer_group_session_timeout_ms,
+        timeout = member.classic.session_timeout_ms if member.classic is not None else \
+            self.config.consumer_group_session_timeout_ms
+        self._schedule(("cg-session", gid, mid), timeout,
                        lambda step: self._cg_expire(gid, mid, step))
 
     def _cg_schedule_revocation(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
@@ -616,7 +673,7 @@ class ConsumerGroupHandlers:
     def _cg_expire(self, group_id: str, member_id: str, step: Step) -> None:
         group = self._consumer_groups.get(group_id)
         if group is not None and member_id in group.members:
-            self._cg_remove_member(group, member_id, step.records)
+            self._cg_fence(group, member_id, step.records, step=step)
 
     # ------------------------------------------------------------------ describe
 
@@ -632,7 +689,8 @@ class ConsumerGroupHandlers:
                 members = [DescribedConsumerMember(
                     m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
                     list(m.subscribed_topic_names), m.subscribed_topic_regex, dict(m.assigned),
-                    dict(g.target.get(m.member_id, {}))) for m in g.members.values()]
+                    dict(g.target.get(m.member_id, {})), 0 if m.classic is not None else 1)
+                    for m in g.members.values()]
                 out.append(DescribedConsumerGroup(gid, NONE, None, g.state, g.group_epoch, g.assignment_epoch,
                                                   g.preferred_assignor(self.config.consumer_group_assignors[0]),
                                                   members))
@@ -655,7 +713,8 @@ class ConsumerGroupHandlers:
         if member is None:
             return UNKNOWN_MEMBER
         if member_epoch != member.member_epoch:
-            return STALE_MEMBER_EPOCH
+            # Kafka's validateMemberEpoch: a classic member's generation is its member epoch.
+            return ILLEGAL_GENERATION if member.classic is not None else STALE_MEMBER_EPOCH
         return NONE
 
     def _cg_validate_offset_fetch(self, group: ConsumerGroup, member_id: str | None, member_epoch: int) -> int:
@@ -693,6 +752,7 @@ class ConsumerGroupHandlers:
         elif kind == rec.PARTITION_METADATA:
             group.subscription_metadata = {} if v is None else {
                 t.topic_name: (t.topic_id, t.num_partitions) for t in v.topics}
+            group.partition_racks = {} if v is None else rec.racks_of(v.topics)
         elif kind == rec.MEMBER_METADATA:
             if v is None:
                 group.members.pop(k.member_id, None)
@@ -704,6 +764,9 @@ class ConsumerGroupHandlers:
                 m.subscribed_topic_names = tuple(v.subscribed_topic_names)
                 m.subscribed_topic_regex, m.server_assignor = v.subscribed_topic_regex, v.server_assignor
                 m.rebalance_timeout_ms = v.rebalance_timeout_ms
+                c = v.classic_member_metadata
+                m.classic = None if c is None else ClassicMemberMetadata(
+                    c.session_timeout_ms, tuple((p.name, bytes(p.metadata)) for p in c.supported_protocols))
                 group.members[k.member_id] = m
         elif kind == rec.TARGET_ASSIGNMENT_METADATA:
             group.assignment_epoch = 0 if v is None else v.assignment_epoch

@@ -75,14 +75,30 @@ def group_metadata(group_id: str, epoch: int | None) -> Record:
             None if epoch is None else _value(GROUP_METADATA, epoch=epoch))
 
 
-def partition_metadata(group_id: str, topics: dict[str, tuple[uuid.UUID, int]] | None) -> Record:
+def partition_metadata(group_id: str, topics: dict[str, tuple[uuid.UUID, int]] | None,
+                       racks: dict[uuid.UUID, tuple[frozenset[str], ...]] | None = None) -> Record:
+    """Record 4; ``racks`` fills PartitionMetadata (partition -> replica racks), which Kafka 3.x
+    wrote and 4.x leaves empty, for the rack-aware assignment."""
     value = None
     if topics is not None:
         cls = m.ConsumerGroupPartitionMetadataValue.TopicMetadata
+        pm = cls.PartitionMetadata
+        racks = racks or {}
         value = _value(PARTITION_METADATA, topics=[
-            cls(topic_id=tid, topic_name=name, num_partitions=n, partition_metadata=[])
+            cls(topic_id=tid, topic_name=name, num_partitions=n, partition_metadata=[
+                pm(partition=p, racks=sorted(rs)) for p, rs in enumerate(racks.get(tid, ())) if rs])
             for name, (tid, n) in sorted(topics.items())])
     return (_key(PARTITION_METADATA, group_id=group_id), value)
+
+
+def racks_of(topics: list[Any]) -> dict[uuid.UUID, tuple[frozenset[str], ...]]:
+    """The partition racks a record 4 holds (the inverse of ``partition_metadata``)."""
+    out = {}
+    for t in topics:
+        if t.partition_metadata:
+            by_p = {pm.partition: frozenset(pm.racks) for pm in t.partition_metadata}
+            out[t.topic_id] = tuple(by_p.get(p, frozenset()) for p in range(t.num_partitions))
+    return out
 
 
 def member_metadata(group_id: str, member: Any | None, member_id: str | None = None) -> Record:
@@ -94,7 +110,17 @@ def member_metadata(group_id: str, member: Any | None, member_id: str | None = N
                         subscribed_topic_names=list(member.subscribed_topic_names),
                         subscribed_topic_regex=member.subscribed_topic_regex,
                         rebalance_timeout_ms=member.rebalance_timeout_ms,
-                        server_assignor=member.server_assignor, classic_member_metadata=None))
+                        server_assignor=member.server_assignor,
+                        classic_member_metadata=_classic_metadata(member.classic)))
+
+
+def _classic_metadata(classic: Any | None) -> Any:
+    """ClassicMemberMetadata (tagged field 0) of a classic-protocol member, None otherwise."""
+    if classic is None:
+        return None
+    cls = m.ConsumerGroupMemberMetadataValue.ClassicMemberMetadata
+    return cls(session_timeout_ms=classic.session_timeout_ms, supported_protocols=[
+        cls.ClassicProtocol(name=name, metadata=meta) for name, meta in classic.protocols])
 
 
 def target_assignment_metadata(group_id: str, epoch: int | None) -> Record:

@@ -33,6 +33,7 @@ from coordinator.classic_group import *  # noqa: F401,F403
 from coordinator.classic_group import ClassicGroupHandlers
 from coordinator.consumer_group import *  # noqa: F401,F403
 from coordinator.consumer_group import ConsumerGroupHandlers
+from coordinator.consumer_group_classic import ClassicMembersHandlers
 from coordinator import consumer_group_records as cg_records
 from coordinator.offsets import (
     DEFAULT_RETENTION_TIME,
@@ -77,7 +78,7 @@ __all__ = [
 
 
 
-class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, GroupTimers):
+class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembersHandlers, GroupTimers):
     """The classic group coordinator for the groups of one ``__consumer_offsets`` partition.
 
     ``partition`` (optional) enables Kafka's NOT_COORDINATOR answer for groups that hash elsewhere.
@@ -306,7 +307,9 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, GroupTimers)
         if cgroup is not None:
             err = self._cg_validate_offset_commit(cgroup, req.member_id, req.generation_id, False,
                                                   req.group_instance_id)
-            if err == NONE and req.generation_id >= 0 and req.api_version < 9:
+            member = cgroup.members.get(req.member_id)
+            if err == NONE and req.generation_id >= 0 and req.api_version < 9 and (
+                    member is None or member.classic is None):
                 err = UNSUPPORTED_VERSION   # Kafka: members of the consumer protocol commit with v9+
             if err != NONE:
                 return answer(errors_for_all(req.topics, err))
@@ -554,29 +557,28 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, GroupTimers)
 
     def _consumer_group_answers_classic(self, request: Any, step: Step) -> bool:
         """A classic request (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) naming a consumer group:
-        an empty one is converted back to a classic group (``group.consumer.migration.policy``
-        downgrade/bidirectional) and the request proceeds; otherwise it is answered here as Kafka
-        answers a classic member it cannot take in (classic members inside consumer groups are not
-        supported)."""
+        a JoinGroup to an empty one turns it back into a classic group (Kafka's
+        maybeDeleteEmptyConsumerGroup) and proceeds as classic; otherwise the member is a classic
+        member of the consumer group (coordinator.consumer_group_classic)."""
         if not isinstance(request, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)):
             return False
         cgroup = self._consumer_groups.get(request.group_id or "")
         if cgroup is None:
             return False
-        if (isinstance(request, JoinGroup) and not cgroup.members
-                and self.config.consumer_group_migration_policy in ("downgrade", "bidirectional")):
-            self._cg_delete(cgroup, step.records)
-            return False
         if isinstance(request, JoinGroup):
-            result: Any = JoinGroupResult(INCONSISTENT_GROUP_PROTOCOL, request.member_id)
+            cfg = self.config
+            if not cfg.group_min_session_timeout_ms <= request.session_timeout_ms <= cfg.group_max_session_timeout_ms:
+                return False        # Kafka checks this first: the classic handler answers INVALID_SESSION_TIMEOUT
+            if not cgroup.members:
+                self._cg_delete(cgroup, step.records)
+                return False
+            self._cg_classic_join(cgroup, request, step)
         elif isinstance(request, SyncGroup):
-            result = SyncGroupResult(UNKNOWN_MEMBER)
+            self._cg_classic_sync(cgroup, request, step)
         elif isinstance(request, Heartbeat):
-            result = HeartbeatResult(UNKNOWN_MEMBER)
+            self._cg_classic_heartbeat(cgroup, request, step)
         else:
-            result = LeaveGroupResult(NONE, [LeaveMemberResult(m.member_id, m.group_instance_id, UNKNOWN_MEMBER)
-                                             for m in request.members])
-        step.completions.append((request.token, result))
+            self._cg_classic_leave(cgroup, request, step)
         return True
 
     def _cg_describe_classic(self, group: ConsumerGroup) -> DescribedGroup:

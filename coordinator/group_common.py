@@ -81,6 +81,9 @@ class GroupCoordinatorConfig:
     consumer_group_max_size: int = 2147483647
     consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_group_migration_policy: str = "bidirectional"
+    # Samsa: the server-side assignors prefer rack-local partitions (coordinator.consumer_group_assignors);
+    # False assigns as Kafka 4.x's built-in assignors do, without racks.
+    consumer_group_rack_aware_assignment: bool = False
 
     _KAFKA_NAMES = {
         "group.min.session.timeout.ms": "group_min_session_timeout_ms",
@@ -103,6 +106,7 @@ class GroupCoordinatorConfig:
     _STRING_NAMES = {
         "group.consumer.assignors": "consumer_group_assignors",
         "group.consumer.migration.policy": "consumer_group_migration_policy",
+        "samsa.group.consumer.rack.aware.assignment": "consumer_group_rack_aware_assignment",
     }
 
     def __post_init__(self) -> None:
@@ -137,6 +141,9 @@ class GroupCoordinatorConfig:
                 _assignor_name(a) for a in str(props["group.consumer.assignors"]).split(",") if a.strip())
         if props.get("group.consumer.migration.policy") is not None:
             kwargs["consumer_group_migration_policy"] = str(props["group.consumer.migration.policy"]).strip().lower()
+        rack_aware = props.get("samsa.group.consumer.rack.aware.assignment")
+        if rack_aware is not None:
+            kwargs["consumer_group_rack_aware_assignment"] = str(rack_aware).strip().lower() in ("true", "1")
         return cls(**kwargs)
 
     @property

@@ -266,3 +266,90 @@ def test_state_survives_a_restart(tmp_path: Any) -> None:
             assert tid in parts(b)
     finally:
         broker.stop()
+
+
+JOIN, SYNC, HEARTBEAT, LEAVE = 11, 14, 12, 13
+
+
+def classic_join(client: RawClient, group: str, topic: str, member_id: str) -> Any:
+    """A JoinGroup v9 as a Java classic consumer sends it (range, roundrobin; subscription v1)."""
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+    sub = bytes(ConsumerProtocolSubscription(version=1, topics=[topic], user_data=None, owned_partitions=[])
+                .encode(version=1))
+    Proto = REQUESTS[JOIN].JoinGroupRequestProtocol
+    return client.request(JOIN, 9, group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=20000,
+                          member_id=member_id, group_instance_id=None, protocol_type="consumer",
+                          protocols=[Proto(name="range", metadata=sub), Proto(name="roundrobin", metadata=sub)],
+                          reason=None)
+
+
+def classic_sync(client: RawClient, group: str, joined: Any) -> tuple[Any, list[tuple[str, list[int]]]]:
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+    s = client.request(SYNC, 5, group_id=group, generation_id=joined.generation_id, member_id=joined.member_id,
+                       group_instance_id=None, protocol_type="consumer", protocol_name="range", assignments=[])
+    got = ConsumerProtocolAssignment.decode(bytes(s.assignment)) if s.error_code == NONE else None
+    return s, [] if got is None else [(t.topic, sorted(t.partitions)) for t in got.assigned_partitions]
+
+
+def test_classic_join_sync_heartbeat_leave_inside_a_consumer_group_on_the_wire(client: RawClient) -> None:
+    """JoinGroup v9 / SyncGroup v5 / Heartbeat v4 / LeaveGroup v5 of a classic member of a
+    consumer group: Kafka's fields (no leader, the member epoch as generation, its first protocol),
+    its server-side share in the ConsumerProtocol encoding, REBALANCE_IN_PROGRESS to rejoin."""
+    topic, group = unique("t"), unique("g")
+    tid = create_topic(client, topic)
+    a = hb(client, group, "", 0, subscribed_topic_names=[topic])
+
+    def join(member_id: str) -> Any:
+        return classic_join(client, group, topic, member_id)
+    first = join("")
+    assert first.error_code == 79 and first.member_id                  # MEMBER_ID_REQUIRED
+    j = join(first.member_id)
+    assert (j.error_code, j.leader, j.protocol_type, j.protocol_name, j.skip_assignment, list(j.members)) == \
+        (NONE, "", "consumer", "range", False, [])
+    assert j.generation_id == 2                                        # the member epoch
+    # a revokes half; the classic member is told to rejoin and then gets its share
+    a = hb(client, group, a.member_id, a.member_epoch, owned({tid: list(range(PARTITIONS))}))
+    a = hb(client, group, a.member_id, a.member_epoch, owned(parts(a)))
+    beat = client.request(HEARTBEAT, 4, group_id=group, generation_id=j.generation_id, member_id=j.member_id,
+                          group_instance_id=None)
+    assert beat.error_code == 27                                          # REBALANCE_IN_PROGRESS
+    j = join(j.member_id)
+    s, got = classic_sync(client, group, j)
+    assert s.error_code == NONE and (s.protocol_type, s.protocol_name) == ("consumer", "range")
+    assert got == [(topic, [3, 4, 5])]
+    assert client.request(HEARTBEAT, 4, group_id=group, generation_id=j.generation_id, member_id=j.member_id,
+                          group_instance_id=None).error_code == NONE
+    d = client.request(DESCRIBE, 1, group_ids=[group], include_authorized_operations=False).groups[0]
+    assert sorted(m.member_type for m in d.members) == [0, 1]
+    MI = REQUESTS[LEAVE].MemberIdentity
+    left = client.request(LEAVE, 5, group_id=group, members=[MI(member_id=j.member_id, group_instance_id=None,
+                                                                reason="bye")])
+    assert left.error_code == NONE and [m.error_code for m in left.members] == [NONE]
+    d = client.request(DESCRIBE, 1, group_ids=[group], include_authorized_operations=False).groups[0]
+    assert [m.member_id for m in d.members] == [a.member_id]
+
+
+def test_a_classic_member_of_a_consumer_group_survives_a_restart(tmp_path: Any) -> None:
+    broker = SamsaBroker(tmp_path / "data", overrides={"num.partitions": "4"}).start()
+    try:
+        group, topic = unique("g"), unique("t")
+        with RawClient(broker.bootstrap_servers) as c:
+            create_topic(c, topic)
+            a = hb(c, group, "", 0, subscribed_topic_names=[topic])
+            j = classic_join(c, group, topic, classic_join(c, group, topic, "").member_id)
+            a = hb(c, group, a.member_id, a.member_epoch, owned(parts(a)))
+            a = hb(c, group, a.member_id, a.member_epoch, owned(parts(a)))
+            j = classic_join(c, group, topic, j.member_id)
+            _, share = classic_sync(c, group, j)
+            assert share == [(topic, [2, 3])]
+        broker.stop()
+        broker.start()
+        with RawClient(broker.bootstrap_servers) as c:
+            assert c.request(HEARTBEAT, 4, group_id=group, generation_id=j.generation_id, member_id=j.member_id,
+                             group_instance_id=None).error_code == NONE
+            s, again = classic_sync(c, group, j)
+            assert s.error_code == NONE and again == share
+            d = c.request(DESCRIBE, 1, group_ids=[group], include_authorized_operations=False).groups[0]
+            assert d.group_state == "Stable" and sorted(m.member_type for m in d.members) == [0, 1]
+    finally:
+        broker.stop()

@@ -228,13 +228,13 @@ def test_replay_rebuilds_the_group_exactly() -> None:
         {m: v.current() + v.metadata()[:1] for m, v in old.members.items()}
 
 
-def test_classic_join_to_a_non_empty_consumer_group_is_inconsistent_and_empty_one_converts() -> None:
+def test_classic_join_without_a_consumer_subscription_is_inconsistent_and_empty_group_converts() -> None:
     cg = CG()
     cg.hb("a", 0)
     join = JoinGroup(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
                      protocol_type="consumer", protocols=[("range", b"")], token=1)
     r: JoinGroupResult = cg.co.handle(join, 0).completions[0][1]
-    assert r.error_code == 23                                 # INCONSISTENT_GROUP_PROTOCOL
+    assert r.error_code == 23       # INCONSISTENT_GROUP_PROTOCOL: no ConsumerProtocolSubscription to assign by
     cg.hb("a", -1)
     step = cg.co.handle(join, 0)
     assert cg.group() is None and cg.co.group("g") is not None

@@ -40,3 +40,18 @@ def coordinator_fields(ctx: "RequestContext") -> dict[str, Any]:
     """What every coordinator request carries about its client (Kafka's client id and
     "/host" as DescribeGroups shows them)."""
     return {"api_version": ctx.api_version, "client_id": ctx.client_id or "", "client_host": "/" + ctx.client_host}
+
+
+def topics_view(ctx: "RequestContext") -> dict[str, tuple[uuid.UUID, int]]:
+    """The cluster's non-internal topics as the group coordinator's server-side assignment sees
+    them, name -> (id, partition count) (the metadata image in cluster mode, not only the ones
+    hosted here)."""
+    from .. import topic_catalog
+    return {name: (t.topic_id, t.partition_count) for name, t in topic_catalog.all_topics(ctx.broker).items()
+            if not t.internal}
+
+
+def partition_racks_view(ctx: "RequestContext") -> Any:
+    """The replica racks of the cluster's partitions (rack-aware group assignment)."""
+    from .. import topic_catalog
+    return topic_catalog.partition_racks(ctx.broker)

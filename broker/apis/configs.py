@@ -150,6 +150,8 @@ _BROKER_DOCS: dict[str, str] = {
     "broker.rack": "Rack of this broker.",
     "cluster.id": "Cluster id to use when formatting a new log directory.",
     "samsa.fsync.on.acks.all": "Samsa: fsync the written partitions before answering an acks=all produce.",
+    "samsa.group.consumer.rack.aware.assignment": ("Samsa: consumer groups' server-side assignors prefer "
+                                                   "partitions with a replica on the member's rack."),
     "samsa.log.max.open.segment.files": ("Samsa: most segment files kept open at once (default: a quarter "
                                          "of the open-file soft limit, at most 8192)."),
     "compression.gzip.level": "Default compression.gzip.level of topics.",

@@ -18,16 +18,13 @@ from coordinator import consumer_group as cg
 from .. import topic_catalog
 from ..dispatch import RequestContext, handles
 from ..security.acl import GROUP_OPERATIONS
-from .common import coordinator_fields
+from .common import coordinator_fields, partition_racks_view, topics_view
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 _ALL_GROUP_OPERATIONS = sum(1 << op for op in GROUP_OPERATIONS)   # an int32 in this response
 
 
-def _topics_view(ctx: RequestContext) -> dict[str, tuple[uuid.UUID, int]]:
-    """The cluster's topics (the metadata image in cluster mode, not only the ones hosted here)."""
-    return {name: (t.topic_id, t.partition_count) for name, t in topic_catalog.all_topics(ctx.broker).items()
-            if not t.internal}
+_topics_view = topics_view
 
 
 @handles(68)
@@ -40,6 +37,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
         subscribed_topic_names=None if req.subscribed_topic_names is None else list(req.subscribed_topic_names),
         subscribed_topic_regex=getattr(req, "subscribed_topic_regex", None) if ctx.api_version >= 1 else None,
         server_assignor=req.server_assignor, topic_partitions=owned, topics=_topics_view(ctx),
+        partition_racks=partition_racks_view(ctx),
         **coordinator_fields(ctx))
     if (req.group_id or "") in ctx.broker.share_groups.coordinator.groups:   # KIP-932: ids are shared with them
         return ctx.response(throttle_time_ms=0, error_code=cg.GROUP_ID_NOT_FOUND,
@@ -87,7 +85,7 @@ async def consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
                                subscribed_topic_regex=m.subscribed_topic_regex,
                                assignment=assignment(m.assignment),
                                target_assignment=assignment(m.target_assignment),
-                               member_type=1) for m in d.members],
+                               member_type=m.member_type) for m in d.members],
             # without an authorizer Kafka (AuthHelper.authorizedOperations) answers every group operation
             authorized_operations=_ALL_GROUP_OPERATIONS if getattr(req, "include_authorized_operations", False)
             and not d.error_code else _AUTHORIZED_OPERATIONS_OMITTED))

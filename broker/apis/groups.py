@@ -21,7 +21,7 @@ from protocol.errors import ErrorCode
 
 from ..dispatch import RequestContext, handles
 from ..security.acl import GROUP_OPERATIONS
-from .common import coordinator_fields
+from .common import coordinator_fields, partition_racks_view, topics_view
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
@@ -67,7 +67,8 @@ async def join_group(ctx: RequestContext, req: Any) -> Any:
                           member_id=req.member_id or "", group_instance_id=req.group_instance_id,
                           protocol_type=req.protocol_type,
                           protocols=[(p.name, bytes(p.metadata)) for p in req.protocols],
-                          reason=req.reason, **coordinator_fields(ctx))
+                          reason=req.reason, topics=topics_view(ctx),
+                          partition_racks=partition_racks_view(ctx), **coordinator_fields(ctx))
     r: g.JoinGroupResult = await ctx.broker.groups.call_for(req.group_id, request)
     members = [JoinGroupResponse.JoinGroupResponseMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
                                                       metadata=m.metadata) for m in r.members]
