@@ -14,6 +14,7 @@ from kafka.protocol.admin import CreateTopicsRequest
 
 from broker.devcluster import find_etcd
 from broker.testing import SamsaBroker, free_port
+from broker.ports import free_port_run
 from tests.rawclient import RawClient
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
@@ -181,7 +182,7 @@ def test_a_live_node_id_and_a_foreign_log_dir_refuse_to_start(samsa_cluster, tmp
 
 
 def test_samsa_cluster_command_prints_bootstrap_and_stops_on_sigterm(tmp_path) -> None:
-    base = free_port()
+    base = free_port_run(2)
     proc = subprocess.Popen([sys.executable, "-m", "broker", "cluster", "--brokers", "2", "--base-port", str(base),
                              "--data-dir", str(tmp_path / "c"), "--override", "num.partitions=4"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
