@@ -23,7 +23,7 @@ from .dispatch import check_handlers, dispatch
 from .security.session import Session
 from .security.transport import secure
 from .sendfile import send_parts
-from . import request_log
+from . import request_log, sockio
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -80,18 +80,23 @@ async def _read_stream_loop(stream: trio.abc.Stream, decoder: FrameDecoder,
 async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
                      send: trio.MemorySendChannel, peer: str) -> None:
     sock = stream.socket
+    drained = False
     while True:
         into = decoder.buffer()
+        offered = len(into)
         try:
-            n = await sock.recv_into(into)
+            n = await sockio.recv_into(sock, into, drained)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return
         finally:
             into.release()
         if not n:
             return
+        drained = n < offered
         if not await _forward(decoder.consumed, n, send, peer):
             return
+        if not drained:   # more may be waiting: read it, but let other tasks run first
+            await trio.lowlevel.checkpoint()
 
 
 async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryReceiveChannel,
@@ -121,7 +126,7 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
                     if isinstance(response, list):
                         await send_parts(stream, response)
                     else:
-                        await stream.send_all(response)
+                        await sockio.send_all(stream, response)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     break
             if session.close_after:
