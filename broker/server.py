@@ -58,8 +58,14 @@ async def _forward(take: Callable[[Any], Sequence[bytes | bytearray]], received:
         log.warning("closing connection: bad frame", peer=peer, reason=str(exc))
         await send.send(exc)
         return False
-    for frame in frames:
-        await send.send(frame)
+    try:
+        for frame in frames:
+            try:   # without the yield of send(): the reader yields when it waits or reads on
+                send.send_nowait(frame)
+            except trio.WouldBlock:
+                await send.send(frame)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):   # the answering task has ended
+        return False
     return True
 
 
