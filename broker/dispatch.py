@@ -12,7 +12,7 @@ from kafka.protocol.api_message import ApiMessage
 from protocol.api_versions import SUPPORTED_WITH_SHARE_GROUPS as ALL_IMPLEMENTED
 from protocol.api_versions_response import unsupported_version_response
 from protocol.frame import FrameError, peek_header
-from protocol.messages import REQUESTS, RESPONSES, decode_request
+from protocol.messages import REQUESTS, RESPONSES, decode_request, encode_response
 from protocol.splice import splice
 
 from .faults import PASS
@@ -116,10 +116,8 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str,
         return None
     if isinstance(response, Spliced):
         message = response.message
-        message.with_header(correlation_id=prefix.correlation_id)
-        frame = message.encode(header=True, framed=True)
+        frame = encode_response(message, prefix.correlation_id)
         if not response.regions:
             return frame
         return splice(frame, response.regions, message.flexible_version_q(version))
-    response.with_header(correlation_id=prefix.correlation_id)
-    return response.encode(header=True, framed=True)
+    return encode_response(response, prefix.correlation_id)

@@ -25,7 +25,7 @@ from .idle_expiry import IdleExpiry
 from .security.session import FailedAuthentication, Session, illegal_state_answer
 from .security.transport import secure
 from .sendfile import send_parts
-from . import request_log
+from . import request_log, sockio
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -62,8 +62,14 @@ async def _forward(take: Callable[[Any], Sequence[bytes | bytearray]], received:
         log.warning("closing connection: bad frame", peer=peer, reason=str(exc))
         await send.send(exc)
         return False
-    for frame in frames:
-        await send.send(frame)
+    try:
+        for frame in frames:
+            try:   # without the yield of send(): the reader yields when it waits or reads on
+                send.send_nowait(frame)
+            except trio.WouldBlock:
+                await send.send(frame)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):   # the answering task has ended
+        return False
     return True
 
 
@@ -84,18 +90,23 @@ async def _read_stream_loop(stream: trio.abc.Stream, decoder: FrameDecoder,
 async def _read_loop(stream: trio.SocketStream, decoder: FrameDecoder,
                      send: trio.MemorySendChannel, peer: str, idle: IdleExpiry) -> None:
     sock = stream.socket
+    drained = False
     while True:
         into = decoder.buffer()
+        offered = len(into)
         try:
-            n = await sock.recv_into(into)
+            n = await sockio.recv_into(sock, into, drained)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return
         finally:
             into.release()
         if not n:
             return
+        drained = n < offered
         if not await _forward(decoder.consumed, n, send, peer, idle):
             return
+        if not drained:   # more may be waiting: read it, but let other tasks run first
+            await trio.lowlevel.checkpoint()
 
 
 async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryReceiveChannel,
@@ -140,7 +151,7 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
                     if isinstance(response, list):
                         await send_parts(stream, response)
                     else:
-                        await stream.send_all(response)
+                        await sockio.send_all(stream, response)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     break
             idle.end()

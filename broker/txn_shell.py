@@ -81,9 +81,8 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
     def write_step(self, partition: int, step: Step) -> None:
         super().write_step(partition, step)
         request, self._request = self._request, None
-        for key, value in step.records:
-            if value is not None:
-                self._log_transition(txr.decode_key(key), txr.decode_value(value), request)
+        for transactional_id, value in step.transitions:
+            self._log_transition(transactional_id, value, request)
 
     def _log_transition(self, transactional_id: str, v: txr.TransactionLogValue, request: Any) -> None:
         """Transactions begun/committed/aborted/timed out, from the state records the coordinator

@@ -6,6 +6,8 @@ about placement (and offsets migrated from a real cluster) disagree with us.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 _INT_MIN = -(1 << 31)
 
 
@@ -23,8 +25,11 @@ def kafka_abs(n: int) -> int:
     return 0 if n == _INT_MIN else abs(n)
 
 
+@lru_cache(maxsize=8192)
 def partition_for_group(group_id: str, num_partitions: int) -> int:
-    """The ``__consumer_offsets`` partition (and so the coordinator) that owns ``group_id``."""
+    """The ``__consumer_offsets`` partition (and so the coordinator) that owns ``group_id``.
+    Cached: every group and transactional request asks, and the Java hash is a Python loop
+    over the id's characters (bounded, so a client inventing ids cannot grow it)."""
     if num_partitions <= 0:
         raise ValueError("num_partitions must be positive")
     return kafka_abs(java_string_hash(group_id)) % num_partitions

@@ -279,11 +279,15 @@ class Step:
     completions: list[tuple[Any, Any]] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
     markers: list[MarkerJob] = field(default_factory=list)
+    # the state records among ``records`` as values, (transactional id, value), in order: what
+    # the shell logs (begun/committed/aborted) without decoding the bytes it was just given
+    transitions: list[tuple[str, TransactionLogValue]] = field(default_factory=list)
 
     def extend(self, other: Step) -> None:
         self.completions.extend(other.completions)
         self.records.extend(other.records)
         self.markers.extend(other.markers)
+        self.transitions.extend(other.transitions)
 
 
 # =========================================================================== metadata
@@ -455,7 +459,9 @@ class TransactionCoordinator:
             setattr(md, name, value)
         md.last_producer_id = previous_pid
         md.state = state
-        step.records.append(transaction_record(md.transactional_id, md.log_value()))
+        value = md.log_value()
+        step.records.append(transaction_record(md.transactional_id, value))
+        step.transitions.append((md.transactional_id, value))
 
     def _marker_job(self, md: TxnMetadata) -> MarkerJob:
         return MarkerJob(md.transactional_id, md.producer_id, md.producer_epoch,

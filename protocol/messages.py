@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import importlib
+import struct
 
 from kafka.protocol.api_key import ApiKey
+from kafka.protocol.api_header import ResponseHeader
 from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.schemas.fields.codecs.encode_buffer import EncodeBufferPool
+
+_SIZE = struct.Struct(">i")
 
 REQUESTS: dict[int, type[ApiMessage]] = {}
 RESPONSES: dict[int, type[ApiMessage]] = {}
@@ -24,40 +29,82 @@ for _cls in _SCHEMA_MESSAGES:
 
 
 
-_COPY_IS_CHEAP = 1 << 16  # below this, kafka-python's own path (one copy) is the faster one
+class _Codecs:
+    """One message class and version's compiled codecs, looked up once: kafka-python compiles
+    a flat encoder/decoder per (struct, version) and caches it, but its ``encode``/``decode``
+    wrap them in per-call work (version checks, an ``io.BytesIO`` copy of the whole frame and
+    the generic, uncompiled codec for the request/response header) that costs as much as the
+    body itself for a small request. Here header and body both go through kafka-python's own
+    compiled codecs (``compiled_decode_from``/``compiled_encode_into``), with the header
+    flags kafka-python uses (``ApiHeader``: non-compact strings, tagged fields when flexible)."""
+
+    __slots__ = ("flexible", "header_decode", "body_decode", "header_encode", "body_encode")
+
+    def __init__(self, cls: type[ApiMessage], version: int) -> None:
+        self.flexible = flexible = cls.flexible_version_q(version)
+        hdr = cls.header_class
+        hv = hdr._flexible_versions[0] if flexible else hdr._valid_versions[0]
+        if cls.is_request():
+            self.header_decode = hdr._struct.compiled_decode_from(hv, compact=False, tagged=flexible,
+                                                                  data_class=hdr)
+            self.body_decode = cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible,
+                                                                data_class=cls[None])
+        else:
+            self.header_encode = hdr._struct.compiled_encode_into(hv, compact=False, tagged=flexible)
+            self.body_encode = cls._struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
 
 
-class _ViewReader:
-    """What kafka-python's header decoder reads from, over a view of the frame: io.BytesIO
-    would copy the whole frame (a produce request's records included) to read a few bytes."""
+_CODECS: dict[tuple[type, int], _Codecs] = {}
+_PLAIN: dict[type, bool] = {}
 
-    def __init__(self, view: memoryview) -> None:
-        self.view = view
-        self.pos = 0
 
-    def read(self, n: int = -1) -> bytes:
-        end = len(self.view) if n < 0 else self.pos + n
-        out = bytes(self.view[self.pos:end])
-        self.pos = end
-        return out
+def _codecs(cls: type[ApiMessage], version: int) -> _Codecs:
+    c = _CODECS.get((cls, version))
+    if c is None:
+        c = _CODECS[(cls, version)] = _Codecs(cls, version)
+    return c
 
-    def tell(self) -> int:
-        return self.pos
+
+def _plain(cls: type[ApiMessage], *methods: str) -> bool:
+    """The class keeps kafka-python's generic methods (a few override them for quirks, e.g.
+    ApiVersionsResponse's never-flexible header): only those take the compiled shortcut."""
+    plain = _PLAIN.get(cls)
+    if plain is None:
+        plain = _PLAIN[cls] = all(next(k for k in cls.__mro__ if m in k.__dict__) is ApiMessage for m in methods)
+    return plain
 
 
 def decode_request(cls: type[ApiMessage], frame: bytes | bytearray, version: int) -> ApiMessage:
-    """``cls.decode(frame, version=version, header=True)`` without its copy of the whole frame:
-    the header is read through a view, the body decoded from a view of the frame."""
-    if len(frame) < _COPY_IS_CHEAP:
+    """``cls.decode(frame, version=version, header=True)`` through the compiled codecs, from a
+    view of the frame (no copy: a produce request's records stay where they were received)."""
+    if not _plain(cls, "decode", "parse_header") or not 0 <= version <= cls.max_version:
         return cls.decode(frame, version=version, header=True)
+    c = _codecs(cls, version)
     view = memoryview(frame)
-    reader = _ViewReader(view)
-    header = cls.parse_header(reader, version=version)
-    if reader.pos > len(view):
+    header, pos = c.header_decode(view, 0)
+    if pos > len(view):
         raise ValueError("request header longer than the request")
-    request = cls.decode(view[reader.pos:], version=version)
+    request, _ = c.body_decode(view, pos)
     request._header = header
     return request
 
 
-__all__ = ["ApiKey", "REQUESTS", "RESPONSES", "decode_request"]
+def encode_response(message: ApiMessage, correlation_id: int) -> bytes | bytearray:
+    """``message.with_header(correlation_id=...)`` then ``message.encode(header=True,
+    framed=True)``, through the compiled codecs of its class and version."""
+    cls = type(message)
+    version = message.API_VERSION
+    if version is None or not _plain(cls, "encode", "encode_header", "encode_header_into", "with_header"):
+        message.with_header(correlation_id=correlation_id)
+        return message.encode(header=True, framed=True)
+    c = _codecs(cls, version)
+    header = message._header = ResponseHeader(correlation_id=correlation_id)
+    with EncodeBufferPool.acquire() as out:
+        out.pos = 4   # the frame size, written last
+        c.header_encode(header, out)
+        c.body_encode(message, out)
+        _SIZE.pack_into(out.buf, 0, out.pos - 4)
+        return out.result()
+
+
+__all__ = ["ApiKey", "REQUESTS", "RESPONSES", "decode_request", "encode_response"]

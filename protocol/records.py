@@ -404,7 +404,17 @@ def build_batch(records: list[tuple[bytes | None, bytes | None]], base_offset: i
                           producer_epoch, base_sequence, len(records), body)
 
 
-def _zigzag(v: int) -> bytes:
+def _varint(v: int) -> bytes:
     out = bytearray()
     encode_varint(v, out.append)
     return bytes(out)
+
+
+# zigzag varints of -64..63 are one byte: the deltas, lengths and counts of the broker's own
+# small records (coordinator records, markers), built on every commit
+_ONE_BYTE = {v: _varint(v) for v in range(-64, 64)}
+
+
+def _zigzag(v: int) -> bytes:
+    b = _ONE_BYTE.get(v)
+    return b if b is not None else _varint(v)

@@ -32,8 +32,10 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
     by_id = ctx.api_version >= 10
     topics: list[OffsetCommitTopic] = []
     rejected: dict[tuple[int, int], int] = {}
+    # topic_id only from v10 (reading an absent field costs kafka-python a failed lookup)
+    names = [_name_for(ctx, t.name, t.topic_id if by_id else None) for t in req.topics]
     for i, t in enumerate(req.topics):
-        name = _name_for(ctx, t.name, getattr(t, "topic_id", None))
+        name = names[i]
         topic = topic_catalog.topic(ctx.broker, name) if name else None
         keep = []
         for p in t.partitions:
@@ -55,12 +57,12 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
     resp = ctx.response(throttle_time_ms=0, topics=[])
     RT = resp.OffsetCommitResponseTopic
     for i, t in enumerate(req.topics):
-        name = _name_for(ctx, t.name, getattr(t, "topic_id", None))
+        name = names[i]
         parts = [RT.OffsetCommitResponsePartition(
             partition_index=p.partition_index,
             error_code=rejected.get((i, p.partition_index), errors.get((name, p.partition_index), ErrorCode.NONE)))
             for p in t.partitions]
-        resp.topics.append(RT(name=t.name, topic_id=getattr(t, "topic_id", None) or ZERO_UUID, partitions=parts))
+        resp.topics.append(RT(name=t.name, topic_id=(t.topic_id if by_id else None) or ZERO_UUID, partitions=parts))
     return resp
 
 

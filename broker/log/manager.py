@@ -66,6 +66,10 @@ class Topic:
     # the local logs (all of them on a single node; only this broker's replicas in a cluster)
     partitions: PartitionMap = field(default_factory=PartitionMap)
     partition_count: int = 0          # the topic's partitions, local or not
+    # effective config values already resolved from ``configs`` (the dict they came from:
+    # configs are replaced whole when altered, which empties this) and the broker's defaults
+    resolved: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    resolved_from: dict[str, str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def internal(self) -> bool:
@@ -232,10 +236,23 @@ class LogManager:
 
     # -- configs -------------------------------------------------------------------------
     def topic_config_value(self, topic: Topic, name: str) -> Any:
+        """The topic's value, else the broker's default for it. Resolved once per topic and name
+        (every append asks for several); broker properties are static (Samsa has no dynamic
+        broker configs) and a topic's configs are replaced whole when altered."""
+        if topic.resolved_from is not topic.configs:
+            topic.resolved.clear()
+            topic.resolved_from = topic.configs
+        try:
+            return topic.resolved[name]
+        except KeyError:
+            pass
         if name in topic.configs:
-            return parse_value(TOPIC_CONFIGS[name][0], topic.configs[name])
-        broker_key = TOPIC_CONFIGS[name][1]
-        return self.config.broker_value_for_topic_default(broker_key) if broker_key else None
+            value = parse_value(TOPIC_CONFIGS[name][0], topic.configs[name])
+        else:
+            broker_key = TOPIC_CONFIGS[name][1]
+            value = self.config.broker_value_for_topic_default(broker_key) if broker_key else None
+        topic.resolved[name] = value
+        return value
 
     # -- admin ---------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None,

@@ -387,16 +387,19 @@ class Partition:
         return sum(s.size for s in self.segments)
 
     # -- append --------------------------------------------------------------------------
-    def append(self, data: bytes | bytearray, batches: list[rb.BatchHeader], now_ms: int) -> AppendResult:
+    def append(self, data: bytes | bytearray, batches: list[rb.BatchHeader], now_ms: int,
+               built_here: bool = False) -> AppendResult:
         """Append validated batches from one produce request. A bytearray is stamped in place;
         immutable bytes are written with stamped heads beside views of the rest (no copy),
-        unless log-append time means rewriting timestamps and CRCs."""
+        unless log-append time means rewriting timestamps and CRCs. ``built_here``: a batch
+        the broker built itself (append_internal), every record keyed and stamped ``now_ms``:
+        the compacted-topic key walk and the timestamp bounds cannot fail, so they are skipped."""
         max_bytes = int(self.config("max.message.bytes"))
         for h in batches:
             if h.size > max_bytes:
                 return AppendResult(ErrorCode.MESSAGE_TOO_LARGE,
                                     message=f"batch of {h.size} bytes exceeds max.message.bytes {max_bytes}")
-        if "compact" in self.policies():
+        if not built_here and "compact" in self.policies():
             for h in batches:
                 try:
                     keyed = h.is_control or _all_keyed(data, h)
@@ -407,7 +410,7 @@ class Partition:
                                         message=f"Compacted topic cannot accept message without key in topic "
                                                 f"partition {self.name}.")
         log_append = self.config("message.timestamp.type") == "LogAppendTime"
-        if not log_append:
+        if not log_append and not built_here:
             after = int(self.config("message.timestamp.after.max.ms"))
             before = int(self.config("message.timestamp.before.max.ms"))
             for h in batches:
@@ -482,7 +485,8 @@ class Partition:
         """Append broker-written records (internal topics, markers); returns the base offset."""
         data = rb.build_batch(records, timestamp_ms=now_ms, **kw)
         h = rb.parse_header(data)
-        result = self.append(data, [h], now_ms)
+        keyed = kw.get("control", False) or all(key is not None for key, _ in records)
+        result = self.append(data, [h], now_ms, built_here=keyed)
         if result.error:
             raise RuntimeError(f"internal append failed: {result.error} {result.message}")
         return result.base_offset
