@@ -72,6 +72,7 @@ class GroupView:
     coordinator_partition: int
     members: list[MemberView] = field(default_factory=list)
     offsets: list[OffsetView] = field(default_factory=list)
+    coordinator: int = -1     # the coordinating broker (cluster mode; -1: this one, single node)
 
     @property
     def total_lag(self) -> int:

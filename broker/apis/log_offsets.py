@@ -1,6 +1,7 @@
 """ListOffsets v1-v11 and OffsetForLeaderEpoch v2-v4.
 
-Quirks: latest (-1) is the log end offset (last offset + 1, never "last batch + 1"), or
+Quirks: latest (-1) is the log end offset (last offset + 1, never "last batch + 1") for a
+non-consumer replica id (-2, debugging tools; Kafka gives it no isolation level), else the HW or
 the last stable offset for read_committed; earliest (-2) the log start offset; max
 timestamp (-3, v7+) the record with the largest timestamp; -4/-5 (tiered storage) answer
 as earliest/latest since nothing is tiered; a timestamp finds the first record with a
@@ -21,6 +22,7 @@ from .common import absent_partition_error, check_leader_epoch
 LT = ListOffsetsResponse.ListOffsetsTopicResponse
 LP = LT.ListOffsetsPartitionResponse
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+CONSUMER_REPLICA_ID = -1
 
 
 @handles(2)
@@ -45,7 +47,10 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
                 continue
             ts = rp.timestamp
             epoch = part.leader_epoch
-            fetchable = part.last_stable_offset if req.isolation_level == 1 else part.high_watermark
+            # a non-consumer replica id (a follower, or -2 for debugging tools) gets no isolation
+            # level: "latest" is the log end offset, as Kafka's ReplicaManager answers it
+            fetchable = part.log_end_offset if req.replica_id != CONSUMER_REPLICA_ID else \
+                part.last_stable_offset if req.isolation_level == 1 else part.high_watermark
             if ts in (LATEST, LATEST_TIERED):
                 found = (fetchable, -1)
             elif ts in (EARLIEST, EARLIEST_LOCAL):
