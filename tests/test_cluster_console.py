@@ -113,9 +113,21 @@ def test_any_broker_console_shows_the_whole_cluster(samsa_cluster: LocalCluster)
         assert rows["0"][4:8] == ["0", "7", "7", "7"] and rows["1"][4:8] == ["0", "6", "5", "6"]
 
         # broker 3 hangs (SIGSTOP): broker 1's page answers within the peer timeout, names it,
-        # and still shows what broker 2 coordinates
+        # and still shows what broker 2 coordinates. hw-0 (leader 2) keeps its HW while its
+        # follower 3 hangs: acks=1 writes raise only the leader's log end, which broker 1 shows
+        create_topic(c, "hw", assignment={0: [2, 1, 3]})
+        c.wait_for(lambda: sorted(c.image().partition("hw", 0).isr) == [1, 2, 3], what="hw's full ISR")
+        p.produce("hw", value=b"a", partition=0)
+        p.produce("hw", value=b"b", partition=0)
+        assert p.flush(30) == 0
         c.pause(3)
         try:
+            p1 = Producer({"bootstrap.servers": c.brokers[2].bootstrap_servers, "acks": 1})
+            for v in (b"c", b"d", b"e"):
+                p1.produce("hw", value=v, partition=0)
+            assert p1.flush(30) == 0
+            _, t = page(c, 1, "/topics/hw")
+            assert t["partitions"][0][4:8] == ["0", "2", "2", "5"]
             start = time.monotonic()
             html, t = page(c, 1, "/")
             took = time.monotonic() - start
@@ -128,6 +140,10 @@ def test_any_broker_console_shows_the_whole_cluster(samsa_cluster: LocalCluster)
             c.resume(3)
         html, t = page(c, 1, "/")
         assert "Incomplete" not in html and modern in [r[0] for r in t["groups"]]
+        # broker 2 is killed (still registered until its session times out): refused, named
+        c.kill(2)
+        html, t = page(c, 1, f"/groups/{classic}")
+        assert "broker 2 did not answer: cannot connect" in html and "Not found on the brokers that answered" in html
     finally:
         a.close()
         b.close()
