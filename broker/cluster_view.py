@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import trio
 from kafka.protocol.admin import (DescribeGroupsRequest, DescribeLogDirsRequest, DescribeTransactionsRequest,
@@ -22,6 +23,7 @@ from kafka.protocol.admin import (DescribeGroupsRequest, DescribeLogDirsRequest,
 from kafka.protocol.consumer import ListOffsetsRequest, OffsetFetchRequest
 
 from . import introspect
+from .group_timeline import Rebalance, timeline_from_json
 from .introspect import GroupView, MemberView, OffsetView
 from .replica.client import BrokerConnection, BrokerConnectionError
 from .replica.manager import endpoint_of
@@ -138,6 +140,45 @@ async def gather(broker: "Broker", group: str | None = None, everything: bool = 
     view.groups.sort(key=lambda g: g.group_id)
     view.transactions.sort(key=lambda t: t.transactional_id)
     return view
+
+
+def http_url_of(broker: "Broker", node: int) -> str | None:
+    """Another broker's ``samsa.http.listener`` as it registered it in etcd (``brokers/<id>``),
+    with a wildcard host replaced by the host it advertises; None when it has none."""
+    cluster = getattr(broker, "cluster", None)
+    live = getattr(getattr(cluster, "store", None), "live", {}) or {}
+    url = (live.get(node) or {}).get("http")
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if parts.hostname in (None, "", "0.0.0.0", "::"):
+        endpoint = endpoint_of(cluster.image, node, broker.replicas.listener)
+        if endpoint is None:
+            return None
+        host = f"[{endpoint[0]}]" if ":" in endpoint[0] else endpoint[0]
+        url = urlunsplit((parts.scheme, f"{host}:{parts.port}", parts.path, "", ""))
+    return url.rstrip("/")
+
+
+async def remote_timeline(broker: "Broker", node: int, group_id: str) -> tuple[list[Rebalance] | None, str]:
+    """The rebalance timeline the group's coordinator ``node`` keeps in memory, read from its
+    console (``/timeline/<group>`` on its ``samsa.http.listener``) within ``PEER_TIMEOUT_S``;
+    (None, why) when it cannot be had."""
+    import httpx
+
+    base = http_url_of(broker, node)
+    if base is None:
+        return None, f"broker {node} registered no samsa.http.listener: its console is off"
+    try:
+        with trio.move_on_after(PEER_TIMEOUT_S):
+            async with httpx.AsyncClient(timeout=PEER_TIMEOUT_S) as client:
+                resp = await client.get(f"{base}/timeline/{quote(group_id, safe='')}")
+            if resp.status_code != 200:
+                return None, f"broker {node}'s console answered HTTP {resp.status_code} at {base}"
+            return timeline_from_json(resp.json()), base
+    except (httpx.HTTPError, ValueError, TypeError) as exc:
+        return None, f"broker {node}'s console at {base} did not answer: {exc!r}"
+    return None, f"broker {node}'s console at {base} did not answer within {PEER_TIMEOUT_S:g} s"
 
 
 async def _ask(conn: BrokerConnection, node: int, image: Any, view: ClusterView, group: str | None,

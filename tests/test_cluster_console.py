@@ -98,9 +98,13 @@ def test_any_broker_console_shows_the_whole_cluster(samsa_cluster: LocalCluster)
         assert topics["cc"][1:3] == ["2", "13"]          # 7 + 6 records below the leaders' HWs
 
         html, t = page(c, 1, f"/groups/{classic}")
-        assert "(broker 2)" in html and 'id="timeline-elsewhere"' in html and "broker 2's console" in html
+        assert "(broker 2)" in html and 'id="timeline-source"' in html
+        assert f"read from its console at {url(c, 2)}" in html
         (m,) = t["members"]
         assert m[2] == "classic-client" and m[4] == "cc: 0,1"
+        # the timeline broker 2 keeps in memory: generation 1, the member joined and got 2 partitions
+        gens = [r for r in t["timeline"] if r[0].isdigit()]
+        assert gens[0][0] == "1" and m[0] in gens[0][5] and gens[0][7] == f"{m[0]}: 2 partitions", gens
         assert t["offsets"] == [["cc", "0", "3", "7", "4"], ["cc", "1", "2", "6", "4"]]
         html, t = page(c, 1, f"/groups/{modern}")
         (m,) = t["members"]

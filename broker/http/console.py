@@ -4,7 +4,10 @@ JavaScript that re-fetch the page's content every two seconds (no CDN, no build 
 Pages: ``/`` (brokers, topics, consumer groups, transactions in flight), ``/topics/<name>``
 (partitions with leader, ISR, log start, HW, LSO, size; producers per partition; recent records)
 and ``/groups/<id>`` (state, members and assignments, committed offsets and lag, rebalance
-timeline). Brokers are read from what Metadata would say, so a cluster shows every node.
+timeline). Brokers are read from what Metadata would say, so a cluster shows every node; in
+cluster mode the groups, transactions and partition offsets of the other brokers are asked of
+them (broker/cluster_view.py), and a group's rebalance timeline is read from its coordinator's
+console (``/timeline/<group>``, JSON), since the coordinator keeps it in memory.
 """
 from __future__ import annotations
 
@@ -15,8 +18,9 @@ from urllib.parse import quote, unquote
 
 from .. import cluster_view, introspect
 from ..cluster_view import ClusterView, LeaderOffsets
+from ..group_timeline import Rebalance, timeline_to_json
 from ..log.manager import INTERNAL_TOPICS
-from .serve import ASGIApp, Receive, Scope, Send, respond
+from .serve import ASGIApp, Receive, Scope, Send, respond, respond_json
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -200,7 +204,10 @@ def topic_page(broker: "Broker", name: str, view: ClusterView) -> str | None:
             f"first; values cut at {RECORD_PREVIEW_BYTES} bytes.</p>{rec}")
 
 
-def group_page(broker: "Broker", group_id: str, view: ClusterView) -> str | None:
+def group_page(broker: "Broker", group_id: str, view: ClusterView,
+               remote_timeline: tuple[list[Rebalance] | None, str] | None = None) -> str | None:
+    """``remote_timeline``: (the timeline or None, where it came from or why not) when another
+    broker coordinates the group (broker/cluster_view.py remote_timeline)."""
     if not view.groups:
         return None if not view.missing else _missing(view) + f"<h2>Group {_e(group_id)}</h2><p>Not found on " \
             f"the brokers that answered.</p>"
@@ -214,7 +221,7 @@ def group_page(broker: "Broker", group_id: str, view: ClusterView) -> str | None
         _td(o.high_watermark, num=True), _td(o.lag, num=True, cls="lag" if o.lag else "ok")]
         for o in v.offsets], "offsets") if v.offsets else '<p class="muted">No committed offsets.</p>'
     remote = v.coordinator not in (-1, broker.node_id)
-    timeline = [] if remote else broker.groups.timeline.timeline(group_id)
+    timeline, source = (remote_timeline or (None, "")) if remote else (broker.groups.timeline.timeline(group_id), "")
     tl = _table(["Generation", "Started", "Completed", "Duration (ms)", "Why", "Joined", "Left", "Assignment"], [[
         _td(r.generation if r.generation is not None else f"after {r.previous_generation} (in progress)"),
         _td(_ms(r.started_ms)), _td(_ms(r.completed_ms)),
@@ -225,9 +232,12 @@ def group_page(broker: "Broker", group_id: str, view: ClusterView) -> str | None
         _td("<br>".join(_e(f"{m}: {n} partitions") for m, n in r.assignment.items()), raw=True)]
         for r in reversed(timeline)], "timeline") if timeline else \
         f'<p class="muted" id="timeline-elsewhere">The rebalance timeline is kept in memory by the group\'s ' \
-        f'coordinator, broker {v.coordinator}: open this page on broker {v.coordinator}\'s console ' \
-        f'(its samsa.http.listener).</p>' if remote else \
+        f'coordinator, broker {v.coordinator}, and could not be read ({_e(source)}): open this page on broker ' \
+        f'{v.coordinator}\'s console (its samsa.http.listener).</p>' if remote and timeline is None else \
         '<p class="muted">No rebalance seen since the broker started.</p>'
+    if remote and timeline is not None:
+        tl = f'<p class="muted" id="timeline-source">Kept by the coordinator, broker {v.coordinator}; read from ' \
+             f'its console at {_e(source)}.</p>{tl}'
     return (f"{_missing(view)}<h2>Group {_e(v.group_id)}</h2>"
             f"<p>State <span class=\"state\" id=\"group-state\">{_e(v.state)}</span> · protocol "
             f"{_e(v.protocol_type)}/{_e(v.protocol)} · coordinator partition {v.coordinator_partition} of "
@@ -255,7 +265,16 @@ def console_app(broker: "Broker") -> ASGIApp:
             title, content = name, topic_page(broker, name, await cluster_view.gather(broker, everything=False))
         elif path.startswith("/groups/"):
             name = path[len("/groups/"):]
-            title, content = name, group_page(broker, name, await cluster_view.gather(broker, group=name))
+            view = await cluster_view.gather(broker, group=name)
+            coordinator = view.groups[0].coordinator if view.groups else -1
+            remote = await cluster_view.remote_timeline(broker, coordinator, name) \
+                if coordinator not in (-1, broker.node_id) else None
+            title, content = name, group_page(broker, name, view, remote)
+        elif path.startswith("/timeline/"):
+            # this broker's in-memory rebalance timeline of a group it coordinates, as JSON: what
+            # another broker's console shows for it (broker/cluster_view.py remote_timeline)
+            await respond_json(send, 200, timeline_to_json(broker.groups.timeline.timeline(path[len("/timeline/"):])))
+            return
         else:
             title, content = "Not found", None
         if content is None:
