@@ -144,6 +144,15 @@ def test_any_broker_console_shows_the_whole_cluster(samsa_cluster: LocalCluster)
             c.resume(3)
         html, t = page(c, 1, "/")
         assert "Incomplete" not in html and modern in [r[0] for r in t["groups"]]
+        # broker 3 stops cleanly: fenced, so not asked, and named; its groups moved with the
+        # leadership of their __consumer_offsets partitions and show with their new coordinator
+        c.stop(3)
+        html, t = c.wait_for(lambda: (got := page(c, 1, "/")) and "broker 3 is fenced" in got[0] and got,
+                             timeout=15, what="broker 3 named fenced")
+        coordinator = c.leader("__consumer_offsets", partition_for_group(modern, INTERNAL_PARTITIONS))
+        assert coordinator in (1, 2)
+        c.wait_for(lambda: {r[0]: r for r in page(c, 1, "/")[1]["groups"]}.get(modern, [""])[-1] == str(coordinator),
+                   timeout=15, what="the modern group shown with its new coordinator")
         # broker 2 is killed (still registered until its session times out): refused, named
         c.kill(2)
         html, t = page(c, 1, f"/groups/{classic}")
