@@ -22,6 +22,8 @@ from kafka.protocol.admin import (DescribeGroupsRequest, DescribeLogDirsRequest,
                                   ListGroupsRequest, ListTransactionsRequest)
 from kafka.protocol.consumer import ListOffsetsRequest, OffsetFetchRequest
 
+from protocol.errors import ErrorCode
+
 from . import introspect
 from .group_timeline import Rebalance, timeline_from_json
 from .introspect import GroupView, MemberView, OffsetView
@@ -125,6 +127,8 @@ async def gather(broker: "Broker", group: str | None = None, everything: bool = 
                 view.missing[node] = f"broker {node} did not answer within {PEER_TIMEOUT_S:g} s"
         except BrokerConnectionError as exc:
             view.missing[node] = f"broker {node} did not answer: {exc}"
+        except PeerError as exc:
+            view.missing[node] = f"broker {node} answered {exc}"
         finally:
             with trio.CancelScope(shield=True):
                 await conn.close()
@@ -194,8 +198,22 @@ async def _ask(conn: BrokerConnection, node: int, image: Any, view: ClusterView,
     view.offsets.update(led)
 
 
+class PeerError(Exception):
+    """A broker answered a whole request with an error (e.g. not authorized)."""
+
+
+def _check(api: str, error_code: int) -> None:
+    if error_code:
+        try:
+            name = ErrorCode(error_code).name
+        except ValueError:
+            name = str(error_code)
+        raise PeerError(f"{name} to {api}")
+
+
 async def _groups(conn: BrokerConnection, node: int, only: str | None) -> list[GroupView]:
     listed = await conn.call(ListGroupsRequest(states_filter=[], types_filter=[]), 5)
+    _check("ListGroups", listed.error_code)
     ids = sorted(g.group_id for g in listed.groups if only is None or g.group_id == only)
     if not ids:
         return []
@@ -227,6 +245,7 @@ async def _groups(conn: BrokerConnection, node: int, only: str | None) -> list[G
 
 async def _transactions(conn: BrokerConnection, node: int) -> list[TxnView]:
     listed = await conn.call(ListTransactionsRequest(state_filters=introspect.IN_FLIGHT, producer_id_filters=[]), 0)
+    _check("ListTransactions", listed.error_code)
     ids = sorted(t.transactional_id for t in listed.transaction_states)
     if not ids:
         return []
