@@ -22,7 +22,7 @@ from .common import absent_partition_error, check_leader_epoch
 LT = ListOffsetsResponse.ListOffsetsTopicResponse
 LP = LT.ListOffsetsPartitionResponse
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
-CONSUMER_REPLICA_ID = -1
+CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
 
 
 @handles(2)
@@ -39,7 +39,9 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
                                 error_code=absent_partition_error(ctx.broker, rt.name, rp.partition_index)))
                 continue
             err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
-            if not err and part.replica is not None and not part.replica.is_leader:
+            # Kafka answers debugging tools (replica id -2) from any replica, everyone else from the leader
+            if not err and part.replica is not None and not part.replica.is_leader \
+                    and req.replica_id != DEBUGGING_REPLICA_ID:
                 err = ErrorCode.NOT_LEADER_OR_FOLLOWER
             if err:
                 parts.append(LP(partition_index=rp.partition_index, error_code=err, timestamp=-1, offset=-1,
