@@ -127,8 +127,6 @@ async def gather(broker: "Broker", group: str | None = None, everything: bool = 
                 view.missing[node] = f"broker {node} did not answer within {PEER_TIMEOUT_S:g} s"
         except BrokerConnectionError as exc:
             view.missing[node] = f"broker {node} did not answer: {exc}"
-        except PeerError as exc:
-            view.missing[node] = f"broker {node} answered {exc}"
         finally:
             with trio.CancelScope(shield=True):
                 await conn.close()
@@ -189,8 +187,8 @@ async def _ask(conn: BrokerConnection, node: int, image: Any, view: ClusterView,
                everything: bool) -> None:
     """One broker's part, appended to ``view`` only once all of it arrived (a half answer from a
     broker that then hangs is not shown as if complete)."""
-    groups = await _groups(conn, node, group) if everything else []
-    txns = await _transactions(conn, node) if everything and group is None else []
+    groups = await _groups(conn, node, group, view) if everything else []
+    txns = await _transactions(conn, node, view) if everything and group is None else []
     led = await _offsets(conn, [(name, index) for name, t in image.topics.items()
                                     for index, reg in t.partitions.items() if reg.leader == node])
     view.groups.extend(groups)
@@ -198,22 +196,21 @@ async def _ask(conn: BrokerConnection, node: int, image: Any, view: ClusterView,
     view.offsets.update(led)
 
 
-class PeerError(Exception):
-    """A broker answered a whole request with an error (e.g. not authorized)."""
-
-
-def _check(api: str, error_code: int) -> None:
+def _check(view: ClusterView, node: int, api: str, error_code: int) -> None:
+    """A whole-request error (a coordinator still loading or just moved, not authorized, ...):
+    what the broker did list is shown, and the page says its part may be incomplete."""
     if error_code:
         try:
             name = ErrorCode(error_code).name
         except ValueError:
             name = str(error_code)
-        raise PeerError(f"{name} to {api}")
+        note = f"broker {node} answered {name} to {api}: its part may be incomplete"
+        view.missing[node] = f"{view.missing[node]}; {note}" if node in view.missing else note
 
 
-async def _groups(conn: BrokerConnection, node: int, only: str | None) -> list[GroupView]:
+async def _groups(conn: BrokerConnection, node: int, only: str | None, view: ClusterView) -> list[GroupView]:
     listed = await conn.call(ListGroupsRequest(states_filter=[], types_filter=[]), 5)
-    _check("ListGroups", listed.error_code)
+    _check(view, node, "ListGroups", listed.error_code)
     ids = sorted(g.group_id for g in listed.groups if only is None or g.group_id == only)
     if not ids:
         return []
@@ -243,9 +240,9 @@ async def _groups(conn: BrokerConnection, node: int, only: str | None) -> list[G
     return out
 
 
-async def _transactions(conn: BrokerConnection, node: int) -> list[TxnView]:
+async def _transactions(conn: BrokerConnection, node: int, view: ClusterView) -> list[TxnView]:
     listed = await conn.call(ListTransactionsRequest(state_filters=introspect.IN_FLIGHT, producer_id_filters=[]), 0)
-    _check("ListTransactions", listed.error_code)
+    _check(view, node, "ListTransactions", listed.error_code)
     ids = sorted(t.transactional_id for t in listed.transaction_states)
     if not ids:
         return []
