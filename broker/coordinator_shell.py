@@ -122,6 +122,12 @@ class CoordinatorShell(Generic[C]):
         p = self.partition_for(key)
         return p, self._coordinator(p)
 
+    def owned_partitions(self) -> list[int]:
+        """The partitions whose coordinator runs here (loaded or loading), as Kafka's List*
+        APIs see them: not the placeholders answering NOT_COORDINATOR for partitions led
+        elsewhere (made when a client asks the wrong broker), nor resigned ones."""
+        return sorted(p for p, c in self.coordinators.items() if not getattr(c, "_unloaded", False))
+
     def _coordinator(self, partition: int) -> C:
         coord = self.coordinators.get(partition)
         if coord is None:       # cluster mode, a partition not led here: it answers NOT_COORDINATOR

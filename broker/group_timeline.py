@@ -13,7 +13,7 @@ that request's.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Protocol
 
 import structlog
@@ -60,6 +60,22 @@ class Rebalance:
     @property
     def duration_ms(self) -> int | None:
         return None if self.completed_ms is None else self.completed_ms - self.started_ms
+
+
+def timeline_to_json(timeline: list[Rebalance]) -> list[dict[str, Any]]:
+    """A timeline as JSON, for another broker's console (broker/cluster_view.py)."""
+    return [asdict(r) for r in timeline]
+
+
+def timeline_from_json(data: list[dict[str, Any]]) -> list[Rebalance]:
+    """The inverse of :func:`timeline_to_json`."""
+    out = []
+    for d in data:
+        d = dict(d)
+        d["joined"] = [MemberChange(**m) for m in d.get("joined", [])]
+        d["left"] = [MemberChange(**m) for m in d.get("left", [])]
+        out.append(Rebalance(**d))
+    return out
 
 
 @dataclass(slots=True)

@@ -72,6 +72,7 @@ class GroupView:
     coordinator_partition: int
     members: list[MemberView] = field(default_factory=list)
     offsets: list[OffsetView] = field(default_factory=list)
+    coordinator: int = -1     # the coordinating broker (cluster mode; -1: this one, single node)
 
     @property
     def total_lag(self) -> int:
@@ -182,7 +183,7 @@ def groups(broker: "BrokerServices", with_offsets: bool = True, only: str | None
     """Every group (or just ``only``) with its members, assignments and committed offsets."""
     shell = broker.groups
     out: list[GroupView] = []
-    for p in sorted(shell.coordinators):
+    for p in shell.owned_partitions():
         listed: g.ListGroupsResult | None = shell.query(p, g.ListGroups(api_version=5))
         if listed is None or listed.error_code:
             continue
@@ -221,7 +222,7 @@ def transactions(broker: "BrokerServices", in_flight: bool = True) -> list[Any]:
 
     shell = broker.txns
     out = []
-    for p in sorted(shell.coordinators):
+    for p in shell.owned_partitions():
         listed = shell.query(p, tx.ListTransactions(state_filters=IN_FLIGHT if in_flight else []))
         ids = [t.transactional_id for t in (listed.transactions if listed else [])]
         if ids:

@@ -116,12 +116,12 @@ def test_console_shows_group_lag_topics_and_transactions(console_broker: SamsaBr
 
         driver.get(base + "/")
         groups = {r[0]: r for r in rows(driver, "groups")}
-        assert groups[group][1:] == ["Stable", "consumer/range", "1", "3", "13"]
+        assert groups[group][1:] == ["Stable", "consumer/range", "1", "3", "13", "1"]   # coordinator: 1
         topics = {r[0]: r for r in rows(driver, "topics")}
         assert topics[topic][1:3] == ["3", "43"]
         assert rows(driver, "brokers")[0][0] == "1"
         (t,) = rows(driver, "transactions")
-        assert t[:2] == ["invoices-writer", "Ongoing"] and t[-1] == f"{topic}[0]"
+        assert t[:2] == ["invoices-writer", "Ongoing"] and t[-2:] == [f"{topic}[0]", "1"]
         shot(driver, "overview")
 
         driver.find_element(By.LINK_TEXT, group).click()

@@ -156,7 +156,7 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
     shell = ctx.broker.groups
     listed = []
     error = ErrorCode.NONE
-    for p in sorted(shell.coordinators):
+    for p in shell.owned_partitions():
         r: g.ListGroupsResult = await shell.call(p, g.ListGroups(
             states_filter=list(req.states_filter or []), types_filter=list(req.types_filter or []),
             **coordinator_fields(ctx)))

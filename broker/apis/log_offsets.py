@@ -1,6 +1,7 @@
 """ListOffsets v1-v11 and OffsetForLeaderEpoch v2-v4.
 
-Quirks: latest (-1) is the log end offset (last offset + 1, never "last batch + 1"), or
+Quirks: latest (-1) is the log end offset (last offset + 1, never "last batch + 1") for a
+non-consumer replica id (-2, debugging tools; Kafka gives it no isolation level), else the HW or
 the last stable offset for read_committed; earliest (-2) the log start offset; max
 timestamp (-3, v7+) the record with the largest timestamp; -4/-5 (tiered storage) answer
 as earliest/latest since nothing is tiered; a timestamp finds the first record with a
@@ -21,6 +22,7 @@ from .common import absent_partition_error, check_leader_epoch
 LT = ListOffsetsResponse.ListOffsetsTopicResponse
 LP = LT.ListOffsetsPartitionResponse
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
 
 
 @handles(2)
@@ -37,7 +39,9 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
                                 error_code=absent_partition_error(ctx.broker, rt.name, rp.partition_index)))
                 continue
             err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
-            if not err and part.replica is not None and not part.replica.is_leader:
+            # Kafka answers debugging tools (replica id -2) from any replica, everyone else from the leader
+            if not err and part.replica is not None and not part.replica.is_leader \
+                    and req.replica_id != DEBUGGING_REPLICA_ID:
                 err = ErrorCode.NOT_LEADER_OR_FOLLOWER
             if err:
                 parts.append(LP(partition_index=rp.partition_index, error_code=err, timestamp=-1, offset=-1,
@@ -45,7 +49,10 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
                 continue
             ts = rp.timestamp
             epoch = part.leader_epoch
-            fetchable = part.last_stable_offset if req.isolation_level == 1 else part.high_watermark
+            # a non-consumer replica id (a follower, or -2 for debugging tools) gets no isolation
+            # level: "latest" is the log end offset, as Kafka's ReplicaManager answers it
+            fetchable = part.log_end_offset if req.replica_id != CONSUMER_REPLICA_ID else \
+                part.last_stable_offset if req.isolation_level == 1 else part.high_watermark
             if ts in (LATEST, LATEST_TIERED):
                 found = (fetchable, -1)
             elif ts in (EARLIEST, EARLIEST_LOCAL):

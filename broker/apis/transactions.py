@@ -238,7 +238,7 @@ async def list_transactions(ctx: RequestContext, req: Any) -> Any:
                                 unknown_state_filters=[], transaction_states=[])
     listed: list[tx.ListedTransaction] = []
     error = ErrorCode.NONE
-    for p in sorted(shell.coordinators):
+    for p in shell.owned_partitions():
         r: tx.ListTransactionsResult = await shell.call(p, tx.ListTransactions(
             state_filters=list(req.state_filters or []), producer_id_filters=list(req.producer_id_filters or []),
             duration_filter_ms=getattr(req, "duration_filter", -1) if ctx.api_version >= 1 else -1,

@@ -4,7 +4,10 @@ JavaScript that re-fetch the page's content every two seconds (no CDN, no build 
 Pages: ``/`` (brokers, topics, consumer groups, transactions in flight), ``/topics/<name>``
 (partitions with leader, ISR, log start, HW, LSO, size; producers per partition; recent records)
 and ``/groups/<id>`` (state, members and assignments, committed offsets and lag, rebalance
-timeline). Brokers are read from what Metadata would say, so a cluster shows every node.
+timeline). Brokers are read from what Metadata would say, so a cluster shows every node; in
+cluster mode the groups, transactions and partition offsets of the other brokers are asked of
+them (broker/cluster_view.py), and a group's rebalance timeline is read from its coordinator's
+console (``/timeline/<group>``, JSON), since the coordinator keeps it in memory.
 """
 from __future__ import annotations
 
@@ -13,9 +16,11 @@ import html
 from typing import TYPE_CHECKING, Iterable
 from urllib.parse import quote, unquote
 
-from .. import introspect
+from .. import cluster_view, introspect
+from ..cluster_view import ClusterView, LeaderOffsets
+from ..group_timeline import Rebalance, timeline_to_json
 from ..log.manager import INTERNAL_TOPICS
-from .serve import ASGIApp, Receive, Scope, Send, respond
+from .serve import ASGIApp, Receive, Scope, Send, respond, respond_json
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -31,6 +36,7 @@ table{border-collapse:collapse;background:#fff;font-size:13px;min-width:420px}
 th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#eef0f4}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .lag{font-weight:bold;color:#b3261e}.ok{color:#1e7a34}.muted{color:#778}
+.missing{background:#fdecea;border:1px solid #f5c2bd;padding:6px 12px;margin:8px 0}
 code{font-size:12px}.state{font-weight:bold}label{font-size:12px;color:#cfd6e4;margin-left:auto}
 """
 
@@ -89,7 +95,20 @@ def _link(kind: str, name: str) -> str:
 
 
 # -- pages ------------------------------------------------------------------------------------
-def overview(broker: "Broker") -> str:
+def _missing(view: ClusterView) -> str:
+    """The brokers whose part of the page is absent, and why (down, hung or fenced)."""
+    if not view.missing:
+        return ""
+    items = "".join(f"<li>{_e(why)}</li>" for _, why in sorted(view.missing.items()))
+    return f'<div class="missing"><b>Incomplete:</b><ul>{items}</ul></div>'
+
+
+def _offsets_of(view: ClusterView, p: introspect.PartitionView) -> LeaderOffsets | None:
+    """A partition's offsets as its leader answers them (this broker's own log when it leads)."""
+    return view.offsets.get((p.topic, p.partition))
+
+
+def overview(broker: "Broker", view: ClusterView) -> str:
     parts = introspect.partitions(broker, cluster_wide=True)
     by_topic: dict[str, list[introspect.PartitionView]] = {}
     for p in parts:
@@ -100,36 +119,41 @@ def overview(broker: "Broker") -> str:
         _td("yes" if b.state == "alive" else f"yes ({b.state})" if b.alive else f"no ({b.state})",
             cls="ok" if b.alive else "lag"),
         _td(sum(1 for p in parts if p.leader == b.node_id), num=True)] for b in introspect.brokers(broker)], "brokers")
-    # sizes and record counts are this broker's replicas' (a partition hosted elsewhere adds none)
+    # sizes and record counts are the leaders' (a partition whose leader did not answer adds none)
+    known = {name: [o for p in ps if (o := _offsets_of(view, p)) is not None and o.high_watermark >= 0]
+             for name, ps in by_topic.items()}
     topics = _table(["Topic", "Partitions", "Records (HW − log start)", "Size", "Internal"], [[
         _td(_link("topics", name), raw=True), _td(len(ps), num=True),
-        _td(sum(p.high_watermark - p.log_start_offset for p in ps if p.hosted), num=True),
-        _td(_size(sum(p.size_bytes for p in ps if p.hosted)), num=True),
+        _td(sum(o.high_watermark - o.log_start_offset for o in known[name]), num=True),
+        _td(_size(sum(max(o.size_bytes, 0) for o in known[name])), num=True),
         _td("yes" if name in INTERNAL_TOPICS else "")] for name, ps in by_topic.items()], "topics")
-    groups = introspect.groups(broker)
-    group_table = _table(["Group", "State", "Protocol", "Members", "Partitions committed", "Total lag"], [[
+    groups = view.groups
+    group_table = _table(["Group", "State", "Protocol", "Members", "Partitions committed", "Total lag",
+                          "Coordinator"], [[
         _td(_link("groups", v.group_id), raw=True), _td(v.state, cls="state"),
         _td(f"{v.protocol_type}/{v.protocol}" if v.protocol else v.protocol_type), _td(len(v.members), num=True),
-        _td(len(v.offsets), num=True), _td(v.total_lag, num=True, cls="lag" if v.total_lag else "ok")]
+        _td(len(v.offsets), num=True), _td(v.total_lag, num=True, cls="lag" if v.total_lag else "ok"),
+        _td(v.coordinator, num=True)]
         for v in groups], "groups") if groups else '<p class="muted">No consumer groups.</p>'
-    return (f"<h2>Brokers</h2>{brokers}<h2>Topics</h2>{topics}<h2>Consumer groups</h2>{group_table}"
-            f"<h2>Transactions in flight</h2>{_transactions(broker)}")
+    return (f"{_missing(view)}<h2>Brokers</h2>{brokers}<h2>Topics</h2>{topics}<h2>Consumer groups</h2>{group_table}"
+            f"<h2>Transactions in flight</h2>{_transactions(broker, view)}")
 
 
-def _transactions(broker: "Broker") -> str:
-    txns = introspect.transactions(broker)
+def _transactions(broker: "Broker", view: ClusterView) -> str:
+    txns = view.transactions
     if not txns:
         return '<p class="muted">No transactions in flight.</p>'
     now = broker.now_ms()
     return _table(["Transactional id", "State", "Producer id", "Epoch", "Started", "Age (ms)", "Timeout (ms)",
-                   "Partitions"], [[
+                   "Partitions", "Coordinator"], [[
         _td(d.transactional_id), _td(d.state, cls="state"), _td(d.producer_id, num=True),
         _td(d.producer_epoch, num=True), _td(_ms(d.start_time_ms)),
         _td(now - d.start_time_ms if d.start_time_ms > 0 else "", num=True), _td(d.timeout_ms, num=True),
-        _td(", ".join(f"{t}[{','.join(map(str, ps))}]" for t, ps in d.topics))] for d in txns], "transactions")
+        _td(", ".join(f"{t}[{','.join(map(str, ps))}]" for t, ps in d.topics)),
+        _td(d.coordinator, num=True)] for d in txns], "transactions")
 
 
-def topic_page(broker: "Broker", name: str) -> str | None:
+def topic_page(broker: "Broker", name: str, view: ClusterView) -> str | None:
     topic = broker.logs.topics.get(name)
     cluster = getattr(broker, "cluster", None)
     in_image = cluster.image.topics.get(name) if cluster is not None else None
@@ -143,11 +167,16 @@ def topic_page(broker: "Broker", name: str) -> str | None:
     cfg = ", ".join(f"{k}={v}" for k, v in sorted(configs.items())) or "(broker defaults)"
 
     def offsets(p: introspect.PartitionView) -> list[str]:
-        if not p.hosted:
-            return [_td("not hosted on this broker", cls="muted")] + [_td("")] * 5
-        return [_td(p.log_start_offset, num=True), _td(p.high_watermark, num=True),
-                _td(p.last_stable_offset, num=True), _td(p.log_end_offset, num=True),
-                _td(_size(p.size_bytes), num=True), _td(p.segments, num=True)]
+        o = _offsets_of(view, p)
+        if o is None or o.high_watermark < 0:
+            why = view.missing.get(p.leader) and f"leader {p.leader} did not answer" or \
+                ("no leader" if p.leader < 0 else f"not known to leader {p.leader}")
+            return [_td(why, cls="muted")] + [_td("")] * 5
+        # segments are counted in this broker's own replica only
+        return [_td(o.log_start_offset, num=True), _td(o.high_watermark, num=True),
+                _td(o.last_stable_offset, num=True), _td(o.log_end_offset, num=True),
+                _td(_size(o.size_bytes) if o.size_bytes >= 0 else "", num=True),
+                _td(p.segments if p.hosted else "", num=True)]
 
     table = _table(["Partition", "Leader", "Replicas", "ISR", "Log start", "High watermark", "LSO", "Log end",
                     "Size", "Segments", "Leader epoch"], [[
@@ -169,17 +198,20 @@ def topic_page(broker: "Broker", name: str) -> str | None:
         _td(_bytes(r.value), raw=True),
         _td("<br>".join(f"{_e(k)}: {_bytes(v)}" for k, v in r.headers), raw=True)] for r in records],
         "records") if records else '<p class="muted">No records.</p>'
-    return (f"<h2>Topic {_e(name)}</h2><p>Topic id <code>{_e(topic_id)}</code> · configs: {_e(cfg)}</p>"
+    return (f"{_missing(view)}<h2>Topic {_e(name)}</h2><p>Topic id <code>{_e(topic_id)}</code> · configs: {_e(cfg)}</p>"
             f"{table}<h2>Producers per partition</h2>{producers}"
             f"<h2>Recent records</h2><p class=\"muted\">The last 20 committed records of each partition, newest "
             f"first; values cut at {RECORD_PREVIEW_BYTES} bytes.</p>{rec}")
 
 
-def group_page(broker: "Broker", group_id: str) -> str | None:
-    views = introspect.groups(broker, only=group_id)
-    if not views:
-        return None
-    v = views[0]
+def group_page(broker: "Broker", group_id: str, view: ClusterView,
+               remote_timeline: tuple[list[Rebalance] | None, str] | None = None) -> str | None:
+    """``remote_timeline``: (the timeline or None, where it came from or why not) when another
+    broker coordinates the group (broker/cluster_view.py remote_timeline)."""
+    if not view.groups:
+        return None if not view.missing else _missing(view) + f"<h2>Group {_e(group_id)}</h2><p>Not found on " \
+            f"the brokers that answered.</p>"
+    v = view.groups[0]
     members = _table(["Member id", "Instance id", "Client id", "Host", "Assigned partitions"], [[
         _td(m.member_id), _td(m.group_instance_id or ""), _td(m.client_id), _td(m.client_host),
         _td("; ".join(f"{t}: {','.join(map(str, ps))}" for t, ps in m.assignment.items()))]
@@ -188,7 +220,8 @@ def group_page(broker: "Broker", group_id: str) -> str | None:
         _td(_link("topics", o.topic), raw=True), _td(o.partition, num=True), _td(o.committed, num=True),
         _td(o.high_watermark, num=True), _td(o.lag, num=True, cls="lag" if o.lag else "ok")]
         for o in v.offsets], "offsets") if v.offsets else '<p class="muted">No committed offsets.</p>'
-    timeline = broker.groups.timeline.timeline(group_id)
+    remote = v.coordinator not in (-1, broker.node_id)
+    timeline, source = (remote_timeline or (None, "")) if remote else (broker.groups.timeline.timeline(group_id), "")
     tl = _table(["Generation", "Started", "Completed", "Duration (ms)", "Why", "Joined", "Left", "Assignment"], [[
         _td(r.generation if r.generation is not None else f"after {r.previous_generation} (in progress)"),
         _td(_ms(r.started_ms)), _td(_ms(r.completed_ms)),
@@ -198,11 +231,17 @@ def group_page(broker: "Broker", group_id: str) -> str | None:
         _td("<br>".join(_e(f"{c.member_id} ({c.client_id}): {c.reason}") for c in r.left), raw=True),
         _td("<br>".join(_e(f"{m}: {n} partitions") for m, n in r.assignment.items()), raw=True)]
         for r in reversed(timeline)], "timeline") if timeline else \
+        f'<p class="muted" id="timeline-elsewhere">The rebalance timeline is kept in memory by the group\'s ' \
+        f'coordinator, broker {v.coordinator}, and could not be read ({_e(source)}): open this page on broker ' \
+        f'{v.coordinator}\'s console (its samsa.http.listener).</p>' if remote and timeline is None else \
         '<p class="muted">No rebalance seen since the broker started.</p>'
-    return (f"<h2>Group {_e(v.group_id)}</h2>"
+    if remote and timeline is not None:
+        tl = f'<p class="muted" id="timeline-source">Kept by the coordinator, broker {v.coordinator}; read from ' \
+             f'its console at {_e(source)}.</p>{tl}'
+    return (f"{_missing(view)}<h2>Group {_e(v.group_id)}</h2>"
             f"<p>State <span class=\"state\" id=\"group-state\">{_e(v.state)}</span> · protocol "
             f"{_e(v.protocol_type)}/{_e(v.protocol)} · coordinator partition {v.coordinator_partition} of "
-            f"__consumer_offsets · total lag <span id=\"total-lag\">{v.total_lag}</span></p>"
+            f"__consumer_offsets{f' (broker {v.coordinator})' if v.coordinator >= 0 else ''} · total lag <span id=\"total-lag\">{v.total_lag}</span></p>"
             f"<h2>Members</h2>{members}<h2>Committed offsets and lag</h2>{offsets}"
             f"<h2>Rebalance timeline</h2>{tl}")
 
@@ -220,11 +259,22 @@ def console_app(broker: "Broker") -> ASGIApp:
         path = unquote(scope.get("path", "/"))
         fragment = any(k.lower() == b"x-samsa-fragment" for k, _ in scope.get("headers", []))
         if path in ("/", ""):
-            title, content = "Overview", overview(broker)
+            title, content = "Overview", overview(broker, await cluster_view.gather(broker))
         elif path.startswith("/topics/"):
-            title, content = path[len("/topics/"):], topic_page(broker, path[len("/topics/"):])
+            name = path[len("/topics/"):]
+            title, content = name, topic_page(broker, name, await cluster_view.gather(broker, everything=False))
         elif path.startswith("/groups/"):
-            title, content = path[len("/groups/"):], group_page(broker, path[len("/groups/"):])
+            name = path[len("/groups/"):]
+            view = await cluster_view.gather(broker, group=name)
+            coordinator = view.groups[0].coordinator if view.groups else -1
+            remote = await cluster_view.remote_timeline(broker, coordinator, name) \
+                if coordinator not in (-1, broker.node_id) else None
+            title, content = name, group_page(broker, name, view, remote)
+        elif path.startswith("/timeline/"):
+            # this broker's in-memory rebalance timeline of a group it coordinates, as JSON: what
+            # another broker's console shows for it (broker/cluster_view.py remote_timeline)
+            await respond_json(send, 200, timeline_to_json(broker.groups.timeline.timeline(path[len("/timeline/"):])))
+            return
         else:
             title, content = "Not found", None
         if content is None:

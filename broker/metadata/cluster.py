@@ -65,7 +65,7 @@ class ClusterMetadata:
         self.store = EtcdMetadataStore(endpoints, self.node_id, prefix=str(config["samsa.metadata.etcd.prefix"]),
                                        session_timeout_ms=int(config["broker.session.timeout.ms"]),
                                        endpoints_advertised=advertised, rack=config.get("broker.rack"),
-                                       proposed_cluster_id=proposed)
+                                       proposed_cluster_id=proposed, http_listener=config.get("samsa.http.listener"))
 
     @property
     def image(self):

@@ -20,7 +20,8 @@ Keys under the prefix (``samsa.metadata.etcd.prefix``, default ``/samsa``):
   the credential record: the guards of security writes, so one binding is one ACL however many
   brokers create it at once, and the bootstrap credential is written once (the first broker's
   create-if-absent wins; the others see it and write nothing).
-- ``brokers/<id>``: this broker's registration, attached to its lease
+- ``brokers/<id>``: this broker's registration (incarnation, epoch, lease, and its ``samsa.http.listener``
+  as ``http`` for the other brokers' consoles), attached to its lease
   (TTL = ``broker.session.timeout.ms``, kept alive every third of it). Creating it is
   create-if-absent: a ``node.id`` already live makes the broker wait for that lease to expire,
   then refuse to start with a clear error.
@@ -64,12 +65,14 @@ class BrokerIdInUse(RuntimeError):
 class EtcdMetadataStore(Publisher):
     def __init__(self, endpoints: Sequence[str], node_id: int, prefix: str = "/samsa",
                  session_timeout_ms: int = 9000, endpoints_advertised: Sequence[BrokerEndpoint] = (),
-                 rack: str | None = None, proposed_cluster_id: str | None = None) -> None:
+                 rack: str | None = None, proposed_cluster_id: str | None = None,
+                 http_listener: str | None = None) -> None:
         super().__init__()
         self.client = EtcdClient(endpoints)
         self.prefix = prefix.rstrip("/")
         self.node_id = node_id
         self.rack = rack
+        self.http_listener = http_listener       # samsa.http.listener, for the other brokers' consoles
         self.advertised = tuple(endpoints_advertised)
         self.ttl_s = max(2, (session_timeout_ms + 999) // 1000)
         self.proposed_cluster_id = proposed_cluster_id
@@ -148,7 +151,7 @@ class EtcdMetadataStore(Publisher):
             self.broker_epoch = lease & 0x7FFFFFFFFFFFFFFF
             record = self.registration_record()
             info = json.dumps({"incarnation_id": self.incarnation_id, "broker_epoch": self.broker_epoch,
-                               "lease": str(lease)})
+                               "lease": str(lease), **({"http": self.http_listener} if self.http_listener else {})})
             ok, rev, _ = await self.client.txn(
                 [cmp_absent(key)],
                 [op_put(key, info, lease), op_put(self.key("log", uuid.uuid4().hex), encode_batch([record]))])
