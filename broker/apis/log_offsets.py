@@ -61,7 +61,7 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
                 found = part.max_timestamp_offset() if ts == MAX_TIMESTAMP else part.offset_for_timestamp(ts)
                 if found is None or found[0] >= fetchable:
                     found, epoch = (-1, -1), -1   # Kafka answers only offsets below the last fetchable one
-            if hw_lagging(part) and (ts in (LATEST, LATEST_TIERED) or found[0] < 0):
+            if req.replica_id == CONSUMER_REPLICA_ID and hw_lagging(part) and (ts in (LATEST, LATEST_TIERED) or found[0] < 0):
                 parts.append(LP(partition_index=rp.partition_index, error_code=ErrorCode.OFFSET_NOT_AVAILABLE,
                                 timestamp=-1, offset=-1, leader_epoch=-1))
                 continue
