@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from broker.testing import SamsaBroker
+from broker.testing import SamsaBroker, running_broker
 from tests.groups_support import produce, unique, wait_until
 from tests.rawclient import RawClient
 
@@ -30,20 +30,14 @@ BROKER_PROPS = {
 
 @pytest.fixture(scope="module")
 def cbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
-    broker = SamsaBroker(tmp_path_factory.mktemp("cg-clients") / "data", overrides=BROKER_PROPS).start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("cg-clients") / "data", overrides=BROKER_PROPS) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture
 def own_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
-    broker = SamsaBroker(tmp_path / "data", overrides=BROKER_PROPS).start()
-    try:
+    with running_broker(tmp_path / "data", overrides=BROKER_PROPS) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 def java_ready() -> None:
