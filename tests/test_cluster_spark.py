@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 from broker.devcluster import LocalCluster, find_etcd  # noqa: E402
 from tests import sparkconnector  # noqa: E402
+from tests.cluster_support import create_topic  # noqa: E402
 
 NO_CONNECTOR = sparkconnector.unavailable()
 pytestmark = [
@@ -49,17 +50,6 @@ def spark() -> Iterator[SparkSession]:
         yield session
     finally:
         session.stop()
-
-
-def create_topic(c: LocalCluster, name: str, partitions: int) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap_servers)
-    try:
-        admin.create_topics([NewTopic(name, partitions, 3)])
-    finally:
-        admin.close()
-    c.wait_for(lambda: all(c.leader(name, p) >= 0 for p in range(partitions)), what=f"leaders of {name}")
 
 
 def read_back(spark: SparkSession, bootstrap: str) -> list[tuple[int, int, str, str]]:
