@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,3 +100,29 @@ def tls_overrides(pki: Pki, client_auth: str = "none") -> dict[str, str]:
     return {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki.server_pem),
             "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca),
             "ssl.client.auth": client_auth}
+
+
+def consume_records(conf: dict, topic: str, group: str, n: int, timeout: float = 30) -> tuple[list, list]:
+    """(offset, key, value) of the first n records a confluent-kafka consumer in ``group`` reads
+    with ``conf``, and the error codes it polled; an authorization error ends the read."""
+    from confluent_kafka import Consumer, KafkaError
+
+    c = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest"})
+    got: list = []
+    errors: list = []
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + timeout
+        while len(got) < n and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                errors.append(m.error().code())
+                if m.error().code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED):
+                    break
+            else:
+                got.append((m.offset(), m.key(), m.value()))
+    finally:
+        c.close()
+    return got, errors
