@@ -681,48 +681,49 @@ async def alter_configs(ctx, req, handler):
 
 
 # -- security administration ---------------------------------------------------------------------
-@check(29)
-async def describe_acls(ctx, req, handler):
-    if cluster(ctx, Op.DESCRIBE):
+async def _on_cluster(ctx, req, handler, op: int, denied: Callable[[], Any]) -> Any:
+    """The handler's answer when the principal may ``op`` the cluster, else ``denied()``: Kafka's
+    answer for that API with CLUSTER_AUTHORIZATION_FAILED, nothing applied."""
+    if cluster(ctx, op):
         return await handler(ctx, req)
-    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE,
-                        resources=[])
+    return denied()
+
+
+def _cluster_denied(ctx, **fields: Any) -> Any:
+    """A whole answer that is CLUSTER_AUTHORIZATION_FAILED with Kafka's message."""
+    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, **fields)
+
+
+@check(29)
+def describe_acls(ctx, req, handler):
+    return _on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: _cluster_denied(ctx, resources=[]))
 
 
 @check(30)
-async def create_acls(ctx, req, handler):
-    if cluster(ctx, Op.ALTER):
-        return await handler(ctx, req)
+def create_acls(ctx, req, handler):
     R = _cls(30, "AclCreationResult")
-    return ctx.response(throttle_time_ms=0, results=[R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE)
-                                                      for _ in req.creations])
+    return _on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
+        R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE) for _ in req.creations]))
 
 
 @check(31)
-async def delete_acls(ctx, req, handler):
-    if cluster(ctx, Op.ALTER):
-        return await handler(ctx, req)
+def delete_acls(ctx, req, handler):
     R = _cls(31, "DeleteAclsFilterResult")
-    return ctx.response(throttle_time_ms=0, filter_results=[
-        R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, matching_acls=[]) for _ in req.filters])
+    return _on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, filter_results=[
+        R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, matching_acls=[]) for _ in req.filters]))
 
 
 @check(50)
-async def describe_scram(ctx, req, handler):
-    if cluster(ctx, Op.DESCRIBE):
-        return await handler(ctx, req)
-    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE,
-                        results=[])
+def describe_scram(ctx, req, handler):
+    return _on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: _cluster_denied(ctx, results=[]))
 
 
 @check(51)
-async def alter_scram(ctx, req, handler):
-    if cluster(ctx, Op.ALTER):
-        return await handler(ctx, req)
+def alter_scram(ctx, req, handler):
     R = _cls(51, "AlterUserScramCredentialsResult")
-    users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
-    return ctx.response(throttle_time_ms=0, results=[R(user=u, error_code=CLUSTER_DENIED,
-                                                        error_message=CLUSTER_DENIED_MESSAGE) for u in users])
+    return _on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
+        R(user=u, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE)
+        for u in dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])]))
 
 
 # -- APIs added beside the authorizer: consoles, KIP-848 groups, cluster administration -----------
@@ -740,29 +741,23 @@ def _whole_request(ctx, req, handler, ok: bool, code: int):
 
 
 @check(35)   # DescribeLogDirs: DESCRIBE on the cluster; denied: no results (KafkaApis)
-async def describe_log_dirs(ctx, req, handler):
-    if cluster(ctx, Op.DESCRIBE):
-        return await handler(ctx, req)
-    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results=[])
+def describe_log_dirs(ctx, req, handler):
+    return _on_cluster(ctx, req, handler, Op.DESCRIBE,
+                       lambda: ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results=[]))
 
 
 @check(48)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster; denied: null entries (getErrorResponse)
-async def describe_client_quotas(ctx, req, handler):
-    if cluster(ctx, Op.DESCRIBE_CONFIGS):
-        return await handler(ctx, req)
-    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE,
-                        entries=None)
+def describe_client_quotas(ctx, req, handler):
+    return _on_cluster(ctx, req, handler, Op.DESCRIBE_CONFIGS, lambda: _cluster_denied(ctx, entries=None))
 
 
 @check(46)   # ListPartitionReassignments: DESCRIBE on the cluster; denied: the asked partitions echoed
-async def list_partition_reassignments(ctx, req, handler):
-    if cluster(ctx, Op.DESCRIBE):
-        return await handler(ctx, req)
+def list_partition_reassignments(ctx, req, handler):
     T = _cls(46, "OngoingTopicReassignment")
     P = T.OngoingPartitionReassignment
-    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, topics=[
+    return _on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: _cluster_denied(ctx, topics=[
         T(name=t.name, partitions=[P(partition_index=i, replicas=[], adding_replicas=[], removing_replicas=[])
-                                   for i in t.partition_indexes]) for t in req.topics or []])
+                                   for i in t.partition_indexes]) for t in req.topics or []]))
 
 
 @check(43, 45)   # ElectLeaders, AlterPartitionReassignments: ALTER on the cluster
