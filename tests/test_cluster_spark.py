@@ -38,18 +38,10 @@ ROWS = 30
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
-    session = (SparkSession.builder.master("local[1]").appName("samsa-cluster-spark")
-               .config("spark.jars", sparkconnector.kafka_jars())
-               .config("spark.sql.shuffle.partitions", "1")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.memory", "512m")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    try:
+    with sparkconnector.local_session("samsa-cluster-spark", "local[1]", {
+            "spark.jars": sparkconnector.kafka_jars(), "spark.sql.shuffle.partitions": "1",
+            "spark.driver.memory": "512m"}) as session:
         yield session
-    finally:
-        session.stop()
 
 
 def read_back(spark: SparkSession, bootstrap: str) -> list[tuple[int, int, str, str]]:

@@ -57,20 +57,11 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
 def spark() -> Iterator[SparkSession]:
     if shutil.which("java") is None:
         pytest.skip("Spark needs Java 17+ (java is not on PATH)")
-    session = (SparkSession.builder.master("local[2]").appName("samsa-spark-jobs-tests")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.memory", "1g")
-               .config("spark.sql.streaming.minBatchesToRetain", "5")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    try:
+    with sparkconnector.local_session("samsa-spark-jobs-tests", "local[2]", {
+            "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+            "spark.sql.session.timeZone": "UTC", "spark.driver.memory": "1g",
+            "spark.sql.streaming.minBatchesToRetain": "5"}) as session:
         yield session
-    finally:
-        session.stop()
 
 
 def event(i: int, action: str, cents: int, at: str, user: str = "u-1") -> bytes:
