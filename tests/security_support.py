@@ -126,3 +126,38 @@ def consume_records(conf: dict, topic: str, group: str, n: int, timeout: float =
     finally:
         c.close()
     return got, errors
+
+
+def topic_error_as(bootstrap: str, user: str, topic: str) -> int:
+    """The Metadata error ``bootstrap`` answers ``user`` (SASL/PLAIN, password ``<user>-secret``)
+    for ``topic``: its own authorizer decides."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    from tests.rawclient import RawClient
+
+    with RawClient(bootstrap) as c:
+        c.request(17, 1, mechanism="PLAIN")
+        assert c.request(36, 2, auth_bytes=f"\0{user}\0{user}-secret".encode()).error_code == 0
+        T = MetadataRequest[12].MetadataRequestTopic
+        r = c.request(3, 12, topics=[T(topic_id=None, name=topic)], allow_auto_topic_creation=False,
+                      include_topic_authorized_operations=False)
+        return r.topics[0].error_code
+
+
+def scram_login(bootstrap: str, user: str, password: str) -> int:
+    """A SCRAM-SHA-512 exchange (scramp's client) on one broker: 0, or the error code."""
+    import scramp
+
+    from tests.rawclient import RawClient
+
+    client = scramp.ScramClient(["SCRAM-SHA-512"], user, password)
+    with RawClient(bootstrap) as c:
+        assert c.request(17, 1, mechanism="SCRAM-SHA-512").error_code == 0
+        first = c.request(36, 2, auth_bytes=client.get_client_first().encode())
+        if first.error_code:
+            return first.error_code
+        client.set_server_first(first.auth_bytes.decode())
+        final = c.request(36, 2, auth_bytes=client.get_client_final().encode())
+        if final.error_code == 0:
+            client.set_server_final(final.auth_bytes.decode())   # the server proved it knows the key
+        return final.error_code

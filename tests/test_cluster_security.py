@@ -13,6 +13,7 @@ from confluent_kafka.admin import ResourcePatternType, ResourceType
 
 from broker.devcluster import find_etcd
 from tests.rawclient import RawClient
+from tests.security_support import scram_login, topic_error_as
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
@@ -33,36 +34,6 @@ SECURE = {"brokers": 3, "listeners": ["SASL_PLAINTEXT"], "overrides": {
 def plain(bootstrap: str, user: str) -> dict:
     return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
             "sasl.username": user, "sasl.password": f"{user}-secret"}
-
-
-def topic_error_as(bootstrap: str, user: str, topic: str) -> int:
-    """The Metadata error one broker answers ``user`` for ``topic`` (its own authorizer decides)."""
-    from kafka.protocol.metadata import MetadataRequest
-
-    with RawClient(bootstrap) as c:
-        c.request(17, 1, mechanism="PLAIN")
-        assert c.request(36, 2, auth_bytes=f"\0{user}\0{user}-secret".encode()).error_code == 0
-        T = MetadataRequest[12].MetadataRequestTopic
-        r = c.request(3, 12, topics=[T(topic_id=None, name=topic)], allow_auto_topic_creation=False,
-                      include_topic_authorized_operations=False)
-        return r.topics[0].error_code
-
-
-def scram_login(bootstrap: str, user: str, password: str) -> int:
-    """A SCRAM-SHA-512 exchange (scramp's client) on one broker: 0, or the error code."""
-    import scramp
-
-    client = scramp.ScramClient(["SCRAM-SHA-512"], user, password)
-    with RawClient(bootstrap) as c:
-        assert c.request(17, 1, mechanism="SCRAM-SHA-512").error_code == 0
-        first = c.request(36, 2, auth_bytes=client.get_client_first().encode())
-        if first.error_code:
-            return first.error_code
-        client.set_server_first(first.auth_bytes.decode())
-        final = c.request(36, 2, auth_bytes=client.get_client_final().encode())
-        if final.error_code == 0:
-            client.set_server_final(final.auth_bytes.decode())   # the server proved it knows the key
-        return final.error_code
 
 
 def etcd_records(cluster) -> list:
