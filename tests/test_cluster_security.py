@@ -4,7 +4,6 @@ the bootstrap admin credential is written once however many brokers start with i
 from __future__ import annotations
 
 import base64
-import time
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -12,6 +11,7 @@ from confluent_kafka.admin import AclBinding, AclBindingFilter, AclOperation, Ac
 from confluent_kafka.admin import ResourcePatternType, ResourceType
 
 from broker.devcluster import find_etcd
+from tests.groups_support import wait_until
 from tests.rawclient import RawClient
 from tests.security_support import scram_login, topic_error_as
 
@@ -51,14 +51,7 @@ def etcd_records(cluster) -> list:
 
 
 def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+    return wait_until(what, predicate, timeout, interval=0.2)
 
 
 @pytest.mark.parametrize("samsa_cluster", [SECURE], indirect=True)
