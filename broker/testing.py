@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import tempfile
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -61,37 +62,39 @@ def make_broker(data_dir: Path, in_process: bool = False, topics: dict[str, int]
     return SamsaBroker(data_dir, overrides=overrides, topics=topics).start()
 
 
+@contextmanager
+def running_broker(data_dir: Path, **options) -> Iterator["SamsaBroker | InProcessBroker"]:
+    """make_broker's broker for the ``with`` block, stopped when it ends whatever happens (the
+    shape of every broker fixture)."""
+    broker = make_broker(data_dir, **options)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
 @pytest.fixture
 def samsa_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SamsaBroker]:
     """A fresh broker for one test, with its own data dir; stopped afterwards. Options from a
     ``samsa_broker`` marker or indirect parameter: in_process, topics, overrides."""
-    broker = make_broker(tmp_path / "samsa-data", **_options(request))
-    try:
+    with running_broker(tmp_path / "samsa-data", **_options(request)) as broker:
         yield broker  # type: ignore[misc]
-    finally:
-        broker.stop()
 
 
 @pytest.fixture
 def samsa_broker_in_process(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator["InProcessBroker"]:
     """A fresh broker running in a thread of the test process (ready in milliseconds)."""
     options = dict(_options(request), in_process=True)
-    broker = make_broker(tmp_path / "samsa-data-in-process", **options)
-    try:
+    with running_broker(tmp_path / "samsa-data-in-process", **options) as broker:
         yield broker  # type: ignore[misc]
-    finally:
-        broker.stop()
 
 
 @pytest.fixture(scope="session")
 def samsa_broker_session() -> Iterator[SamsaBroker]:
     """One broker shared by a whole test session (faster; tests must use their own topics)."""
     with tempfile.TemporaryDirectory(prefix="samsa-") as tmp:
-        broker = SamsaBroker(Path(tmp) / "data").start()
-        try:
-            yield broker
-        finally:
-            broker.stop()
+        with running_broker(Path(tmp) / "data") as broker:
+            yield broker  # type: ignore[misc]
 
 
 @pytest.fixture

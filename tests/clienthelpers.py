@@ -20,7 +20,7 @@ import pytest
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-from broker.testing import SamsaBroker
+from broker.testing import SamsaBroker, running_broker
 from tests.rawclient import RawClient
 
 PARTITIONS = 3
@@ -33,23 +33,16 @@ OFFSET_OUT_OF_RANGE = kafka.errors.OffsetOutOfRangeError.errno
 def broker3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
     """One broker per test module whose auto-created topics have 3 partitions; tests use
     their own topics (``new_topic``)."""
-    broker = SamsaBroker(tmp_path_factory.mktemp("samsa") / "data", overrides={"num.partitions": str(PARTITIONS)})
-    broker.start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("samsa") / "data",
+                        overrides={"num.partitions": str(PARTITIONS)}) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture
 def own_broker3(tmp_path: Path) -> Iterator[SamsaBroker]:
     """A broker of the test's own, for tests that restart or kill it."""
-    broker = SamsaBroker(tmp_path / "data", overrides={"num.partitions": str(PARTITIONS)})
-    broker.start()
-    try:
+    with running_broker(tmp_path / "data", overrides={"num.partitions": str(PARTITIONS)}) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 def new_topic(prefix: str = "t") -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,3 +100,64 @@ def tls_overrides(pki: Pki, client_auth: str = "none") -> dict[str, str]:
     return {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki.server_pem),
             "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca),
             "ssl.client.auth": client_auth}
+
+
+def consume_records(conf: dict, topic: str, group: str, n: int, timeout: float = 30) -> tuple[list, list]:
+    """(offset, key, value) of the first n records a confluent-kafka consumer in ``group`` reads
+    with ``conf``, and the error codes it polled; an authorization error ends the read."""
+    from confluent_kafka import Consumer, KafkaError
+
+    c = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest"})
+    got: list = []
+    errors: list = []
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + timeout
+        while len(got) < n and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                errors.append(m.error().code())
+                if m.error().code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED):
+                    break
+            else:
+                got.append((m.offset(), m.key(), m.value()))
+    finally:
+        c.close()
+    return got, errors
+
+
+def topic_error_as(bootstrap: str, user: str, topic: str) -> int:
+    """The Metadata error ``bootstrap`` answers ``user`` (SASL/PLAIN, password ``<user>-secret``)
+    for ``topic``: its own authorizer decides."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    from tests.rawclient import RawClient
+
+    with RawClient(bootstrap) as c:
+        c.request(17, 1, mechanism="PLAIN")
+        assert c.request(36, 2, auth_bytes=f"\0{user}\0{user}-secret".encode()).error_code == 0
+        T = MetadataRequest[12].MetadataRequestTopic
+        r = c.request(3, 12, topics=[T(topic_id=None, name=topic)], allow_auto_topic_creation=False,
+                      include_topic_authorized_operations=False)
+        return r.topics[0].error_code
+
+
+def scram_login(bootstrap: str, user: str, password: str) -> int:
+    """A SCRAM-SHA-512 exchange (scramp's client) on one broker: 0, or the error code."""
+    import scramp
+
+    from tests.rawclient import RawClient
+
+    client = scramp.ScramClient(["SCRAM-SHA-512"], user, password)
+    with RawClient(bootstrap) as c:
+        assert c.request(17, 1, mechanism="SCRAM-SHA-512").error_code == 0
+        first = c.request(36, 2, auth_bytes=client.get_client_first().encode())
+        if first.error_code:
+            return first.error_code
+        client.set_server_first(first.auth_bytes.decode())
+        final = c.request(36, 2, auth_bytes=client.get_client_final().encode())
+        if final.error_code == 0:
+            client.set_server_final(final.auth_bytes.decode())   # the server proved it knows the key
+        return final.error_code

@@ -16,7 +16,10 @@ import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from spark_jobs.common import JARS_ENV
 from tests.javaclient import CACHE_ROOT, LIBS_DIR, _download_wheel, _locked, ensure_jars
@@ -95,3 +98,21 @@ def kafka_jar_paths() -> list[Path]:
 def kafka_jars() -> str:
     """The value for SAMSA_SPARK_KAFKA_JARS: the environment's own, else the four jars found here."""
     return os.environ.get(JARS_ENV, "").strip() or ",".join(str(j) for j in kafka_jar_paths())
+
+
+@contextmanager
+def local_session(app: str, master: str, conf: dict[str, str]) -> Iterator[Any]:
+    """A quiet local SparkSession for tests (no UI, no progress bar, ERROR logs) with ``conf``,
+    stopped when the block ends."""
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(master).appName(app)
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from broker.devcluster import LocalCluster, find_etcd
+from tests.cluster_support import create_topic
 
 pytestmark = [
     pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or Debian's etcd-server)"),
@@ -21,17 +22,6 @@ pytestmark = [
 
 TOPIC = "outage"
 PARTITIONS = 3
-
-
-def create_topic(c: LocalCluster, name: str, partitions: int) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap_servers)
-    try:
-        admin.create_topics([NewTopic(name, partitions, 3)])
-    finally:
-        admin.close()
-    c.wait_for(lambda: all(c.leader(name, p) >= 0 for p in range(partitions)), what=f"leaders of {name}")
 
 
 def read_exactly(c: LocalCluster, topic: str, partitions: int, ends: dict[int, int]) -> dict[int, list[tuple[int, bytes]]]:

@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from broker.devcluster import LocalCluster, find_etcd
 from broker.testing import free_port
+from tests.cluster_support import create_topic
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
@@ -39,19 +40,6 @@ def scrape(c: LocalCluster, node: int) -> dict[tuple[str, tuple], float]:
 
 def gauge(c: LocalCluster, node: int, name: str) -> float:
     return scrape(c, node)[(name, ())]
-
-
-def create_topic(c: LocalCluster, name: str, partitions: int = 1, rf: int = 3,
-                 assignment: dict[int, list[int]] | None = None) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap_servers)
-    try:
-        admin.create_topics([NewTopic(name, -1, -1, replica_assignments=assignment) if assignment
-                             else NewTopic(name, partitions, rf)])
-    finally:
-        admin.close()
-    c.wait_for(lambda: all(c.leader(name, p) >= 0 for p in range(partitions)), what="leaders")
 
 
 def produce(c: LocalCluster, node: int, topic: str, values: list[bytes], acks: int) -> int:

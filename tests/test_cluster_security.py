@@ -4,7 +4,6 @@ the bootstrap admin credential is written once however many brokers start with i
 from __future__ import annotations
 
 import base64
-import time
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -12,7 +11,9 @@ from confluent_kafka.admin import AclBinding, AclBindingFilter, AclOperation, Ac
 from confluent_kafka.admin import ResourcePatternType, ResourceType
 
 from broker.devcluster import find_etcd
+from tests.groups_support import wait_until
 from tests.rawclient import RawClient
+from tests.security_support import scram_login, topic_error_as
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
@@ -35,36 +36,6 @@ def plain(bootstrap: str, user: str) -> dict:
             "sasl.username": user, "sasl.password": f"{user}-secret"}
 
 
-def topic_error_as(bootstrap: str, user: str, topic: str) -> int:
-    """The Metadata error one broker answers ``user`` for ``topic`` (its own authorizer decides)."""
-    from kafka.protocol.metadata import MetadataRequest
-
-    with RawClient(bootstrap) as c:
-        c.request(17, 1, mechanism="PLAIN")
-        assert c.request(36, 2, auth_bytes=f"\0{user}\0{user}-secret".encode()).error_code == 0
-        T = MetadataRequest[12].MetadataRequestTopic
-        r = c.request(3, 12, topics=[T(topic_id=None, name=topic)], allow_auto_topic_creation=False,
-                      include_topic_authorized_operations=False)
-        return r.topics[0].error_code
-
-
-def scram_login(bootstrap: str, user: str, password: str) -> int:
-    """A SCRAM-SHA-512 exchange (scramp's client) on one broker: 0, or the error code."""
-    import scramp
-
-    client = scramp.ScramClient(["SCRAM-SHA-512"], user, password)
-    with RawClient(bootstrap) as c:
-        assert c.request(17, 1, mechanism="SCRAM-SHA-512").error_code == 0
-        first = c.request(36, 2, auth_bytes=client.get_client_first().encode())
-        if first.error_code:
-            return first.error_code
-        client.set_server_first(first.auth_bytes.decode())
-        final = c.request(36, 2, auth_bytes=client.get_client_final().encode())
-        if final.error_code == 0:
-            client.set_server_final(final.auth_bytes.decode())   # the server proved it knows the key
-        return final.error_code
-
-
 def etcd_records(cluster) -> list:
     """Every record of the cluster's metadata log in etcd, in order."""
     import httpx
@@ -80,14 +51,7 @@ def etcd_records(cluster) -> list:
 
 
 def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+    return wait_until(what, predicate, timeout, interval=0.2)
 
 
 @pytest.mark.parametrize("samsa_cluster", [SECURE], indirect=True)

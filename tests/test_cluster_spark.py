@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 from broker.devcluster import LocalCluster, find_etcd  # noqa: E402
 from tests import sparkconnector  # noqa: E402
+from tests.cluster_support import create_topic  # noqa: E402
 
 NO_CONNECTOR = sparkconnector.unavailable()
 pytestmark = [
@@ -37,29 +38,10 @@ ROWS = 30
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
-    session = (SparkSession.builder.master("local[1]").appName("samsa-cluster-spark")
-               .config("spark.jars", sparkconnector.kafka_jars())
-               .config("spark.sql.shuffle.partitions", "1")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.memory", "512m")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    try:
+    with sparkconnector.local_session("samsa-cluster-spark", "local[1]", {
+            "spark.jars": sparkconnector.kafka_jars(), "spark.sql.shuffle.partitions": "1",
+            "spark.driver.memory": "512m"}) as session:
         yield session
-    finally:
-        session.stop()
-
-
-def create_topic(c: LocalCluster, name: str, partitions: int) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap_servers)
-    try:
-        admin.create_topics([NewTopic(name, partitions, 3)])
-    finally:
-        admin.close()
-    c.wait_for(lambda: all(c.leader(name, p) >= 0 for p in range(partitions)), what=f"leaders of {name}")
 
 
 def read_back(spark: SparkSession, bootstrap: str) -> list[tuple[int, int, str, str]]:

@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 import pytest
 from confluent_kafka import Producer
 
-from broker.testing import SamsaBroker, free_port
+from broker.testing import SamsaBroker, free_port, running_broker
 from tests.clienthelpers import create_topic
 from tests.test_observability import PARTITIONS, consume_and_commit, produce
 
@@ -57,14 +57,10 @@ def browser() -> Iterator[object]:
 
 @pytest.fixture
 def console_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
-    broker = SamsaBroker(tmp_path / "data", overrides={
+    with running_broker(tmp_path / "data", overrides={
         "samsa.http.listener": f"http://127.0.0.1:{free_port()}", "group.initial.rebalance.delay.ms": "0",
-        "group.min.session.timeout.ms": "1000", "num.partitions": str(PARTITIONS)})
-    broker.start()
-    try:
+        "group.min.session.timeout.ms": "1000", "num.partitions": str(PARTITIONS)}) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 def shot(driver: object, name: str) -> Path:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from broker.testing import SamsaBroker
+from broker.testing import SamsaBroker, running_broker
 from tests.groups_support import produce, unique, wait_until
 from tests.rawclient import RawClient
 
@@ -30,20 +30,14 @@ BROKER_PROPS = {
 
 @pytest.fixture(scope="module")
 def cbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
-    broker = SamsaBroker(tmp_path_factory.mktemp("cg-clients") / "data", overrides=BROKER_PROPS).start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("cg-clients") / "data", overrides=BROKER_PROPS) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture
 def own_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
-    broker = SamsaBroker(tmp_path / "data", overrides=BROKER_PROPS).start()
-    try:
+    with running_broker(tmp_path / "data", overrides=BROKER_PROPS) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 def java_ready() -> None:
@@ -66,15 +60,34 @@ def cg_view(bs: str, group: str) -> Any:
 def stable(bs: str, group: str, n: int, topic: str, also: Any = lambda v: True, timeout: float = 40) -> Any:
     """Wait until Stable with ``n`` members whose assignments are a disjoint cover of ``topic``."""
     def check() -> Any:
-        err, state, epoch, members = cg_view(bs, group)
-        held = [p for (_, _, _, a) in members.values() for p in a.get(topic, ())]
-        ok = (err == 0 and state == "Stable" and len(members) == n and sorted(held) == list(range(PARTITIONS)))
-        return (epoch, members) if ok and also(members) else None
+        view = _stable_now(bs, group, n, topic)
+        return view if view is not None and also(view[1]) else None
     return wait_until(f"{group} Stable with {n} members", check, timeout, interval=0.1)
 
 
 def tps(lines: list[dict[str, Any]], kind: str) -> list[tuple[int, ...]]:
     return [tuple(sorted(tp["partition"] for tp in ln["partitions"])) for ln in lines if ln["type"] == kind]
+
+
+def fresh_topic(broker: SamsaBroker, per_partition: int) -> tuple[str, str, str]:
+    """(bootstrap servers, a new topic with ``per_partition`` records in each partition, a new group id)."""
+    bs = broker.bootstrap_servers
+    topic = unique("t")
+    produce(bs, topic, PARTITIONS, per_partition)
+    return bs, topic, unique("g")
+
+
+def group_types(bs: str) -> dict[str, str]:
+    """{group id: group type} as ListGroups v5 answers."""
+    with RawClient(bs) as c:
+        return {g.group_id: g.group_type for g in c.request(16, 5, states_filter=[], types_filter=[]).groups}
+
+
+def java_member(bs: str, topic: str, group: str, client_id: str, timeout_ms: int, *extra: Any) -> Any:
+    """A quiet Java consumer-group member running in the background."""
+    from tests.javaclient import start_java
+    return start_java(JAVA, bs, *group_args(topic, group, *extra, "--quiet", "--client-id", client_id,
+                                            "--timeout-ms", timeout_ms))
 
 
 def group_args(topic: str, group: str, *extra: Any) -> list[Any]:
@@ -83,13 +96,10 @@ def group_args(topic: str, group: str, *extra: Any) -> list[Any]:
 
 @pytest.mark.java
 def test_java_three_members_disjoint_cover_then_a_leaver_is_absorbed_without_revocations(cbroker: SamsaBroker) -> None:
-    from tests.javaclient import last, start_java
+    from tests.javaclient import last
     java_ready()
-    bs = cbroker.bootstrap_servers
-    topic, group = unique("t"), unique("g")
-    produce(bs, topic, PARTITIONS, PER_PARTITION)
-    procs = [start_java(JAVA, bs, *group_args(topic, group, "--quiet", "--client-id", f"java-{i}", "--timeout-ms", ms))
-             for i, ms in enumerate((16000, 16000, 8000))]
+    bs, topic, group = fresh_topic(cbroker, PER_PARTITION)
+    procs = [java_member(bs, topic, group, f"java-{i}", ms) for i, ms in enumerate((16000, 16000, 8000))]
     try:
         _, three = stable(bs, group, 3, topic)
         leaver = next(mid for mid, m in three.items() if m[0] == "java-2")
@@ -112,13 +122,10 @@ def test_java_three_members_disjoint_cover_then_a_leaver_is_absorbed_without_rev
 
 @pytest.mark.java
 def test_java_member_sigkilled_its_partitions_move_after_the_session_timeout(cbroker: SamsaBroker) -> None:
-    from tests.javaclient import start_java
     java_ready()
-    bs = cbroker.bootstrap_servers
-    topic, group = unique("t"), unique("g")
-    produce(bs, topic, PARTITIONS, 1)
-    keep = start_java(JAVA, bs, *group_args(topic, group, "--quiet", "--client-id", "keep", "--timeout-ms", 40000))
-    victim = start_java(JAVA, bs, *group_args(topic, group, "--quiet", "--client-id", "victim", "--timeout-ms", 60000))
+    bs, topic, group = fresh_topic(cbroker, 1)
+    keep = java_member(bs, topic, group, "keep", 40000)
+    victim = java_member(bs, topic, group, "victim", 60000)
     try:
         _, two = stable(bs, group, 2, topic)
         victim_id = next(mid for mid, m in two.items() if m[0] == "victim")
@@ -139,9 +146,7 @@ def test_java_member_sigkilled_its_partitions_move_after_the_session_timeout(cbr
 def test_java_commit_stop_all_restart_resumes_at_committed_offsets(own_broker: SamsaBroker) -> None:
     from tests.javaclient import last, of_type, run_java
     java_ready()
-    bs = own_broker.bootstrap_servers
-    topic, group = unique("t"), unique("g")
-    produce(bs, topic, PARTITIONS, 5)
+    bs, topic, group = fresh_topic(own_broker, 5)
     first = run_java(JAVA, bs, *group_args(topic, group, "--max", PARTITIONS * 5, "--commit", "--quiet",
                                            "--timeout-ms", 20000))
     assert last(first, "summary")["count"] == PARTITIONS * 5
@@ -177,10 +182,8 @@ def test_java_regex_subscription_picks_up_a_topic_created_later(cbroker: SamsaBr
 def test_java_static_member_restart_keeps_its_partitions_without_reassignment(cbroker: SamsaBroker) -> None:
     from tests.javaclient import last, run_java, start_java
     java_ready()
-    bs = cbroker.bootstrap_servers
-    topic, group = unique("t"), unique("g")
-    produce(bs, topic, PARTITIONS, 1)
-    other = start_java(JAVA, bs, *group_args(topic, group, "--quiet", "--client-id", "other", "--timeout-ms", 25000))
+    bs, topic, group = fresh_topic(cbroker, 1)
+    other = java_member(bs, topic, group, "other", 25000)
     static = ("--group-instance-id", "static-1", "--quiet", "--client-id", "static")
     first = start_java(JAVA, bs, *group_args(topic, group, *static, "--timeout-ms", 6000))
     try:
@@ -207,12 +210,10 @@ def test_java_static_member_restart_keeps_its_partitions_without_reassignment(cb
 
 @pytest.mark.java
 def test_java_admin_describes_a_consumer_group_through_consumer_group_describe(cbroker: SamsaBroker) -> None:
-    from tests.javaclient import last, run_java, start_java
+    from tests.javaclient import last, run_java
     java_ready()
-    bs = cbroker.bootstrap_servers
-    topic, group = unique("t"), unique("g")
-    produce(bs, topic, PARTITIONS, 1)
-    proc = start_java(JAVA, bs, *group_args(topic, group, "--quiet", "--client-id", "described", "--timeout-ms", 15000))
+    bs, topic, group = fresh_topic(cbroker, 1)
+    proc = java_member(bs, topic, group, "described", 15000)
     try:
         epoch, members = stable(bs, group, 1, topic)
         d = last(run_java(JAVA, bs, "admin-describe-groups", "--group", group), "group")
@@ -275,9 +276,7 @@ def test_confluent_version_supports_the_consumer_protocol() -> None:
 
 
 def test_confluent_three_members_disjoint_cover_then_a_leaver_is_absorbed(cbroker: SamsaBroker) -> None:
-    bs = cbroker.bootstrap_servers
-    topic, group = unique("t"), unique("g")
-    produce(bs, topic, PARTITIONS, PER_PARTITION)
+    bs, topic, group = fresh_topic(cbroker, PER_PARTITION)
     events: list[tuple[str, str, tuple[int, ...]]] = []
     members = {n: confluent_member(bs, group, topic, n, events) for n in ("c0", "c1", "c2")}
     seen: dict[str, list[tuple[int, int]]] = {n: [] for n in members}
@@ -312,6 +311,7 @@ def test_confluent_three_members_disjoint_cover_then_a_leaver_is_absorbed(cbroke
 
 
 def _stable_now(bs: str, group: str, n: int, topic: str) -> Any:
+    """(group epoch, members) if Stable now with ``n`` members covering ``topic`` disjointly, else None."""
     err, state, epoch, members = cg_view(bs, group)
     held = [p for (_, _, _, a) in members.values() for p in a.get(topic, ())]
     if err == 0 and state == "Stable" and len(members) == n and sorted(held) == list(range(PARTITIONS)):
@@ -320,9 +320,7 @@ def _stable_now(bs: str, group: str, n: int, topic: str) -> Any:
 
 
 def test_confluent_commit_close_restart_resumes_at_committed_offsets(own_broker: SamsaBroker) -> None:
-    bs = own_broker.bootstrap_servers
-    topic, group = unique("t"), unique("g")
-    produce(bs, topic, PARTITIONS, 5)
+    bs, topic, group = fresh_topic(own_broker, 5)
 
     def consume(count: int) -> list[tuple[int, int]]:
         events: list[Any] = []
@@ -371,9 +369,7 @@ def test_confluent_regex_subscription_picks_up_a_topic_created_later(cbroker: Sa
 
 
 def test_confluent_static_member_restart_keeps_its_partitions(cbroker: SamsaBroker) -> None:
-    bs = cbroker.bootstrap_servers
-    topic, group = unique("t"), unique("g")
-    produce(bs, topic, PARTITIONS, 1)
+    bs, topic, group = fresh_topic(cbroker, 1)
     events: list[tuple[str, str, tuple[int, ...]]] = []
     other = confluent_member(bs, group, topic, "other", events)
     static = confluent_member(bs, group, topic, "static", events, **{"group.instance.id": "inst-1"})
@@ -414,9 +410,7 @@ def test_online_upgrade_of_an_empty_classic_group_keeps_its_offsets(cbroker: Sam
     from kafka import KafkaConsumer
     from tests.javaclient import of_type, run_java
     java_ready()
-    bs = cbroker.bootstrap_servers
-    topic, group = unique("t"), unique("g")
-    produce(bs, topic, PARTITIONS, 4)
+    bs, topic, group = fresh_topic(cbroker, 4)
     kc = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
                        enable_auto_commit=False, consumer_timeout_ms=8000)
     try:
@@ -428,13 +422,9 @@ def test_online_upgrade_of_an_empty_classic_group_keeps_its_offsets(cbroker: Sam
         kc.commit()
     finally:
         kc.close()
-    with RawClient(bs) as c:
-        before = {g.group_id: g.group_type for g in c.request(16, 5, states_filter=[], types_filter=[]).groups}
-    assert before[group] == "classic"
+    assert group_types(bs)[group] == "classic"
     produce(bs, topic, PARTITIONS, 2)
     lines = run_java(JAVA, bs, *group_args(topic, group, "--max", PARTITIONS * 2, "--timeout-ms", 20000))
     got = sorted((r["partition"], r["offset"]) for r in of_type(lines, "record"))
     assert got == sorted((p, o) for p in range(PARTITIONS) for o in (4, 5))
-    with RawClient(bs) as c:
-        after = {g.group_id: g.group_type for g in c.request(16, 5, states_filter=[], types_filter=[]).groups}
-    assert after[group] == "consumer"
+    assert group_types(bs)[group] == "consumer"

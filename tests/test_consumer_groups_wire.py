@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from broker.testing import SamsaBroker
+from broker.testing import SamsaBroker, running_broker
 from protocol.messages import REQUESTS
 from tests.rawclient import RawClient
 
@@ -27,12 +27,9 @@ def unique(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def cbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
-    broker = SamsaBroker(tmp_path_factory.mktemp("cg-wire") / "data", overrides={
-        "num.partitions": str(PARTITIONS), "group.consumer.max.size": "3"}).start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("cg-wire") / "data", overrides={
+        "num.partitions": str(PARTITIONS), "group.consumer.max.size": "3"}) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialUpsertion)
@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.serialization import BestAvailableEncryption
 from broker.testing import free_port
 from tests.dockerhelpers import (REPO, Resources, build_once, docker, health, inspect, logs, report, requires_docker,
                                  sh, wait_for)
-from tests.security_support import Pki, make_pki
+from tests.security_support import Pki, consume_records as consume, make_pki
 from tests.test_container_image import BUILD
 
 pytestmark = [pytest.mark.container, requires_docker]
@@ -137,29 +137,6 @@ def produce(conf: dict, topic: str, values: list[bytes]) -> list:
         p.produce(topic, key=f"k{i}".encode(), value=v, on_delivery=lambda err, msg: errors.append(err))
     p.flush(20)
     return errors
-
-
-def consume(conf: dict, topic: str, group: str, n: int, timeout: float = 30) -> tuple[list, list]:
-    """(offset, key, value) of the first n records read in the group, and the errors polled."""
-    c = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest"})
-    got: list = []
-    errors: list = []
-    try:
-        c.subscribe([topic])
-        deadline = time.monotonic() + timeout
-        while len(got) < n and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                errors.append(m.error().code())
-                if m.error().code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED):
-                    break
-            else:
-                got.append((m.offset(), m.key(), m.value()))
-    finally:
-        c.close()
-    return got, errors
 
 
 def expected(values: list[bytes]) -> list:

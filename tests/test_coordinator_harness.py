@@ -64,30 +64,28 @@ def decode_records(records: list[tuple[bytes, bytes | None]]) -> list[tuple[Any,
     return out
 
 
-class Harness:
-    """Drives one coordinator; every call returns the Step and records it in ``log``."""
+class Driver:
+    """What drives any coordinator state machine in a test: a fake clock (``now``), a token per
+    request, and every record its steps produce kept in ``log``, in order."""
 
-    def __init__(self, partition: int | None = None, loading: bool = False, **config: Any) -> None:
-        self.ids = itertools.count(1)
+    def __init__(self, co: Any) -> None:
         self.tokens = itertools.count(1)
         self.now = 0
-        self.co = GroupCoordinator(GroupCoordinatorConfig(**config), partition, loading=loading,
-                                   member_id_factory=lambda: f"m{next(self.ids)}")
+        self.co = co
         self.log: list[tuple[bytes, bytes | None]] = []
 
-    # -------------------------------------------------------------- plumbing
-
-    def at(self, now: int) -> Harness:
+    def at(self, now: int) -> Any:
         self.now = now
         return self
 
-    def send(self, req: Any) -> tuple[Any, Step]:
+    def send(self, req: Any) -> tuple[Any, Any]:
+        """(the request's token, the step it caused)."""
         req.token = next(self.tokens)
         step = self.co.handle(req, self.now)
         self.log.extend(step.records)
         return req.token, step
 
-    def tick(self, now: int | None = None) -> Step:
+    def tick(self, now: int | None = None) -> Any:
         if now is not None:
             self.now = now
         step = self.co.tick(self.now)
@@ -95,10 +93,19 @@ class Harness:
         return step
 
     @staticmethod
-    def result(token: Any, step: Step) -> Any:
+    def result(token: Any, step: Any) -> Any:
         matches = [r for t, r in step.completions if t == token]
         assert len(matches) == 1, f"expected one completion for {token}, got {step.completions}"
         return matches[0]
+
+
+class Harness(Driver):
+    """Drives one group coordinator; every call returns the Step and records it in ``log``."""
+
+    def __init__(self, partition: int | None = None, loading: bool = False, **config: Any) -> None:
+        self.ids = itertools.count(1)
+        super().__init__(GroupCoordinator(GroupCoordinatorConfig(**config), partition, loading=loading,
+                                          member_id_factory=lambda: f"m{next(self.ids)}"))
 
     def call(self, req: Any) -> Any:
         """Send a request that must be answered at once; return its result."""

@@ -37,33 +37,23 @@ from coordinator.transactions import (
     TxnCoordinatorConfig,
     TxnState,
 )
-from tests.test_coordinator_harness import Harness, decode_records
+from tests.test_coordinator_harness import Driver, Harness, decode_records
 
 MINUTE = 60000
 
 
-class Txn:
+class Txn(Driver):
     """Drives one transaction coordinator with a fake clock; producer ids count from 1000."""
 
     def __init__(self, partition: int | None = None, loading: bool = False, **config: Any) -> None:
         self.pids = itertools.count(1000)
-        self.tokens = itertools.count(1)
-        self.now = 0
-        self.co = TransactionCoordinator(TxnCoordinatorConfig(**config), partition, loading=loading,
-                                         allocate_producer_id=lambda: next(self.pids))
-        self.log: list[tuple[bytes, bytes | None]] = []
-
-    def at(self, now: int) -> Txn:
-        self.now = now
-        return self
+        super().__init__(TransactionCoordinator(TxnCoordinatorConfig(**config), partition, loading=loading,
+                                                allocate_producer_id=lambda: next(self.pids)))
 
     def send(self, req: Any) -> tuple[Any, Step]:
-        req.token = next(self.tokens)
-        step = self.co.handle(req, self.now)
-        self.log.extend(step.records)
-        results = [r for t, r in step.completions if t == req.token]
-        assert len(results) == 1, step.completions
-        return results[0], step
+        """(the request's one result, the step): every transaction request is answered at once."""
+        token, step = super().send(req)
+        return self.result(token, step), step
 
     def finish(self, step: Step) -> list[Step]:
         """Carry out the step's marker jobs, as the shell does."""
@@ -74,12 +64,6 @@ class Txn:
             self.log.extend(s.records)
             out.append(s)
         return out
-
-    def tick(self, now: int) -> Step:
-        self.now = now
-        step = self.co.tick(now)
-        self.log.extend(step.records)
-        return step
 
     # requests
     def init(self, tid: str = "tx", timeout: int = MINUTE, pid: int = -1, epoch: int = -1, version: int = 5) -> Any:

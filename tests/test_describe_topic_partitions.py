@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from broker.testing import SamsaBroker
+from broker.testing import SamsaBroker, running_broker
 from protocol.messages import REQUESTS
 from tests.rawclient import RawClient
 
@@ -18,12 +18,9 @@ Req = REQUESTS[DTP]
 
 @pytest.fixture(scope="module")
 def dbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
-    b = SamsaBroker(tmp_path_factory.mktemp("dtp") / "data", overrides={
-        "max.request.partition.size.limit": "5"}).start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("dtp") / "data", overrides={
+        "max.request.partition.size.limit": "5"}) as b:
         yield b
-    finally:
-        b.stop()
 
 
 def create(c: RawClient, name: str, partitions: int) -> None:

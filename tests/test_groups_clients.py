@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from broker.testing import SamsaBroker
+from broker.testing import SamsaBroker, running_broker
 from tests.groups_support import (
     Member,
     committed,
@@ -46,21 +46,15 @@ PY_CLIENTS = ["kafka-python", "confluent", "aiokafka"]
 @pytest.fixture(scope="module")
 def gbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
     """One broker for the module: no initial delay, 1 s minimum session, 6-partition auto-created topics."""
-    broker = SamsaBroker(tmp_path_factory.mktemp("groups") / "data", overrides=FAST_GROUPS).start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("groups") / "data", overrides=FAST_GROUPS) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture
 def own_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
     """A broker of the test's own, for tests that restart it."""
-    broker = SamsaBroker(tmp_path / "data", overrides=FAST_GROUPS).start()
-    try:
+    with running_broker(tmp_path / "data", overrides=FAST_GROUPS) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture

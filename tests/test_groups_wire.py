@@ -23,7 +23,7 @@ import kafka.errors as Errors
 import pytest
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-from broker.testing import SamsaBroker
+from broker.testing import SamsaBroker, running_broker
 from protocol.messages import REQUESTS
 from tests.groups_support import committed, describe, produce, unique
 from tests.rawclient import RawClient
@@ -49,13 +49,10 @@ OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions default
 
 @pytest.fixture(scope="module")
 def wbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
-    broker = SamsaBroker(tmp_path_factory.mktemp("groups-wire") / "data", overrides={
+    with running_broker(tmp_path_factory.mktemp("groups-wire") / "data", overrides={
         "group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000",
-        "num.partitions": str(PARTITIONS)}).start()
-    try:
+        "num.partitions": str(PARTITIONS)}) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.testing import SamsaBroker, free_port
+from broker.testing import SamsaBroker, free_port, running_broker
 from tests.clienthelpers import create_topic
 
 PARTITIONS = 3
@@ -22,14 +22,10 @@ PARTITIONS = 3
 
 @pytest.fixture
 def http_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
-    broker = SamsaBroker(tmp_path / "data", overrides={
+    with running_broker(tmp_path / "data", overrides={
         "samsa.http.listener": f"http://127.0.0.1:{free_port()}", "group.initial.rebalance.delay.ms": "0",
-        "num.partitions": str(PARTITIONS)})
-    broker.start()
-    try:
+        "num.partitions": str(PARTITIONS)}) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 def http_url(broker: SamsaBroker) -> str:

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from broker.devcluster import LocalCluster
+from tests.cluster_support import create_topic
 
 OVERRIDES = {"replica.lag.time.max.ms": "1500", "min.insync.replicas": "2", "broker.session.timeout.ms": "3000",
              "replica.fetch.wait.max.ms": "200", "replica.fetch.backoff.ms": "100",
@@ -20,17 +21,6 @@ pytestmark = pytest.mark.parametrize("samsa_cluster", [{"overrides": OVERRIDES}]
 @pytest.fixture
 def cluster(samsa_cluster: LocalCluster) -> LocalCluster:
     return samsa_cluster
-
-
-def create_topic(c: LocalCluster, name: str, partitions: int = 1, rf: int = 3) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap_servers)
-    try:
-        admin.create_topics([NewTopic(name, partitions, rf)])
-    finally:
-        admin.close()
-    c.wait_for(lambda: all(c.leader(name, p) >= 0 for p in range(partitions)), what="leaders")
 
 
 def isr(c: LocalCluster, topic: str, p: int = 0) -> tuple[int, ...]:

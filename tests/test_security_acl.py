@@ -7,12 +7,12 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    NewTopic, ResourcePatternType, ResourceType)
 
 from tests.rawclient import RawClient
-from tests.security_support import SecureBroker, make_pki, tls_overrides
+from tests.security_support import SecureBroker, consume_records, make_pki, tls_overrides
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
         'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";')
@@ -79,22 +79,8 @@ def produce_errors(c: dict, topic: str, n: int = 3) -> list:
 
 
 def consume(c: dict, topic: str, group: str, n: int, timeout: float = 20) -> tuple[list[bytes], list]:
-    cons = Consumer({**c, "group.id": group, "auto.offset.reset": "earliest"})
-    cons.subscribe([topic])
-    got, errors = [], []
-    deadline = time.monotonic() + timeout
-    while len(got) < n and time.monotonic() < deadline:
-        m = cons.poll(0.5)
-        if m is None:
-            continue
-        if m.error():
-            errors.append(m.error().code())
-            if m.error().code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED):
-                break
-        else:
-            got.append(m.value())
-    cons.close()
-    return got, errors
+    got, errors = consume_records(c, topic, group, n, timeout)
+    return [value for _, _, value in got], errors
 
 
 def _name(prefix: str) -> str:

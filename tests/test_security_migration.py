@@ -8,10 +8,7 @@ import hashlib
 import hmac
 import json
 
-import scramp
-
-from tests.rawclient import RawClient
-from tests.security_support import SecureBroker
+from tests.security_support import SecureBroker, scram_login, topic_error_as
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
         'user_admin="admin-secret" user_bob="bob-secret";')
@@ -25,28 +22,6 @@ def _old_scram_line(name: str, password: str, iterations: int = 4096) -> dict:
     return {"type": "UserScramCredentialRecord", "name": name, "mechanism": 2, "salt": enc(salt),
             "storedKey": enc(hashlib.sha512(client_key).digest()),
             "serverKey": enc(hmac.new(salted, b"Server Key", hashlib.sha512).digest()), "iterations": iterations}
-
-
-def _topic_error(bootstrap: str, user: str, topic: str) -> int:
-    from kafka.protocol.metadata import MetadataRequest
-
-    with RawClient(bootstrap) as c:
-        c.request(17, 1, mechanism="PLAIN")
-        assert c.request(36, 2, auth_bytes=f"\0{user}\0{user}-secret".encode()).error_code == 0
-        T = MetadataRequest[12].MetadataRequestTopic
-        return c.request(3, 12, topics=[T(topic_id=None, name=topic)], allow_auto_topic_creation=False,
-                         include_topic_authorized_operations=False).topics[0].error_code
-
-
-def _scram_login(bootstrap: str, user: str, password: str) -> int:
-    client = scramp.ScramClient(["SCRAM-SHA-512"], user, password)
-    with RawClient(bootstrap) as c:
-        assert c.request(17, 1, mechanism="SCRAM-SHA-512").error_code == 0
-        first = c.request(36, 2, auth_bytes=client.get_client_first().encode())
-        if first.error_code:
-            return first.error_code
-        client.set_server_first(first.auth_bytes.decode())
-        return c.request(36, 2, auth_bytes=client.get_client_final().encode()).error_code
 
 
 def test_old_security_file_is_migrated(tmp_path) -> None:
@@ -68,10 +43,10 @@ def test_old_security_file_is_migrated(tmp_path) -> None:
         b.create_topic("removed")
         for attempt in range(2):   # as migrated, then after a restart (from the metadata log alone)
             sasl = b.bootstrap("SASL_PLAINTEXT")
-            assert _topic_error(sasl, "bob", "kept") == 0
-            assert _topic_error(sasl, "bob", "removed") == 29   # TOPIC_AUTHORIZATION_FAILED
-            assert _scram_login(sasl, "carol", "carol-pw") == 0
-            assert _scram_login(sasl, "carol", "nope") == 58
+            assert topic_error_as(sasl, "bob", "kept") == 0
+            assert topic_error_as(sasl, "bob", "removed") == 29   # TOPIC_AUTHORIZATION_FAILED
+            assert scram_login(sasl, "carol", "carol-pw") == 0
+            assert scram_login(sasl, "carol", "nope") == 58
             assert not (data / "__security_metadata.jsonl").exists()
             assert (data / "__security_metadata.jsonl.migrated").exists()
             assert b"carol" in (data / "__samsa_metadata.log").read_bytes()

@@ -31,7 +31,7 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip i
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 from pyspark.sql import DataFrame, Row, SparkSession  # noqa: E402
 
-from broker.testing import SamsaBroker, free_port  # noqa: E402
+from broker.testing import SamsaBroker, free_port, running_broker  # noqa: E402
 from spark_jobs import backfill, common, sample_events, streaming_aggregate  # noqa: E402
 from spark_jobs.common import KAFKA_SOURCE_SCHEMA  # noqa: E402
 from tests import sparkconnector  # noqa: E402
@@ -49,31 +49,19 @@ requires_connector = pytest.mark.skipif(NO_CONNECTOR is not None, reason=NO_CONN
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
     """One broker for the module; auto-created topics get 2 partitions."""
-    b = SamsaBroker(tmp_path_factory.mktemp("samsa") / "data", overrides={"num.partitions": "2"}).start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("samsa") / "data", overrides={"num.partitions": "2"}) as b:
         yield b
-    finally:
-        b.stop()
 
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
     if shutil.which("java") is None:
         pytest.skip("Spark needs Java 17+ (java is not on PATH)")
-    session = (SparkSession.builder.master("local[2]").appName("samsa-spark-jobs-tests")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.memory", "1g")
-               .config("spark.sql.streaming.minBatchesToRetain", "5")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    try:
+    with sparkconnector.local_session("samsa-spark-jobs-tests", "local[2]", {
+            "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+            "spark.sql.session.timeZone": "UTC", "spark.driver.memory": "1g",
+            "spark.sql.streaming.minBatchesToRetain": "5"}) as session:
         yield session
-    finally:
-        session.stop()
 
 
 def event(i: int, action: str, cents: int, at: str, user: str = "u-1") -> bytes:

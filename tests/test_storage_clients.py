@@ -17,7 +17,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from broker.testing import SamsaBroker
+from broker.testing import SamsaBroker, running_broker
 from protocol import records as rb
 from protocol.errors import ErrorCode
 from tests.javaclient import java_available, last, of_type, run_java
@@ -32,11 +32,8 @@ JAVA_VERSION = "4.3.0"
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
-    b = SamsaBroker(tmp_path_factory.mktemp("storage") / "data", overrides=OVERRIDES).start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("storage") / "data", overrides=OVERRIDES) as b:
         yield b
-    finally:
-        b.stop()
 
 
 @pytest.fixture

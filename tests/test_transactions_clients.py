@@ -21,7 +21,7 @@ from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 
-from broker.testing import SamsaBroker
+from broker.testing import SamsaBroker, running_broker
 from coordinator.hashing import partition_for_group
 from coordinator.transaction_records import TransactionLogValue, transaction_record
 from protocol import records as rb
@@ -38,20 +38,14 @@ OVERRIDES = {"num.partitions": str(PARTITIONS), "group.initial.rebalance.delay.m
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
-    b = SamsaBroker(tmp_path_factory.mktemp("samsa-txn") / "data", overrides=OVERRIDES).start()
-    try:
+    with running_broker(tmp_path_factory.mktemp("samsa-txn") / "data", overrides=OVERRIDES) as b:
         yield b
-    finally:
-        b.stop()
 
 
 @pytest.fixture
 def own_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
-    b = SamsaBroker(tmp_path / "data", overrides=OVERRIDES).start()
-    try:
+    with running_broker(tmp_path / "data", overrides=OVERRIDES) as b:
         yield b
-    finally:
-        b.stop()
 
 
 def name(prefix: str) -> str:

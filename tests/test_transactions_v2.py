@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from broker.testing import SamsaBroker
+from broker.testing import SamsaBroker, running_broker
 from protocol import records as rb
 from protocol.messages import REQUESTS
 from tests.javaclient import last, requires_java, run_java
@@ -29,19 +29,36 @@ def name(prefix: str) -> str:
 
 @pytest.fixture(scope="module", params=[2, 1], ids=["tv2", "tv1"])
 def tbroker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
-    b = SamsaBroker(tmp_path_factory.mktemp("txn-v2") / "data", overrides={
-        "num.partitions": str(PARTITIONS), "group.initial.rebalance.delay.ms": "0",
-        "samsa.transaction.version": str(request.param)}).start()
-    b.tv = request.param     # type: ignore[attr-defined]
-    try:
+    with running_broker(tmp_path_factory.mktemp("txn-v2") / "data", overrides={
+            "num.partitions": str(PARTITIONS), "group.initial.rebalance.delay.ms": "0",
+            "samsa.transaction.version": str(request.param)}) as b:
+        b.tv = request.param     # type: ignore[attr-defined]
         yield b
-    finally:
-        b.stop()
 
 
 def describe(bs: str, tid: str) -> Any:
     with RawClient(bs) as c:
         return c.request(DESCRIBE_TXNS, 0, transactional_ids=[tid]).transaction_states[0]
+
+
+def begin_raw(c: RawClient, topic: str, tid: str, timeout_ms: int) -> tuple[int, int]:
+    """Create ``topic`` (Metadata auto-creation) and InitProducerId v5 for ``tid``: (producer id, epoch)."""
+    c.request(3, 12, topics=[REQUESTS[3].MetadataRequestTopic(name=topic, topic_id=None)],
+              allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+    init = c.request(INIT_PID, 5, transactional_id=tid, transaction_timeout_ms=timeout_ms, producer_id=-1,
+                     producer_epoch=-1)
+    return init.producer_id, init.producer_epoch
+
+
+def produce_raw(c: RawClient, version: int, topic: str, tid: str, pid: int, epoch: int, value: bytes) -> int:
+    """One transactional record to partition 0 with Produce ``version``: the partition's error code."""
+    data = rb.build_batch([(None, value)], timestamp_ms=int(time.time() * 1000), producer_id=pid,
+                          producer_epoch=epoch, base_sequence=0, transactional=True)
+    P = REQUESTS[PRODUCE]
+    r = c.request(PRODUCE, version, transactional_id=tid, acks=-1, timeout_ms=5000, topic_data=[
+        P.TopicProduceData(name=topic, partition_data=[P.TopicProduceData.PartitionProduceData(
+            index=0, records=data)])])
+    return r.responses[0].partition_responses[0].error_code
 
 
 def test_finalized_transaction_version_follows_the_property(tbroker: SamsaBroker) -> None:
@@ -116,24 +133,11 @@ def test_raw_transactions_v2_rules(tbroker: SamsaBroker) -> None:
     fenced; librdkafka-style v1 requests on the same broker keep their rules."""
     bs, topic, tid = tbroker.bootstrap_servers, name("raw"), name("rawtx")
     with RawClient(bs) as c:
-        c.request(3, 12, topics=[REQUESTS[3].MetadataRequestTopic(name=topic, topic_id=None)],
-                  allow_auto_topic_creation=True, include_topic_authorized_operations=False)
-        init = c.request(INIT_PID, 5, transactional_id=tid, transaction_timeout_ms=60000, producer_id=-1,
-                         producer_epoch=-1)
-        pid, epoch = init.producer_id, init.producer_epoch
-        batch = rb.build_batch([(None, b"x")], timestamp_ms=int(time.time() * 1000), producer_id=pid,
-                               producer_epoch=epoch, base_sequence=0, transactional=True)
-        P = REQUESTS[PRODUCE]
+        pid, epoch = begin_raw(c, topic, tid, 60000)
 
         def produce(version: int, e: int) -> int:
-            data = rb.build_batch([(None, b"x")], timestamp_ms=int(time.time() * 1000), producer_id=pid,
-                                  producer_epoch=e, base_sequence=0, transactional=True)
-            r = c.request(PRODUCE, version, transactional_id=tid, acks=-1, timeout_ms=5000, topic_data=[
-                P.TopicProduceData(name=topic, partition_data=[P.TopicProduceData.PartitionProduceData(
-                    index=0, records=data)])])
-            return r.responses[0].partition_responses[0].error_code
+            return produce_raw(c, version, topic, tid, pid, e, b"x")
 
-        assert batch
         assert produce(11, epoch) == 48                     # v11: not added before -> INVALID_TXN_STATE
         assert produce(12, epoch) == 0                      # v12: added implicitly
         assert describe(bs, tid).transaction_state == "Ongoing"
@@ -161,18 +165,8 @@ def test_raw_v2_transaction_left_open_is_aborted_and_its_producer_fenced(tbroker
     fenced, its records are never visible."""
     bs, topic, tid = tbroker.bootstrap_servers, name("slow"), name("slowtx")
     with RawClient(bs) as c:
-        c.request(3, 12, topics=[REQUESTS[3].MetadataRequestTopic(name=topic, topic_id=None)],
-                  allow_auto_topic_creation=True, include_topic_authorized_operations=False)
-        init = c.request(INIT_PID, 5, transactional_id=tid, transaction_timeout_ms=1000, producer_id=-1,
-                         producer_epoch=-1)
-        pid, epoch = init.producer_id, init.producer_epoch
-        data = rb.build_batch([(None, b"late")], timestamp_ms=int(time.time() * 1000), producer_id=pid,
-                              producer_epoch=epoch, base_sequence=0, transactional=True)
-        P = REQUESTS[PRODUCE]
-        r = c.request(PRODUCE, 12, transactional_id=tid, acks=-1, timeout_ms=5000, topic_data=[
-            P.TopicProduceData(name=topic, partition_data=[P.TopicProduceData.PartitionProduceData(
-                index=0, records=data)])])
-        assert r.responses[0].partition_responses[0].error_code == 0
+        pid, epoch = begin_raw(c, topic, tid, 1000)
+        assert produce_raw(c, 12, topic, tid, pid, epoch, b"late") == 0
         deadline = time.monotonic() + 10
         while describe(bs, tid).transaction_state != "CompleteAbort":
             assert time.monotonic() < deadline, "the coordinator never aborted the transaction"

@@ -19,6 +19,22 @@ from protocol.errors import ErrorCode
 from ..dispatch import RequestContext, handles
 from .common import absent_partition_error, check_leader_epoch
 
+
+def leader_partition(ctx: RequestContext, topic, name: str, index: int, rp,
+                     any_replica: bool = False) -> tuple[object | None, int]:
+    """(the partition, 0) when this broker leads it at the request's leader epoch, else (None or
+    the partition, the error it answers): unknown partition, fenced/unknown leader epoch, or
+    NOT_LEADER_OR_FOLLOWER on a follower — the checks ListOffsets and OffsetForLeaderEpoch share.
+    ``any_replica``: Kafka answers debugging tools (replica id -2) from any replica."""
+    part = topic.partitions.get(index) if topic is not None else None
+    if part is None:
+        return None, absent_partition_error(ctx.broker, name, index)
+    err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
+    if not err and part.replica is not None and not part.replica.is_leader and not any_replica:
+        err = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return part, err
+
+
 LT = ListOffsetsResponse.ListOffsetsTopicResponse
 LP = LT.ListOffsetsPartitionResponse
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
@@ -33,16 +49,8 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
         topic = logs.topics.get(rt.name)
         parts = []
         for rp in rt.partitions:
-            part = topic.partitions.get(rp.partition_index) if topic is not None else None
-            if part is None:
-                parts.append(LP(partition_index=rp.partition_index, timestamp=-1, offset=-1, leader_epoch=-1,
-                                error_code=absent_partition_error(ctx.broker, rt.name, rp.partition_index)))
-                continue
-            err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
-            # Kafka answers debugging tools (replica id -2) from any replica, everyone else from the leader
-            if not err and part.replica is not None and not part.replica.is_leader \
-                    and req.replica_id != DEBUGGING_REPLICA_ID:
-                err = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            part, err = leader_partition(ctx, topic, rt.name, rp.partition_index, rp,
+                                         any_replica=req.replica_id == DEBUGGING_REPLICA_ID)
             if err:
                 parts.append(LP(partition_index=rp.partition_index, error_code=err, timestamp=-1, offset=-1,
                                 leader_epoch=-1))
@@ -95,14 +103,7 @@ async def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpoch
         topic = logs.topics.get(rt.topic)
         parts = []
         for rp in rt.partitions:
-            part = topic.partitions.get(rp.partition) if topic is not None else None
-            if part is None:
-                parts.append(OP(error_code=absent_partition_error(ctx.broker, rt.topic, rp.partition),
-                                partition=rp.partition, leader_epoch=-1, end_offset=-1))
-                continue
-            err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
-            if not err and part.replica is not None and not part.replica.is_leader:
-                err = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            part, err = leader_partition(ctx, topic, rt.topic, rp.partition, rp)
             if err:
                 parts.append(OP(error_code=err, partition=rp.partition, leader_epoch=-1, end_offset=-1))
                 continue

@@ -442,8 +442,16 @@ class Partition:
                 h.max_timestamp = now_ms
             next_offset += h.last_offset_delta + 1
         self._maybe_roll(len(data), max(h.max_timestamp for h in batches), next_offset - 1, now_ms)
+        self._append_active(data if in_place else rb.stamped_parts(data, batches, self.leader_epoch), data, batches)
+        return AppendResult(ErrorCode.NONE, base, now_ms if log_append else -1, self.log_start_offset)
+
+    def _append_active(self, stored: bytes | bytearray | list, data: bytes | bytearray,
+                       batches: list[rb.BatchHeader]) -> None:
+        """What a leader's and a follower's append share: ``stored`` (the batches as written) into
+        the active segment, then producer state, transactions and the flush.messages count from
+        ``batches``/``data``."""
         active = self.segments[-1]
-        active.append(data if in_place else rb.stamped_parts(data, batches, self.leader_epoch), batches)
+        active.append(stored, batches)
         active.index_dirty = True
         for h in batches:
             self._track_batch(h, data if h.is_control else None)
@@ -451,7 +459,6 @@ class Partition:
         flush_messages = self.config("flush.messages")
         if flush_messages is not None and self.unflushed_messages >= int(flush_messages):
             self.flush_due = True  # the produce path (or the flusher task) fsyncs off the event loop
-        return AppendResult(ErrorCode.NONE, base, now_ms if log_append else -1, self.log_start_offset)
 
     def _track_batch(self, h: rb.BatchHeader, control_data: bytes | bytearray | None) -> None:
         """Producer state and transaction bookkeeping for one appended (or recovered) batch."""
@@ -512,15 +519,7 @@ class Partition:
             if h.leader_epoch > self.epochs.latest_epoch:
                 self.epochs.assign(h.leader_epoch, h.base_offset)
         self._maybe_roll(len(data), max(h.max_timestamp for h in batches), batches[-1].last_offset, now_ms)
-        active = self.segments[-1]
-        active.append(data, batches)
-        active.index_dirty = True
-        for h in batches:
-            self._track_batch(h, data if h.is_control else None)
-            self.unflushed_messages += h.record_count
-        flush_messages = self.config("flush.messages")
-        if flush_messages is not None and self.unflushed_messages >= int(flush_messages):
-            self.flush_due = True
+        self._append_active(data, data, batches)
         return self.log_end_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:

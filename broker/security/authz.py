@@ -103,6 +103,27 @@ def _split(ctx: "RequestScope", items: list, op: int, name_of: Callable[[Any], s
     return ok, denied
 
 
+async def _answer_allowed(ctx: "RequestScope", req: Any, handler: Handler, attr: str, ok: list, denied: list,
+                          out: str, denied_answers: Callable[[list], Any], **empty: Any) -> Any:
+    """The handler answers the allowed items (``req.<attr>`` narrowed to ``ok``; none left: an
+    empty answer with ``empty``'s fields, the handler not called), then Kafka's answers for the
+    denied items are added to ``response.<out>`` — so handlers never see what they may not touch."""
+    if not denied:
+        return await handler(ctx, req)
+    setattr(req, attr, ok)
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, **{out: []}, **empty)
+    getattr(response, out).extend(denied_answers(denied))
+    return response
+
+
+def _topics_allowed(ctx: "RequestScope", req: Any, handler: Handler, op: int, denied_answers: Callable[[list], Any],
+                    name_of: Callable[[Any], str | None] = lambda t: t.name, out: str = "topics",
+                    **empty: Any) -> Awaitable[Any]:
+    """_answer_allowed for the common shape: ``req.topics`` split by ``op`` on each topic."""
+    ok, denied = _split(ctx, req.topics, op, name_of)
+    return _answer_allowed(ctx, req, handler, "topics", ok, denied, out, denied_answers, **empty)
+
+
 def _no_check(ctx: "RequestScope", req: Any, handler: Handler) -> Awaitable[Any]:
     return handler(ctx, req)
 
@@ -182,62 +203,38 @@ async def fetch(ctx, req, handler):
 
 @check(2)
 async def list_offsets(ctx, req, handler):
-    ok, denied = _split(ctx, req.topics, Op.DESCRIBE, lambda t: t.name)
-    if not denied:
-        return await handler(ctx, req)
-    req.topics = ok
-    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
     TR = _cls(2, "ListOffsetsTopicResponse")
     P = TR.ListOffsetsPartitionResponse
-    response.topics.extend(TR(name=t.name, partitions=[
+    return await _topics_allowed(ctx, req, handler, Op.DESCRIBE, lambda denied: (TR(name=t.name, partitions=[
         P(partition_index=p.partition_index, error_code=TOPIC_DENIED, old_style_offsets=[], timestamp=-1,
-          offset=-1, leader_epoch=-1) for p in t.partitions]) for t in denied)
-    return response
+          offset=-1, leader_epoch=-1) for p in t.partitions]) for t in denied))
 
 
 @check(23)
 async def offset_for_leader_epoch(ctx, req, handler):
-    ok, denied = _split(ctx, req.topics, Op.DESCRIBE, lambda t: t.topic)
-    if not denied:
-        return await handler(ctx, req)
-    req.topics = ok
-    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
     TR = _cls(23, "OffsetForLeaderTopicResult")
     E = TR.EpochEndOffset
-    response.topics.extend(TR(topic=t.topic, partitions=[
+    return await _topics_allowed(ctx, req, handler, Op.DESCRIBE, lambda denied: (TR(topic=t.topic, partitions=[
         E(error_code=TOPIC_DENIED, partition=p.partition, leader_epoch=-1, end_offset=-1) for p in t.partitions])
-        for t in denied)
-    return response
+        for t in denied), name_of=lambda t: t.topic)
 
 
 @check(61)
 async def describe_producers(ctx, req, handler):
-    ok, denied = _split(ctx, req.topics, Op.READ, lambda t: t.name)
-    if not denied:
-        return await handler(ctx, req)
-    req.topics = ok
-    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
     TR = _cls(61, "TopicResponse")
     P = TR.PartitionResponse
-    response.topics.extend(TR(name=t.name, partitions=[
+    return await _topics_allowed(ctx, req, handler, Op.READ, lambda denied: (TR(name=t.name, partitions=[
         P(partition_index=i, error_code=TOPIC_DENIED, error_message=DENIED_MESSAGES[TOPIC_DENIED], active_producers=[])
-        for i in t.partition_indexes]) for t in denied)
-    return response
+        for i in t.partition_indexes]) for t in denied))
 
 
 @check(21)
 async def delete_records(ctx, req, handler):
-    ok, denied = _split(ctx, req.topics, Op.DELETE, lambda t: t.name)
-    if not denied:
-        return await handler(ctx, req)
-    req.topics = ok
-    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
     TR = _cls(21, "DeleteRecordsTopicResult")
     P = TR.DeleteRecordsPartitionResult
-    response.topics.extend(TR(name=t.name, partitions=[
+    return await _topics_allowed(ctx, req, handler, Op.DELETE, lambda denied: (TR(name=t.name, partitions=[
         P(partition_index=p.partition_index, low_watermark=-1, error_code=TOPIC_DENIED) for p in t.partitions])
-        for t in denied)
-    return response
+        for t in denied))
 
 
 # -- Metadata -------------------------------------------------------------------------------
@@ -358,14 +355,9 @@ async def offset_commit(ctx, req, handler):
     if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
         return ctx.response(throttle_time_ms=0, topics=_denied_offset_topics(
             8, req.topics, GROUP_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"))
-    ok, denied = _split(ctx, req.topics, Op.READ, lambda t: _topic_name(ctx, t.name, getattr(t, "topic_id", None)))
-    if not denied:
-        return await handler(ctx, req)
-    req.topics = ok
-    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
-    response.topics.extend(_denied_offset_topics(8, denied, TOPIC_DENIED, "OffsetCommitResponseTopic",
-                                                 "OffsetCommitResponsePartition"))
-    return response
+    return await _topics_allowed(ctx, req, handler, Op.READ, lambda denied: _denied_offset_topics(
+        8, denied, TOPIC_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"),
+        name_of=lambda t: _topic_name(ctx, t.name, getattr(t, "topic_id", None)))
 
 
 @check(28)
@@ -378,14 +370,8 @@ async def txn_offset_commit(ctx, req, handler):
     if code is not None:
         return ctx.response(throttle_time_ms=0, topics=_denied_offset_topics(
             28, req.topics, code, "TxnOffsetCommitResponseTopic", "TxnOffsetCommitResponsePartition"))
-    ok, denied = _split(ctx, req.topics, Op.READ, lambda t: t.name)
-    if not denied:
-        return await handler(ctx, req)
-    req.topics = ok
-    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
-    response.topics.extend(_denied_offset_topics(28, denied, TOPIC_DENIED, "TxnOffsetCommitResponseTopic",
-                                                 "TxnOffsetCommitResponsePartition"))
-    return response
+    return await _topics_allowed(ctx, req, handler, Op.READ, lambda denied: _denied_offset_topics(
+        28, denied, TOPIC_DENIED, "TxnOffsetCommitResponseTopic", "TxnOffsetCommitResponsePartition"))
 
 
 def _denied_fetch_topics(T: Any, topics: list) -> list:
@@ -453,15 +439,11 @@ async def find_coordinator(ctx, req, handler):
         return ctx.response(throttle_time_ms=0, error_code=code, error_message=DENIED_MESSAGES[code], node_id=-1,
                             host="", port=-1, coordinators=[])   # Kafka's v0-3 answer carries error.message()
     denied = [k for k in req.coordinator_keys if not allowed(ctx, Op.DESCRIBE, rtype, k)]
-    if not denied:
-        return await handler(ctx, req)
-    req.coordinator_keys = [k for k in req.coordinator_keys if k not in denied]
-    response = await handler(ctx, req) if req.coordinator_keys else ctx.response(throttle_time_ms=0,
-                                                                                  coordinators=[])
     C = _cls(10, "Coordinator")
-    response.coordinators.extend(C(key=k, node_id=-1, host="", port=-1, error_code=code, error_message=None)
-                                 for k in denied)
-    return response
+    return await _answer_allowed(
+        ctx, req, handler, "coordinator_keys", [k for k in req.coordinator_keys if k not in denied], denied,
+        "coordinators", lambda denied: (C(key=k, node_id=-1, host="", port=-1, error_code=code, error_message=None)
+                                        for k in denied))
 
 
 @check(15)
@@ -495,29 +477,21 @@ async def list_groups(ctx, req, handler):
 @check(42)
 async def delete_groups(ctx, req, handler):
     denied = [g for g in req.groups_names if not allowed(ctx, Op.DELETE, RT.GROUP, g)]
-    if not denied:
-        return await handler(ctx, req)
-    req.groups_names = [g for g in req.groups_names if g not in denied]
-    response = await handler(ctx, req) if req.groups_names else ctx.response(throttle_time_ms=0, results=[])
     R = _cls(42, "DeletableGroupResult")
-    response.results.extend(R(group_id=g, error_code=GROUP_DENIED) for g in denied)
-    return response
+    return await _answer_allowed(ctx, req, handler, "groups_names", [g for g in req.groups_names if g not in denied],
+                                 denied, "results", lambda denied: (R(group_id=g, error_code=GROUP_DENIED)
+                                                                    for g in denied))
 
 
 @check(47)
 async def offset_delete(ctx, req, handler):
     if not allowed(ctx, Op.DELETE, RT.GROUP, req.group_id):
         return ctx.response(error_code=GROUP_DENIED, throttle_time_ms=0, topics=[])
-    ok, denied = _split(ctx, req.topics, Op.READ, lambda t: t.name)
-    if not denied:
-        return await handler(ctx, req)
-    req.topics = ok
-    response = await handler(ctx, req) if ok else ctx.response(error_code=0, throttle_time_ms=0, topics=[])
     TR = _cls(47, "OffsetDeleteResponseTopic")
     P = TR.OffsetDeleteResponsePartition
-    response.topics.extend(TR(name=t.name, partitions=[P(partition_index=p.partition_index, error_code=TOPIC_DENIED)
-                                                       for p in t.partitions]) for t in denied)
-    return response
+    return await _topics_allowed(ctx, req, handler, Op.READ, lambda denied: (TR(name=t.name, partitions=[
+        P(partition_index=p.partition_index, error_code=TOPIC_DENIED) for p in t.partitions]) for t in denied),
+        error_code=0)
 
 
 # -- transactions and producer ids -------------------------------------------------------------
@@ -657,14 +631,9 @@ async def delete_topics(ctx, req, handler):
 
 @check(37)
 async def create_partitions(ctx, req, handler):
-    ok, denied = _split(ctx, req.topics, Op.ALTER, lambda t: t.name)
-    if not denied:
-        return await handler(ctx, req)
-    req.topics = ok
-    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, results=[])
     R = _cls(37, "CreatePartitionsTopicResult")
-    response.results.extend(R(name=t.name, error_code=TOPIC_DENIED, error_message=None) for t in denied)
-    return response
+    return await _topics_allowed(ctx, req, handler, Op.ALTER, lambda denied: (
+        R(name=t.name, error_code=TOPIC_DENIED, error_message=None) for t in denied), out="results")
 
 
 _TOPIC_RESOURCE = 2
@@ -688,77 +657,73 @@ def _config_code(resource: Any) -> int:
     return {_TOPIC_RESOURCE: TOPIC_DENIED, _GROUP_RESOURCE: GROUP_DENIED}.get(resource.resource_type, CLUSTER_DENIED)
 
 
+def _configs_allowed(ctx, req, handler, op: int, out: str, denied_answers: Callable[[list], Any]) -> Awaitable[Any]:
+    denied = [r for r in req.resources if not _config_allowed(ctx, op, r)]
+    return _answer_allowed(ctx, req, handler, "resources", [r for r in req.resources if r not in denied], denied,
+                           out, denied_answers)
+
+
 @check(32)
 async def describe_configs(ctx, req, handler):
-    denied = [r for r in req.resources if not _config_allowed(ctx, Op.DESCRIBE_CONFIGS, r)]
-    if not denied:
-        return await handler(ctx, req)
-    req.resources = [r for r in req.resources if r not in denied]
-    response = await handler(ctx, req) if req.resources else ctx.response(throttle_time_ms=0, results=[])
     R = _cls(32, "DescribeConfigsResult")
-    response.results.extend(R(error_code=_config_code(r), error_message=DENIED_MESSAGES[_config_code(r)],
-                              resource_type=r.resource_type, resource_name=r.resource_name, configs=[])
-                            for r in denied)
-    return response
+    return await _configs_allowed(ctx, req, handler, Op.DESCRIBE_CONFIGS, "results", lambda denied: (
+        R(error_code=_config_code(r), error_message=DENIED_MESSAGES[_config_code(r)],
+          resource_type=r.resource_type, resource_name=r.resource_name, configs=[]) for r in denied))
 
 
 @check(33, 44)
 async def alter_configs(ctx, req, handler):
-    denied = [r for r in req.resources if not _config_allowed(ctx, Op.ALTER_CONFIGS, r)]
-    if not denied:
-        return await handler(ctx, req)
-    req.resources = [r for r in req.resources if r not in denied]
-    response = await handler(ctx, req) if req.resources else ctx.response(throttle_time_ms=0, responses=[])
     R = _cls(ctx.api_key, "AlterConfigsResourceResponse")
-    response.responses.extend(R(error_code=_config_code(r), error_message=None if r.resource_type == _BROKER_LOGGER
-                                else DENIED_MESSAGES[_config_code(r)], resource_type=r.resource_type,
-                                resource_name=r.resource_name) for r in denied)
-    return response
+    return await _configs_allowed(ctx, req, handler, Op.ALTER_CONFIGS, "responses", lambda denied: (
+        R(error_code=_config_code(r), error_message=None if r.resource_type == _BROKER_LOGGER
+          else DENIED_MESSAGES[_config_code(r)], resource_type=r.resource_type,
+          resource_name=r.resource_name) for r in denied))
 
 
 # -- security administration ---------------------------------------------------------------------
-@check(29)
-async def describe_acls(ctx, req, handler):
-    if cluster(ctx, Op.DESCRIBE):
+async def _on_cluster(ctx, req, handler, op: int, denied: Callable[[], Any]) -> Any:
+    """The handler's answer when the principal may ``op`` the cluster, else ``denied()``: Kafka's
+    answer for that API with CLUSTER_AUTHORIZATION_FAILED, nothing applied."""
+    if cluster(ctx, op):
         return await handler(ctx, req)
-    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE,
-                        resources=[])
+    return denied()
+
+
+def _cluster_denied(ctx, **fields: Any) -> Any:
+    """A whole answer that is CLUSTER_AUTHORIZATION_FAILED with Kafka's message."""
+    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, **fields)
+
+
+@check(29)
+def describe_acls(ctx, req, handler):
+    return _on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: _cluster_denied(ctx, resources=[]))
 
 
 @check(30)
-async def create_acls(ctx, req, handler):
-    if cluster(ctx, Op.ALTER):
-        return await handler(ctx, req)
+def create_acls(ctx, req, handler):
     R = _cls(30, "AclCreationResult")
-    return ctx.response(throttle_time_ms=0, results=[R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE)
-                                                      for _ in req.creations])
+    return _on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
+        R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE) for _ in req.creations]))
 
 
 @check(31)
-async def delete_acls(ctx, req, handler):
-    if cluster(ctx, Op.ALTER):
-        return await handler(ctx, req)
+def delete_acls(ctx, req, handler):
     R = _cls(31, "DeleteAclsFilterResult")
-    return ctx.response(throttle_time_ms=0, filter_results=[
-        R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, matching_acls=[]) for _ in req.filters])
+    return _on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, filter_results=[
+        R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, matching_acls=[]) for _ in req.filters]))
 
 
 @check(50)
-async def describe_scram(ctx, req, handler):
-    if cluster(ctx, Op.DESCRIBE):
-        return await handler(ctx, req)
-    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE,
-                        results=[])
+def describe_scram(ctx, req, handler):
+    return _on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: _cluster_denied(ctx, results=[]))
 
 
 @check(51)
-async def alter_scram(ctx, req, handler):
-    if cluster(ctx, Op.ALTER):
-        return await handler(ctx, req)
+def alter_scram(ctx, req, handler):
     R = _cls(51, "AlterUserScramCredentialsResult")
-    users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
-    return ctx.response(throttle_time_ms=0, results=[R(user=u, error_code=CLUSTER_DENIED,
-                                                        error_message=CLUSTER_DENIED_MESSAGE) for u in users])
+    return _on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
+        R(user=u, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE)
+        for u in dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])]))
 
 
 # -- APIs added beside the authorizer: consoles, KIP-848 groups, cluster administration -----------
@@ -776,29 +741,23 @@ def _whole_request(ctx, req, handler, ok: bool, code: int):
 
 
 @check(35)   # DescribeLogDirs: DESCRIBE on the cluster; denied: no results (KafkaApis)
-async def describe_log_dirs(ctx, req, handler):
-    if cluster(ctx, Op.DESCRIBE):
-        return await handler(ctx, req)
-    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results=[])
+def describe_log_dirs(ctx, req, handler):
+    return _on_cluster(ctx, req, handler, Op.DESCRIBE,
+                       lambda: ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results=[]))
 
 
 @check(48)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster; denied: null entries (getErrorResponse)
-async def describe_client_quotas(ctx, req, handler):
-    if cluster(ctx, Op.DESCRIBE_CONFIGS):
-        return await handler(ctx, req)
-    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE,
-                        entries=None)
+def describe_client_quotas(ctx, req, handler):
+    return _on_cluster(ctx, req, handler, Op.DESCRIBE_CONFIGS, lambda: _cluster_denied(ctx, entries=None))
 
 
 @check(46)   # ListPartitionReassignments: DESCRIBE on the cluster; denied: the asked partitions echoed
-async def list_partition_reassignments(ctx, req, handler):
-    if cluster(ctx, Op.DESCRIBE):
-        return await handler(ctx, req)
+def list_partition_reassignments(ctx, req, handler):
     T = _cls(46, "OngoingTopicReassignment")
     P = T.OngoingPartitionReassignment
-    return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, topics=[
+    return _on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: _cluster_denied(ctx, topics=[
         T(name=t.name, partitions=[P(partition_index=i, replicas=[], adding_replicas=[], removing_replicas=[])
-                                   for i in t.partition_indexes]) for t in req.topics or []])
+                                   for i in t.partition_indexes]) for t in req.topics or []]))
 
 
 @check(43, 45)   # ElectLeaders, AlterPartitionReassignments: ALTER on the cluster
