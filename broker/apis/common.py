@@ -55,3 +55,24 @@ def partition_racks_view(ctx: "RequestContext") -> Any:
     """The replica racks of the cluster's partitions (rack-aware group assignment)."""
     from .. import topic_catalog
     return topic_catalog.partition_racks(ctx.broker)
+
+
+def group_heartbeat_answer(ctx: "RequestContext", r: Any) -> Any:
+    """ConsumerGroupHeartbeat's and ShareGroupHeartbeat's answer (the same fields): the member's
+    epoch and, when it changed, its assignment as topic id -> partitions (empty topics left out)."""
+    resp = ctx.response(throttle_time_ms=0, error_code=r.error_code, error_message=r.error_message,
+                        member_id=r.member_id, member_epoch=r.member_epoch,
+                        heartbeat_interval_ms=r.heartbeat_interval_ms, assignment=None)
+    if r.assignment is not None:
+        resp.assignment = resp.Assignment(topic_partitions=[
+            resp.Assignment.TopicPartitions(topic_id=tid, partitions=sorted(ps))
+            for tid, ps in sorted(r.assignment.items(), key=lambda kv: str(kv[0])) if ps])
+    return resp
+
+
+def other_group_type_answer(ctx: "RequestContext", group_id: str, member_epoch: int, kind: str) -> Any:
+    """GROUP_ID_NOT_FOUND for a heartbeat naming a group of the other type: consumer and share
+    groups share one id space (KIP-932)."""
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                        error_message=f"Group {group_id} is not a {kind} group.", member_id=None,
+                        member_epoch=member_epoch, heartbeat_interval_ms=0, assignment=None)

@@ -18,7 +18,8 @@ from coordinator import consumer_group as cg
 from .. import topic_catalog
 from ..dispatch import RequestContext, handles
 from ..security.acl import GROUP_OPERATIONS
-from .common import coordinator_fields, partition_racks_view, topics_view
+from .common import (coordinator_fields, group_heartbeat_answer, other_group_type_answer, partition_racks_view,
+                     topics_view)
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 _ALL_GROUP_OPERATIONS = sum(1 << op for op in GROUP_OPERATIONS)   # an int32 in this response
@@ -40,18 +41,9 @@ async def consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
         partition_racks=partition_racks_view(ctx),
         **coordinator_fields(ctx))
     if (req.group_id or "") in ctx.broker.share_groups.coordinator.groups:   # KIP-932: ids are shared with them
-        return ctx.response(throttle_time_ms=0, error_code=cg.GROUP_ID_NOT_FOUND,
-                            error_message=f"Group {req.group_id} is not a consumer group.", member_id=None,
-                            member_epoch=req.member_epoch, heartbeat_interval_ms=0, assignment=None)
+        return other_group_type_answer(ctx, req.group_id, req.member_epoch, "consumer")
     r: cg.ConsumerGroupHeartbeatResult = await ctx.broker.groups.call_for(req.group_id or "", request)
-    resp = ctx.response(throttle_time_ms=0, error_code=r.error_code, error_message=r.error_message,
-                        member_id=r.member_id, member_epoch=r.member_epoch,
-                        heartbeat_interval_ms=r.heartbeat_interval_ms, assignment=None)
-    if r.assignment is not None:
-        resp.assignment = resp.Assignment(topic_partitions=[
-            resp.Assignment.TopicPartitions(topic_id=tid, partitions=sorted(ps))
-            for tid, ps in sorted(r.assignment.items(), key=lambda kv: str(kv[0])) if ps])
-    return resp
+    return group_heartbeat_answer(ctx, r)
 
 
 @handles(69)

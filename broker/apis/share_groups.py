@@ -29,7 +29,7 @@ from ..dispatch import RequestContext, handles
 from ..security.acl import Operation, ResourceType
 from ..replica.answers import image_leader
 from ..topic_catalog import absent_partition_error
-from .common import coordinator_fields
+from .common import coordinator_fields, group_heartbeat_answer, other_group_type_answer
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 Fetched = tuple[int, bytes, list[AcquiredRange]]    # a partition's fetch error, batches, acquired ranges
@@ -51,19 +51,10 @@ async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
         client_id=fields["client_id"], client_host=fields["client_host"], topics=_topics_view(ctx))
     if request.group_id not in shares.coordinator.groups and request.group_id \
             and ctx.broker.groups.coordinator_for(request.group_id)[1].has_group(request.group_id):
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                            error_message=f"Group {request.group_id} is not a share group.", member_id=None,
-                            member_epoch=request.member_epoch, heartbeat_interval_ms=0, assignment=None)
+        return other_group_type_answer(ctx, request.group_id, request.member_epoch, "share")
     r = shares.coordinator.heartbeat(request, ctx.broker.now_ms())
     shares.settle_departures()
-    resp = ctx.response(throttle_time_ms=0, error_code=r.error_code, error_message=r.error_message,
-                        member_id=r.member_id, member_epoch=r.member_epoch,
-                        heartbeat_interval_ms=r.heartbeat_interval_ms, assignment=None)
-    if r.assignment is not None:
-        resp.assignment = resp.Assignment(topic_partitions=[
-            resp.Assignment.TopicPartitions(topic_id=tid, partitions=sorted(ps))
-            for tid, ps in sorted(r.assignment.items(), key=lambda kv: str(kv[0])) if ps])
-    return resp
+    return group_heartbeat_answer(ctx, r)
 
 
 @handles(77)
