@@ -238,7 +238,10 @@ class LogManager:
     def topic_config_value(self, topic: Topic, name: str) -> Any:
         """The topic's value, else the broker's default for it. Resolved once per topic and name
         (every append asks for several); broker properties are static (Samsa has no dynamic
-        broker configs) and a topic's configs are replaced whole when altered."""
+        broker configs) and a topic's configs are replaced whole when altered. Anything else with
+        ``configs`` (the cluster image's view of a topic hosted elsewhere) is resolved uncached."""
+        if not isinstance(topic, Topic):
+            return self._resolve_config(topic.configs, name)
         if topic.resolved_from is not topic.configs:
             topic.resolved.clear()
             topic.resolved_from = topic.configs
@@ -246,13 +249,14 @@ class LogManager:
             return topic.resolved[name]
         except KeyError:
             pass
-        if name in topic.configs:
-            value = parse_value(TOPIC_CONFIGS[name][0], topic.configs[name])
-        else:
-            broker_key = TOPIC_CONFIGS[name][1]
-            value = self.config.broker_value_for_topic_default(broker_key) if broker_key else None
-        topic.resolved[name] = value
+        value = topic.resolved[name] = self._resolve_config(topic.configs, name)
         return value
+
+    def _resolve_config(self, configs: dict[str, str], name: str) -> Any:
+        if name in configs:
+            return parse_value(TOPIC_CONFIGS[name][0], configs[name])
+        broker_key = TOPIC_CONFIGS[name][1]
+        return self.config.broker_value_for_topic_default(broker_key) if broker_key else None
 
     # -- admin ---------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None,
