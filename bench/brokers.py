@@ -227,7 +227,7 @@ class RunningBroker:
         self.pid = self.proc.pid
         try:
             self.startup_seconds, self.apis = self._await_api_versions(start_timeout)
-            # Samsa answers ApiVersions while it still loads (broker/startup.py): the first
+            # Samsa answers ApiVersions while it still loads (broker/server/startup.py): the first
             # Metadata answer is when it serves
             self.metadata_request()
             self.loaded_seconds = time.perf_counter() - self.t_spawn

@@ -1,4 +1,4 @@
-"""Control-plane timings of a local 3-broker cluster (etcd + Samsa brokers, broker/devcluster.py).
+"""Control-plane timings of a local 3-broker cluster (etcd + Samsa brokers, broker/testing/local_cluster.py).
 
     .venv/bin/python -m bench.cluster_control [--session-ms 3000] [--runs 3]
 
@@ -22,9 +22,9 @@ import time
 
 from kafka.protocol.admin import CreateTopicsRequest
 
-from broker.devcluster import LocalCluster
+from broker.testing.local_cluster import LocalCluster
 from broker.testing import SamsaBroker
-from tests.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
 CT = CreateTopicsRequest.CreatableTopic
 

@@ -23,7 +23,7 @@ import time
 
 from confluent_kafka import Producer
 
-from broker.devcluster import LocalCluster, find_etcd
+from broker.testing.local_cluster import LocalCluster, find_etcd
 from broker.testing import SamsaBroker
 
 from .workloads import produce_records

@@ -23,9 +23,9 @@ from typing import Any
 import trio
 
 from broker import apis  # noqa: F401  (registers the API handlers)
-from broker.broker import Broker
-from broker.config import BrokerConfig
-from broker.dispatch import dispatch
+from broker.server.broker_server import Broker
+from broker.common.config import BrokerConfig
+from broker.network.dispatch import dispatch
 from protocol import records as rb
 from protocol.messages import REQUESTS, RESPONSES
 
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records", type=int, default=10, help="1 KB records per transaction")
     ap.add_argument("--rounds", type=int, default=5, help="rounds; the median is reported")
     args = ap.parse_args(argv)
-    from broker.logging import configure
+    from broker.common.logging_setup import configure
     # the broker's own log set-up, its lines (INFO: a transaction begun/committed) written to
     # /dev/null: their formatting is part of the cost, as in a served broker writing to a file
     with open(os.devnull, "w") as sink:

@@ -1,13 +1,13 @@
 """``samsa serve`` runs the broker; ``samsa healthcheck`` asks one for ApiVersions; ``samsa ctl``
-arms faults and moves the clock of a broker through its control endpoint (broker/control.py)."""
+arms faults and moves the clock of a broker through its control endpoint (broker/control/endpoint.py)."""
 from __future__ import annotations
 
 import argparse
 import os
 import sys
 
-from .config import BrokerConfig, ConfigError
-from .healthcheck import healthcheck, probe  # noqa: F401  (healthcheck: public, tests import it from here)
+from broker.common.config import BrokerConfig, ConfigError
+from broker.control.healthcheck import healthcheck, probe  # noqa: F401  (healthcheck: public, tests import it from here)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -15,13 +15,13 @@ def _serve(args: argparse.Namespace) -> int:
 
     skip_client_package_init()
 
-    from .startup import serve_fast  # listens first; the rest is loaded while it answers ApiVersions
+    from broker.server.startup import serve_fast  # listens first; the rest is loaded while it answers ApiVersions
 
     extra = dict(kv.split("=", 1) for kv in args.override)
     try:
         config = BrokerConfig.load(args.config, extra=extra)
         if config.get("samsa.http.listener"):
-            from .http.serve import HttpListenerError, parse_http_listener
+            from broker.network.http_serve import HttpListenerError, parse_http_listener
             try:
                 parse_http_listener(str(config["samsa.http.listener"]))
             except HttpListenerError as exc:
@@ -68,7 +68,7 @@ def _add_ctl(sub: argparse._SubParsersAction) -> None:
 def _ctl(args: argparse.Namespace) -> int:
     import json
 
-    from .control_client import ControlUnavailable, http_call
+    from broker.control.client import ControlUnavailable, http_call
 
     if not args.url:
         print("samsa ctl: give --url http://HOST:PORT (the broker's samsa.control.listener) or set "
@@ -115,14 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "ctl":
         return _ctl(args)
     if args.command == "cluster":
-        from .devcluster import run_cluster
+        from broker.testing.local_cluster import run_cluster
 
         return run_cluster(args.brokers, args.base_port, args.data_dir, args.config,
                            dict(kv.split("=", 1) for kv in args.override))
     if args.bootstrap:
         what, asked, problem = args.bootstrap, "ApiVersions and Metadata", probe(args.bootstrap, args.timeout)
     else:
-        from .healthcheck import own_listener_probe
+        from broker.control.healthcheck import own_listener_probe
         what, asked, problem = own_listener_probe(timeout=args.timeout)
     if problem is not None:
         # Shown by `docker inspect` (State.Health.Log) when the container's HEALTHCHECK fails.

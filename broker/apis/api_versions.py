@@ -16,7 +16,7 @@ from protocol.api_versions import SUPPORTED, SUPPORTED_WITH_SHARE_GROUPS
 from protocol.api_versions_response import api_keys as _keys
 from protocol.errors import ErrorCode
 
-from ..dispatch import RequestContext, handles
+from broker.network.dispatch import RequestContext, handles
 
 
 @handles(18)

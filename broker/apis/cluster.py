@@ -13,7 +13,7 @@ from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
 
 from protocol.errors import ErrorCode
 
-from ..dispatch import RequestContext, handles
+from broker.network.dispatch import RequestContext, handles
 
 BROKERS, CONTROLLERS = 1, 2
 _ENDPOINT_NAMES = {BROKERS: "BROKER", CONTROLLERS: "CONTROLLER"}

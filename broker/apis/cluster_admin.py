@@ -22,8 +22,8 @@ from kafka.protocol.metadata import MetadataResponse
 
 from protocol.errors import ErrorCode
 
-from ..config import ConfigError
-from ..dispatch import RequestContext
+from broker.common.config import ConfigError
+from broker.network.dispatch import RequestContext
 from ..log.manager import INTERNAL_TOPICS, topic_name_error
 from .cluster_configs import _while_unavailable
 from .common import ZERO_UUID
@@ -75,7 +75,7 @@ async def auto_create(ctx: RequestContext, name: str) -> int:
         configs = {"cleanup.policy": "compact", "min.insync.replicas": str(config["transaction.state.log.min.isr"])}
     else:
         count, rf, configs = int(config["num.partitions"]), int(config["default.replication.factor"]), {}
-    from coordinator.metadata_controller import Rejection
+    from coordinator.metadata.controller import Rejection
 
     assignments = cluster.place(count, rf)
     if isinstance(assignments, Rejection):
@@ -148,7 +148,7 @@ def describe_cluster(ctx: RequestContext, req: Any, ops: Any) -> Any:
 
 # -- CreateTopics ------------------------------------------------------------------------------
 async def create_topics(ctx: RequestContext, req: Any) -> Any:
-    from coordinator.metadata_controller import Rejection, check_assignment
+    from coordinator.metadata.controller import Rejection, check_assignment
 
     from ..metadata.store import MetadataUnavailable
     from .configs import creation_config_entries, validate_topic_configs
@@ -296,7 +296,7 @@ async def delete_topics(ctx: RequestContext, req: Any) -> Any:
 
 # -- CreatePartitions --------------------------------------------------------------------------
 async def create_partitions(ctx: RequestContext, req: Any) -> Any:
-    from coordinator.metadata_controller import Rejection, check_assignment
+    from coordinator.metadata.controller import Rejection, check_assignment
 
     from ..metadata.store import MetadataUnavailable
     from .topic_rules import CP, UNKNOWN_TOPIC_MESSAGE, duplicate_results, duplicated_names

@@ -8,7 +8,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from ..dispatch import RequestContext
+from broker.network.dispatch import RequestContext
 from ..log.manager import INTERNAL_TOPICS
 
 
@@ -50,7 +50,7 @@ def topic_config_view(ctx: RequestContext, name: str) -> TopicConfigView | None:
 async def alter_topic_configs(ctx: RequestContext, name: str, new: dict[str, str]) -> tuple[int, str] | None:
     """Write the difference between the image's overrides and ``new`` as ConfigRecords
     (value None deletes), in one batch; an error (code, message) or None."""
-    from coordinator.metadata_records import TOPIC_RESOURCE, ConfigRecord
+    from coordinator.metadata.records import TOPIC_RESOURCE, ConfigRecord
 
     from ..metadata.store import MetadataUnavailable
 

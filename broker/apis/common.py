@@ -8,11 +8,11 @@ from protocol.errors import ErrorCode
 
 from ..log.manager import Topic
 from ..log.partition import Partition
-from ..broker import Broker
-from ..topic_catalog import absent_partition_error  # noqa: F401  (the handlers' import)
+from broker.server.broker_server import Broker
+from broker.metadata.topic_catalog import absent_partition_error  # noqa: F401  (the handlers' import)
 
 if TYPE_CHECKING:
-    from ..dispatch import RequestContext
+    from broker.network.dispatch import RequestContext
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -46,14 +46,14 @@ def topics_view(ctx: "RequestContext") -> dict[str, tuple[uuid.UUID, int]]:
     """The cluster's non-internal topics as the group coordinator's server-side assignment sees
     them, name -> (id, partition count) (the metadata image in cluster mode, not only the ones
     hosted here)."""
-    from .. import topic_catalog
+    from broker.metadata import topic_catalog
     return {name: (t.topic_id, t.partition_count) for name, t in topic_catalog.all_topics(ctx.broker).items()
             if not t.internal}
 
 
 def partition_racks_view(ctx: "RequestContext") -> Any:
     """The replica racks of the cluster's partitions (rack-aware group assignment)."""
-    from .. import topic_catalog
+    from broker.metadata import topic_catalog
     return topic_catalog.partition_racks(ctx.broker)
 
 

@@ -32,9 +32,8 @@ from kafka.protocol.admin import (AlterConfigsRequest, AlterConfigsResponse, Des
 
 from protocol.errors import ErrorCode
 
-from ..config import (BROKER_DEFAULTS, LONG_MAX, TOPIC_CONFIG_DEFS, TOPIC_CONFIGS, BrokerConfig, ConfigError,
-                      TopicConfigDef)
-from ..dispatch import RequestContext, handles
+from broker.common.config import (BROKER_DEFAULTS, LONG_MAX, TOPIC_CONFIG_DEFS, TOPIC_CONFIGS, BrokerConfig, ConfigError, TopicConfigDef)
+from broker.network.dispatch import RequestContext, handles
 from ..log.manager import Topic, topic_name_error
 
 log = structlog.get_logger("samsa.configs")
@@ -64,7 +63,7 @@ TIERED_STORAGE_DISABLED = ("Tiered Storage functionality is disabled in the brok
                            "Topic cannot be configured with remote log storage.")
 
 
-# Broker properties that supply topic defaults but that broker/config.py does not list.
+# Broker properties that supply topic defaults but that broker/common/config.py does not list.
 EXTRA_BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "compression.gzip.level": ("int", -1),
     "compression.lz4.level": ("int", 9),

@@ -1,11 +1,11 @@
 """KIP-848 consumer-group APIs: ConsumerGroupHeartbeat v0-v1, ConsumerGroupDescribe v0-v1 (v1: MemberType,
 always 1 = consumer member since classic members never join consumer groups here).
 
-Quirks: the heartbeat carries the cluster's current (non-internal) topics (broker/topic_catalog.py) to the pure coordinator,
+Quirks: the heartbeat carries the cluster's current (non-internal) topics (broker/metadata/topic_catalog.py) to the pure coordinator,
 which compares them with the group's subscription metadata on every heartbeat (topic creation,
 deletion and partition growth reach the target assignment at once); ConsumerGroupDescribe names
 topics by the cluster's current ids (a deleted topic's partitions are left out) and reports
-authorized operations as "not requested". Results come from coordinator/consumer_group.py; this
+authorized operations as "not requested". Results come from coordinator/group/consumer.py; this
 module only converts them.
 """
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from coordinator import consumer_group as cg
+from coordinator.group import consumer as cg
 
-from .. import topic_catalog
-from ..dispatch import RequestContext, handles
+from broker.metadata import topic_catalog
+from broker.network.dispatch import RequestContext, handles
 from ..security.acl import GROUP_OPERATIONS
 from .common import (coordinator_fields, group_heartbeat_answer, other_group_type_answer, partition_racks_view,
                      topics_view)

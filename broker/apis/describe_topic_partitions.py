@@ -12,7 +12,7 @@ partition, its only replica and ISR; ELR lists are empty; a topic's authorized o
 of them, as Kafka's AuthHelper answers without an authorizer (with one, broker/security/authz.py
 answers the principal's own).
 
-Cluster mode: every topic of the metadata image (broker/topic_catalog.py), hosted here or not,
+Cluster mode: every topic of the metadata image (broker/metadata/topic_catalog.py), hosted here or not,
 with each partition's leader (-1 and LEADER_NOT_AVAILABLE when it is not live), leader epoch,
 replicas, ISR and offline replicas (on fenced or unknown brokers), as Metadata answers them.
 """
@@ -22,8 +22,8 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from .. import topic_catalog
-from ..dispatch import RequestContext, handles
+from broker.metadata import topic_catalog
+from broker.network.dispatch import RequestContext, handles
 from ..log.manager import topic_name_error
 from ..security.acl import TOPIC_OPERATIONS
 from .common import ZERO_UUID

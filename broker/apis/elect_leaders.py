@@ -8,7 +8,7 @@ preferred replica already leads / the partition has a live leader),
 PREFERRED_LEADER_NOT_AVAILABLE (the first replica is not live or not in the ISR),
 ELIGIBLE_LEADERS_NOT_AVAILABLE (unclean: no live replica).
 A single node leads every partition it has, so every election there is not needed. In a cluster
-the decisions are coordinator/metadata_controller.py's, written with the partition epoch they
+the decisions are coordinator/metadata/controller.py's, written with the partition epoch they
 were decided on (a lost race is decided again on the new image).
 """
 from __future__ import annotations
@@ -19,8 +19,8 @@ from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 
 from protocol.errors import ErrorCode
 
-from ..dispatch import RequestContext, handles
-from .partition_change import write_decision
+from broker.network.dispatch import RequestContext, handles
+from broker.metadata.partition_change import write_decision
 
 R = ElectLeadersResponse.ReplicaElectionResult
 PR = R.PartitionResult
@@ -37,7 +37,7 @@ def _requested(ctx: RequestContext, req: Any) -> tuple[list[tuple[str, int]], bo
 
 
 async def _decide_cluster(ctx: RequestContext, topic: str, partition: int, election_type: int) -> tuple[int, str | None]:
-    from coordinator.metadata_controller import elect_leaders_decision
+    from coordinator.metadata.controller import elect_leaders_decision
 
     return await write_decision(ctx, lambda image: elect_leaders_decision(image, topic, partition, election_type))
 

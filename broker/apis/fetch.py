@@ -16,7 +16,7 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse
 from protocol.errors import ErrorCode
 from protocol.splice import placeholder
 
-from ..dispatch import RequestContext, Spliced, handles
+from broker.network.dispatch import RequestContext, Spliced, handles
 from ..log.region import FileRegion
 from ..log.segment import Segment
 from ..replica.answers import (LEADER_HINT_ERRORS, absent_leader_answer, follower_fetched, leader_endpoints,

@@ -6,7 +6,7 @@ Quirks: FindCoordinator v4+ batches keys; key type 1 locates the transaction coo
 (the session timeout is used); LeaveGroup v0-v2 name one member and return one error.
 DescribeGroups reports authorized operations as "not requested" (-2147483648) because
 kafka-python rejects any other bitmask for classic groups. Results come from the pure
-coordinator (coordinator/group.py); this module only converts them.
+coordinator (coordinator/group/coordinator.py); this module only converts them.
 """
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from typing import Any
 from kafka.protocol.consumer import JoinGroupResponse
 from kafka.protocol.metadata import FindCoordinatorResponse
 
-from coordinator import group as g
+from coordinator.group import coordinator as g
 from protocol.errors import ErrorCode
 
-from ..dispatch import RequestContext, handles
+from broker.network.dispatch import RequestContext, handles
 from ..security.acl import GROUP_OPERATIONS
 from .common import coordinator_fields, partition_racks_view, topics_view
 
@@ -29,7 +29,7 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 @handles(10)
 async def find_coordinator(ctx: RequestContext, req: Any) -> Any:
     if ctx.broker.cluster is not None:  # cluster mode: the leader of the key's internal partition
-        from ..replica.coordinators import find_coordinator as cluster_find_coordinator
+        from broker.coordinator_runtime.placement import find_coordinator as cluster_find_coordinator
         return await cluster_find_coordinator(ctx, req)
     adv = ctx.advertised
     key_type = req.key_type or GROUP_KEY

@@ -14,7 +14,7 @@ import os
 
 from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
 
-from ..dispatch import RequestContext, handles
+from broker.network.dispatch import RequestContext, handles
 
 R = DescribeLogDirsResponse.DescribeLogDirsResult
 

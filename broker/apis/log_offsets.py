@@ -16,7 +16,7 @@ from kafka.protocol.consumer import (ListOffsetsRequest, ListOffsetsResponse, Of
 
 from protocol.errors import ErrorCode
 
-from ..dispatch import RequestContext, handles
+from broker.network.dispatch import RequestContext, handles
 from .common import absent_partition_error, check_leader_epoch
 
 

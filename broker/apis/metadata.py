@@ -11,7 +11,7 @@ from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from protocol.errors import ErrorCode
 
-from ..dispatch import RequestContext, handles
+from broker.network.dispatch import RequestContext, handles
 from ..log.manager import Topic, topic_name_error
 from ..security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from .common import ZERO_UUID

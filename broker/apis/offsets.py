@@ -2,7 +2,7 @@
 
 Quirks: v10 of OffsetCommit/OffsetFetch names topics by id; commits for partitions that do
 not exist answer UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id) as Kafka does, the
-rest go to the group's coordinator (existence is the cluster's, broker/topic_catalog.py: in
+rest go to the group's coordinator (existence is the cluster's, broker/metadata/topic_catalog.py: in
 cluster mode a topic with no replica on the coordinator's broker is committed like any other); OffsetFetch v0-v7 asks for one group (null topics =
 all committed offsets, v2+), v8+ for several; the commit's metadata string and leader
 epoch are returned as stored.
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator import group as g
-from coordinator.offsets import OffsetCommitPartition, OffsetCommitTopic, TopicPartitions
+from coordinator.group import coordinator as g
+from coordinator.group.offsets import OffsetCommitPartition, OffsetCommitTopic, TopicPartitions
 from protocol.errors import ErrorCode
 
-from .. import topic_catalog
-from ..dispatch import RequestContext, handles
+from broker.metadata import topic_catalog
+from broker.network.dispatch import RequestContext, handles
 from .common import ZERO_UUID, coordinator_fields
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
-from coordinator import transactions as tx
+from coordinator.txn import coordinator as tx
 from protocol import records as rb
 from protocol.errors import ErrorCode
 
-from ..connection_close import CloseConnection
-from ..dispatch import RequestContext, handles
+from broker.common.connection_close import CloseConnection
+from broker.network.dispatch import RequestContext, handles
 from ..log.manager import INTERNAL_TOPICS
 from ..replica.answers import absent_leader_answer, leader_endpoints, not_leader_answer, wait_for_replicas
 from .common import ZERO_UUID, absent_partition_error, find_topic

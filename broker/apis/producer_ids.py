@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
 
-from ..dispatch import RequestContext, handles
+from broker.network.dispatch import RequestContext, handles
 from .transactions import init_transactional_producer_id
 
 

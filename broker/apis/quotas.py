@@ -13,7 +13,7 @@ from kafka.protocol.admin import DescribeClientQuotasRequest, DescribeClientQuot
 
 from protocol.errors import ErrorCode
 
-from ..dispatch import RequestContext, handles
+from broker.network.dispatch import RequestContext, handles
 
 ENTITY_TYPES = ("user", "client-id", "ip")
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2

@@ -9,7 +9,7 @@ registered brokers once each (INVALID_REPLICA_ASSIGNMENT); v1's
 (INVALID_REPLICATION_FACTOR). ListPartitionReassignments answers the ongoing ones (all with null topics), leaving out
 partitions not being moved. A single node's only replica is itself: moving to [itself] does
 nothing, any other broker is not registered, and nothing is ever ongoing.
-The decisions are coordinator/metadata_controller.py's, written with the partition epoch.
+The decisions are coordinator/metadata/controller.py's, written with the partition epoch.
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from kafka.protocol.admin import (AlterPartitionReassignmentsRequest, AlterParti
 
 from protocol.errors import ErrorCode
 
-from ..dispatch import RequestContext, handles
-from .partition_change import write_decision
+from broker.network.dispatch import RequestContext, handles
+from broker.metadata.partition_change import write_decision
 
 AT = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 AP = AT.ReassignablePartitionResponse
@@ -49,7 +49,7 @@ def _single_node(ctx: RequestContext, topic: str, partition: int, target: list[i
 
 async def _cluster(ctx: RequestContext, topic: str, partition: int, target: list[int] | None,
                    allow_rf_change: bool) -> tuple[int, str | None]:
-    from coordinator.metadata_controller import reassign_decision
+    from coordinator.metadata.controller import reassign_decision
 
     return await write_decision(ctx, lambda image: reassign_decision(image, topic, partition, target, allow_rf_change))
 
@@ -78,7 +78,7 @@ async def alter_partition_reassignments(ctx: RequestContext, req: AlterPartition
 async def list_partition_reassignments(ctx: RequestContext, req: ListPartitionReassignmentsRequest) -> Any:
     if ctx.broker.cluster is None:
         return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, topics=[])
-    from coordinator.metadata_controller import ongoing_reassignments
+    from coordinator.metadata.controller import ongoing_reassignments
 
     ongoing = ongoing_reassignments(ctx.broker.cluster.image)
     wanted = (None if req.topics is None else {t.name: set(t.partition_indexes) for t in req.topics})

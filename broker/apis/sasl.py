@@ -15,7 +15,7 @@ from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from protocol.errors import ErrorCode
 from protocol.frame import FrameError
 
-from ..dispatch import RequestContext, handles
+from broker.network.dispatch import RequestContext, handles
 from ..security.sasl import AuthenticationFailed
 
 

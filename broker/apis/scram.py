@@ -16,10 +16,10 @@ from collections import Counter
 from kafka.protocol.admin import (AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
                                   DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse)
 
-from coordinator.metadata_records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
+from coordinator.metadata.records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 from protocol.errors import ErrorCode
 
-from ..dispatch import RequestContext, handles
+from broker.network.dispatch import RequestContext, handles
 from ..metadata.store import MetadataUnavailable
 from ..security.writes import write_decided
 from ..security.sasl import SCRAM_HASHES, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, scram_keys

@@ -1,5 +1,5 @@
 """KIP-932 share groups: ShareGroupHeartbeat v1, ShareGroupDescribe v1, ShareFetch v1, ShareAcknowledge v1.
-Advertised only when share groups are enabled (broker/api_table.py); state in broker/share_shell.py.
+Advertised only when share groups are enabled (broker/server/api_table.py); state in broker/coordinator_runtime/share_runtime.py.
 
 Quirks: ShareFetch reads whole stored batches from the first AVAILABLE record of each session
 partition (no per-record decoding: only batch headers are parsed to know their offsets) and
@@ -19,16 +19,16 @@ from typing import Any
 
 import trio
 
-from coordinator.share_group import ASSIGNOR_NAME, ShareGroupHeartbeat
-from coordinator.share_partition import FINAL_SESSION_EPOCH, INITIAL_SESSION_EPOCH, AcquiredRange
+from coordinator.share.group import ASSIGNOR_NAME, ShareGroupHeartbeat
+from coordinator.share.partition import FINAL_SESSION_EPOCH, INITIAL_SESSION_EPOCH, AcquiredRange
 from protocol import records as rb
 from protocol.errors import ErrorCode
 
-from .. import topic_catalog
-from ..dispatch import RequestContext, handles
+from broker.metadata import topic_catalog
+from broker.network.dispatch import RequestContext, handles
 from ..security.acl import Operation, ResourceType
 from ..replica.answers import image_leader
-from ..topic_catalog import absent_partition_error
+from broker.metadata.topic_catalog import absent_partition_error
 from .common import coordinator_fields, group_heartbeat_answer, other_group_type_answer
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648

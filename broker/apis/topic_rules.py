@@ -10,7 +10,7 @@ from kafka.protocol.admin import CreatePartitionsResponse, CreateTopicsResponse,
 
 from protocol.errors import ErrorCode
 
-from ..dispatch import RequestContext
+from broker.network.dispatch import RequestContext
 
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 MAX_PARTITIONS_PER_REQUEST = 10_000  # Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH

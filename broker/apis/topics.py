@@ -35,8 +35,8 @@ from kafka.protocol.admin import (CreatePartitionsRequest, CreatePartitionsRespo
 
 from protocol.errors import ErrorCode
 
-from ..config import ConfigError
-from ..dispatch import RequestContext, handles
+from broker.common.config import ConfigError
+from broker.network.dispatch import RequestContext, handles
 from ..log.manager import INTERNAL_TOPICS, topic_name_error
 from .common import ZERO_UUID, absent_partition_error
 from .configs import creation_config_entries, validate_topic_configs

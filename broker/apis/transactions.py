@@ -23,14 +23,14 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from coordinator import group as g
-from coordinator import transactions as tx
+from coordinator.group import coordinator as g
+from coordinator.txn import coordinator as tx
 from coordinator.hashing import partition_for_group
-from coordinator.offsets import OffsetCommitPartition, OffsetCommitTopic
+from coordinator.group.offsets import OffsetCommitPartition, OffsetCommitTopic
 from protocol.errors import ErrorCode
 
-from .. import topic_catalog
-from ..dispatch import RequestContext, handles
+from broker.metadata import topic_catalog
+from broker.network.dispatch import RequestContext, handles
 from .common import absent_partition_error, coordinator_fields
 
 PRODUCER_FENCED = ErrorCode.PRODUCER_FENCED

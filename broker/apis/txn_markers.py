@@ -12,8 +12,8 @@ from typing import Any
 
 from kafka.protocol.producer import WriteTxnMarkersResponse
 
-from ..dispatch import RequestContext, handles
-from ..marker_writes import write_markers
+from broker.network.dispatch import RequestContext, handles
+from broker.replica.marker_writes import write_markers
 
 MR = WriteTxnMarkersResponse.WritableTxnMarkerResult
 TR = MR.WritableTxnMarkerTopicResult

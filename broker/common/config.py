@@ -109,7 +109,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "ssl.principal.mapping.rules": ("string", "DEFAULT"),
     "sasl.enabled.mechanisms": ("list", "GSSAPI"),
     "connections.max.reauth.ms": ("long", 0),
-    "connections.max.idle.ms": ("long", 600000),   # broker/idle_expiry.py; -1 never
+    "connections.max.idle.ms": ("long", 600000),   # broker/network/idle_expiry.py; -1 never
     "sasl.server.max.receive.size": ("int", 524288),
     "connection.failed.authentication.delay.ms": ("int", 100),
     "authorizer.class.name": ("string", ""),
@@ -124,7 +124,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "samsa.fsync.on.acks.all": ("boolean", False),
     "samsa.http.listener": ("string", None),  # /metrics and the web console, e.g. http://127.0.0.1:8090
     "samsa.emulate.kafka.version": ("string", None),   # e.g. 2.8: advertise that release's API versions
-    "samsa.control.listener": ("string", None),        # http://127.0.0.1:PORT: faults and clock (broker/control.py)
+    "samsa.control.listener": ("string", None),        # http://127.0.0.1:PORT: faults and clock (broker/control/endpoint.py)
     "samsa.control.listener.allow.remote": ("boolean", False),
     # cluster mode (broker/metadata/): etcd v3 endpoints (comma-separated URLs); unset = a single node
     "samsa.metadata.etcd.endpoints": ("list", None),
@@ -134,7 +134,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "transaction.state.log.min.isr": ("int", 2),
     "samsa.log.max.open.segment.files": ("int", None),
     "samsa.transaction.version": ("int", None),     # finalized transaction.version (protocol/features.py)
-    # KIP-932 share groups (coordinator/share_group.py, share_partition.py): off unless enabled, as in Kafka
+    # KIP-932 share groups (coordinator/share/group.py, share_partition.py): off unless enabled, as in Kafka
     "group.share.enable": ("boolean", False),      # Kafka 4.0/4.1's switch
     "samsa.share.version": ("int", 0),             # finalized share.version (Kafka sets it with kafka-features.sh)
     "group.share.session.timeout.ms": ("int", 45000),

@@ -1,4 +1,4 @@
-"""What the broker's parts use of the Broker (broker/broker.py), as a Protocol.
+"""What the broker's parts use of the Broker (broker/server/broker_server.py), as a Protocol.
 
 broker.py is the composition root: it builds the coordinator shells, the replica manager,
 cluster metadata and metrics, handing each itself. Those parts type their ``broker`` as
@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from .clock import Clock
 from .config import BrokerConfig
-from .log.manager import LogManager
-from .security.acl import Authorizer
+from broker.log.manager import LogManager
+from broker.security.acl import Authorizer
 
 
 class AppendWaker(Protocol):
@@ -26,7 +26,7 @@ class AppendWaker(Protocol):
 
 
 class ProducerIds(Protocol):
-    """broker.broker.ProducerIdAllocator, or the cluster's (broker/metadata/producer_ids.py)."""
+    """broker.server.broker_server.ProducerIdAllocator, or the cluster's (broker/metadata/producer_ids.py)."""
 
     def allocate(self) -> int: ...
 
@@ -50,7 +50,7 @@ class BrokerServices(Protocol):
 
 
 class RequestScope(Protocol):
-    """What a request's helpers below dispatch (broker/faults.py, broker/security/authz.py) read
+    """What a request's helpers below dispatch (broker/network/faults.py, broker/security/authz.py) read
     of dispatch's RequestContext: dispatch calls them, so they must not import dispatch."""
 
     @property

@@ -2,7 +2,7 @@
 
 The same objects serve a broker in a child process or started elsewhere (through its HTTP
 control endpoint, :class:`SamsaControl`) and a broker running in a thread of the test process
-(calls run on its trio thread): both hand operations to broker/control.py, so arguments, answers
+(calls run on its trio thread): both hand operations to broker/control/endpoint.py, so arguments, answers
 and errors (ValueError for bad input) are the same.
 """
 from __future__ import annotations
@@ -96,7 +96,7 @@ def http_call(url: str, timeout: float = 30.0, connect_wait: float = 5.0) -> Cal
     """A transport to a broker's control endpoint at ``url`` (``http://127.0.0.1:PORT``)."""
     import httpx
 
-    from .control import ROUTES
+    from broker.control.endpoint import ROUTES
 
     client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout)
 

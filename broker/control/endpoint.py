@@ -27,7 +27,7 @@ import json
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from broker.server.broker_server import Broker
 
 ALLOW_REMOTE = "samsa.control.listener.allow.remote"
 
@@ -108,8 +108,8 @@ def route(method: str, path: str) -> tuple[str, dict[str, Any]] | None:
 
 
 def control_app(broker: "Broker") -> Callable[..., Any]:
-    """The ASGI app of the control endpoint (mounted on broker/http/serve.py's Routes)."""
-    from .http.serve import read_body, respond_json
+    """The ASGI app of the control endpoint (mounted on broker/network/http_serve.py's Routes)."""
+    from broker.network.http_serve import read_body, respond_json
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         found = route(scope["method"], scope.get("path", "/"))
@@ -135,7 +135,7 @@ def control_app(broker: "Broker") -> Callable[..., Any]:
 
 def check_bind(listener: str, allow_remote: bool) -> None:
     """Refuse a non-loopback control listener unless explicitly allowed."""
-    from .http.serve import parse_http_listener
+    from broker.network.http_serve import parse_http_listener
 
     host, _ = parse_http_listener(listener)
     if allow_remote:
@@ -155,7 +155,7 @@ async def run_control_listener(broker: "Broker", task_status: Any = None) -> Non
 
     import trio
 
-    from .http.serve import Routes, serve_http
+    from broker.network.http_serve import Routes, serve_http
 
     # hypercorn is a large import: done off the event loop, so Kafka requests are not held up
     await trio.to_thread.run_sync(importlib.import_module, "hypercorn.trio")

@@ -1,6 +1,6 @@
 """Is a broker up? The probe behind ``samsa healthcheck`` (the container HEALTHCHECK) and the
 test fixtures' wait for start-up: plain sockets, no client library. Its own module so the
-fixtures (broker/testing.py) need not import the command line (broker/cli.py), which imports
+fixtures (broker/testing/plugin.py) need not import the command line (broker/cli.py), which imports
 the dev cluster, which imports the fixtures' broker process."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def probe(bootstrap: str, timeout: float = 2.0, tls: ssl.SSLContext | None = Non
           sasl: bool = False) -> str | None:
     """None when the broker at ``bootstrap`` answers ApiVersions v0 with error code 0 and then a
     Metadata v1 request for no topics (ApiVersions alone is answered while the broker is still
-    loading: broker/startup.py; Metadata once it serves), else why not (one phrase: what failed
+    loading: broker/server/startup.py; Metadata once it serves), else why not (one phrase: what failed
     and how), so a failing container HEALTHCHECK says what it tried. ``tls``: the connection is
     TLS first (SSL, SASL_SSL listeners). ``sasl``: ApiVersions only, as a SASL listener closes a
     connection that asks anything else before authenticating (TLS listeners are served only once
@@ -74,7 +74,7 @@ def own_listener_probe(environ: Mapping[str, str] | None = None,
     presenting the broker's own key store, so an ``ssl.client.auth=required`` listener accepts
     it; the broker's certificate is not verified: the probe asks its own process), then SASL
     listeners (ApiVersions only). Returns (whom it asked, what it asked, None or why it failed)."""
-    from .config import BrokerConfig, ConfigError   # not for the fixtures' import of probe()
+    from broker.common.config import BrokerConfig, ConfigError  # not for the fixtures' import of probe()
     try:
         config = BrokerConfig.load(environ=os.environ if environ is None else environ)
         listeners = sorted(config.listeners, key=lambda l: _PREFERENCE.index(l.security_protocol))
@@ -94,7 +94,7 @@ def own_listener_probe(environ: Mapping[str, str] | None = None,
         tls.check_hostname = False
         tls.verify_mode = ssl.CERT_NONE
         if not listener.sasl:
-            from .security.tls import load_keystore
+            from broker.security.tls import load_keystore
             try:
                 load_keystore(tls, config, listener.name)
             except (ConfigError, OSError, ssl.SSLError, ValueError) as exc:

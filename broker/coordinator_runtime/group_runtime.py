@@ -1,4 +1,4 @@
-"""The trio shell around the pure group coordinators (coordinator/group.py): one
+"""The trio shell around the pure group coordinators (coordinator/group/coordinator.py): one
 GroupCoordinator per ``__consumer_offsets`` partition, driven as coordinator_shell.py
 describes. Parked requests (joins, follower syncs) wait there; the timer task fires session
 expiries, rebalance timeouts and the initial delay. Transactional offset commits are
@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
-from coordinator.group import GroupCoordinator, GroupCoordinatorConfig, Step, TopicsDeleted
-from coordinator.transactions import OFFSETS_TOPIC
+from coordinator.group.coordinator import GroupCoordinator, GroupCoordinatorConfig, Step, TopicsDeleted
+from coordinator.txn.coordinator import OFFSETS_TOPIC
 from protocol import records as rb
 
-from .coordinator_shell import CoordinatorShell
+from broker.coordinator_runtime.runtime import CoordinatorShell
 from .group_timeline import GroupTimeline
-from .log.partition import CONTROL_COMMIT, control_marker
+from broker.log.partition import CONTROL_COMMIT, control_marker
 
 if TYPE_CHECKING:
-    from .services import BrokerServices
+    from broker.common.services import BrokerServices
 
 log = structlog.get_logger("samsa.groups")
 

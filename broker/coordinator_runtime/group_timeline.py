@@ -18,16 +18,16 @@ from typing import Any, Callable, Protocol
 
 import structlog
 
-from coordinator import group as g
-from coordinator.offsets_records import GroupMetadataKey, decode_group_metadata_value, decode_key
+from coordinator.group import coordinator as g
+from coordinator.group.offsets_records import GroupMetadataKey, decode_group_metadata_value, decode_key
 
-from .introspect import decode_assignment
+from broker.observability.introspect import decode_assignment
 
 log = structlog.get_logger("samsa.groups")
 
 
 class GroupQueries(Protocol):
-    """What the timeline asks of the GroupShell (broker/group_shell.py), which owns it."""
+    """What the timeline asks of the GroupShell (broker/coordinator_runtime/group_runtime.py), which owns it."""
 
     def query(self, partition: int, request: Any) -> Any: ...
 
@@ -63,7 +63,7 @@ class Rebalance:
 
 
 def timeline_to_json(timeline: list[Rebalance]) -> list[dict[str, Any]]:
-    """A timeline as JSON, for another broker's console (broker/cluster_view.py)."""
+    """A timeline as JSON, for another broker's console (broker/observability/cluster_view.py)."""
     return [asdict(r) for r in timeline]
 
 

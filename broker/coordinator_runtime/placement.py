@@ -1,7 +1,7 @@
 """FindCoordinator in a cluster: a group's or transactional id's coordinator is the leader of
 its ``__consumer_offsets`` / ``__transaction_state`` partition (created through the
 controller on first use, as Kafka's AutoTopicCreationManager does). The coordinators load
-and unload with that leadership (ReplicaManager._coordinator_roles, broker/coordinator_shell.py)."""
+and unload with that leadership (ReplicaManager._coordinator_roles, broker/coordinator_runtime/runtime.py)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -10,7 +10,7 @@ from coordinator.hashing import partition_for_group
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from ..dispatch import RequestContext
+    from broker.network.dispatch import RequestContext
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 

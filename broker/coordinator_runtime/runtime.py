@@ -18,7 +18,7 @@ from coordinator.hashing import partition_for_group
 from protocol import records as rb
 
 if TYPE_CHECKING:
-    from .services import BrokerServices
+    from broker.common.services import BrokerServices
 
 C = TypeVar("C")
 
@@ -52,7 +52,7 @@ class CoordinatorShell(Generic[C]):
     @property
     def clustered(self) -> bool:
         """Cluster mode: a partition's coordinator loads when this broker becomes the leader of
-        that partition and unloads when it stops leading it (broker/replica/coordinators.py);
+        that partition and unloads when it stops leading it (broker/coordinator_runtime/placement.py);
         a write is answered once the high watermark passed it."""
         return getattr(self.broker, "cluster", None) is not None
 

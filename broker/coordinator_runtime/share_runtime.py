@@ -1,5 +1,5 @@
-"""The broker's share groups (KIP-932): the membership coordinator (coordinator/share_group.py), the
-share sessions and one SharePartition per (group, topic, partition) (coordinator/share_partition.py),
+"""The broker's share groups (KIP-932): the membership coordinator (coordinator/share/group.py), the
+share sessions and one SharePartition per (group, topic, partition) (coordinator/share/partition.py),
 all in memory, driven by broker/apis/share_groups.py.
 
 Everything here is synchronous and runs on the trio thread between awaits, so the handlers see
@@ -13,12 +13,12 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from coordinator.share_group import SHARE_GROUP_PROPERTIES, ShareGroupConfig, ShareGroupCoordinator
-from coordinator.share_partition import SharePartition, ShareSessions
+from coordinator.share.group import SHARE_GROUP_PROPERTIES, ShareGroupConfig, ShareGroupCoordinator
+from coordinator.share.partition import SharePartition, ShareSessions
 
 if TYPE_CHECKING:
-    from .log.partition import Partition
-    from .services import BrokerServices
+    from broker.log.partition import Partition
+    from broker.common.services import BrokerServices
 
 
 class ShareGroups:

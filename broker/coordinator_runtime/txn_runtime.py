@@ -1,4 +1,4 @@
-"""The trio shell around the pure transaction coordinators (coordinator/transactions.py).
+"""The trio shell around the pure transaction coordinators (coordinator/txn/coordinator.py).
 
 One TransactionCoordinator per ``__transaction_state`` partition; the topic is created on first
 use (internal, compacted, ``transaction.state.log.num.partitions`` partitions). A request is
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from coordinator import transaction_records as txr
-from coordinator.transactions import OFFSETS_TOPIC, MarkerJob, Step, TransactionCoordinator, TxnCoordinatorConfig
+from coordinator.txn import records as txr
+from coordinator.txn.coordinator import (OFFSETS_TOPIC, MarkerJob, Step, TransactionCoordinator, TxnCoordinatorConfig)
 
-from .coordinator_shell import CoordinatorShell
+from broker.coordinator_runtime.runtime import CoordinatorShell
 
 if TYPE_CHECKING:
-    from .services import BrokerServices
+    from broker.common.services import BrokerServices
 
 log = structlog.get_logger("samsa.txn")
 
@@ -139,7 +139,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
                                                      job.producer_epoch, job.commit, now))
 
     async def _deliver_markers(self, partition: int, job: MarkerJob) -> None:
-        from .replica.markers import MarkerSender
+        from broker.replica.markers import MarkerSender
 
         if self._marker_sender is None:
             self._marker_sender = MarkerSender(self.broker)

@@ -45,7 +45,7 @@ import trio
 
 from protocol import records as rb
 
-from ..config import LONG_MAX
+from broker.common.config import LONG_MAX
 from . import index as ix
 from .partition import CONTROL_ABORT, CONTROL_COMMIT, Partition
 from .segment import Segment, fsync_dir, segment_name

@@ -17,8 +17,8 @@ from typing import Any, Iterable, Mapping, Protocol
 import structlog
 import trio
 
-from ..clock import Clock
-from ..config import LONG_MAX
+from broker.common.clock import Clock
+from broker.common.config import LONG_MAX
 from .partition import Partition
 from .segment import fsync_dir
 

@@ -28,8 +28,8 @@ from typing import Any, Collection
 import structlog
 import trio
 
-from ..clock import Clock
-from ..config import TOPIC_CONFIGS, BrokerConfig, parse_value
+from broker.common.clock import Clock
+from broker.common.config import TOPIC_CONFIGS, BrokerConfig, parse_value
 from .fds import FdCache
 from .flush import after_append
 from .partition import LogCorrupt, Partition
@@ -84,7 +84,7 @@ class LogManager:
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self.cluster_id = ""
         self.node_id = int(config["node.id"])
-        self.clock = Clock()  # the broker replaces it with its own (broker/clock.py)
+        self.clock = Clock()  # the broker replaces it with its own (broker/common/clock.py)
         self.fds = FdCache(config["samsa.log.max.open.segment.files"])
         self.fsync_on_acks_all = bool(config["samsa.fsync.on.acks.all"])
         self._deletions: list[tuple[int, int, list[str]]] = []  # (due ms, seq, renamed paths)

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import structlog
 
-from coordinator.producer_state import ProducerStateTable
+from coordinator.txn.producer_state import ProducerStateTable
 from protocol import records as rb
 from protocol.errors import ErrorCode
 

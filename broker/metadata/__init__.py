@@ -1,4 +1,4 @@
-"""Cluster metadata stores: where the metadata log (coordinator/metadata_records.py) lives.
+"""Cluster metadata stores: where the metadata log (coordinator/metadata/records.py) lives.
 
 - ``local.LocalMetadataStore``: a single node's append-only record log in the log directory
   (``__samsa_metadata.log``), replayed at start-up; no other service.

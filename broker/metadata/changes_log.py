@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import structlog
 
-from coordinator.metadata_image import MetadataDelta, MetadataImage
+from coordinator.metadata.image import MetadataDelta, MetadataImage
 
 log = structlog.get_logger("samsa.metadata")
 

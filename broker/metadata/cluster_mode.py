@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING
 import structlog
 import trio
 
-from coordinator.metadata_controller import (Rejection, create_partitions_records, create_topic_records)
-from coordinator.metadata_records import (TOPIC_RESOURCE, BrokerEndpoint, BrokerRegistrationChangeRecord,
-                                          ConfigRecord, MetadataRecord, RemoveTopicRecord)
+from coordinator.metadata.controller import Rejection, create_partitions_records, create_topic_records
+from coordinator.metadata.records import (TOPIC_RESOURCE, BrokerEndpoint, BrokerRegistrationChangeRecord, ConfigRecord, MetadataRecord, RemoveTopicRecord)
 from protocol.errors import ErrorCode
 
 from .controller import run_controller
@@ -29,7 +28,7 @@ from .etcd import SECURITY_PROTOCOLS, EtcdMetadataStore
 from .store import MetadataUnavailable
 
 if TYPE_CHECKING:
-    from ..services import BrokerServices
+    from broker.common.services import BrokerServices
 
 log = structlog.get_logger("samsa.cluster")
 
@@ -135,7 +134,7 @@ class ClusterMetadata:
 
     # -- admin writes ------------------------------------------------------------------------------
     def place(self, partitions: int, replication_factor: int) -> list[tuple[int, ...]] | Rejection:
-        from coordinator.metadata_controller import place_replicas
+        from coordinator.metadata.controller import place_replicas
 
         return place_replicas(self.store.image, partitions, replication_factor,
                               start=random.randrange(1 << 16))

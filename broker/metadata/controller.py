@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 import structlog
 import trio
 
-from coordinator.metadata_controller import broker_leaving_records, completed_reassignments, leaderless_records
-from coordinator.metadata_image import MetadataImage
-from coordinator.metadata_records import FenceBrokerRecord
+from coordinator.metadata.controller import (broker_leaving_records, completed_reassignments, leaderless_records)
+from coordinator.metadata.image import MetadataImage
+from coordinator.metadata.records import FenceBrokerRecord
 
 from .store import MetadataUnavailable
 

@@ -10,7 +10,7 @@ a range from that revision, ``min_mod_revision``, and watches again).
 Keys under the prefix (``samsa.metadata.etcd.prefix``, default ``/samsa``):
 - ``cluster_id``: created by the first broker (its ``cluster.id``/meta.properties, or a new id);
   a log dir whose meta.properties names another cluster refuses to start (LogManager's check).
-- ``log/<uuid>``: a JSON batch of records (coordinator/metadata_records.py).
+- ``log/<uuid>``: a JSON batch of records (coordinator/metadata/records.py).
 - ``producer_ids`` = the next free producer id (ProducerIdsRecord blocks; producer_ids.py).
 - ``topic/<name>`` = ``<topic_id>:<partition count>`` and ``partition/<topic_id>/<p>`` = the
   partition epoch (absent while it is 0): the versions transactions compare, so a write decided
@@ -43,12 +43,8 @@ from collections.abc import Sequence
 import structlog
 import trio
 
-from coordinator.metadata_image import MetadataImage, replay_all
-from coordinator.metadata_records import (AccessControlEntryRecord, BrokerEndpoint, MetadataRecord,
-                                          PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord,
-                                          RemoveAccessControlEntryRecord, RemoveTopicRecord,
-                                          RemoveUserScramCredentialRecord, TopicRecord, UserScramCredentialRecord,
-                                          decode_batch, encode_batch, encode_record)
+from coordinator.metadata.image import MetadataImage, replay_all
+from coordinator.metadata.records import (AccessControlEntryRecord, BrokerEndpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RemoveAccessControlEntryRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UserScramCredentialRecord, decode_batch, encode_batch, encode_record)
 
 from .etcd_client import (EtcdClient, KeyValue, cmp_absent, cmp_value, op_delete, op_put, op_range, unb64)
 from .store import MetadataUnavailable, Publisher

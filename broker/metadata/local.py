@@ -15,11 +15,8 @@ from collections.abc import Sequence
 import structlog
 import trio
 
-from coordinator.metadata_image import MetadataImage, replay_all
-from coordinator.metadata_records import (AccessControlEntryRecord, MetadataRecord, PartitionChangeRecord,
-                                          ProducerIdsRecord, RemoveAccessControlEntryRecord,
-                                          RemoveUserScramCredentialRecord, TopicRecord, UserScramCredentialRecord,
-                                          decode_batch, encode_batch)
+from coordinator.metadata.image import MetadataImage, replay_all
+from coordinator.metadata.records import (AccessControlEntryRecord, MetadataRecord, PartitionChangeRecord, ProducerIdsRecord, RemoveAccessControlEntryRecord, RemoveUserScramCredentialRecord, TopicRecord, UserScramCredentialRecord, decode_batch, encode_batch)
 
 from .store import Publisher
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from ..dispatch import RequestContext
+    from broker.network.dispatch import RequestContext
 
 RETRIES = 10
 
@@ -19,7 +19,7 @@ RETRIES = 10
 async def write_decision(ctx: RequestContext, decide: Callable[[Any], Any]) -> tuple[int, str | None]:
     """``decide(image)`` returns a record to append, a Rejection to answer, or None (nothing to
     write: success). Returns the partition's (error code, message)."""
-    from coordinator.metadata_controller import Rejection
+    from coordinator.metadata.controller import Rejection
 
     from ..metadata.store import MetadataUnavailable
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import structlog
 import trio
 
-from coordinator.metadata_records import ProducerIdsRecord
+from coordinator.metadata.records import ProducerIdsRecord
 
 from .store import MetadataUnavailable
 

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
-from coordinator.metadata_image import MetadataDelta, MetadataImage, PartitionRegistration
-from coordinator.metadata_records import MetadataRecord
+from coordinator.metadata.image import MetadataDelta, MetadataImage, PartitionRegistration
+from coordinator.metadata.records import MetadataRecord
 
 if TYPE_CHECKING:  # the controller's rules load only when a partition changes (single-node start-up)
-    from coordinator.metadata_controller import Rejection
+    from coordinator.metadata.controller import Rejection
 
 log = structlog.get_logger("samsa.metadata")
 
@@ -77,7 +77,7 @@ class Publisher:
         """Add a listener; with ``initial`` it is first called at once with
         ``(empty image, current image, delta_from_empty(current))``, so a replica manager that
         subscribes after start-up sees every partition it already hosts."""
-        from coordinator.metadata_image import delta_from_empty
+        from coordinator.metadata.image import delta_from_empty
 
         self._listeners.append(listener)
         if initial:
@@ -106,7 +106,7 @@ class Publisher:
                               partition_epoch: int, new_isr: Sequence[int]) -> "PartitionRegistration | Rejection":
         """Shared by both stores: decide on the current image, write with the epoch compare;
         a lost race is INVALID_UPDATE_VERSION, as Kafka answers a stale partition epoch."""
-        from coordinator.metadata_controller import Rejection, alter_partition
+        from coordinator.metadata.controller import Rejection, alter_partition
         from protocol.errors import ErrorCode
 
         base = self.image

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Mapping
 
 from protocol.errors import ErrorCode
 
-from .log.manager import INTERNAL_TOPICS
+from broker.log.manager import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
-    from .services import BrokerServices
-    from .log.manager import Topic
+    from broker.common.services import BrokerServices
+    from broker.log.manager import Topic
 
 ZERO_UUID = uuid.UUID(int=0)
 

@@ -16,13 +16,13 @@ from protocol.messages import REQUESTS, RESPONSES, decode_request, encode_respon
 from protocol.splice import splice
 
 from .faults import PASS
-from .log.region import FileRegion
-from .security.authz import authorized
+from broker.log.region import FileRegion
+from broker.security.authz import authorized
 
 if TYPE_CHECKING:
-    from .broker import Broker
-    from .config import Listener
-    from .security.session import Session
+    from broker.server.broker_server import Broker
+    from broker.common.config import Listener
+    from broker.security.session import Session
 
 log = structlog.get_logger("samsa.dispatch")
 
@@ -75,7 +75,7 @@ def handles(api_key: int) -> Callable[[Handler], Handler]:
 
 
 def check_handlers() -> None:
-    from .security.authz import CHECKS
+    from broker.security.authz import CHECKS
     missing = [ApiKey(k).name for k in ALL_IMPLEMENTED if k not in HANDLERS]
     missing += [f"{ApiKey(k).name} (authorization check)" for k in ALL_IMPLEMENTED if k not in CHECKS]
     if missing:
@@ -105,7 +105,7 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str,
     header = request.header
     ctx = RequestContext(broker, key, version, prefix.correlation_id, header.client_id, client_host, listener,
                          session)
-    injected = await broker.faults.before(ctx, request) if broker.faults.armed else PASS  # broker/faults.py
+    injected = await broker.faults.before(ctx, request) if broker.faults.armed else PASS  # broker/network/faults.py
     if injected is not PASS:
         response = injected
     elif broker.authorizer is None:

@@ -14,7 +14,7 @@ cleared):
 
 dispatch.py asks :meth:`FaultRegistry.before` once per request, before the handler, and only
 while some fault is armed, so an idle registry costs one attribute read. The registry runs on
-the broker's trio thread; the control endpoint (broker/control.py) and the in-process fixture
+the broker's trio thread; the control endpoint (broker/control/endpoint.py) and the in-process fixture
 call it there.
 """
 from __future__ import annotations
@@ -31,10 +31,10 @@ from protocol.errors import ErrorCode
 from protocol.frame import FrameError
 from protocol.messages import RESPONSES
 
-from .connection_close import CloseConnection
+from broker.common.connection_close import CloseConnection
 
 if TYPE_CHECKING:
-    from .services import RequestScope
+    from broker.common.services import RequestScope
 
 KINDS = ("fail", "delay", "drop", "hold")
 MATCH_KEYS = ("topic", "group", "client_id")
@@ -263,7 +263,7 @@ class FaultRegistry:
 
 
 def _topic_name(ctx: "RequestScope", topic_id: Any) -> str | None:
-    from .topic_catalog import topic_by_id
+    from broker.metadata.topic_catalog import topic_by_id
 
     topic = topic_by_id(ctx.broker, topic_id)   # the cluster's topics, not only those hosted here
     return topic.name if topic is not None else None

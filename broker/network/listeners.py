@@ -18,17 +18,17 @@ import trio
 
 from protocol.frame import FrameDecoder, FrameError
 
-from .config import Listener
-from .connection_close import CloseConnection
+from broker.common.config import Listener
+from broker.common.connection_close import CloseConnection
 from .dispatch import check_handlers, dispatch
 from .idle_expiry import IdleExpiry
-from .security.session import FailedAuthentication, Session, illegal_state_answer
-from .security.transport import secure
+from broker.security.session import FailedAuthentication, Session, illegal_state_answer
+from broker.security.transport import secure
 from .sendfile import send_parts
 from . import request_log, sockio
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from broker.server.broker_server import Broker
 
 log = structlog.get_logger("samsa.server")
 
@@ -178,7 +178,7 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener:
                             readers: set[trio.CancelScope], decoder: FrameDecoder | None = None,
                             pending: Sequence[bytes] = ()) -> None:
     """Serve one connection; ``decoder`` and ``pending`` (frames received but not answered) come
-    from broker/startup.py when the connection arrived while the broker was loading."""
+    from broker/server/startup.py when the connection arrived while the broker was loading."""
     try:
         addr = stream.socket.getpeername()
         host, peer = addr[0], f"{addr[0]}:{addr[1]}"
@@ -262,12 +262,12 @@ async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_
                 stop: trio.Event | None = None, startup: Any = None) -> None:
     """Run until SIGTERM/SIGINT (or until ``stop`` is set, for a broker in a thread of another
     program, which cannot receive signals): stop accepting, let in-flight requests finish,
-    flush, return. ``startup`` (broker/startup.py) hands over the listening sockets and the
+    flush, return. ``startup`` (broker/server/startup.py) hands over the listening sockets and the
     connections that arrived while the broker was loading."""
     check_handlers()
     control = broker.config.get("samsa.control.listener")
     if control:
-        from .control import ALLOW_REMOTE, check_bind
+        from broker.control.endpoint import ALLOW_REMOTE, check_bind
         check_bind(str(control), bool(broker.config.get(ALLOW_REMOTE)))
     await broker.start_cluster()  # cluster mode only: join etcd before the logs load
     broker.start()
@@ -275,8 +275,8 @@ async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_
     log.info("broker started", node_id=broker.node_id, cluster_id=broker.cluster_id,
              log_dir=broker.logs.log_dir, topics=len(broker.logs.topics))
     async with trio.open_nursery() as services:
-        if broker.config.get("samsa.http.listener"):   # /metrics and the web console (broker/http/observe.py)
-            from .http.observe import run_http_listener
+        if broker.config.get("samsa.http.listener"):   # /metrics and the web console (broker/observability/routes.py)
+            from broker.observability.routes import run_http_listener
             await services.start(run_http_listener, broker)
         await services.start(broker.run_services)
         await _serve_connections(broker, task_status, stop, startup)
@@ -310,7 +310,7 @@ async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop:
                     startup.adopt(broker, conns, readers)
                 task_status.started(ports)
                 if broker.config.get("samsa.control.listener"):  # after the Kafka listeners: start-up first
-                    from .control import run_control_listener
+                    from broker.control.endpoint import run_control_listener
                     listeners.start_soon(run_control_listener, broker)
                 await _until_stopped(signals, stop)
                 await broker.controlled_shutdown()  # cluster mode: move leadership away first

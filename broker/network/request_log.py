@@ -14,7 +14,7 @@ from kafka.protocol.api_key import ApiKey
 from protocol.frame import peek_header
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from broker.server.broker_server import Broker
 
 log = structlog.get_logger("samsa.requests")
 

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import trio
 
-from .log.region import FileRegion
+from broker.log.region import FileRegion
 
 _SENDFILE = hasattr(os, "sendfile")
 

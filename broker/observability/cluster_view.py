@@ -5,7 +5,7 @@ ListGroups, DescribeGroups and OffsetFetch for its consumer groups (classic and 
 broker answers ListGroups with the groups of the ``__consumer_offsets`` partitions it leads),
 ListTransactions and DescribeTransactions for its transactions in flight, ListOffsets and
 DescribeLogDirs for the partitions it leads. This broker's own part is read locally
-(broker/introspect.py). Every other broker is asked in parallel, each within
+(broker/observability/introspect.py). Every other broker is asked in parallel, each within
 ``PEER_TIMEOUT_S`` (a cancel scope): a broker that is fenced, down or hung is named in
 ``missing`` with the reason, and the page renders without its part instead of hanging.
 
@@ -25,13 +25,13 @@ from kafka.protocol.consumer import ListOffsetsRequest, OffsetFetchRequest
 from protocol.errors import ErrorCode
 
 from . import introspect
-from .group_timeline import Rebalance, timeline_from_json
+from broker.coordinator_runtime.group_timeline import Rebalance, timeline_from_json
 from .introspect import GroupView, MemberView, OffsetView
-from .replica.client import BrokerConnection, BrokerConnectionError
-from .replica.manager import endpoint_of
+from broker.replica.client import BrokerConnection, BrokerConnectionError
+from broker.replica.manager import endpoint_of
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from broker.server.broker_server import Broker
 
 # How long a page load waits for one other broker (all its requests); a console refreshes every 2 s.
 PEER_TIMEOUT_S = 2.0
@@ -44,7 +44,7 @@ LATEST, EARLIEST = -1, -2
 @dataclass(slots=True)
 class TxnView:
     """A transaction in flight, as DescribeTransactions describes it (the same attribute names as
-    coordinator/transactions.py's DescribedTransaction, which the local part uses)."""
+    coordinator/txn/coordinator.py's DescribedTransaction, which the local part uses)."""
     transactional_id: str
     state: str
     producer_id: int

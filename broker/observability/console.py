@@ -6,7 +6,7 @@ Pages: ``/`` (brokers, topics, consumer groups, transactions in flight), ``/topi
 and ``/groups/<id>`` (state, members and assignments, committed offsets and lag, rebalance
 timeline). Brokers are read from what Metadata would say, so a cluster shows every node; in
 cluster mode the groups, transactions and partition offsets of the other brokers are asked of
-them (broker/cluster_view.py), and a group's rebalance timeline is read from its coordinator's
+them (broker/observability/cluster_view.py), and a group's rebalance timeline is read from its coordinator's
 console (``/timeline/<group>``, JSON), since the coordinator keeps it in memory.
 """
 from __future__ import annotations
@@ -16,14 +16,14 @@ import html
 from typing import TYPE_CHECKING, Iterable
 from urllib.parse import quote, unquote
 
-from .. import cluster_view, introspect
-from ..cluster_view import ClusterView, LeaderOffsets
-from ..group_timeline import Rebalance, timeline_to_json
+from broker.observability import cluster_view, introspect
+from broker.observability.cluster_view import ClusterView, LeaderOffsets
+from broker.coordinator_runtime.group_timeline import Rebalance, timeline_to_json
 from ..log.manager import INTERNAL_TOPICS
-from .serve import ASGIApp, Receive, Scope, Send, respond, respond_json
+from broker.network.http_serve import ASGIApp, Receive, Scope, Send, respond, respond_json
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from broker.server.broker_server import Broker
 
 RECORD_PREVIEW_BYTES = 200
 
@@ -207,7 +207,7 @@ def topic_page(broker: "Broker", name: str, view: ClusterView) -> str | None:
 def group_page(broker: "Broker", group_id: str, view: ClusterView,
                remote_timeline: tuple[list[Rebalance] | None, str] | None = None) -> str | None:
     """``remote_timeline``: (the timeline or None, where it came from or why not) when another
-    broker coordinates the group (broker/cluster_view.py remote_timeline)."""
+    broker coordinates the group (broker/observability/cluster_view.py remote_timeline)."""
     if not view.groups:
         return None if not view.missing else _missing(view) + f"<h2>Group {_e(group_id)}</h2><p>Not found on " \
             f"the brokers that answered.</p>"
@@ -272,7 +272,7 @@ def console_app(broker: "Broker") -> ASGIApp:
             title, content = name, group_page(broker, name, view, remote)
         elif path.startswith("/timeline/"):
             # this broker's in-memory rebalance timeline of a group it coordinates, as JSON: what
-            # another broker's console shows for it (broker/cluster_view.py remote_timeline)
+            # another broker's console shows for it (broker/observability/cluster_view.py remote_timeline)
             await respond_json(send, 200, timeline_to_json(broker.groups.timeline.timeline(path[len("/timeline/"):])))
             return
         else:

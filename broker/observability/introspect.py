@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 
-from coordinator import group as g
+from coordinator.group import coordinator as g
 
 if TYPE_CHECKING:
-    from .services import BrokerServices
+    from broker.common.services import BrokerServices
 
 
 @dataclass(slots=True)
@@ -151,7 +151,7 @@ def partitions(broker: "BrokerServices", include_internal: bool = True, cluster_
                 view.leader_epoch = reg.leader_epoch
             out.append(view)
     if image is not None and cluster_wide:
-        from .log.manager import INTERNAL_TOPICS
+        from broker.log.manager import INTERNAL_TOPICS
 
         local = {(v.topic, v.partition) for v in out}
         for name, t in image.topics.items():
@@ -217,8 +217,8 @@ IN_FLIGHT = ["Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"]
 
 
 def transactions(broker: "BrokerServices", in_flight: bool = True) -> list[Any]:
-    """Transactions (coordinator/transactions.py DescribedTransaction), in-flight ones by default."""
-    from coordinator import transactions as tx
+    """Transactions (coordinator/txn/coordinator.py DescribedTransaction), in-flight ones by default."""
+    from coordinator.txn import coordinator as tx
 
     shell = broker.txns
     out = []

@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 from . import introspect
 
 if TYPE_CHECKING:
-    from .services import BrokerServices
+    from broker.common.services import BrokerServices
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

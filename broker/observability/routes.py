@@ -1,5 +1,5 @@
 """The routes of ``samsa.http.listener``: ``/metrics`` (Prometheus text format) and the web
-console (``/``, broker/http/console.py)."""
+console (``/``, broker/observability/console.py)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 import trio
 
 from .console import console_app
-from .serve import Receive, Routes, Scope, Send, respond, serve_http
+from broker.network.http_serve import Receive, Routes, Scope, Send, respond, serve_http
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from broker.server.broker_server import Broker
 
 
 def observe_routes(broker: "Broker") -> Routes:
-    from ..metrics import CONTENT_TYPE
+    from broker.observability.metrics import CONTENT_TYPE
 
     async def metrics(scope: Scope, receive: Receive, send: Send) -> None:
         if broker.metrics is None:
@@ -30,7 +30,7 @@ def observe_routes(broker: "Broker") -> Routes:
 
 async def run_http_listener(broker: "Broker", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
     """Serve ``samsa.http.listener`` until cancelled; the broker keeps metrics only from here on."""
-    from ..metrics import BrokerMetrics
+    from broker.observability.metrics import BrokerMetrics
 
     broker.metrics = BrokerMetrics(broker)
     await serve_http(observe_routes(broker), str(broker.config["samsa.http.listener"]), "samsa.http.listener",

@@ -10,7 +10,7 @@ from protocol.errors import ErrorCode
 from ..log.partition import Partition
 
 if TYPE_CHECKING:
-    from ..dispatch import RequestContext
+    from broker.network.dispatch import RequestContext
 
 LEADER_HINT_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
@@ -40,7 +40,7 @@ def image_leader(ctx: "RequestContext", topic: str | None, topic_id: Any, index:
     image does not have it (or on a single node, which has no image)."""
     image = ctx.broker.replicas.image
     if topic is None and image is not None:
-        from ..topic_catalog import topic_by_id
+        from broker.metadata.topic_catalog import topic_by_id
 
         known = topic_by_id(ctx.broker, topic_id)
         topic = known.name if known is not None else None

@@ -28,7 +28,7 @@ from ..log.partition import Partition
 from .client import BrokerConnection, BrokerConnectionError
 
 if TYPE_CHECKING:
-    from ..services import BrokerServices
+    from broker.common.services import BrokerServices
 
 log = structlog.get_logger("samsa.replica")
 

@@ -28,13 +28,13 @@ import trio
 from protocol.errors import ErrorCode
 
 from ..log.partition import Partition
-from ..notifier import Notifier
+from broker.common.notifier import Notifier
 from .checkpoint import HW_CHECKPOINT_FILE, read_offsets_checkpoint, write_offsets_checkpoint
 from .fetcher import ReplicaFetcher
 from .state import FollowerState, ReplicaState
 
 if TYPE_CHECKING:
-    from ..services import BrokerServices
+    from broker.common.services import BrokerServices
 
 log = structlog.get_logger("samsa.replica")
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coordinator.transactions import OFFSETS_TOPIC
+from coordinator.txn.coordinator import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
 
-from .topic_catalog import absent_partition_error
+from broker.metadata.topic_catalog import absent_partition_error
 
 if TYPE_CHECKING:
-    from .services import BrokerServices
+    from broker.common.services import BrokerServices
 
 
 async def write_markers(broker: "BrokerServices", producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,

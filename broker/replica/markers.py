@@ -13,12 +13,12 @@ from kafka.protocol.producer import WriteTxnMarkersRequest
 
 from protocol.errors import ErrorCode
 
-from ..marker_writes import write_markers
+from broker.replica.marker_writes import write_markers
 from .client import BrokerConnection, BrokerConnectionError
 from .manager import endpoint_of
 
 if TYPE_CHECKING:
-    from ..services import BrokerServices
+    from broker.common.services import BrokerServices
 
 log = structlog.get_logger("samsa.txn")
 

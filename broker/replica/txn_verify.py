@@ -17,7 +17,7 @@ from .client import BrokerConnection, BrokerConnectionError
 from .manager import endpoint_of
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from broker.server.broker_server import Broker
 
 log = structlog.get_logger("samsa.txn")
 

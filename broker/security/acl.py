@@ -12,7 +12,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Callable, Iterable, Mapping
 
-from coordinator.metadata_records import AccessControlEntryRecord as AclBinding
+from coordinator.metadata.records import AccessControlEntryRecord as AclBinding
 
 Acls = Mapping[str, AclBinding]   # the image's ACLs by id
 

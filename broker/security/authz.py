@@ -30,13 +30,13 @@ from protocol import records as rb
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
-from .. import topic_catalog   # the cluster's topics (the metadata image in cluster mode)
-from ..connection_close import CloseConnection
+from broker.metadata import topic_catalog  # the cluster's topics (the metadata image in cluster mode)
+from broker.common.connection_close import CloseConnection
 from .acl import (CLUSTER_NAME, CLUSTER_OPERATIONS, GROUP_OPERATIONS, TOPIC_OPERATIONS, Operation as Op,
                   ResourceType as RT)
 
 if TYPE_CHECKING:
-    from ..services import RequestScope
+    from broker.common.services import RequestScope
 
 Handler = Callable[..., Awaitable[Any]]
 CHECKS: dict[int, Callable[["RequestScope", Any, Handler], Awaitable[Any]]] = {}

@@ -19,9 +19,8 @@ from typing import Any
 
 import structlog
 
-from coordinator.metadata_image import MetadataImage, replay_all
-from coordinator.metadata_records import (AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord,
-                                          RemoveUserScramCredentialRecord, UserScramCredentialRecord)
+from coordinator.metadata.image import MetadataImage, replay_all
+from coordinator.metadata.records import (AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord, RemoveUserScramCredentialRecord, UserScramCredentialRecord)
 
 log = structlog.get_logger("samsa.security")
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from coordinator.metadata_records import UserScramCredentialRecord
+from coordinator.metadata.records import UserScramCredentialRecord
 
 ScramCredentials = Mapping[tuple[str, int], UserScramCredentialRecord]   # (user, mechanism id) -> credential
 

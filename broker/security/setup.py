@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import structlog
 import trio
 
-from ..config import BrokerConfig, ConfigError, Listener
+from broker.common.config import BrokerConfig, ConfigError, Listener
 from .acl import LEGACY_AUTHORIZER, STANDARD_AUTHORIZER, Authorizer, parse_super_users
 from . import legacy
 from .sasl import (SCRAM_MECHANISMS, SUPPORTED, JwksValidator, OAuthBearerExchange, PlainExchange,
@@ -23,7 +23,7 @@ from .tls import parse_mapping_rules, server_context
 from .writes import write_decided
 
 if TYPE_CHECKING:
-    from coordinator.metadata_image import MetadataImage
+    from coordinator.metadata.image import MetadataImage
 
     from ..metadata.store import MetadataStore
 

@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import BrokerConfig, ConfigError
+from broker.common.config import BrokerConfig, ConfigError
 
 _PROTOCOLS = {"TLSv1": ssl.TLSVersion.TLSv1, "TLSv1.1": ssl.TLSVersion.TLSv1_1,
               "TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}

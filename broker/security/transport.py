@@ -7,7 +7,7 @@ import ssl
 import structlog
 import trio
 
-from ..config import ConfigError
+from broker.common.config import ConfigError
 from .session import ANONYMOUS, Session
 from .setup import ListenerSecurity, Security
 from .tls import map_principal, peer_dn

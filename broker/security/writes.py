@@ -15,8 +15,8 @@ from typing import Any
 
 import trio
 
-from coordinator.metadata_image import MetadataImage
-from coordinator.metadata_records import MetadataRecord
+from coordinator.metadata.image import MetadataImage
+from coordinator.metadata.records import MetadataRecord
 
 from ..metadata.store import MetadataStore, MetadataUnavailable
 

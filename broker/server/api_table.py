@@ -1,6 +1,6 @@
 """The API-version table this broker advertises, from its config.
 
-Both the start-up lobby (broker/startup.py, answering ApiVersions while loading) and the loaded
+Both the start-up lobby (broker/server/startup.py, answering ApiVersions while loading) and the loaded
 broker need it, and must agree; it imports only protocol/ so the lobby stays light.
 """
 from __future__ import annotations

@@ -8,20 +8,20 @@ from typing import TYPE_CHECKING
 import trio
 
 from .api_table import advertised_table
-from .share_shell import ShareGroups
-from .clock import Clock
-from .config import BrokerConfig
-from .faults import FaultRegistry
-from .group_shell import GroupShell
-from .log import cleaner, flush, retention
-from .log.manager import LogManager
-from .notifier import Notifier
-from .replica.manager import ReplicaManager
-from .security.setup import Security
-from .txn_shell import TxnShell
+from broker.coordinator_runtime.share_runtime import ShareGroups
+from broker.common.clock import Clock
+from broker.common.config import BrokerConfig
+from broker.network.faults import FaultRegistry
+from broker.coordinator_runtime.group_runtime import GroupShell
+from broker.log import cleaner, flush, retention
+from broker.log.manager import LogManager
+from broker.common.notifier import Notifier
+from broker.replica.manager import ReplicaManager
+from broker.security.setup import Security
+from broker.coordinator_runtime.txn_runtime import TxnShell
 
 if TYPE_CHECKING:
-    from .metrics import BrokerMetrics
+    from broker.observability.metrics import BrokerMetrics
 
 PRODUCER_ID_BLOCK = 1000
 
@@ -63,9 +63,9 @@ class Broker:
         self.producer_ids: ProducerIdAllocator | None = None
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
-        self.share_groups = ShareGroups(self)   # KIP-932, in memory (broker/share_shell.py)
+        self.share_groups = ShareGroups(self)   # KIP-932, in memory (broker/coordinator_runtime/share_runtime.py)
         self.metrics: "BrokerMetrics | None" = None   # set when samsa.http.listener serves /metrics
-        self.faults = FaultRegistry()   # broker/faults.py; armed through broker/control.py
+        self.faults = FaultRegistry()   # broker/network/faults.py; armed through broker/control/endpoint.py
         self.api_versions = advertised_table(config)
         self.security = Security(config, config.log_dir, self.now_ms, lambda: self.metadata)
         self.authorizer = self.security.authorizer   # None unless authorizer.class.name is set
@@ -84,7 +84,7 @@ class Broker:
         the logs load, so the log dir is checked against the cluster's id. A single node
         imports nothing of this."""
         if self.config.get("samsa.metadata.etcd.endpoints"):
-            from .metadata.cluster import ClusterMetadata
+            from broker.metadata.cluster_mode import ClusterMetadata
 
             self.cluster = ClusterMetadata(self)
             await self.cluster.start()
@@ -95,7 +95,7 @@ class Broker:
         """The MetadataStore. A single node opens its local metadata log on first use (or at
         start-up when the file exists), so a node that never needs one pays nothing for it."""
         if self._metadata is None:
-            from .metadata.local import LocalMetadataStore
+            from broker.metadata.local import LocalMetadataStore
 
             self._metadata = LocalMetadataStore(self.logs.log_dir, self.node_id, self.cluster_id)
             self._metadata.load()

@@ -34,7 +34,7 @@ from protocol.frame import FrameDecoder, FrameError, peek_header
 from protocol.kafka_import import import_submodule_alone
 
 from .api_table import advertised_table
-from .config import BrokerConfig, Listener
+from broker.common.config import BrokerConfig, Listener
 
 _av = import_submodule_alone("kafka.protocol.metadata.api_versions")  # not the whole metadata family
 ApiVersionsRequest, ApiVersionsResponse = _av.ApiVersionsRequest, _av.ApiVersionsResponse
@@ -42,7 +42,7 @@ ApiVersionsRequest, ApiVersionsResponse = _av.ApiVersionsRequest, _av.ApiVersion
 if TYPE_CHECKING:
     import trio
 
-    from .broker import Broker
+    from broker.server.broker_server import Broker
 
 API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35
@@ -108,7 +108,7 @@ class Startup:
         """Called by ``serve`` once it listens: its connection tasks take over the lobby's."""
         import trio
 
-        from .server import handle_connection
+        from broker.network.listeners import handle_connection
 
         for c in self.connections:
             stream = trio.SocketStream(trio.socket.from_stdlib_socket(c.sock))
@@ -227,10 +227,10 @@ class Lobby:
 
 def _load(config: BrokerConfig, json_logs: bool, level: str) -> "Broker":
     """Import the broker and build it (its log is loaded by ``serve``)."""
-    from . import apis  # noqa: F401  (registers the API handlers)
-    from .broker import Broker
-    from .logging import configure
-    from .request_log import set_request_logging
+    from broker import apis  # noqa: F401  (registers the API handlers)
+    from broker.server.broker_server import Broker
+    from broker.common.logging_setup import configure
+    from broker.network.request_log import set_request_logging
 
     configure(json=json_logs, level=level)
     set_request_logging(level.upper() == "DEBUG")   # one debug line per request
@@ -243,7 +243,7 @@ def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO
     startup = Startup(config)
     control = config.get("samsa.control.listener")
     if control:                    # refused before listening, not after the first answers
-        from .control import ALLOW_REMOTE, check_bind
+        from broker.control.endpoint import ALLOW_REMOTE, check_bind
         check_bind(str(control), bool(config.get(ALLOW_REMOTE)))
     startup.table = advertised_table(config)
     signalled: list[int] = []      # SIGTERM/SIGINT while loading (trio's handlers come later)
@@ -277,7 +277,7 @@ async def _serve(broker: "Broker", startup: Startup, signalled: list[int]) -> No
     """Serve until SIGTERM/SIGINT, including one that arrived while trio was starting."""
     import trio
 
-    from .server import serve
+    from broker.network.listeners import serve
 
     startup.sockets = startup.listeners()   # type: ignore[assignment]  (trio's from here on)
     stop = trio.Event()

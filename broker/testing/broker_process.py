@@ -1,5 +1,5 @@
 """A Samsa broker as a child process, exactly as users run it (``python -m broker serve``): the
-fixtures' broker (broker/testing.py) and each broker of the dev cluster (broker/devcluster.py).
+fixtures' broker (broker/testing/plugin.py) and each broker of the dev cluster (broker/testing/local_cluster.py).
 Its own module so the dev cluster need not import the pytest plugin that uses it."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from .control_client import BrokerClock, Faults, SamsaControl, refused
-from .healthcheck import healthcheck
+from broker.control.client import BrokerClock, Faults, SamsaControl, refused
+from broker.control.healthcheck import healthcheck
 from .ports import free_port
 
 

@@ -4,7 +4,7 @@ trio loop in one thread, ready in milliseconds because nothing is spawned or imp
 The thread is the one place Samsa runs outside structured concurrency: pytest's test runs on
 the main thread and the broker needs an event loop of its own. Everything the test asks of the
 broker (faults, clock, topics, stop) is handed to that loop with ``trio.from_thread``. Crash
-tests (kill -9) need the subprocess broker (broker/testing.py's ``SamsaBroker``).
+tests (kill -9) need the subprocess broker (broker/testing/plugin.py's ``SamsaBroker``).
 """
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from typing import Any, Callable
 
 import trio
 
-from . import apis  # noqa: F401  (registers the API handlers)
-from .broker import Broker
-from .config import BrokerConfig
-from .control import run_operation
-from .control_client import BrokerClock, Faults
+from broker import apis  # noqa: F401  (registers the API handlers)
+from broker.server.broker_server import Broker
+from broker.common.config import BrokerConfig
+from broker.control.endpoint import run_operation
+from broker.control.client import BrokerClock, Faults
 from .ports import free_port
-from .server import serve
+from broker.network.listeners import serve
 
 
 class InProcessBroker:

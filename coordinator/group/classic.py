@@ -15,10 +15,10 @@ from typing import Any
 
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
-from coordinator.group_common import *  # noqa: F401,F403  (error codes, Step, shared requests)
-from coordinator.group_common import _Request
-from coordinator.offsets import OffsetAndMetadata
-from coordinator.offsets_records import GroupMetadataValue, MemberMetadataValue, group_metadata_record
+from coordinator.group.common import *  # noqa: F401,F403  (error codes, Step, shared requests)
+from coordinator.group.common import _Request
+from coordinator.group.offsets import OffsetAndMetadata
+from coordinator.group.offsets_records import GroupMetadataValue, MemberMetadataValue, group_metadata_record
 
 class GroupState(str, Enum):
     """Classic group states; the value is the name Kafka shows in DescribeGroups/ListGroups."""

@@ -14,13 +14,7 @@ import kafka.errors as Errors
 from kafka.record.util import size_of_varint
 
 from protocol.records import HEADER_SIZE
-from coordinator.offsets import (
-    DEFAULT_RETENTION_TIME,
-    OffsetCommitTopic,
-    OffsetFetchTopic,
-    TopicPartitionErrors,
-    TopicPartitions,
-)
+from coordinator.group.offsets import (DEFAULT_RETENTION_TIME, OffsetCommitTopic, OffsetFetchTopic, TopicPartitionErrors, TopicPartitions)
 
 Record = tuple[bytes, "bytes | None"]
 

@@ -22,7 +22,7 @@ RE2/J accepts, matched against the whole topic name; internal topics never match
 Offsets expire by commit time except for subscribed topics (see _expire_offsets in coordinator.group).
 
 Classic-protocol members inside consumer groups and the online conversions between the group
-types live in coordinator.consumer_group_classic. Not supported (documented in the README):
+types live in coordinator.group.consumer_classic. Not supported (documented in the README):
 client-side assignors (KIP-848's ``ConsumerGroupPrepareAssignment``, dropped by Kafka).
 """
 from __future__ import annotations
@@ -34,12 +34,9 @@ from typing import Any
 
 import kafka.errors as Errors
 
-from coordinator import consumer_group_records as rec
-from coordinator.consumer_group_assignors import ASSIGNORS, PartitionRacks, assign
-from coordinator.group_common import (
-    COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE,
-    NOT_COORDINATOR, UNKNOWN_MEMBER, Step, _Request,
-)
+from coordinator.group import consumer_records as rec
+from coordinator.group.assignors import ASSIGNORS, PartitionRacks, assign
+from coordinator.group.common import (COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE, NOT_COORDINATOR, UNKNOWN_MEMBER, Step, _Request)
 
 Assignment = dict[uuid.UUID, frozenset[int]]
 TopicsView = Mapping[str, tuple[uuid.UUID, int]]
@@ -340,7 +337,7 @@ class ConsumerGroupHandlers:
             # An empty classic group becomes a consumer group whatever the policy, as in Kafka
             # (maybeDeleteEmptyClassicGroup); its offsets stay.
             if classic.generation_id > 0 or classic.protocol_type:
-                from coordinator.offsets_records import group_metadata_record
+                from coordinator.group.offsets_records import group_metadata_record
                 step.records.append(group_metadata_record(group_id, None))
             self._drop_group(group_id)
         if not create:

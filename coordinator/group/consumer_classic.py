@@ -30,22 +30,12 @@ from typing import Any
 
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-from coordinator import consumer_group_records as rec
-from coordinator.consumer_group_assignors import PartitionRacks
-from coordinator.classic_group import (
-    ClassicGroup, GroupState, Heartbeat, HeartbeatResult, JoinGroup, JoinGroupResult, LeaveGroup,
-    LeaveGroupResult, LeaveMemberResult, Member, SyncGroup, SyncGroupResult,
-)
-from coordinator.consumer_group import (
-    STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, Assignment, ClassicMemberMetadata, ConsumerGroup,
-    ConsumerGroupMember, HeartbeatError, TopicsView,
-)
-from coordinator.group_common import (
-    CONSUMER_PROTOCOL_TYPE, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION,
-    INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS,
-    UNKNOWN_MEMBER, UNKNOWN_MEMBER_ID, Step,
-)
-from coordinator.offsets_records import group_metadata_record
+from coordinator.group import consumer_records as rec
+from coordinator.group.assignors import PartitionRacks
+from coordinator.group.classic import (ClassicGroup, GroupState, Heartbeat, HeartbeatResult, JoinGroup, JoinGroupResult, LeaveGroup, LeaveGroupResult, LeaveMemberResult, Member, SyncGroup, SyncGroupResult)
+from coordinator.group.consumer import (STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, Assignment, ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, HeartbeatError, TopicsView)
+from coordinator.group.common import (CONSUMER_PROTOCOL_TYPE, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER, UNKNOWN_MEMBER_ID, Step)
+from coordinator.group.offsets_records import group_metadata_record
 
 # The newest ConsumerProtocolSubscription/Assignment version kafka-python's schemas know.
 _MAX_CONSUMER_PROTOCOL_VERSION = 3

@@ -27,36 +27,16 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.hashing import partition_for_group
-from coordinator.group_common import *  # noqa: F401,F403
-from coordinator.group_common import GroupTimers, Record
-from coordinator.classic_group import *  # noqa: F401,F403
-from coordinator.classic_group import ClassicGroupHandlers
-from coordinator.consumer_group import *  # noqa: F401,F403
-from coordinator.consumer_group import ConsumerGroupHandlers
-from coordinator.consumer_group_classic import ClassicMembersHandlers
-from coordinator import consumer_group_records as cg_records
-from coordinator.offsets import (
-    DEFAULT_RETENTION_TIME,
-    OffsetAndMetadata,
-    OffsetCommitPartition,
-    OffsetCommitTopic,
-    OffsetFetchPartition,
-    OffsetFetchTopic,
-    OffsetStore,
-    PartitionError,
-    TopicPartitionErrors,
-    TopicPartitions,
-    errors_for_all,
-)
-from coordinator.offsets_records import (
-    GroupMetadataKey,
-    OffsetCommitKey,
-    UnknownKey,
-    decode_group_metadata_value,
-    decode_key,
-    decode_offset_commit_value,
-    group_metadata_record,
-)
+from coordinator.group.common import *  # noqa: F401,F403
+from coordinator.group.common import GroupTimers, Record
+from coordinator.group.classic import *  # noqa: F401,F403
+from coordinator.group.classic import ClassicGroupHandlers
+from coordinator.group.consumer import *  # noqa: F401,F403
+from coordinator.group.consumer import ConsumerGroupHandlers
+from coordinator.group.consumer_classic import ClassicMembersHandlers
+from coordinator.group import consumer_records as cg_records
+from coordinator.group.offsets import (DEFAULT_RETENTION_TIME, OffsetAndMetadata, OffsetCommitPartition, OffsetCommitTopic, OffsetFetchPartition, OffsetFetchTopic, OffsetStore, PartitionError, TopicPartitionErrors, TopicPartitions, errors_for_all)
+from coordinator.group.offsets_records import (GroupMetadataKey, OffsetCommitKey, UnknownKey, decode_group_metadata_value, decode_key, decode_offset_commit_value, group_metadata_record)
 
 __all__ = [
     "GroupCoordinator", "GroupCoordinatorConfig", "GroupState", "Step", "ClassicGroup", "Member",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import kafka.errors as Errors
 
-from coordinator.offsets_records import OffsetCommitValue, offset_commit_record
+from coordinator.group.offsets_records import OffsetCommitValue, offset_commit_record
 
 Record = tuple[bytes, "bytes | None"]
 

@@ -27,9 +27,8 @@ from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 
-from .metadata_image import BrokerRegistration, MetadataImage, PartitionRegistration
-from .metadata_records import (NO_LEADER, NO_LEADER_CHANGE, MetadataRecord, PartitionChangeRecord,
-                               PartitionRecord, TopicRecord)
+from coordinator.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration
+from coordinator.metadata.records import (NO_LEADER, NO_LEADER_CHANGE, MetadataRecord, PartitionChangeRecord, PartitionRecord, TopicRecord)
 
 
 @dataclass(frozen=True, slots=True)

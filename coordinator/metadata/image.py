@@ -1,7 +1,7 @@
 """The cluster metadata image: Kafka's ``MetadataImage`` / ``MetadataDelta``, pure replay.
 
 Why: every broker must agree on who leads each partition, with which epochs, without asking
-anyone. Each one replays the same ordered metadata records (coordinator/metadata_records.py)
+anyone. Each one replays the same ordered metadata records (coordinator/metadata/records.py)
 from its ``MetadataStore`` (broker/metadata/) into an immutable ``MetadataImage``; a change is a
 ``MetadataDelta`` over the old image. Deterministic, no IO, no clock: the same records give the
 same image everywhere (tests replay records by hand).
@@ -31,12 +31,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
-from .metadata_records import (BROKER_RESOURCE, TOPIC_RESOURCE, AccessControlEntryRecord, BrokerEndpoint,
-                               BrokerRegistrationChangeRecord, ConfigRecord, FenceBrokerRecord,
-                               MetadataRecord, NO_LEADER_CHANGE, PartitionChangeRecord, PartitionRecord,
-                               ProducerIdsRecord, RegisterBrokerRecord, RemoveAccessControlEntryRecord,
-                               RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord,
-                               UnfenceBrokerRecord, UnregisterBrokerRecord, UserScramCredentialRecord)
+from coordinator.metadata.records import (BROKER_RESOURCE, TOPIC_RESOURCE, AccessControlEntryRecord, BrokerEndpoint, BrokerRegistrationChangeRecord, ConfigRecord, FenceBrokerRecord, MetadataRecord, NO_LEADER_CHANGE, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RemoveAccessControlEntryRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord, UserScramCredentialRecord)
 
 _EMPTY: Mapping = MappingProxyType({})
 

@@ -3,7 +3,7 @@
 Why records: like Kafka's KRaft ``__cluster_metadata`` log, every metadata change is a record;
 every broker replays the same records in the same order (etcd's revision order in a cluster, the
 file order on a single node) into the same immutable ``MetadataImage``
-(coordinator/metadata_image.py). Nothing here does IO.
+(coordinator/metadata/image.py). Nothing here does IO.
 
 Names: the classes carry the names of Kafka's record JSONs
 (metadata/src/main/resources/common/metadata/*.json) and their fields are Kafka's field names in

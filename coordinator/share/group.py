@@ -1,7 +1,7 @@
 """KIP-932 share-group membership: the pure state machine behind ShareGroupHeartbeat and
 ShareGroupDescribe (``(state, request, now) -> result``, time injected).
 
-As in KIP-848 (coordinator/consumer_group.py) the broker assigns: each group has a *group epoch*,
+As in KIP-848 (coordinator/group/consumer.py) the broker assigns: each group has a *group epoch*,
 bumped whenever membership, a subscription or the subscribed topics' metadata change, and a
 target assignment computed for it by the ``simple`` assignor (below). Unlike consumer groups
 there is nothing to revoke: several members may hold one partition, so a member moves straight to

@@ -31,13 +31,7 @@ from typing import Any
 import kafka.errors as Errors
 
 from coordinator.hashing import partition_for_group
-from coordinator.transaction_records import (
-    TransactionLogValue,
-    decode_key,
-    decode_value,
-    group_partitions,
-    transaction_record,
-)
+from coordinator.txn.records import (TransactionLogValue, decode_key, decode_value, group_partitions, transaction_record)
 
 __all__ = [
     "TransactionCoordinator", "TxnCoordinatorConfig", "TxnState", "TxnMetadata", "Step", "MarkerJob",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from coordinator.offsets_records import RecordFormatError, _Reader, _Writer
+from coordinator.group.offsets_records import RecordFormatError, _Reader, _Writer
 
 TRANSACTION_LOG_KEY_VERSION = 0
 TRANSACTION_LOG_VALUE_VERSION = 0

@@ -30,7 +30,7 @@ from kafka.protocol.admin import (AlterConfigsRequest, AlterConfigsResponse, Cre
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
 from broker.testing import SamsaBroker
-from tests.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
 # Kafka's numbers, spelled out so the tests do not trust the code under test
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8

@@ -14,8 +14,8 @@ from kafka.protocol.admin import DescribeClientQuotasRequest
 
 from broker.testing import SamsaBroker
 from protocol.errors import ErrorCode
-from tests.javaclient import VERSIONS, compile, of_type, requires_java, run_java
-from tests.rawclient import RawClient
+from tests.support.javaclient import VERSIONS, compile, of_type, requires_java, run_java
+from tests.support.rawclient import RawClient
 
 DESCRIBE_CLIENT_QUOTAS = 48
 

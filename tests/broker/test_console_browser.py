@@ -15,8 +15,8 @@ import pytest
 from confluent_kafka import Producer
 
 from broker.testing import SamsaBroker, free_port, running_broker
-from tests.clienthelpers import create_topic
-from tests.test_observability import PARTITIONS, consume_and_commit, produce
+from tests.support.clienthelpers import create_topic
+from tests.broker.test_observability import PARTITIONS, consume_and_commit, produce
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 ARTIFACTS = Path(os.environ.get("SAMSA_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))

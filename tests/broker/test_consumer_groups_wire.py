@@ -10,7 +10,7 @@ import pytest
 
 from broker.testing import SamsaBroker, running_broker
 from protocol.messages import REQUESTS
-from tests.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
 HB, DESCRIBE, METADATA, API_VERSIONS, LIST_GROUPS, DESCRIBE_GROUPS = 68, 69, 3, 18, 16, 15
 OFFSET_COMMIT, OFFSET_FETCH = 8, 9

@@ -7,8 +7,8 @@ import signal
 from broker.testing import SamsaBroker
 from protocol import records as rb
 from protocol.errors import ErrorCode
-from tests.rawclient import RawClient
-from tests.test_wire_protocol import INIT_PID, METADATA, batch, batches_in, create, fetch, list_offset, produce
+from tests.support.rawclient import RawClient
+from tests.broker.test_wire_protocol import (INIT_PID, METADATA, batch, batches_in, create, fetch, list_offset, produce)
 
 
 def read_all(client: RawClient, topic: str, partition: int = 0) -> list[tuple[int, bytes | None]]:
@@ -132,7 +132,7 @@ def test_transaction_markers_lso_and_aborted_index_survive_restart(samsa_broker:
     records the aborted range for read_committed fetches; both are rebuilt on recovery."""
     import time as _time
 
-    from broker.config import BrokerConfig
+    from broker.common.config import BrokerConfig
     from broker.log.manager import LogManager
 
     with RawClient(samsa_broker.bootstrap_servers) as c:

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from kafka.protocol.admin import CreateTopicsRequest, ElectLeadersRequest
 
-from coordinator.metadata_controller import PREFERRED, UNCLEAN, Rejection, elect_leaders_decision
-from coordinator.metadata_image import MetadataImage, replay_all
-from coordinator.metadata_records import (BrokerEndpoint, FenceBrokerRecord, PartitionChangeRecord,
-                                          RegisterBrokerRecord, TopicRecord, PartitionRecord)
-from tests.rawclient import RawClient
+from coordinator.metadata.controller import PREFERRED, UNCLEAN, Rejection, elect_leaders_decision
+from coordinator.metadata.image import MetadataImage, replay_all
+from coordinator.metadata.records import (BrokerEndpoint, FenceBrokerRecord, PartitionChangeRecord, RegisterBrokerRecord, TopicRecord, PartitionRecord)
+from tests.support.rawclient import RawClient
 
 
 def _image() -> MetadataImage:
@@ -55,7 +54,7 @@ def test_single_node_elections_are_never_needed(samsa_broker) -> None:
 
 
 def test_reassignment_decisions() -> None:
-    from coordinator.metadata_controller import completed_reassignments, ongoing_reassignments, reassign_decision
+    from coordinator.metadata.controller import (completed_reassignments, ongoing_reassignments, reassign_decision)
     regs = [RegisterBrokerRecord(broker_id=i, incarnation_id="x", broker_epoch=1,
                                  end_points=(BrokerEndpoint("PLAINTEXT", "h", 1),), fenced=False) for i in (1, 2, 3, 4)]
     img, _ = replay_all(MetadataImage(), [*regs, TopicRecord("t", "tid"),

@@ -100,7 +100,7 @@ def test_fetch_error_answers_carry_empty_records_not_null() -> None:
 
 
 def test_fetch_of_an_unknown_topic_id_answers_empty_records(samsa_broker) -> None:
-    from tests.rawclient import RawClient
+    from tests.support.rawclient import RawClient
 
     with RawClient(samsa_broker.bootstrap_servers) as c:
         r = c.request(ApiKey.Fetch, 16, **_fetch_v16_fields())

@@ -19,18 +19,18 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from broker.control_client import ControlUnavailable
+from broker.control.client import ControlUnavailable
 from broker.testing import SamsaBroker, SamsaControl
 from protocol.api_versions import SUPPORTED
 from protocol.emulation import emulated_table
-from tests.clienthelpers import advertised_apis
-from tests.groups_support import Member, describe as describe_group, wait_until
-from tests.javaclient import last, requires_java, run_java
-from tests.rawclient import RawClient
-from tests.test_transactions_clients import describe as describe_txn
-from tests.test_transactions_clients import read_all, txn_producer, watermarks
+from tests.support.clienthelpers import advertised_apis
+from tests.support.groups_support import Member, describe as describe_group, wait_until
+from tests.support.javaclient import last, requires_java, run_java
+from tests.support.rawclient import RawClient
+from tests.clients.test_transactions_clients import describe as describe_txn
+from tests.clients.test_transactions_clients import read_all, txn_producer, watermarks
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
 NO_DELAY = {"group.initial.rebalance.delay.ms": "0", "num.partitions": "3"}
 
@@ -110,7 +110,7 @@ def test_a_failed_produce_applies_nothing_and_other_topics_are_untouched(samsa_b
 
 def test_a_failed_acks_zero_produce_closes_the_connection(samsa_broker_in_process):
     """A fault failing an acks=0 Produce answers as Kafka would: no response, a closed connection."""
-    from tests.test_wire_protocol import list_offset, produce, batch
+    from tests.broker.test_wire_protocol import list_offset, produce, batch
     b = samsa_broker_in_process
     b.create_topic("z", 1)
     b.faults.fail("Produce", "NOT_LEADER_OR_FOLLOWER", count=1, topic="z")
@@ -366,7 +366,7 @@ def test_samsa_ctl_arms_lists_and_clears_faults_and_moves_the_clock(samsa_broker
 
 @pytest.mark.samsa_broker(in_process=True, topics={"orders": 3})
 def test_in_process_broker_with_topics_declared_up_front_and_samsa_topic(samsa_broker, samsa_topic):
-    from broker.inprocess import InProcessBroker
+    from broker.testing.inprocess import InProcessBroker
     assert isinstance(samsa_broker, InProcessBroker)
     other = samsa_topic(partitions=2)
     c = Consumer({"bootstrap.servers": samsa_broker.bootstrap_servers, "group.id": name("g")})
@@ -376,7 +376,7 @@ def test_in_process_broker_with_topics_declared_up_front_and_samsa_topic(samsa_b
 
 
 def test_in_process_broker_restarts_with_its_data(tmp_path):
-    from broker.inprocess import InProcessBroker
+    from broker.testing.inprocess import InProcessBroker
     b = InProcessBroker(tmp_path / "d", topics={"keep": 1}).start()
     try:
         p = Producer({"bootstrap.servers": b.bootstrap_servers})
@@ -424,7 +424,7 @@ def test_readme_testing_examples_run_as_a_users_suite(pytester: pytest.Pytester)
 
 
 def test_clock_advance_expires_committed_offsets_after_offsets_retention(samsa_broker_in_process):
-    from tests.groups_support import committed
+    from tests.support.groups_support import committed
     b = samsa_broker_in_process
     b.create_topic("kept", 1)
     c = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "retained", "enable.auto.commit": False})

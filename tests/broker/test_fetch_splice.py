@@ -19,9 +19,9 @@ from broker.log.region import FileRegion
 from protocol import records as rb
 from protocol.api_versions import SUPPORTED
 from protocol.splice import placeholder, splice
-from tests.rawclient import RawClient
-from tests.test_storage_log import Log
-from tests.test_wire_protocol import batches_in, create, produce
+from tests.support.rawclient import RawClient
+from tests.unit.test_storage_log import Log
+from tests.broker.test_wire_protocol import batches_in, create, produce
 
 FT = FetchResponse.FetchableTopicResponse
 PD = FT.PartitionData

@@ -18,7 +18,7 @@ from broker.testing import SamsaBroker
 
 pytest_plugins = ["pytester"]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 SECTION = "## Using Samsa in your own tests"
 
 

@@ -1,4 +1,4 @@
-"""Consumer-group APIs with hand-built requests (tests/rawclient.py): Kafka's exact error codes.
+"""Consumer-group APIs with hand-built requests (tests/support/rawclient.py): Kafka's exact error codes.
 
 FindCoordinator v0-v6 (batched keys from v4), MEMBER_ID_REQUIRED on a first v4+ join and
 generations from 1, the default 3 s initial rebalance delay and its extension, and bad input
@@ -25,8 +25,8 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, Consume
 
 from broker.testing import SamsaBroker, running_broker
 from protocol.messages import REQUESTS
-from tests.groups_support import committed, describe, produce, unique
-from tests.rawclient import RawClient
+from tests.support.groups_support import committed, describe, produce, unique
+from tests.support.rawclient import RawClient
 
 OFFSET_COMMIT, OFFSET_FETCH, METADATA, FIND_COORDINATOR = 8, 9, 3, 10
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, LIST_GROUPS, DESCRIBE_GROUPS = 11, 12, 13, 14, 16, 15

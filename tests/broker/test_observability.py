@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.testing import SamsaBroker, free_port, running_broker
-from tests.clienthelpers import create_topic
+from tests.support.clienthelpers import create_topic
 
 PARTITIONS = 3
 

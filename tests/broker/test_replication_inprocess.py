@@ -1,5 +1,5 @@
 """Kafka's replication between real Samsa brokers (one process, real sockets between them),
-driven by an in-process double of the metadata publisher (tests/replica_double.py): followers
+driven by an in-process double of the metadata publisher (tests/support/replica_double.py): followers
 fetch and append with the leader's offsets, the HW bounds consumers, acks=all waits for the
 ISR, the ISR shrinks and expands through alter_partition, min.insync.replicas, and an old
 leader truncates its divergent tail by leader epoch."""
@@ -14,8 +14,8 @@ from kafka.protocol.producer import ProduceRequest
 
 from protocol import records as rb
 from protocol.errors import ErrorCode
-from tests.rawclient import RawClient
-from tests.replica_double import InProcessCluster
+from tests.support.rawclient import RawClient
+from tests.support.replica_double import InProcessCluster
 
 PRODUCE, FETCH, OFFSET_FOR_EPOCH = 0, 1, 23
 

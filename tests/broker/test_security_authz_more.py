@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from protocol.messages import REQUESTS
-from tests.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
 CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED = 31, 30, 29
 AUTHZ = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",

@@ -1,4 +1,4 @@
-"""``samsa serve`` listens before it loads (broker/startup.py): connections made in the first
+"""``samsa serve`` listens before it loads (broker/server/startup.py): connections made in the first
 moments get ApiVersions answered at once, and any other request they pipeline is answered, in
 order, on the same connection once the broker is loaded."""
 from __future__ import annotations
@@ -13,9 +13,9 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, Met
 
 from broker.testing import SamsaBroker
 from protocol.api_versions import SUPPORTED
-from tests.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def connect_asap(port: int, deadline: float) -> socket.socket:

@@ -22,8 +22,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from broker.testing import SamsaBroker
 from protocol import records as rb
-from tests.rawclient import RawClient
-from tests.test_wire_protocol import INIT_PID, create, fetch, list_offset, produce
+from tests.support.rawclient import RawClient
+from tests.broker.test_wire_protocol import INIT_PID, create, fetch, list_offset, produce
 
 KILL_CYCLES = 5
 

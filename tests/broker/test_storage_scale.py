@@ -19,7 +19,7 @@ from kafka.protocol.consumer import FetchRequest
 
 from broker.testing import SamsaBroker
 from protocol import records as rb
-from tests.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from broker.testing import SamsaBroker
 from protocol import records as rb
 from protocol.api_versions import SUPPORTED
 from protocol.errors import ErrorCode
-from tests.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PID = 0, 1, 2, 3, 18, 22
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from broker.testing import SamsaBroker, running_broker
-from tests.groups_support import produce, unique, wait_until
-from tests.rawclient import RawClient
+from tests.support.groups_support import produce, unique, wait_until
+from tests.support.rawclient import RawClient
 
 PARTITIONS = 6
 PER_PARTITION = 20
@@ -41,7 +41,7 @@ def own_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
 
 
 def java_ready() -> None:
-    from tests.javaclient import compile, java_available
+    from tests.support.javaclient import compile, java_available
     if not java_available():
         pytest.skip("java and javac (a JDK) are not on PATH")
     compile(JAVA)
@@ -85,7 +85,7 @@ def group_types(bs: str) -> dict[str, str]:
 
 def java_member(bs: str, topic: str, group: str, client_id: str, timeout_ms: int, *extra: Any) -> Any:
     """A quiet Java consumer-group member running in the background."""
-    from tests.javaclient import start_java
+    from tests.support.javaclient import start_java
     return start_java(JAVA, bs, *group_args(topic, group, *extra, "--quiet", "--client-id", client_id,
                                             "--timeout-ms", timeout_ms))
 
@@ -96,7 +96,7 @@ def group_args(topic: str, group: str, *extra: Any) -> list[Any]:
 
 @pytest.mark.java
 def test_java_three_members_disjoint_cover_then_a_leaver_is_absorbed_without_revocations(cbroker: SamsaBroker) -> None:
-    from tests.javaclient import last
+    from tests.support.javaclient import last
     java_ready()
     bs, topic, group = fresh_topic(cbroker, PER_PARTITION)
     procs = [java_member(bs, topic, group, f"java-{i}", ms) for i, ms in enumerate((16000, 16000, 8000))]
@@ -144,7 +144,7 @@ def test_java_member_sigkilled_its_partitions_move_after_the_session_timeout(cbr
 
 @pytest.mark.java
 def test_java_commit_stop_all_restart_resumes_at_committed_offsets(own_broker: SamsaBroker) -> None:
-    from tests.javaclient import last, of_type, run_java
+    from tests.support.javaclient import last, of_type, run_java
     java_ready()
     bs, topic, group = fresh_topic(own_broker, 5)
     first = run_java(JAVA, bs, *group_args(topic, group, "--max", PARTITIONS * 5, "--commit", "--quiet",
@@ -160,7 +160,7 @@ def test_java_commit_stop_all_restart_resumes_at_committed_offsets(own_broker: S
 
 @pytest.mark.java
 def test_java_regex_subscription_picks_up_a_topic_created_later(cbroker: SamsaBroker) -> None:
-    from tests.javaclient import of_type, start_java
+    from tests.support.javaclient import of_type, start_java
     java_ready()
     bs = cbroker.bootstrap_servers
     prefix, group = unique("rx"), unique("g")
@@ -180,7 +180,7 @@ def test_java_regex_subscription_picks_up_a_topic_created_later(cbroker: SamsaBr
 
 @pytest.mark.java
 def test_java_static_member_restart_keeps_its_partitions_without_reassignment(cbroker: SamsaBroker) -> None:
-    from tests.javaclient import last, run_java, start_java
+    from tests.support.javaclient import last, run_java, start_java
     java_ready()
     bs, topic, group = fresh_topic(cbroker, 1)
     other = java_member(bs, topic, group, "other", 25000)
@@ -210,7 +210,7 @@ def test_java_static_member_restart_keeps_its_partitions_without_reassignment(cb
 
 @pytest.mark.java
 def test_java_admin_describes_a_consumer_group_through_consumer_group_describe(cbroker: SamsaBroker) -> None:
-    from tests.javaclient import last, run_java
+    from tests.support.javaclient import last, run_java
     java_ready()
     bs, topic, group = fresh_topic(cbroker, 1)
     proc = java_member(bs, topic, group, "described", 15000)
@@ -230,7 +230,7 @@ def test_java_admin_describes_a_consumer_group_through_consumer_group_describe(c
 @pytest.mark.java
 def test_classic_kafka_python_group_beside_a_java_consumer_group(cbroker: SamsaBroker) -> None:
     from kafka import KafkaConsumer
-    from tests.javaclient import last, start_java
+    from tests.support.javaclient import last, start_java
     java_ready()
     bs = cbroker.bootstrap_servers
     topic, cgroup, classic = unique("t"), unique("cg"), unique("classic")
@@ -408,7 +408,7 @@ def test_online_upgrade_of_an_empty_classic_group_keeps_its_offsets(cbroker: Sam
     group.protocol=consumer then join the same group id: it becomes a consumer group and they
     resume at the committed offsets."""
     from kafka import KafkaConsumer
-    from tests.javaclient import of_type, run_java
+    from tests.support.javaclient import of_type, run_java
     java_ready()
     bs, topic, group = fresh_topic(cbroker, 4)
     kc = KafkaConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",

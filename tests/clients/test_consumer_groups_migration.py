@@ -11,11 +11,9 @@ from typing import Any
 import pytest
 
 from broker.testing import SamsaBroker
-from tests.groups_support import produce, unique, wait_until
-from tests.rawclient import RawClient
-from tests.test_consumer_groups_clients import (  # noqa: F401  (cbroker is a fixture)
-    JAVA, PARTITIONS, cbroker, cg_view, group_args, java_ready,
-)
+from tests.support.groups_support import produce, unique, wait_until
+from tests.support.rawclient import RawClient
+from tests.clients.test_consumer_groups_clients import (JAVA, PARTITIONS, cbroker, cg_view, group_args, java_ready)  # noqa: F401  (cbroker is a fixture)
 
 pytestmark = pytest.mark.java
 
@@ -74,7 +72,7 @@ def test_java_consumer_protocol_and_kafka_python_classic_member_share_one_group(
     """Java joins first (a consumer group), kafka-python joins it as a classic member: the broker
     gives each a disjoint share and together they read every record exactly once; kafka-python
     commits and leaves, and Java takes its partitions over at the committed offsets."""
-    from tests.javaclient import of_type, start_java
+    from tests.support.javaclient import of_type, start_java
     java_ready()
     bs = cbroker.bootstrap_servers
     topic, group = unique("t"), unique("mixed")
@@ -114,7 +112,7 @@ def test_online_upgrade_then_downgrade_with_a_classic_member_and_committed_offse
     (KIP-848 online upgrade) with the kafka-python member inside as a classic member, and both go
     on from the committed offsets. When the Java member commits and leaves, the group is classic
     again (downgrade) and kafka-python takes everything over at the committed offsets."""
-    from tests.javaclient import of_type, start_java
+    from tests.support.javaclient import of_type, start_java
     java_ready()
     bs = cbroker.bootstrap_servers
     topic, group = unique("t"), unique("up")
@@ -164,7 +162,7 @@ def test_java_classic_cooperative_member_revokes_incrementally_after_an_upgrade(
     The classic member is told to rejoin, reports what it owns in its JoinGroup subscription,
     gives up half without stopping the rest (the UNREVOKED_PARTITIONS / rejoin cycle), and the
     two then read every record exactly once; both commit before leaving."""
-    from tests.javaclient import of_type, start_java
+    from tests.support.javaclient import of_type, start_java
     java_ready()
     bs = cbroker.bootstrap_servers
     topic, group = unique("t"), unique("coop")
@@ -213,7 +211,7 @@ def test_librdkafka_classic_member_shares_a_group_with_a_java_consumer_protocol_
     subscription encoding) as a classic member of a Java 4.3 consumer group: disjoint shares,
     every record once."""
     from confluent_kafka import Consumer
-    from tests.javaclient import of_type, start_java
+    from tests.support.javaclient import of_type, start_java
     java_ready()
     bs = cbroker.bootstrap_servers
     topic, group = unique("t"), unique("rdk")

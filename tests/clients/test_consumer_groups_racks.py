@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from tests.groups_support import unique, wait_until
-from tests.rawclient import RawClient
-from tests.test_cluster import create_topic
-from tests.test_consumer_groups_clients import JAVA, java_ready
+from tests.support.groups_support import unique, wait_until
+from tests.support.rawclient import RawClient
+from tests.cluster.test_cluster import create_topic
+from tests.clients.test_consumer_groups_clients import JAVA, java_ready
 
 RACKS = {1: "a", 2: "b", 3: "c"}
 CLUSTER = {"brokers": 3, "broker_overrides": {n: {"broker.rack": r} for n, r in RACKS.items()}, "overrides": {
@@ -31,7 +31,7 @@ def coordinator_of(boots: dict[int, str], group: str) -> str:
 @pytest.mark.java
 @pytest.mark.parametrize("samsa_cluster", [CLUSTER], indirect=True)
 def test_members_are_assigned_the_partitions_on_their_rack(samsa_cluster: Any) -> None:
-    from tests.javaclient import start_java
+    from tests.support.javaclient import start_java
     java_ready()
     boots = dict(zip(samsa_cluster.brokers, samsa_cluster.bootstrap_servers.split(",")))
     topic, group = unique("t"), unique("racks")

@@ -10,7 +10,7 @@ import pytest
 
 from broker.testing import SamsaBroker, running_broker
 from protocol.messages import REQUESTS
-from tests.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
 DTP, CREATE_TOPICS = 75, 19
 Req = REQUESTS[DTP]
@@ -67,7 +67,7 @@ def test_paging_follows_kafkas_cursor_rules(dbroker: SamsaBroker) -> None:
 
 @pytest.mark.java
 def test_java_admin_describe_topics_pages_through_describe_topic_partitions(dbroker: SamsaBroker) -> None:
-    from tests.javaclient import java_available, last, run_java
+    from tests.support.javaclient import java_available, last, run_java
     if not java_available():
         pytest.skip("java and javac (a JDK) are not on PATH")
     name = f"big-{uuid.uuid4().hex[:6]}"

@@ -1,8 +1,8 @@
 """Consumer groups with real clients: kafka-python, confluent-kafka, aiokafka (each member its own
-process, tests/group_member.py) and the Java client (tests/javaclient.py).
+process, tests/support/group_member.py) and the Java client (tests/support/javaclient.py).
 
 Every test compares what the clients report with what the coordinator recorded (DescribeGroups
-and OffsetFetch through tests/rawclient.py), and asserts exact outcomes: each partition owned by
+and OffsetFetch through tests/support/rawclient.py), and asserts exact outcomes: each partition owned by
 exactly one member, assignor-specific layouts, stickiness, reassignment only after the session
 timeout of a SIGKILLed member, resumption at the committed offsets after a broker restart,
 static-member rejoin without a rebalance, and the admin APIs' answers.
@@ -17,16 +17,7 @@ from typing import Any
 import pytest
 
 from broker.testing import SamsaBroker, running_broker
-from tests.groups_support import (
-    Member,
-    committed,
-    converge,
-    decode_partitions,
-    describe,
-    produce,
-    unique,
-    wait_until,
-)
+from tests.support.groups_support import (Member, committed, converge, decode_partitions, describe, produce, unique, wait_until)
 
 PARTITIONS = 6
 PER_PARTITION = 10
@@ -163,7 +154,7 @@ def test_first_member_is_stable_well_under_a_second(gbroker: SamsaBroker, member
 
 # --------------------------------------------------------------------------- SIGKILL: session expiry
 KILL_SESSION_MS = 2000
-HEARTBEAT_S = 0.3  # tests/group_member.py's heartbeat interval
+HEARTBEAT_S = 0.3  # tests/support/group_member.py's heartbeat interval
 
 
 @pytest.mark.parametrize("client", PY_CLIENTS)
@@ -342,7 +333,7 @@ class GroupAdmin:
         return asyncio.run(run())
 
     def java(self, *args: Any) -> list[dict[str, Any]]:
-        from tests.javaclient import run_java
+        from tests.support.javaclient import run_java
         return run_java(JAVA_ADMIN_VERSION, self.bs, *args, allow_errors=True)
 
     def list(self) -> dict[str, str]:
@@ -441,7 +432,7 @@ NAMES = {
 def test_admin_list_describe_offsets_and_delete_groups(gbroker: SamsaBroker, members: list[Member],
                                                        admin_kind: str) -> None:
     if admin_kind == "java":
-        from tests.javaclient import compile, java_available
+        from tests.support.javaclient import compile, java_available
         if not java_available():
             pytest.skip("java and javac are not on PATH")
         compile(JAVA_ADMIN_VERSION)
@@ -492,7 +483,7 @@ JAVA_LATEST = "4.3.0"
 
 
 def java_ready(version: str) -> None:
-    from tests.javaclient import compile, java_available
+    from tests.support.javaclient import compile, java_available
     if not java_available():
         pytest.skip("java and javac (a JDK) are not on PATH")
     compile(version)
@@ -554,7 +545,7 @@ JAVA_ASSIGNOR_CASES = [(JAVA_LATEST, "cooperative-sticky"), ("3.9.0", "range")]
 @pytest.mark.parametrize("jv,assignor", JAVA_ASSIGNOR_CASES, ids=[f"{v}-{a}" for v, a in JAVA_ASSIGNOR_CASES])
 def test_java_three_members_share_six_partitions_then_two_take_over(
         gbroker: SamsaBroker, jv: str, assignor: str) -> None:
-    from tests.javaclient import last, start_java
+    from tests.support.javaclient import last, start_java
     java_ready(jv)
     bs = gbroker.bootstrap_servers
     topic, group = unique("t"), unique("g")
@@ -594,7 +585,7 @@ def test_java_three_members_share_six_partitions_then_two_take_over(
 @pytest.mark.java
 def test_java_member_sigkilled_partitions_move_after_the_session_timeout(
         gbroker: SamsaBroker, members: list[Member]) -> None:
-    from tests.javaclient import start_java
+    from tests.support.javaclient import start_java
     java_ready(JAVA_LATEST)
     bs = gbroker.bootstrap_servers
     topic, group = unique("t"), unique("g")
@@ -623,7 +614,7 @@ def test_java_member_sigkilled_partitions_move_after_the_session_timeout(
 
 @pytest.mark.java
 def test_java_member_resumes_from_committed_offsets_after_broker_restart(own_broker: SamsaBroker) -> None:
-    from tests.javaclient import last, of_type, run_java
+    from tests.support.javaclient import last, of_type, run_java
     java_ready(JAVA_LATEST)
     bs = own_broker.bootstrap_servers
     topic, group = unique("t"), unique("g")
@@ -649,7 +640,7 @@ def test_java_static_member_rejoins_without_a_rebalance(gbroker: SamsaBroker, me
     """Kafka's static membership with the Java client: a member with group.instance.id that
     exits (no LeaveGroup) and restarts within its session timeout gets a new member id, the
     same generation and the same partitions; the other member sees no rebalance."""
-    from tests.javaclient import last, of_type, run_java, start_java
+    from tests.support.javaclient import last, of_type, run_java, start_java
     java_ready(JAVA_LATEST)
     bs = gbroker.bootstrap_servers
     topic, group = unique("t"), unique("g")

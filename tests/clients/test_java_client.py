@@ -1,5 +1,5 @@
 """The real Java Kafka client against Samsa, in both lines people run: kafka-clients 3.9.0 (what
-Spark 4.0's connector is built with) and 4.3.0. Each test starts JVMs through tests/javaclient.py
+Spark 4.0's connector is built with) and 4.3.0. Each test starts JVMs through tests/support/javaclient.py
 and asserts Kafka's exact answers: what an idempotent producer wrote is read back exactly once,
 the Admin topic round trip, ListOffsets as Spark's driver asks for it, and assign + seek + poll
 as Spark's executors read.
@@ -13,7 +13,7 @@ import pytest
 from kafka.partitioner.default import murmur2
 
 from broker.testing import SamsaBroker
-from tests.javaclient import VERSIONS, compile, last, of_type, requires_java, run_java
+from tests.support.javaclient import VERSIONS, compile, last, of_type, requires_java, run_java
 
 pytestmark = [pytest.mark.java, requires_java]
 

@@ -11,8 +11,8 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    NewTopic, ResourcePatternType, ResourceType)
 
-from tests.rawclient import RawClient
-from tests.security_support import SecureBroker, consume_records, make_pki, tls_overrides
+from tests.support.rawclient import RawClient
+from tests.support.security_support import SecureBroker, consume_records, make_pki, tls_overrides
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
         'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";')

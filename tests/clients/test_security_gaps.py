@@ -9,9 +9,9 @@ import pytest
 from confluent_kafka.admin import AclOperation, AclPermissionType, ResourceType
 from kafka.protocol.producer import ProduceRequest
 
-from tests.security_support import SecureBroker
-from tests.test_security_acl import JAAS, _DictClient, allow, conf, create_acls, produce_errors, _name
-from tests.test_wire_protocol import batch, list_offset
+from tests.support.security_support import SecureBroker
+from tests.clients.test_security_acl import JAAS, _DictClient, allow, conf, create_acls, produce_errors, _name
+from tests.broker.test_wire_protocol import batch, list_offset
 
 USERS = ("admin", "alice", "bob", "carol", "dave")
 GAP_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
@@ -170,7 +170,7 @@ def test_idle_connections_are_closed_on_every_listener(idle_broker) -> None:
     """connections.max.idle.ms (Kafka's Selector idle expiry): a quiet connection is closed,
     whether it never spoke, never authenticated, or is authenticated; PLAINTEXT or SASL; each
     about the idle time after its own last traffic."""
-    from tests.rawclient import RawClient
+    from tests.support.rawclient import RawClient
     md = dict(topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False)
     silent = RawClient(idle_broker.bootstrap_servers)
     since = [time.monotonic()]        # the broker accepted it no earlier than this
@@ -195,8 +195,8 @@ def test_talking_connections_and_long_requests_stay_open(idle_broker) -> None:
     """Traffic keeps a connection open; a request answered after more than the idle time (a Fetch
     long poll) is not idleness; stock clients reconnect after an idle close."""
     from kafka import KafkaProducer
-    from tests.rawclient import RawClient
-    from tests.test_wire_protocol import create, fetch
+    from tests.support.rawclient import RawClient
+    from tests.broker.test_wire_protocol import create, fetch
     md = dict(topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False)
     with RawClient(idle_broker.bootstrap_servers) as c:
         for _ in range(8):                        # 1.6 s of talking every 200 ms
@@ -363,7 +363,7 @@ def test_authorized_operations_without_an_authorizer_are_all_supported(samsa_bro
     """Kafka's AuthHelper.authorizedOperations with no authorizer: every supported operation."""
     from kafka.protocol.metadata import MetadataRequest
     from protocol.messages import REQUESTS, RESPONSES
-    from tests.rawclient import RawClient
+    from tests.support.rawclient import RawClient
     with RawClient(samsa_broker.bootstrap_servers) as c:
         r = c.request(3, 10, topics=[MetadataRequest.MetadataRequestTopic(name="ops-t")], allow_auto_topic_creation=True,
                       include_cluster_authorized_operations=True, include_topic_authorized_operations=True)
@@ -374,7 +374,7 @@ def test_authorized_operations_without_an_authorizer_are_all_supported(samsa_bro
         assert r.topics[0].authorized_operations in (None, -2147483648)         # not asked: not filled in
         r = c.request(15, 5, groups=["ops-g"], include_authorized_operations=True)
         assert r.groups[0].authorized_operations == {3, 6, 8}                    # READ, DELETE, DESCRIBE
-        from tests.test_security_acl import _build
+        from tests.clients.test_security_acl import _build
         hb = _build(REQUESTS[68], dict(group_id="ops-cg", member_id="m1", member_epoch=0, instance_id=None,
                                        rack_id=None, rebalance_timeout_ms=30000, subscribed_topic_names=["ops-t"],
                                        server_assignor=None, topic_partitions=[]))

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from tests.javaclient import compile, last, requires_java, run_java
-from tests.security_support import SecureBroker, make_pki, tls_overrides
-from tests.test_security_sasl import SASL_OVERRIDES
+from tests.support.javaclient import compile, last, requires_java, run_java
+from tests.support.security_support import SecureBroker, make_pki, tls_overrides
+from tests.clients.test_security_sasl import SASL_OVERRIDES
 
 pytestmark = [pytest.mark.java, requires_java]
 JV = "4.3.0"

@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 
 from broker.cli import healthcheck
-from tests.rawclient import RawClient
-from tests.security_support import SecureBroker, make_pki, tls_overrides
+from tests.support.rawclient import RawClient
+from tests.support.security_support import SecureBroker, make_pki, tls_overrides
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
               'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')

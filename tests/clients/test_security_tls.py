@@ -15,7 +15,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError
 
 from broker.cli import healthcheck
-from tests.security_support import SecureBroker, make_pki, tls_overrides
+from tests.support.security_support import SecureBroker, make_pki, tls_overrides
 
 KCAT = shutil.which("kcat")
 

@@ -1,4 +1,4 @@
-"""KIP-932 share groups with the real Java client 4.3 (KafkaShareConsumer, tests/java/ShareConsumerClient.java)
+"""KIP-932 share groups with the real Java client 4.3 (KafkaShareConsumer, tests/support/java/ShareConsumerClient.java)
 against a real broker with share groups enabled, plus the gate: the default broker advertises none
 of the share-group APIs."""
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from broker.testing import SamsaBroker
-from tests.clienthelpers import advertised_apis
-from tests.groups_support import unique
-from tests.javaclient import of_type, requires_java, start_java_source
+from tests.support.clienthelpers import advertised_apis
+from tests.support.groups_support import unique
+from tests.support.javaclient import of_type, requires_java, start_java_source
 
-SOURCE = Path(__file__).resolve().parent / "java" / "ShareConsumerClient.java"
+SOURCE = Path(__file__).resolve().parents[1] / "support" / "java" / "ShareConsumerClient.java"
 LOCK_MS = 3000
 SHARE_PROPS = {
     "group.share.enable": "true",
@@ -123,7 +123,7 @@ def test_records_of_a_dead_consumer_are_redelivered_after_the_lock(share_broker)
 def topic_id_of(bootstrap: str, name: str):
     from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-    from tests.rawclient import RawClient
+    from tests.support.rawclient import RawClient
 
     req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=None, name=name)],
                           allow_auto_topic_creation=False, include_topic_authorized_operations=False)
@@ -155,7 +155,7 @@ def share_ack(c, group: str, member: str, epoch: int, tid, acks):
 
 def test_share_sessions_acknowledgements_and_describe_on_the_wire(share_broker):
     from protocol import records as rb
-    from tests.rawclient import RawClient
+    from tests.support.rawclient import RawClient
 
     bs = share_broker.bootstrap_servers
     topic, group = unique("q"), unique("sg")
@@ -242,7 +242,7 @@ READ, DENY, TOPIC, GROUP, LITERAL = 3, 2, 2, 3, 3
 @pytest.mark.samsa_broker(overrides=AUTHZ)
 def test_share_apis_need_read_on_group_and_topic(samsa_broker):
     from protocol.messages import REQUESTS
-    from tests.rawclient import RawClient
+    from tests.support.rawclient import RawClient
 
     Creation = REQUESTS[30].AclCreation
     bs = samsa_broker.bootstrap_servers
@@ -287,7 +287,7 @@ def test_share_apis_need_read_on_group_and_topic(samsa_broker):
 @pytest.mark.parametrize("samsa_cluster", [{"overrides": {k: v for k, v in SHARE_PROPS.items()
                                                           if k != "num.partitions"}}], indirect=True)
 def test_share_consumer_on_a_cluster(samsa_cluster):
-    from tests.test_cluster import create_topic, metadata, wait_for
+    from tests.cluster.test_cluster import create_topic, metadata, wait_for
 
     boots = samsa_cluster.bootstrap_servers.split(",")
     topic, group = unique("q"), unique("sg")
@@ -313,7 +313,7 @@ def test_share_consumer_on_a_cluster(samsa_cluster):
 @pytest.mark.samsa_broker(overrides={"group.share.enable": "true", "num.partitions": "1"})
 def test_share_partitions_start_at_latest_by_default(samsa_broker):
     """share.auto.offset.reset is latest unless samsa.share.auto.offset.reset says otherwise, as Kafka."""
-    from tests.rawclient import RawClient
+    from tests.support.rawclient import RawClient
 
     bs = samsa_broker.bootstrap_servers
     topic, group = unique("q"), unique("sg")

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from broker.testing import SamsaBroker
-from tests.javaclient import compile, last, of_type, requires_java, run_java
+from tests.support.javaclient import compile, last, of_type, requires_java, run_java
 
 pytestmark = [pytest.mark.java, requires_java]
 

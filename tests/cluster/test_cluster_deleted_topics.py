@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from broker.devcluster import LocalCluster, find_etcd
-from tests.rawclient import RawClient
-from tests.test_cluster import create_topic
-from tests.test_cluster_topic_catalog import FAST, commit_topic, coordinator_of
+from broker.testing.local_cluster import LocalCluster, find_etcd
+from tests.support.rawclient import RawClient
+from tests.cluster.test_cluster import create_topic
+from tests.cluster.test_cluster_topic_catalog import FAST, commit_topic, coordinator_of
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from broker.devcluster import LocalCluster, find_etcd
-from tests.cluster_support import create_topic
+from broker.testing.local_cluster import LocalCluster, find_etcd
+from tests.support.cluster_support import create_topic
 
 pytestmark = [
     pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or Debian's etcd-server)"),

@@ -10,8 +10,8 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from broker.devcluster import find_etcd
-from tests.test_cluster import create_topic, metadata, wait_for
+from broker.testing.local_cluster import find_etcd
+from tests.cluster.test_cluster import create_topic, metadata, wait_for
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaProducer
 
-from broker.devcluster import LocalCluster, find_etcd
-from tests.rawclient import RawClient
-from tests.test_cluster import create_topic
+from broker.testing.local_cluster import LocalCluster, find_etcd
+from tests.support.rawclient import RawClient
+from tests.cluster.test_cluster import create_topic
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")

@@ -11,12 +11,12 @@ from typing import Iterator
 
 import pytest
 
-from broker.devcluster import LocalCluster, find_etcd
+from broker.testing.local_cluster import LocalCluster, find_etcd
 from protocol.errors import ErrorCode
 from protocol.messages import REQUESTS
 from protocol.records import build_batch
-from tests.rawclient import RawClient
-from tests.test_cluster import create_topic
+from tests.support.rawclient import RawClient
+from tests.cluster.test_cluster import create_topic
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")

@@ -13,9 +13,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.devcluster import LocalCluster, find_etcd
+from broker.testing.local_cluster import LocalCluster, find_etcd
 from broker.testing import free_port
-from tests.cluster_support import create_topic
+from tests.support.cluster_support import create_topic
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
@@ -45,8 +45,8 @@ def gauge(c: LocalCluster, node: int, name: str) -> float:
 def produce(c: LocalCluster, node: int, topic: str, values: list[bytes], acks: int) -> int:
     from kafka.protocol.producer import ProduceRequest
 
-    from tests.rawclient import RawClient
-    from tests.test_replication_inprocess import _batch
+    from tests.support.rawclient import RawClient
+    from tests.broker.test_replication_inprocess import _batch
 
     td = ProduceRequest.TopicProduceData(name=topic, partition_data=[
         ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(_batch(values)))])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.devcluster import find_etcd
+from broker.testing.local_cluster import find_etcd
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not install
 def test_a_broker_that_loses_the_first_block_race_reserves_the_next(tmp_path: Path) -> None:
     import trio
 
-    from broker.devcluster import EtcdProcess
+    from broker.testing.local_cluster import EtcdProcess
     from broker.metadata.etcd import EtcdMetadataStore
     from broker.metadata.producer_ids import BLOCK, ClusterProducerIdAllocator
 

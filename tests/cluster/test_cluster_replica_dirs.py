@@ -10,10 +10,10 @@ import pytest
 from kafka import KafkaProducer
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest as APR
 
-from broker.devcluster import LocalCluster, find_etcd
-from tests.rawclient import RawClient
-from tests.test_cluster import create_topic
-from tests.test_cluster_log_dirs import log_dirs
+from broker.testing.local_cluster import LocalCluster, find_etcd
+from tests.support.rawclient import RawClient
+from tests.cluster.test_cluster import create_topic
+from tests.cluster.test_cluster_log_dirs import log_dirs
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")

@@ -10,10 +10,10 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient
 from confluent_kafka.admin import ResourcePatternType, ResourceType
 
-from broker.devcluster import find_etcd
-from tests.groups_support import wait_until
-from tests.rawclient import RawClient
-from tests.security_support import scram_login, topic_error_as
+from broker.testing.local_cluster import find_etcd
+from tests.support.groups_support import wait_until
+from tests.support.rawclient import RawClient
+from tests.support.security_support import scram_login, topic_error_as
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
@@ -41,7 +41,7 @@ def etcd_records(cluster) -> list:
     import httpx
 
     from broker.metadata.etcd_client import b64, prefix_end
-    from coordinator.metadata_records import decode_batch
+    from coordinator.metadata.records import decode_batch
 
     key = cluster.prefix + "/log/"
     resp = httpx.post(cluster.etcd.endpoint + "/v3/kv/range",
@@ -56,7 +56,7 @@ def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
 
 @pytest.mark.parametrize("samsa_cluster", [SECURE], indirect=True)
 def test_acls_and_scram_credentials_are_cluster_wide(samsa_cluster) -> None:
-    from coordinator.metadata_records import AccessControlEntryRecord, UserScramCredentialRecord
+    from coordinator.metadata.records import AccessControlEntryRecord, UserScramCredentialRecord
 
     c = samsa_cluster
     sasl = {i: c.bootstrap("SASL_PLAINTEXT", i) for i in (1, 2, 3)}
@@ -147,11 +147,11 @@ def test_racing_security_writes_make_one_record(tmp_path) -> None:
     image at once: etcd's guards let one write win; the other decides again and writes nothing."""
     import trio
 
-    from broker.devcluster import EtcdProcess
+    from broker.testing.local_cluster import EtcdProcess
     from broker.metadata.etcd import EtcdMetadataStore
     from broker.security.sasl import scram_credential
     from broker.security.writes import write_decided
-    from coordinator.metadata_records import AccessControlEntryRecord, UserScramCredentialRecord, decode_batch
+    from coordinator.metadata.records import AccessControlEntryRecord, UserScramCredentialRecord, decode_batch
 
     etcd = EtcdProcess(tmp_path / "etcd").start()
 

@@ -3,8 +3,8 @@ samsa_cluster fixture): a batch ``df.write.format("kafka")`` into an RF=3 topic 
 ``spark.read.format("kafka")`` back, exact records and offsets; then the leader of a partition is
 SIGKILLed and Spark reads the same records from the new leader.
 
-The connector jars come as in tests/test_spark_jobs.py (SAMSA_SPARK_KAFKA_JARS, else
-tests/sparkconnector.py); without them, or without Java or etcd, the test is skipped with the
+The connector jars come as in tests/clients/test_spark_jobs.py (SAMSA_SPARK_KAFKA_JARS, else
+tests/support/sparkconnector.py); without them, or without Java or etcd, the test is skipped with the
 reason. One small SparkSession (local[1]) for the module."""
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e 
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from broker.devcluster import LocalCluster, find_etcd  # noqa: E402
-from tests import sparkconnector  # noqa: E402
-from tests.cluster_support import create_topic  # noqa: E402
+from broker.testing.local_cluster import LocalCluster, find_etcd  # noqa: E402
+from tests.support import sparkconnector  # noqa: E402
+from tests.support.cluster_support import create_topic  # noqa: E402
 
 NO_CONNECTOR = sparkconnector.unavailable()
 pytestmark = [

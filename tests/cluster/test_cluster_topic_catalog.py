@@ -1,5 +1,5 @@
 """APIs that only ask "does this topic exist, with which id and how many partitions" answer from the
-cluster's metadata image (broker/topic_catalog.py), not from the topics the answering broker hosts:
+cluster's metadata image (broker/metadata/topic_catalog.py), not from the topics the answering broker hosts:
 real processes (etcd + 3 brokers, the ``samsa_cluster`` fixture), a topic with one replica placed
 on a broker that is NOT the group's coordinator."""
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from broker.devcluster import LocalCluster, find_etcd
+from broker.testing.local_cluster import LocalCluster, find_etcd
 from protocol.messages import REQUESTS
-from tests.rawclient import RawClient
-from tests.test_cluster import create_topic
+from tests.support.rawclient import RawClient
+from tests.cluster.test_cluster import create_topic
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")

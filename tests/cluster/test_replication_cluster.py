@@ -1,5 +1,5 @@
 """Replication on a real cluster: etcd and three Samsa broker processes (the samsa_cluster
-fixture, broker/devcluster.py), stock clients. RF=3, min.insync.replicas=2, short replica lag
+fixture, broker/testing/local_cluster.py), stock clients. RF=3, min.insync.replicas=2, short replica lag
 and broker session so failures are noticed within seconds."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from broker.devcluster import LocalCluster
-from tests.cluster_support import create_topic
+from broker.testing.local_cluster import LocalCluster
+from tests.support.cluster_support import create_topic
 
 OVERRIDES = {"replica.lag.time.max.ms": "1500", "min.insync.replicas": "2", "broker.session.timeout.ms": "3000",
              "replica.fetch.wait.max.ms": "200", "replica.fetch.backoff.ms": "100",
@@ -121,8 +121,8 @@ def test_kafka_python_idempotent_acks_all_across_leader_kills(cluster: LocalClus
 
 
 def test_isr_shrinks_on_a_hung_follower_and_min_insync(cluster: LocalCluster) -> None:
-    from tests.rawclient import RawClient
-    from tests.test_replication_inprocess import _batch
+    from tests.support.rawclient import RawClient
+    from tests.broker.test_replication_inprocess import _batch
     from kafka.protocol.producer import ProduceRequest
     from protocol.errors import ErrorCode
 
@@ -160,8 +160,8 @@ def test_isr_shrinks_on_a_hung_follower_and_min_insync(cluster: LocalCluster) ->
 
 
 def test_hung_leader_truncates_its_uncommitted_tail(cluster: LocalCluster) -> None:
-    from tests.rawclient import RawClient
-    from tests.test_replication_inprocess import _batch
+    from tests.support.rawclient import RawClient
+    from tests.broker.test_replication_inprocess import _batch
     from kafka.protocol.producer import ProduceRequest
 
     c = cluster
@@ -248,7 +248,7 @@ def test_confluent_idempotent_acks_all_across_leader_kills(cluster: LocalCluster
 
 
 def test_java_idempotent_acks_all_across_leader_kills(cluster: LocalCluster) -> None:
-    from tests.javaclient import java_available, of_type, start_java
+    from tests.support.javaclient import java_available, of_type, start_java
 
     if not java_available():
         pytest.skip("java/javac not available")
@@ -275,7 +275,7 @@ def test_java_idempotent_acks_all_across_leader_kills(cluster: LocalCluster) -> 
     check_exactly_once_in_order(acked, got)
     assert len(got) == len(acked) == 4000
     # the Java consumer reads the same log; each record carries the leader epoch that wrote it
-    from tests.javaclient import run_java
+    from tests.support.javaclient import run_java
 
     lines = run_java("4.3.0", c.bootstrap_servers, "consume-group", "--topic", "jv", "--group", "jv-readers",
                      "--max", 4000, "--timeout-ms", 60000, timeout=120)
@@ -427,8 +427,8 @@ def test_topic_config_changes_reach_every_replica(cluster: LocalCluster) -> None
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
     from protocol.errors import ErrorCode
-    from tests.rawclient import RawClient
-    from tests.test_replication_inprocess import _batch
+    from tests.support.rawclient import RawClient
+    from tests.broker.test_replication_inprocess import _batch
     from kafka.protocol.producer import ProduceRequest
 
     c = cluster

@@ -22,9 +22,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from broker.healthcheck import healthcheck
+from broker.control.healthcheck import healthcheck
 from broker.testing import free_port
-from tests.dockerhelpers import PREFIX, REPO, report, requires_docker, sh, wait_for
+from tests.support.dockerhelpers import PREFIX, REPO, report, requires_docker, sh, wait_for
 
 pytestmark = [pytest.mark.container, requires_docker]
 

@@ -1,11 +1,11 @@
 """docker-compose.yml for real: Samsa next to a Spark cluster (master + worker), the sample events
 and the streaming job run on the cluster, exactly as the README's compose section shows it.
 
-The Spark services' image `apache/spark:4.0.0-python3` is built locally from tests/spark-image/
+The Spark services' image `apache/spark:4.0.0-python3` is built locally from tests/support/spark-image/
 (no image registry here; users pull the real one). Maven Central is out of reach too, so the
 connector comes from jars on the host through docker-compose.jars.yml (the README's offline
 variant): Spark's two connector jars, kafka-clients 3.9.0 and commons-pool2, found by
-tests/sparkconnector.py. The stack runs under its own project name (COMPOSE_PROJECT_NAME) and is
+tests/support/sparkconnector.py. The stack runs under its own project name (COMPOSE_PROJECT_NAME) and is
 removed with its volumes afterwards; the host ports are the compose file's own (29092, 7077, 8080,
 8081, 4040), so they must be free. Skipped with the reason when no Docker daemon answers or the
 connector jars are not there.
@@ -25,9 +25,9 @@ import pytest
 from kafka import KafkaProducer
 
 from spark_jobs.sample_events import make_event
-from tests import sparkconnector
-from tests.dockerhelpers import PREFIX, REPO, image_size_mb, report, requires_docker, sh, wait_for
-from tests.test_container_image import read_all
+from tests.support import sparkconnector
+from tests.support.dockerhelpers import PREFIX, REPO, image_size_mb, report, requires_docker, sh, wait_for
+from tests.container.test_container_image import read_all
 
 NO_CONNECTOR = sparkconnector.unavailable()
 pytestmark = [pytest.mark.container, requires_docker]
@@ -35,7 +35,7 @@ requires_connector = pytest.mark.skipif(NO_CONNECTOR is not None, reason=NO_CONN
 
 README = REPO / "README.md"
 SPARK_IMAGE = "apache/spark:4.0.0-python3"
-SPARK_IMAGE_BUILD = f"docker build --network=host -t {SPARK_IMAGE} tests/spark-image"
+SPARK_IMAGE_BUILD = f"docker build --network=host -t {SPARK_IMAGE} tests/support/spark-image"
 OFFLINE = "export COMPOSE_FILE=docker-compose.yml:docker-compose.jars.yml SAMSA_SPARK_KAFKA_JARS_DIR="
 UP_CLUSTER = "docker compose up --build -d samsa spark-master spark-worker"
 EVENTS = "docker compose run --rm events"

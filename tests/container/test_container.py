@@ -20,9 +20,9 @@ import pytest
 from kafka import KafkaProducer
 
 from broker.testing import free_port
-from tests.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
 DOCKERFILE = REPO / "Dockerfile"
 COMPOSE = REPO / "docker-compose.yml"
@@ -204,7 +204,7 @@ def test_healthcheck_exit_codes(tmp_path: Path, entrypoints: list[Entrypoint]):
 
 
 def test_env_to_property_is_the_official_images_rule():
-    from broker.config import env_to_property
+    from broker.common.config import env_to_property
     assert env_to_property("KAFKA_ADVERTISED_LISTENERS") == "advertised.listeners"
     assert env_to_property("KAFKA_LISTENER_NAME_SASL__SSL_PLAIN_SASL_JAAS_CONFIG") == \
         "listener.name.sasl_ssl.plain.sasl.jaas.config"
@@ -219,8 +219,8 @@ def test_env_to_property_is_the_official_images_rule():
 
 def test_official_images_secret_file_variables(tmp_path: Path):
     """KAFKA_SSL_*_FILENAME / *_CREDENTIALS name files in /etc/kafka/secrets, as in apache/kafka."""
-    from broker.config import BrokerConfig, ConfigError
-    from broker.secrets_env import secret_file_properties
+    from broker.common.config import BrokerConfig, ConfigError
+    from broker.common.secrets_env import secret_file_properties
     (tmp_path / "ks_creds").write_text("ks-pass\n")
     (tmp_path / "key_creds").write_text("key-pass")
     env = {"KAFKA_SSL_KEYSTORE_FILENAME": "broker.p12", "KAFKA_SSL_KEYSTORE_CREDENTIALS": "ks_creds",
@@ -242,7 +242,7 @@ def test_healthcheck_asks_the_brokers_own_tls_and_sasl_listeners(tmp_path: Path,
     """No SAMSA_BOOTSTRAP and no PLAINTEXT listener: the probe reads KAFKA_LISTENERS and asks the
     mTLS listener with the broker's own certificate (client auth required), or with only a
     SASL_SSL listener, ApiVersions over TLS."""
-    from tests.security_support import make_pki
+    from tests.support.security_support import make_pki
     pki = make_pki(tmp_path / "pki")
     sasl, mtls = free_port(), free_port()
     env = clean_env(KAFKA_LISTENERS=f"SASL_SSL://127.0.0.1:{sasl},MTLS://127.0.0.1:{mtls}",
@@ -270,7 +270,7 @@ def test_healthcheck_asks_the_brokers_own_tls_and_sasl_listeners(tmp_path: Path,
                                              "ApiVersions\n")
     # Presenting the key store is what gets it in: the same probe without a certificate fails.
     import ssl
-    from broker.healthcheck import probe
+    from broker.control.healthcheck import probe
     bare = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     bare.check_hostname, bare.verify_mode = False, ssl.CERT_NONE
     assert probe(f"127.0.0.1:{mtls}", tls=bare) is not None

@@ -20,9 +20,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from broker.cli import healthcheck
 from broker.testing import free_port
-from tests.rawclient import RawClient
-from tests.dockerhelpers import (REPO, Resources, build_once, docker, health, inspect, logs, report,
-                                 requires_docker, sh, wait_for)
+from tests.support.rawclient import RawClient
+from tests.support.dockerhelpers import (REPO, Resources, build_once, docker, health, inspect, logs, report, requires_docker, sh, wait_for)
 
 pytestmark = [pytest.mark.container, requires_docker]
 

@@ -26,10 +26,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, load_pem_private_key, pkcs12
 
 from broker.testing import free_port
-from tests.dockerhelpers import (REPO, Resources, build_once, docker, health, inspect, logs, report, requires_docker,
-                                 sh, wait_for)
-from tests.security_support import Pki, consume_records as consume, make_pki
-from tests.test_container_image import BUILD
+from tests.support.dockerhelpers import (REPO, Resources, build_once, docker, health, inspect, logs, report, requires_docker, sh, wait_for)
+from tests.support.security_support import Pki, consume_records as consume, make_pki
+from tests.container.test_container_image import BUILD
 
 pytestmark = [pytest.mark.container, requires_docker]
 

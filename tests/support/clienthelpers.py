@@ -21,7 +21,7 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from broker.testing import SamsaBroker, running_broker
-from tests.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
 PARTITIONS = 3
 # Kafka's codec ids in the batch attributes

@@ -2,7 +2,7 @@
 Samsa broker processes)."""
 from __future__ import annotations
 
-from broker.devcluster import LocalCluster
+from broker.testing.local_cluster import LocalCluster
 
 
 def create_topic(c: LocalCluster, name: str, partitions: int = 1, rf: int = 3,

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PREFIX = f"samsa-test-{uuid.uuid4().hex[:6]}"
 
 

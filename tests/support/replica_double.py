@@ -17,9 +17,9 @@ from typing import Any, Callable
 import trio
 
 import broker.apis  # noqa: F401  (registers the API handlers)
-from broker.broker import Broker
-from broker.config import BrokerConfig
-from broker.server import run_listener
+from broker.server.broker_server import Broker
+from broker.common.config import BrokerConfig
+from broker.network.listeners import run_listener
 from broker.testing import free_port
 from protocol.errors import ErrorCode
 

@@ -133,7 +133,7 @@ def topic_error_as(bootstrap: str, user: str, topic: str) -> int:
     for ``topic``: its own authorizer decides."""
     from kafka.protocol.metadata import MetadataRequest
 
-    from tests.rawclient import RawClient
+    from tests.support.rawclient import RawClient
 
     with RawClient(bootstrap) as c:
         c.request(17, 1, mechanism="PLAIN")
@@ -148,7 +148,7 @@ def scram_login(bootstrap: str, user: str, password: str) -> int:
     """A SCRAM-SHA-512 exchange (scramp's client) on one broker: 0, or the error code."""
     import scramp
 
-    from tests.rawclient import RawClient
+    from tests.support.rawclient import RawClient
 
     client = scramp.ScramClient(["SCRAM-SHA-512"], user, password)
     with RawClient(bootstrap) as c:

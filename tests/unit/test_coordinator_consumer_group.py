@@ -7,12 +7,9 @@ from typing import Any
 
 import pytest
 
-from coordinator import consumer_group_records as rec
-from coordinator.consumer_group import (
-    FENCED_MEMBER_EPOCH, INVALID_REQUEST, STABLE, UNRELEASED_INSTANCE_ID, UNRELEASED_PARTITIONS,
-    UNREVOKED_PARTITIONS, ConsumerGroupDescribe, ConsumerGroupHeartbeat,
-)
-from coordinator.group import GroupCoordinator, GroupCoordinatorConfig, JoinGroup, JoinGroupResult
+from coordinator.group import consumer_records as rec
+from coordinator.group.consumer import (FENCED_MEMBER_EPOCH, INVALID_REQUEST, STABLE, UNRELEASED_INSTANCE_ID, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, ConsumerGroupDescribe, ConsumerGroupHeartbeat)
+from coordinator.group.coordinator import GroupCoordinator, GroupCoordinatorConfig, JoinGroup, JoinGroupResult
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 SESSION, REBALANCE = 45000, 30000
@@ -252,7 +249,7 @@ def test_ten_thousand_join_attempts_beyond_the_max_size_are_refused_and_the_grou
 
 
 def test_delete_groups_of_a_consumer_group_and_replay_keeps_it_deleted() -> None:
-    from coordinator.group import DeleteGroups, ListGroups
+    from coordinator.group.coordinator import DeleteGroups, ListGroups
     cg = CG()
     cg.hb("a", 0)
     r = cg.co.handle(DeleteGroups(groups=["g"], token=1), 0).completions[0][1]
@@ -271,7 +268,7 @@ def test_delete_groups_of_a_consumer_group_and_replay_keeps_it_deleted() -> None
 
 
 def test_offsets_expire_by_commit_time_except_subscribed_topics_then_the_empty_group_goes() -> None:
-    from coordinator.group import OffsetCommit, OffsetCommitPartition, OffsetCommitTopic
+    from coordinator.group.coordinator import OffsetCommit, OffsetCommitPartition, OffsetCommitTopic
     cg = CG(offsets_retention_minutes=1, offsets_retention_check_interval_ms=10000)
     a = cg.hb("a", 0)
 

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from coordinator.group import GroupState, Heartbeat, JoinGroupResult, OffsetFetch, OffsetFetchGroup
-from tests.test_coordinator_harness import Harness, subscription
+from coordinator.group.coordinator import (GroupState, Heartbeat, JoinGroupResult, OffsetFetch, OffsetFetchGroup)
+from tests.unit.test_coordinator_harness import Harness, subscription
 
 GROUPS = ["g1", "g2"]
 CLIENTS = ["c1", "c2", "c3", "c4"]

@@ -9,13 +9,10 @@ from typing import Any
 import pytest
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-from coordinator import consumer_group_records as rec
-from coordinator.consumer_group import ConsumerGroupDescribe, ConsumerGroupHeartbeat
-from coordinator.group import (
-    GroupCoordinator, GroupCoordinatorConfig, GroupState, Heartbeat, JoinGroup, LeaveGroup, LeaveGroupMember,
-    OffsetCommit, OffsetCommitPartition, OffsetCommitTopic, OffsetFetch, OffsetFetchGroup, SyncGroup,
-)
-from coordinator.offsets_records import GroupMetadataKey, decode_key
+from coordinator.group import consumer_records as rec
+from coordinator.group.consumer import ConsumerGroupDescribe, ConsumerGroupHeartbeat
+from coordinator.group.coordinator import (GroupCoordinator, GroupCoordinatorConfig, GroupState, Heartbeat, JoinGroup, LeaveGroup, LeaveGroupMember, OffsetCommit, OffsetCommitPartition, OffsetCommitTopic, OffsetFetch, OffsetFetchGroup, SyncGroup)
+from coordinator.group.offsets_records import GroupMetadataKey, decode_key
 
 T1 = uuid.UUID(int=1)
 TOPICS = {"t1": (T1, 6)}

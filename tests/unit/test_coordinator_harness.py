@@ -10,33 +10,8 @@ from typing import Any
 
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
-from coordinator.group import (
-    DeleteGroups,
-    DescribeGroups,
-    GroupCoordinator,
-    GroupCoordinatorConfig,
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
-    LeaveGroupMember,
-    ListGroups,
-    OffsetCommit,
-    OffsetCommitPartition,
-    OffsetCommitTopic,
-    OffsetDelete,
-    OffsetFetch,
-    OffsetFetchGroup,
-    Step,
-    SyncGroup,
-    TopicPartitions,
-)
-from coordinator.offsets_records import (
-    GroupMetadataKey,
-    OffsetCommitKey,
-    decode_group_metadata_value,
-    decode_key,
-    decode_offset_commit_value,
-)
+from coordinator.group.coordinator import (DeleteGroups, DescribeGroups, GroupCoordinator, GroupCoordinatorConfig, Heartbeat, JoinGroup, LeaveGroup, LeaveGroupMember, ListGroups, OffsetCommit, OffsetCommitPartition, OffsetCommitTopic, OffsetDelete, OffsetFetch, OffsetFetchGroup, Step, SyncGroup, TopicPartitions)
+from coordinator.group.offsets_records import (GroupMetadataKey, OffsetCommitKey, decode_group_metadata_value, decode_key, decode_offset_commit_value)
 
 
 def subscription(*topics: str, version: int = 1) -> bytes:

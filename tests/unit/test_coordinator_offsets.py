@@ -6,9 +6,9 @@ Error codes: 12 OFFSET_METADATA_TOO_LARGE, 22 ILLEGAL_GENERATION, 24 INVALID_GRO
 """
 from __future__ import annotations
 
-from coordinator.group import ClassicGroup, GroupState
-from coordinator.offsets_records import GroupMetadataKey, OffsetCommitKey, OffsetCommitValue
-from tests.test_coordinator_harness import Harness, decode_records, subscription
+from coordinator.group.coordinator import ClassicGroup, GroupState
+from coordinator.group.offsets_records import GroupMetadataKey, OffsetCommitKey, OffsetCommitValue
+from tests.unit.test_coordinator_harness import Harness, decode_records, subscription
 
 MINUTE = 60000
 
@@ -241,7 +241,7 @@ def test_no_offset_expires_while_a_group_rebalances() -> None:
 # =========================================================================== deleted topics
 
 def test_deleting_a_topic_removes_its_offsets_from_every_group_with_tombstones() -> None:
-    from coordinator.group import TopicsDeleted
+    from coordinator.group.coordinator import TopicsDeleted
     h = Harness()
     h.commit({("gone", 0): 1, ("gone", 1): 2, ("kept", 0): 3}, "g1")
     h.commit({("gone", 0): 4}, "g2")

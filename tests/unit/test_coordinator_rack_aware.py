@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from coordinator import consumer_group_records as rec
-from coordinator.consumer_group import ConsumerGroupHeartbeat
-from coordinator.consumer_group_assignors import range_, uniform
-from coordinator.group import GroupCoordinator, GroupCoordinatorConfig
+from coordinator.group import consumer_records as rec
+from coordinator.group.consumer import ConsumerGroupHeartbeat
+from coordinator.group.assignors import range_, uniform
+from coordinator.group.coordinator import GroupCoordinator, GroupCoordinatorConfig
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 # 6 partitions with RF=1 on brokers in racks a, b, c, a, b, c

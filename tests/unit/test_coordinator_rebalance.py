@@ -6,9 +6,9 @@ Error codes: 22 ILLEGAL_GENERATION, 23 INCONSISTENT_GROUP_PROTOCOL, 24 INVALID_G
 """
 from __future__ import annotations
 
-from coordinator.group import JoinGroupMember, JoinGroupResult, SyncGroupResult
-from coordinator.offsets_records import GroupMetadataKey, GroupMetadataValue, MemberMetadataValue
-from tests.test_coordinator_harness import RANGE, Harness, decode_records, subscription
+from coordinator.group.coordinator import JoinGroupMember, JoinGroupResult, SyncGroupResult
+from coordinator.group.offsets_records import GroupMetadataKey, GroupMetadataValue, MemberMetadataValue
+from tests.unit.test_coordinator_harness import RANGE, Harness, decode_records, subscription
 
 META = RANGE[0][1]
 
@@ -645,7 +645,7 @@ def test_assignment_record_too_large_fails_the_sync_and_restarts_the_rebalance()
 def test_batch_size_estimate_matches_a_real_record_batch() -> None:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from coordinator.group import batch_size_of
+    from coordinator.group.coordinator import batch_size_of
     for key, value in [(b"k", b"v"), (b"k", None), (b"k" * 64, b""), (b"k" * 10, b"v" * 100000)]:
         builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
                                             producer_epoch=-1, base_sequence=-1, batch_size=2**30)

@@ -5,24 +5,7 @@ import struct
 
 import pytest
 
-from coordinator.offsets_records import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    MemberMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    RecordFormatError,
-    UnknownKey,
-    decode_group_metadata_value,
-    decode_key,
-    decode_offset_commit_value,
-    encode_group_metadata_key,
-    encode_group_metadata_value,
-    encode_offset_commit_key,
-    encode_offset_commit_value,
-    group_metadata_record,
-    offset_commit_record,
-)
+from coordinator.group.offsets_records import (GroupMetadataKey, GroupMetadataValue, MemberMetadataValue, OffsetCommitKey, OffsetCommitValue, RecordFormatError, UnknownKey, decode_group_metadata_value, decode_key, decode_offset_commit_value, encode_group_metadata_key, encode_group_metadata_value, encode_offset_commit_key, encode_offset_commit_value, group_metadata_record, offset_commit_record)
 
 
 def s16(s: str | None) -> bytes:

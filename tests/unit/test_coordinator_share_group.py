@@ -7,12 +7,8 @@ import uuid
 
 import pytest
 
-from coordinator.share_group import (FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED,
-                                     INVALID_REQUEST, UNKNOWN_MEMBER_ID, ShareGroupConfig, ShareGroupCoordinator,
-                                     ShareGroupHeartbeat, simple_assign)
-from coordinator.share_partition import (INVALID_RECORD_STATE, INVALID_SHARE_SESSION_EPOCH, NONE,
-                                         SHARE_SESSION_NOT_FOUND, AcquiredRange, RecordState, SharePartition,
-                                         ShareSessions)
+from coordinator.share.group import (FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, UNKNOWN_MEMBER_ID, ShareGroupConfig, ShareGroupCoordinator, ShareGroupHeartbeat, simple_assign)
+from coordinator.share.partition import (INVALID_RECORD_STATE, INVALID_SHARE_SESSION_EPOCH, NONE, SHARE_SESSION_NOT_FOUND, AcquiredRange, RecordState, SharePartition, ShareSessions)
 from protocol.api_versions import SHARE_GROUP_APIS, SUPPORTED
 from protocol.schema_messages import (ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
                                       ShareFetchResponse, ShareGroupDescribeRequest, ShareGroupDescribeResponse,
@@ -235,7 +231,7 @@ def test_session_epoch_wraps_to_one(epoch):
 @pytest.mark.parametrize("props, enabled", [({}, False), ({"group.share.enable": False, "samsa.share.version": 0}, False),
                                             ({"group.share.enable": True}, True), ({"samsa.share.version": 1}, True)])
 def test_share_group_apis_and_feature_only_when_enabled(props, enabled):
-    from broker.api_table import advertised_table
+    from broker.server.api_table import advertised_table
     from protocol import features
 
     table = advertised_table(props)
@@ -260,7 +256,7 @@ def test_departed_members_are_reported_once_for_the_shell():
 def test_shell_releases_records_and_drops_sessions_of_departed_members():
     from types import SimpleNamespace
 
-    from broker.share_shell import ShareGroups
+    from broker.coordinator_runtime.share_runtime import ShareGroups
 
     shares = ShareGroups(SimpleNamespace(config={"group.share.session.timeout.ms": 1000,
                                                  "group.share.min.session.timeout.ms": 1000,

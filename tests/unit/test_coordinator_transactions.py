@@ -1,4 +1,4 @@
-"""The pure transaction coordinator (coordinator/transactions.py) and transactional offsets in the
+"""The pure transaction coordinator (coordinator/txn/coordinator.py) and transactional offsets in the
 group coordinator, driven with a fake clock: exact results, states, records and marker jobs.
 
 Error codes: 16 NOT_COORDINATOR, 14 COORDINATOR_LOAD_IN_PROGRESS, 42 INVALID_REQUEST,
@@ -14,30 +14,12 @@ from typing import Any
 
 import pytest
 
-from coordinator.group import OffsetCommitPartition, OffsetCommitTopic, TxnOffsetCommit, TxnRecords
+from coordinator.group.coordinator import (OffsetCommitPartition, OffsetCommitTopic, TxnOffsetCommit, TxnRecords)
 from coordinator.hashing import partition_for_group
-from coordinator.offsets_records import OffsetCommitKey, OffsetCommitValue
-from coordinator.transaction_records import (
-    TransactionLogValue,
-    decode_key,
-    decode_value,
-    encode_key,
-    encode_value,
-)
-from coordinator.transactions import (
-    AddOffsetsToTxn,
-    AddPartitionsToTxn,
-    DescribeTransactions,
-    EndTxn,
-    InitProducerId,
-    ListTransactions,
-    MarkerJob,
-    Step,
-    TransactionCoordinator,
-    TxnCoordinatorConfig,
-    TxnState,
-)
-from tests.test_coordinator_harness import Driver, Harness, decode_records
+from coordinator.group.offsets_records import OffsetCommitKey, OffsetCommitValue
+from coordinator.txn.records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
+from coordinator.txn.coordinator import (AddOffsetsToTxn, AddPartitionsToTxn, DescribeTransactions, EndTxn, InitProducerId, ListTransactions, MarkerJob, Step, TransactionCoordinator, TxnCoordinatorConfig, TxnState)
+from tests.unit.test_coordinator_harness import Driver, Harness, decode_records
 
 MINUTE = 60000
 
@@ -349,7 +331,7 @@ def test_replay_rebuilds_state_and_finishes_prepared_transactions() -> None:
     assert fresh.next_deadline() == 5011
     assert fresh.tick(5011).markers == [MarkerJob("open", 1001, 1, False, 0, (("t", 1),))]
     # a tombstone removes the id
-    from coordinator.transaction_records import transaction_record
+    from coordinator.txn.records import transaction_record
     fresh.replay(*transaction_record("tx", None))
     assert fresh.metadata("tx") is None
 

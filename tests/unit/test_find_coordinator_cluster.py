@@ -1,4 +1,4 @@
-"""FindCoordinator in cluster mode (broker/replica/coordinators.py) answers from the metadata image:
+"""FindCoordinator in cluster mode (broker/coordinator_runtime/placement.py) answers from the metadata image:
 the leader of the key's internal partition, or COORDINATOR_NOT_AVAILABLE while that leader is fenced
 (a client sent to a broker that Metadata no longer lists cannot reach it: kafka-python raised
 UnknownBrokerIdError in a failover test)."""
@@ -8,13 +8,13 @@ from types import SimpleNamespace
 
 import trio
 
-from broker.replica.coordinators import GROUP_KEY, locate_coordinator
+from broker.coordinator_runtime.placement import GROUP_KEY, locate_coordinator
 from coordinator.hashing import partition_for_group
-from coordinator.metadata_controller import create_topic_records
-from coordinator.metadata_image import replay_all
-from coordinator.metadata_records import FenceBrokerRecord
+from coordinator.metadata.controller import create_topic_records
+from coordinator.metadata.image import replay_all
+from coordinator.metadata.records import FenceBrokerRecord
 from protocol.errors import ErrorCode
-from tests.test_metadata_image import _cluster
+from tests.unit.test_metadata_image import _cluster
 
 
 def _ctx(image):

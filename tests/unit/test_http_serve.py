@@ -1,11 +1,11 @@
-"""The shared HTTP serving mechanism (broker/http/serve.py) on a real socket."""
+"""The shared HTTP serving mechanism (broker/network/http_serve.py) on a real socket."""
 from __future__ import annotations
 
 import httpx
 import pytest
 import trio
 
-from broker.http.serve import HttpListenerError, Routes, parse_http_listener, read_body, respond, respond_json
+from broker.network.http_serve import (HttpListenerError, Routes, parse_http_listener, read_body, respond, respond_json)
 
 
 def test_parse_http_listener() -> None:
@@ -17,7 +17,7 @@ def test_parse_http_listener() -> None:
 
 
 def test_routes_longest_prefix_and_404() -> None:
-    from broker.http.serve import serve_http
+    from broker.network.http_serve import serve_http
 
     async def main() -> list:
         routes = Routes()

@@ -1,14 +1,13 @@
 """The cluster lifecycle lines (broker/metadata/changes_log.py) for batches applied through the
 store's Publisher: which broker logs what, with which epochs. The same lines on real processes:
-tests/test_cluster_observe.py."""
+tests/cluster/test_cluster_observe.py."""
 from __future__ import annotations
 
 from structlog.testing import capture_logs
 
 from broker.metadata.changes_log import ImageChangeLog
 from broker.metadata.store import Publisher
-from coordinator.metadata_records import (BrokerEndpoint, BrokerRegistrationChangeRecord, FenceBrokerRecord,
-                                          PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord, TopicRecord)
+from coordinator.metadata.records import (BrokerEndpoint, BrokerRegistrationChangeRecord, FenceBrokerRecord, PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord, TopicRecord)
 
 TID = "3f1b1e0a-6d9b-4c4e-8a3b-2f0d5c6e7a81"
 

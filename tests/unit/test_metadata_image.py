@@ -4,14 +4,9 @@ from __future__ import annotations
 import trio
 
 from broker.metadata.local import LocalMetadataStore
-from coordinator.metadata_controller import (Rejection, alter_partition, broker_leaving_records,
-                                             create_topic_records, leaderless_records, place_replicas)
-from coordinator.metadata_image import MetadataImage, PartitionRegistration, replay_all
-from coordinator.metadata_records import (AccessControlEntryRecord, BrokerEndpoint, ConfigRecord,
-                                          FenceBrokerRecord, PartitionChangeRecord, ProducerIdsRecord,
-                                          RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
-                                          UserScramCredentialRecord, decode_batch, decode_record, encode_batch,
-                                          encode_record)
+from coordinator.metadata.controller import (Rejection, alter_partition, broker_leaving_records, create_topic_records, leaderless_records, place_replicas)
+from coordinator.metadata.image import MetadataImage, PartitionRegistration, replay_all
+from coordinator.metadata.records import (AccessControlEntryRecord, BrokerEndpoint, ConfigRecord, FenceBrokerRecord, PartitionChangeRecord, ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, UserScramCredentialRecord, decode_batch, decode_record, encode_batch, encode_record)
 from protocol.errors import ErrorCode
 
 

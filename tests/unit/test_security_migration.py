@@ -8,7 +8,7 @@ import hashlib
 import hmac
 import json
 
-from tests.security_support import SecureBroker, scram_login, topic_error_as
+from tests.support.security_support import SecureBroker, scram_login, topic_error_as
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
         'user_admin="admin-secret" user_bob="bob-secret";')

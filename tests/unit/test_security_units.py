@@ -11,16 +11,16 @@ import time
 
 import pytest
 
-from broker.config import ConfigError
+from broker.common.config import ConfigError
 from broker.security.acl import Authorizer, Operation as Op, PatternType as PT, Permission as Perm, ResourceType as RT
 from broker.security.acl import AclBinding
-from coordinator.metadata_records import RemoveAccessControlEntryRecord, UserScramCredentialRecord
+from coordinator.metadata.records import RemoveAccessControlEntryRecord, UserScramCredentialRecord
 from broker.security.sasl import AuthenticationFailed, OAuthBearerExchange, PlainExchange, parse_jaas, scram_credential
 from broker.security.tls import _openssl_cipher, map_principal, parse_mapping_rules
 
 
 def authorizer(*acls: AclBinding, supers=(), allow_if_none=False) -> Authorizer:
-    from coordinator.metadata_image import MetadataImage, replay_all
+    from coordinator.metadata.image import MetadataImage, replay_all
     from dataclasses import replace
     image, _ = replay_all(MetadataImage(), [replace(a, id=str(i)) for i, a in enumerate(acls)])
     return Authorizer(lambda: image.acls, supers, allow_if_none)
@@ -108,7 +108,7 @@ def test_old_security_file_is_migrated_once(tmp_path) -> None:
     """An earlier version's __security_metadata.jsonl: its final state goes into the metadata log
     once (what the log already has is not duplicated), then the file is kept as .migrated."""
     import trio
-    from broker.config import BrokerConfig
+    from broker.common.config import BrokerConfig
     from broker.metadata.local import LocalMetadataStore
     from broker.security.setup import Security
 
@@ -237,7 +237,7 @@ def test_jwks_validator(tmp_path) -> None:
 
 
 def test_listener_security_protocol_map() -> None:
-    from broker.config import BrokerConfig
+    from broker.common.config import BrokerConfig
     from broker.security.setup import Security
     c = BrokerConfig({"listeners": "CLIENT://:9092,MTLS://:9093,PLAINTEXT://:9094",
                       "listener.security.protocol.map": "CLIENT:SASL_SSL,MTLS:SSL,PLAINTEXT:PLAINTEXT",
@@ -264,9 +264,9 @@ def test_listener_security_protocol_map() -> None:
 def test_sasl_ssl_ignores_broker_wide_client_auth(tmp_path) -> None:
     """KIP-684: ssl.client.auth applies to SASL_SSL listeners only with a listener prefix."""
     import ssl
-    from broker.config import BrokerConfig
+    from broker.common.config import BrokerConfig
     from broker.security.tls import server_context
-    from tests.security_support import make_pki, tls_overrides
+    from tests.support.security_support import make_pki, tls_overrides
     pki = make_pki(tmp_path)
     props = {"listeners": "SSL://:1,SASL_SSL://:2", **tls_overrides(pki, client_auth="required")}
     assert server_context(BrokerConfig(props), "SSL").verify_mode == ssl.CERT_REQUIRED

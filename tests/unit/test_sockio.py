@@ -1,4 +1,4 @@
-"""broker/sockio.py: a write the socket cannot take at once is finished by trio, reads that
+"""broker/network/sockio.py: a write the socket cannot take at once is finished by trio, reads that
 wait first once the socket is drained still see every byte, and the end of the stream."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import socket
 import pytest
 import trio
 
-from broker import sockio
+from broker.network import sockio
 
 
 def test_large_write_through_a_small_buffer_arrives_whole(monkeypatch: pytest.MonkeyPatch) -> None:

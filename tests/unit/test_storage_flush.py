@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import trio
 
-from broker.config import BrokerConfig
+from broker.common.config import BrokerConfig
 from broker.log import flush
 from broker.log.manager import LogManager
 from protocol import records as rb
-from tests.test_storage_log import Log
+from tests.unit.test_storage_log import Log
 
 
 class SyncCounter:

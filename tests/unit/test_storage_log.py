@@ -350,7 +350,7 @@ def test_topic_deletion_interrupted_before_the_files_go_leaves_nothing_behind(tm
     before the removal leaves only ``-delete`` dirs, which the next start removes."""
     import time
 
-    from broker.config import BrokerConfig
+    from broker.common.config import BrokerConfig
     from broker.log import manager as lm_mod
     from broker.log.manager import LogManager
 

@@ -11,8 +11,8 @@ import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
- * A KafkaShareConsumer (KIP-932, kafka-clients 4.1+) for tests/test_share_groups.py, run by
- * tests/javaclient.py in source-file mode (the 3.9 client has no share consumer, so it is not part
+ * A KafkaShareConsumer (KIP-932, kafka-clients 4.1+) for tests/clients/test_share_groups.py, run by
+ * tests/support/javaclient.py in source-file mode (the 3.9 client has no share consumer, so it is not part
  * of SamsaJavaClient). Prints one JSON line per delivery and a summary.
  *
  *   --bootstrap B --topic T --group G [--release V,..] [--release-always V,..] [--die-after N]
