@@ -2,8 +2,9 @@
 
 The table ApiVersions advertises is the only truth about which APIs Samsa implements, so the page
 never keeps a copy: each build replaces the marker ``<!-- samsa:api-versions -->`` with one row per
-API key of ``SUPPORTED_WITH_SHARE_GROUPS`` (key, Kafka's request name, the Java ``ApiKeys`` name,
-the version range, the module whose ``@handles`` answers it, and whether it is always advertised).
+API key of ``SUPPORTED_WITH_SHARE_GROUPS`` (key, Kafka's request name and the Java ``ApiKeys`` name,
+the version range, marked when only share groups advertise it, and the module whose ``@handles``
+answers it).
 
 Names come from ``protocol.api_keys.ApiKey`` (Kafka's Java names, e.g. ``DESCRIBE_CONFIGS``); a tree
 without that module falls back to kafka-python's ``kafka.protocol.api_key.ApiKey`` (request names,
@@ -18,7 +19,7 @@ import re
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 MARKER = "<!-- samsa:api-versions -->"
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +32,7 @@ def _api_key_enum() -> type[enum.IntEnum]:
         from protocol.api_keys import ApiKey
     except ImportError:
         from kafka.protocol.api_key import ApiKey
-    return ApiKey
+    return cast("type[enum.IntEnum]", ApiKey)
 
 
 def java_name(member: enum.IntEnum) -> str:
@@ -79,15 +80,17 @@ def version_rows() -> list[dict[str, Any]]:
 
 
 def render(rows: list[dict[str, Any]]) -> str:
-    lines = ["| Key | API | `ApiKey` | Versions | Handled in | Advertised |",
-             "|---:|---|---|---|---|---|"]
+    """Four columns, so that the table fits the page: the API's two names share a cell, the module is
+    named inside ``broker/apis/``, and the APIs advertised only with share groups carry a mark."""
+    lines = ["| Key | API | Versions | Handled in `broker/apis/` |",
+             "|---:|---|---|---|"]
     for row in rows:
-        module = f"`{row['module']}`" if row["module"] else "—"
-        advertised = "always" if row["always"] else "with share groups ¹"
-        lines.append(f"| {row['key']} | {row['name']} | `{row['java']}` | {row['versions']} | {module} "
-                     f"| {advertised} |")
-    lines += ["", "¹ Only when share groups are enabled (`group.share.enable=true` or `samsa.share.version=1`); "
-              "otherwise ApiVersions is exactly the rows marked *always*. "
+        module = row["module"].removeprefix("broker/apis/")
+        module = f"`{module}`" if module else "—"
+        mark = "" if row["always"] else " ¹"
+        lines.append(f"| {row['key']} | {row['name']}<br>`ApiKey.{row['java']}` | {row['versions']}{mark} | {module} |")
+    lines += ["", "¹ Advertised only when share groups are enabled (`group.share.enable=true` or "
+              "`samsa.share.version=1`); otherwise ApiVersions is exactly the other rows. "
               "`samsa.emulate.kafka.version` narrows the table further to what an older Kafka release had "
               "([Testing your application](testing.md#faults-and-the-clock))."]
     return "\n".join(lines)
