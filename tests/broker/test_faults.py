@@ -404,25 +404,6 @@ def test_in_process_clock_expires_delayed_deletes(samsa_broker_in_process):
     wait_until("*.deleted removed", lambda: not any(f.suffix == ".deleted" for f in part.iterdir()), timeout=5)
 
 
-# ================================================================ the README's examples, run verbatim
-
-def readme_testing_examples() -> list[str]:
-    import re
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Testing your application"):]
-    nxt = section.find("\n## ", 5)
-    section = section if nxt < 0 else section[:nxt]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
-
-
-def test_readme_testing_examples_run_as_a_users_suite(pytester: pytest.Pytester):
-    examples = readme_testing_examples()
-    assert len(examples) == 5
-    pytester.makepyfile(**{f"test_example_{i}": code for i, code in enumerate(examples)})
-    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", timeout=300)
-    result.assert_outcomes(passed=5)
-
-
 def test_clock_advance_expires_committed_offsets_after_offsets_retention(samsa_broker_in_process):
     from tests.support.groups_support import committed
     b = samsa_broker_in_process

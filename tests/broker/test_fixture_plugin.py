@@ -1,10 +1,10 @@
 """The pytest plugin users get from the ``samsa`` pytest11 entry point, run as a user's own suite:
 a separate pytest process in a folder without this repository's conftest.py, so the fixtures can
-only come from the installed entry point. The README's examples are run verbatim.
+only come from the installed entry point. The manual's examples of it are run verbatim by
+tests/docs/test_examples.py.
 """
 from __future__ import annotations
 
-import re
 import statistics
 import time
 from importlib.metadata import entry_points
@@ -17,17 +17,6 @@ from broker.cli import healthcheck
 from broker.testing import SamsaBroker
 
 pytest_plugins = ["pytester"]
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = "## Using Samsa in your own tests"
-
-
-def readme_examples() -> list[str]:
-    text = README.read_text()
-    section = text[text.index(SECTION):]
-    nxt = section.find("\n## ", len(SECTION))
-    section = section if nxt < 0 else section[:nxt]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
 def test_entry_point_names_the_fixture_module():
@@ -43,14 +32,6 @@ def test_fixtures_are_defined_once_here(pytestconfig: pytest.Config):
     pm = pytestconfig.pluginmanager
     assert pm.get_plugin("samsa") is broker.testing
     assert [p for p in pm.get_plugins() if p is broker.testing] == [broker.testing]
-
-
-def test_readme_examples_run_as_a_users_suite(pytester: pytest.Pytester):
-    examples = readme_examples()
-    assert len(examples) == 2 and "kafka import" in examples[0] and "confluent_kafka import" in examples[1]
-    pytester.makepyfile(test_kafka_python=examples[0], test_confluent_kafka=examples[1])
-    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2)
 
 
 def test_users_suite_gets_all_three_fixtures(pytester: pytest.Pytester):

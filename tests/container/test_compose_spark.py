@@ -1,9 +1,9 @@
 """docker-compose.yml for real: Samsa next to a Spark cluster (master + worker), the sample events
-and the streaming job run on the cluster, exactly as the README's compose section shows it.
+and the streaming job run on the cluster, exactly as the manual's compose section (docs/containers.md) shows it.
 
 The Spark services' image `apache/spark:4.0.0-python3` is built locally from tests/support/spark-image/
 (no image registry here; users pull the real one). Maven Central is out of reach too, so the
-connector comes from jars on the host through docker-compose.jars.yml (the README's offline
+connector comes from jars on the host through docker-compose.jars.yml (the manual's offline
 variant): Spark's two connector jars, kafka-clients 3.9.0 and commons-pool2, found by
 tests/support/sparkconnector.py. The stack runs under its own project name (COMPOSE_PROJECT_NAME) and is
 removed with its volumes afterwards; the host ports are the compose file's own (29092, 7077, 8080,
@@ -26,14 +26,15 @@ from kafka import KafkaProducer
 
 from spark_jobs.sample_events import make_event
 from tests.support import sparkconnector
-from tests.support.dockerhelpers import PREFIX, REPO, image_size_mb, report, requires_docker, sh, wait_for
+from tests.support.dockerhelpers import PREFIX, image_size_mb, report, requires_docker, sh, wait_for
+from tests.support.doc_pages import page
 from tests.container.test_container_image import read_all
 
 NO_CONNECTOR = sparkconnector.unavailable()
 pytestmark = [pytest.mark.container, requires_docker]
 requires_connector = pytest.mark.skipif(NO_CONNECTOR is not None, reason=NO_CONNECTOR or "")
 
-README = REPO / "README.md"
+DOCS_PAGE = "containers.md"   # the page whose commands this module runs
 SPARK_IMAGE = "apache/spark:4.0.0-python3"
 SPARK_IMAGE_BUILD = f"docker build --network=host -t {SPARK_IMAGE} tests/support/spark-image"
 OFFLINE = "export COMPOSE_FILE=docker-compose.yml:docker-compose.jars.yml SAMSA_SPARK_KAFKA_JARS_DIR="
@@ -107,7 +108,7 @@ def jars_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def stack(jars_dir: Path) -> Iterator[dict[str, str]]:
-    """The environment the README's offline commands set, plus a project name of our own."""
+    """The environment the manual's offline commands set, plus a project name of our own."""
     busy = [p for p in HOST_PORTS if _listening(p)]
     assert not busy, f"the compose file's host ports {busy} are in use on this machine"
     env = {**os.environ, "COMPOSE_PROJECT_NAME": f"{PREFIX}-compose",
@@ -204,10 +205,10 @@ def wait_for_parquet(spark: Any, env: dict[str, str], target: Path, want: list[t
     assert got == want
 
 
-def test_readme_shows_the_compose_commands_these_tests_run():
-    text = README.read_text()
+def test_docs_show_the_compose_commands_these_tests_run():
+    text = page(DOCS_PAGE)
     for command in (UP_CLUSTER, EVENTS, UP_JOB, RESTART_JOB, DOWN, OFFLINE, SPARK_IMAGE_BUILD):
-        assert command in text, f"README.md does not show: {command}"
+        assert command in text, f"docs/{DOCS_PAGE} does not show: {command}"
 
 
 def test_compose_files_with_and_without_the_jars_override(tmp_path: Path):

@@ -1,6 +1,6 @@
-"""The image, built and run with Docker: what the README's "The image" section shows, for real.
+"""The image, built and run with Docker: what the manual's "The image" section (docs/containers.md) shows, for real.
 
-The image is built once per session with the README's exact command; each test starts its own
+The image is built once per session with the manual's exact command; each test starts its own
 containers (named ``samsa-test-*``, removed afterwards) and asserts what a user sees: clients on
 the host through a published port, the HEALTHCHECK, KAFKA_* settings, data across restarts and
 new containers, a clean stop, a read-only root filesystem, an unwritable volume.
@@ -21,25 +21,26 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from broker.cli import healthcheck
 from broker.testing import free_port
 from tests.support.rawclient import RawClient
-from tests.support.dockerhelpers import (REPO, Resources, build_once, docker, health, inspect, logs, report, requires_docker, sh, wait_for)
+from tests.support.dockerhelpers import (Resources, build_once, docker, health, inspect, logs, report, requires_docker, sh, wait_for)
+from tests.support.doc_pages import page
 
 pytestmark = [pytest.mark.container, requires_docker]
 
-README = REPO / "README.md"
-# The README's commands, with the container name, host port and volume as placeholders
-# (README: samsa, 19092, samsa-data; the tests use fresh ones).
+DOCS_PAGE = "containers.md"   # the page whose commands this module runs
+# The page's commands, with the container name, host port and volume as placeholders
+# (the page: samsa, 19092, samsa-data; the tests use fresh ones).
 BUILD = "docker build --network=host -t samsa ."
 RUN = ("docker run -d --name {name} -p {port}:9092 -e KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://localhost:{port} "
        "-v {volume}:/var/lib/samsa/data samsa")
 RUN_READ_ONLY = ("docker run -d --name {name} --read-only -p {port}:9092 "
                  "-e KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://localhost:{port} -v {volume}:/var/lib/samsa/data samsa")
-README_VALUES = {"name": "samsa", "port": 19092, "volume": "samsa-data"}
+PAGE_VALUES = {"name": "samsa", "port": 19092, "volume": "samsa-data"}
 HEALTHY_WITHIN_S = 30
 
 
 @pytest.fixture(scope="session")
 def samsa_image(pytestconfig: pytest.Config) -> str:
-    """`docker build` of the project's Dockerfile, once per session (the README's command; other
+    """`docker build` of the project's Dockerfile, once per session (the manual's command; other
     modules' fixtures call the same build_once, so one run builds once)."""
     return build_once(pytestconfig, BUILD, "samsa")
 
@@ -52,7 +53,7 @@ def res() -> Iterator[Resources]:
 
 
 def start(res: Resources, template: str = RUN, *extra_env: str, volume: str | None = None) -> tuple[str, int, str]:
-    """Run a README command with a fresh name, a free host port and a (new or given) volume."""
+    """Run a command of the page with a fresh name, a free host port and a (new or given) volume."""
     name, port = res.container(), free_port()
     volume = volume or res.volume()
     command = template.format(name=name, port=port, volume=volume)
@@ -117,11 +118,11 @@ def commit_offset(bootstrap: str, group: str, topic: str, offset: int) -> None:
 
 
 # ---------------------------------------------------------------- the image itself
-def test_readme_shows_what_these_tests_run():
-    text = README.read_text()
-    for command in (BUILD, RUN.format(**README_VALUES), RUN_READ_ONLY.format(**README_VALUES),
-                    f"docker stop {README_VALUES['name']}"):
-        assert command in text, f"README.md does not show: {command}"
+def test_docs_show_what_these_tests_run():
+    text = page(DOCS_PAGE)
+    for command in (BUILD, RUN.format(**PAGE_VALUES), RUN_READ_ONLY.format(**PAGE_VALUES),
+                    f"docker stop {PAGE_VALUES['name']}"):
+        assert command in text, f"docs/{DOCS_PAGE} does not show: {command}"
 
 
 def test_image_runs_as_non_root_without_a_source_tree(samsa_image: str):
@@ -223,7 +224,7 @@ def test_data_survives_restart_and_a_new_container_and_stops_cleanly(samsa_image
 
 
 def test_without_advertised_listeners_clients_are_sent_to_9092(samsa_image: str, res: Resources):
-    """What the README warns about: `-p PORT:9092` alone bootstraps, then points clients at 9092."""
+    """What the manual warns about: `-p PORT:9092` alone bootstraps, then points clients at 9092."""
     name, port = res.container(), free_port()
     docker("run", "-d", "--name", name, "-p", f"{port}:9092", samsa_image)
     wait_ready(name, port)

@@ -1,8 +1,8 @@
 """Issue 13 in the image: TLS, SASL (PLAIN, SCRAM-SHA-512), mTLS principals and ACLs configured
-only through ``KAFKA_*`` variables and certificates mounted read-only, as the README's
+only through ``KAFKA_*`` variables and certificates mounted read-only, as the manual's
 "TLS, SASL and ACLs in the container" shows them.
 
-One container runs the README's env file and ``docker run`` command (fresh name, host ports and
+One container runs the manual's env file (docs/containers.md) and ``docker run`` command (fresh name, host ports and
 volume; certificates made at test time, PEM and a PKCS12 key store) for the whole module; real
 clients on the host (confluent-kafka, kafka-python) talk to the published ports. The last tests
 restart it on the same volume and read its logs. Skipped with the reason when no Docker daemon answers.
@@ -26,25 +26,26 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, load_pem_private_key, pkcs12
 
 from broker.testing import free_port
-from tests.support.dockerhelpers import (REPO, Resources, build_once, docker, health, inspect, logs, report, requires_docker, sh, wait_for)
+from tests.support.dockerhelpers import (Resources, build_once, docker, health, inspect, logs, report, requires_docker, sh, wait_for)
+from tests.support.doc_pages import page
 from tests.support.security_support import Pki, consume_records as consume, make_pki
 from tests.container.test_container_image import BUILD
 
 pytestmark = [pytest.mark.container, requires_docker]
 
-README = REPO / "README.md"
-# The README's command; the test substitutes the name, ports, secrets folder and volume.
+DOCS_PAGE = "containers.md"   # the page whose env file and command this module runs
+# The page's command; the test substitutes the name, ports, secrets folder and volume.
 RUN = ('docker run -d --name samsa-secure -p 19093:9093 -p 19094:9094 --env-file samsa-secure.env '
        '-v "$PWD/secrets:/etc/kafka/secrets:ro" -v samsa-secure-data:/var/lib/samsa/data samsa')
-# What the README's env file says (a test below checks the file still says it).
+# What the page's env file says (a test below checks the file still says it).
 SECRETS = {"admin-secret", "bob-secret", "admin-scram-secret", "keystore-secret"}
 HEALTHY_WITHIN_S = 40
 
 
-def readme_env() -> list[tuple[str, str]]:
-    """The README's ```env block: (name, value) pairs, exactly as `docker run --env-file` reads them."""
-    block = re.search(r"```env\n(.*?)```", README.read_text(), re.S)
-    assert block, "README.md has no ```env block (the secure container's env file)"
+def docs_env() -> list[tuple[str, str]]:
+    """The page's ```env block: (name, value) pairs, exactly as `docker run --env-file` reads them."""
+    block = re.search(r"```env\n(.*?)```", page(DOCS_PAGE), re.S)
+    assert block, f"docs/{DOCS_PAGE} has no ```env block (the secure container's env file)"
     return [tuple(line.split("=", 1)) for line in block.group(1).splitlines() if line.strip()]  # type: ignore[misc]
 
 
@@ -106,7 +107,7 @@ def secure(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
         pki = write_secrets(folder / "secrets")
         sasl_port, mtls_port = free_port(), free_port()
         env_file = folder / "samsa-secure.env"
-        env_file.write_text("".join(f"{k}={v}\n" for k, v in readme_env())
+        env_file.write_text("".join(f"{k}={v}\n" for k, v in docs_env())
                             .replace("localhost:19093", f"localhost:{sasl_port}")
                             .replace("localhost:19094", f"localhost:{mtls_port}"))
         name, volume = res.container("secure"), res.volume("secure")
@@ -160,14 +161,14 @@ def login_errors(conf: dict) -> tuple[set, str]:
     return {e.code() for e in errors} - {KafkaError._ALL_BROKERS_DOWN}, errors[0].str() if errors else ""
 
 
-# ---------------------------------------------------------------- the README's configuration
-def test_readme_shows_what_this_runs():
-    text = README.read_text()
+# ---------------------------------------------------------------- the manual's configuration
+def test_docs_show_what_this_runs():
+    text = page(DOCS_PAGE)
     assert RUN in text
-    env = dict(readme_env())
+    env = dict(docs_env())
     assert all(k.startswith("KAFKA_") for k in env)   # only the official image's kind of variable
     assert SECRETS - {"keystore-secret"} <= set(re.findall(r"[\w-]+-secret", " ".join(env.values())))
-    assert "keystore-secret" in README.read_text()
+    assert "keystore-secret" in text
 
 
 def test_healthcheck_asks_the_mtls_listener(secure: SecureContainer):

@@ -51,7 +51,7 @@ def docker(*args: str, check: bool = True, timeout: float = 120, cwd: Path = REP
 
 def sh(command: str, *, timeout: float = 900, cwd: Path = REPO, env: dict[str, str] | None = None,
        check: bool = True) -> subprocess.CompletedProcess:
-    """A shell command line exactly as the README shows it."""
+    """A shell command line exactly as the manual (docs/) shows it."""
     proc = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"`{command}` exited {proc.returncode}:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
