@@ -19,6 +19,8 @@ from kafka.protocol.admin import (CreateAclsRequest, CreateAclsResponse, DeleteA
 from coordinator.metadata.records import RemoveAccessControlEntryRecord
 from protocol.errors import ErrorCode
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from ..security.acl import (CLUSTER_NAME, Operation, PatternType, Permission, ResourceType,
                             acl_filter_matches)
@@ -55,7 +57,7 @@ def _creation_error(acl: AclBinding) -> str | None:
     return None
 
 
-@handles(30)
+@handles(ApiKey.CREATE_ACLS)
 async def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAclsResponse:
     R = CreateAclsResponse.AclCreationResult
     if ctx.broker.authorizer is None:
@@ -85,7 +87,7 @@ async def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAcls
     return ctx.response(throttle_time_ms=0, results=results)
 
 
-@handles(29)
+@handles(ApiKey.DESCRIBE_ACLS)
 async def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
     if ctx.broker.authorizer is None:
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED,
@@ -104,7 +106,7 @@ async def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> Descri
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, resources=resources)
 
 
-@handles(31)
+@handles(ApiKey.DELETE_ACLS)
 async def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse:
     FR = DeleteAclsResponse.DeleteAclsFilterResult
     M = FR.DeleteAclsMatchingAcl

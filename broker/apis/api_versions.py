@@ -16,10 +16,12 @@ from protocol.api_versions import SUPPORTED, SUPPORTED_WITH_SHARE_GROUPS
 from protocol.api_versions_response import api_keys as _keys
 from protocol.errors import ErrorCode
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 
 
-@handles(18)
+@handles(ApiKey.API_VERSIONS)
 async def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
     resp = ctx.response(error_code=ErrorCode.NONE, api_keys=_keys(ctx.broker.api_versions), throttle_time_ms=0)
     table = ctx.broker.api_versions

@@ -13,6 +13,8 @@ from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
 
 from protocol.errors import ErrorCode
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 
 BROKERS, CONTROLLERS = 1, 2
@@ -23,7 +25,7 @@ _ENDPOINT_NAMES = {BROKERS: "BROKER", CONTROLLERS: "CONTROLLER"}
 CLUSTER_OPERATIONS = frozenset({5, 7, 8, 9, 10, 11, 12})
 
 
-@handles(60)
+@handles(ApiKey.DESCRIBE_CLUSTER)
 async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterResponse:
     v = ctx.api_version
     endpoint = req.endpoint_type if v >= 1 else BROKERS

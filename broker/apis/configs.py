@@ -33,6 +33,8 @@ from kafka.protocol.admin import (AlterConfigsRequest, AlterConfigsResponse, Des
 from protocol.errors import ErrorCode
 
 from broker.common.config import (BROKER_DEFAULTS, LONG_MAX, TOPIC_CONFIG_DEFS, TOPIC_CONFIGS, BrokerConfig, ConfigError, TopicConfigDef)
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from ..log.manager import Topic, topic_name_error
 
@@ -499,7 +501,7 @@ def _broker_id_error(ctx: RequestContext, name: str, allow_empty: bool) -> str |
     return f"Unexpected broker id, expected {node} but received {name}"
 
 
-@handles(32)
+@handles(ApiKey.DESCRIBE_CONFIGS)
 async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
     synonyms = bool(req.include_synonyms)
     docs = bool(getattr(req, "include_documentation", False)) and ctx.api_version >= 3
@@ -620,7 +622,7 @@ def _each_resource(resources: list) -> Iterable[tuple[Any, bool]]:
             yield r, counts[key] > 1
 
 
-@handles(33)
+@handles(ApiKey.ALTER_CONFIGS)
 async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
     out = []
     for res, duplicated in _each_resource(req.resources):
@@ -639,7 +641,7 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
     return ctx.response(throttle_time_ms=0, responses=out)
 
 
-@handles(44)
+@handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 async def incremental_alter_configs(ctx: RequestContext,
                                     req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
     out = []

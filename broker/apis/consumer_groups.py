@@ -16,6 +16,8 @@ from typing import Any
 from coordinator.group import consumer as cg
 
 from broker.metadata import topic_catalog
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from ..security.acl import GROUP_OPERATIONS
 from .common import (coordinator_fields, group_heartbeat_answer, other_group_type_answer, partition_racks_view,
@@ -28,7 +30,7 @@ _ALL_GROUP_OPERATIONS = sum(1 << op for op in GROUP_OPERATIONS)   # an int32 in 
 _topics_view = topics_view
 
 
-@handles(68)
+@handles(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 async def consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
     owned = None if req.topic_partitions is None else [
         (tp.topic_id, list(tp.partitions)) for tp in req.topic_partitions]
@@ -46,7 +48,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
     return group_heartbeat_answer(ctx, r)
 
 
-@handles(69)
+@handles(ApiKey.CONSUMER_GROUP_DESCRIBE)
 async def consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
     shell = ctx.broker.groups
     by_partition: dict[int, list[str]] = {}

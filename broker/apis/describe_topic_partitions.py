@@ -23,6 +23,8 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 from broker.metadata import topic_catalog
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from ..log.manager import topic_name_error
 from ..security.acl import TOPIC_OPERATIONS
@@ -53,7 +55,7 @@ def _partitions(ctx: RequestContext, P: Any, name: str, start: int, upper: int) 
     return out
 
 
-@handles(75)
+@handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
 async def describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
     catalog = topic_catalog.all_topics(ctx.broker)
     resp = ctx.response(throttle_time_ms=0, topics=[], next_cursor=None)

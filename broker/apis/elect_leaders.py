@@ -19,6 +19,8 @@ from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 
 from protocol.errors import ErrorCode
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from broker.metadata.partition_change import write_decision
 
@@ -42,7 +44,7 @@ async def _decide_cluster(ctx: RequestContext, topic: str, partition: int, elect
     return await write_decision(ctx, lambda image: elect_leaders_decision(image, topic, partition, election_type))
 
 
-@handles(43)
+@handles(ApiKey.ELECT_LEADERS)
 async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
     v = ctx.api_version
     election_type = req.election_type if v >= 1 else 0

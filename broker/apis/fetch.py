@@ -16,6 +16,8 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse
 from protocol.errors import ErrorCode
 from protocol.splice import placeholder
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, Spliced, handles
 from ..log.region import FileRegion
 from ..log.segment import Segment
@@ -121,7 +123,7 @@ def _has_error(topics: list) -> bool:
     return any(p.error_code for t in topics for p in t.partitions)
 
 
-@handles(1)
+@handles(ApiKey.FETCH)
 async def fetch(ctx: RequestContext, req: FetchRequest) -> Spliced:
     broker = ctx.broker
     if broker.replicas.active and replica_id_of(ctx, req) >= 0:

@@ -19,6 +19,8 @@ from kafka.protocol.metadata import FindCoordinatorResponse
 from coordinator.group import coordinator as g
 from protocol.errors import ErrorCode
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from ..security.acl import GROUP_OPERATIONS
 from .common import coordinator_fields, partition_racks_view, topics_view
@@ -26,7 +28,7 @@ from .common import coordinator_fields, partition_racks_view, topics_view
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
-@handles(10)
+@handles(ApiKey.FIND_COORDINATOR)
 async def find_coordinator(ctx: RequestContext, req: Any) -> Any:
     if ctx.broker.cluster is not None:  # cluster mode: the leader of the key's internal partition
         from broker.coordinator_runtime.placement import find_coordinator as cluster_find_coordinator
@@ -60,7 +62,7 @@ async def find_coordinator(ctx: RequestContext, req: Any) -> Any:
                         port=adv.port if ok else -1)
 
 
-@handles(11)
+@handles(ApiKey.JOIN_GROUP)
 async def join_group(ctx: RequestContext, req: Any) -> Any:
     request = g.JoinGroup(group_id=req.group_id, session_timeout_ms=req.session_timeout_ms,
                           rebalance_timeout_ms=req.rebalance_timeout_ms if ctx.api_version >= 1 else -1,
@@ -80,7 +82,7 @@ async def join_group(ctx: RequestContext, req: Any) -> Any:
                         skip_assignment=r.skip_assignment, member_id=r.member_id, members=members)
 
 
-@handles(14)
+@handles(ApiKey.SYNC_GROUP)
 async def sync_group(ctx: RequestContext, req: Any) -> Any:
     request = g.SyncGroup(group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id,
                           group_instance_id=req.group_instance_id,
@@ -93,7 +95,7 @@ async def sync_group(ctx: RequestContext, req: Any) -> Any:
                         protocol_name=r.protocol_name, assignment=r.assignment)
 
 
-@handles(12)
+@handles(ApiKey.HEARTBEAT)
 async def heartbeat(ctx: RequestContext, req: Any) -> Any:
     request = g.Heartbeat(group_id=req.group_id, generation_id=req.generation_id, member_id=req.member_id,
                           group_instance_id=req.group_instance_id, **coordinator_fields(ctx))
@@ -101,7 +103,7 @@ async def heartbeat(ctx: RequestContext, req: Any) -> Any:
     return ctx.response(throttle_time_ms=0, error_code=r.error_code)
 
 
-@handles(13)
+@handles(ApiKey.LEAVE_GROUP)
 async def leave_group(ctx: RequestContext, req: Any) -> Any:
     if ctx.api_version >= 3:
         members = [g.LeaveGroupMember(m.member_id, m.group_instance_id, getattr(m, "reason", None))
@@ -129,7 +131,7 @@ async def _per_partition(ctx: RequestContext, group_ids: list[str], make: Any) -
     return results
 
 
-@handles(15)
+@handles(ApiKey.DESCRIBE_GROUPS)
 async def describe_groups(ctx: RequestContext, req: Any) -> Any:
     results = await _per_partition(ctx, list(req.groups),
                                    lambda gids: g.DescribeGroups(groups=gids, **coordinator_fields(ctx)))
@@ -151,7 +153,7 @@ async def describe_groups(ctx: RequestContext, req: Any) -> Any:
     return resp
 
 
-@handles(16)
+@handles(ApiKey.LIST_GROUPS)
 async def list_groups(ctx: RequestContext, req: Any) -> Any:
     shell = ctx.broker.groups
     listed = []
@@ -170,7 +172,7 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
     return resp
 
 
-@handles(42)
+@handles(ApiKey.DELETE_GROUPS)
 async def delete_groups(ctx: RequestContext, req: Any) -> Any:
     shares = ctx.broker.share_groups    # KIP-932 share groups are deleted here too (Admin.deleteShareGroups)
     by_group = {gid: shares.delete(gid, ctx.broker.now_ms()) for gid in req.groups_names if shares.has(gid)}

@@ -14,6 +14,8 @@ import os
 
 from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 
 R = DescribeLogDirsResponse.DescribeLogDirsResult
@@ -27,7 +29,7 @@ def _volume(path: str) -> tuple[int, int]:
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
 
 
-@handles(35)
+@handles(ApiKey.DESCRIBE_LOG_DIRS)
 async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     logs = ctx.broker.logs
     wanted: dict[str, set[int]] | None = None

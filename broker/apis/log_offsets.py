@@ -16,6 +16,8 @@ from kafka.protocol.consumer import (ListOffsetsRequest, ListOffsetsResponse, Of
 
 from protocol.errors import ErrorCode
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from .common import absent_partition_error, check_leader_epoch
 
@@ -41,7 +43,7 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4,
 CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
 
 
-@handles(2)
+@handles(ApiKey.LIST_OFFSETS)
 async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
     logs = ctx.broker.logs
     topics = []
@@ -92,7 +94,7 @@ OT = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 OP = OT.EpochEndOffset
 
 
-@handles(23)
+@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH)
 async def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     """From the partition's leader epoch cache (Kafka's endOffsetFor): the largest epoch at or
     below the requested one and where it ends; -1/-1 for an epoch newer than any known. In a

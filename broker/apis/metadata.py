@@ -11,6 +11,8 @@ from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from protocol.errors import ErrorCode
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from ..log.manager import Topic, topic_name_error
 from ..security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
@@ -48,7 +50,7 @@ def maybe_auto_create(ctx: RequestContext, name: str, allowed: bool) -> Topic | 
     return broker.logs.create_topic(name, int(broker.config["num.partitions"]))
 
 
-@handles(3)
+@handles(ApiKey.METADATA)
 async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     return with_all_operations(ctx, req, await _metadata(ctx, req))
 

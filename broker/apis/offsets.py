@@ -16,6 +16,8 @@ from coordinator.group.offsets import OffsetCommitPartition, OffsetCommitTopic, 
 from protocol.errors import ErrorCode
 
 from broker.metadata import topic_catalog
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from .common import ZERO_UUID, coordinator_fields
 
@@ -27,7 +29,7 @@ def _name_for(ctx: RequestContext, name: str | None, topic_id: Any) -> str | Non
     return name
 
 
-@handles(8)
+@handles(ApiKey.OFFSET_COMMIT)
 async def offset_commit(ctx: RequestContext, req: Any) -> Any:
     by_id = ctx.api_version >= 10
     topics: list[OffsetCommitTopic] = []
@@ -66,7 +68,7 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
     return resp
 
 
-@handles(9)
+@handles(ApiKey.OFFSET_FETCH)
 async def offset_fetch(ctx: RequestContext, req: Any) -> Any:
     v = ctx.api_version
     if v >= 8:
@@ -118,7 +120,7 @@ async def offset_fetch(ctx: RequestContext, req: Any) -> Any:
     return resp
 
 
-@handles(47)
+@handles(ApiKey.OFFSET_DELETE)
 async def offset_delete(ctx: RequestContext, req: Any) -> Any:
     rejected: dict[tuple[str, int], int] = {}
     topics = []

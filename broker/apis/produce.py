@@ -18,6 +18,8 @@ from protocol import records as rb
 from protocol.errors import ErrorCode
 
 from broker.common.connection_close import CloseConnection
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from ..log.manager import INTERNAL_TOPICS
 from ..replica.answers import absent_leader_answer, leader_endpoints, not_leader_answer, wait_for_replicas
@@ -52,7 +54,7 @@ def _verify_transaction(ctx: RequestContext, transactional_id: str | None, topic
     return code
 
 
-@handles(0)
+@handles(ApiKey.PRODUCE)
 async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
     now = broker.now_ms()

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from .transactions import init_transactional_producer_id
 
 
-@handles(22)
+@handles(ApiKey.INIT_PRODUCER_ID)
 async def init_producer_id(ctx: RequestContext, req: InitProducerIdRequest) -> InitProducerIdResponse:
     if req.transactional_id is not None:
         return await init_transactional_producer_id(ctx, req)

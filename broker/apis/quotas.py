@@ -13,6 +13,8 @@ from kafka.protocol.admin import DescribeClientQuotasRequest, DescribeClientQuot
 
 from protocol.errors import ErrorCode
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 
 ENTITY_TYPES = ("user", "client-id", "ip")
@@ -37,7 +39,7 @@ def _filter_error(req: DescribeClientQuotasRequest) -> tuple[int, str] | None:
     return None
 
 
-@handles(48)
+@handles(ApiKey.DESCRIBE_CLIENT_QUOTAS)
 async def describe_client_quotas(ctx: RequestContext, req: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
     err = _filter_error(req)
     if err is not None:

@@ -20,6 +20,8 @@ from kafka.protocol.admin import (AlterPartitionReassignmentsRequest, AlterParti
 
 from protocol.errors import ErrorCode
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from broker.metadata.partition_change import write_decision
 
@@ -54,7 +56,7 @@ async def _cluster(ctx: RequestContext, topic: str, partition: int, target: list
     return await write_decision(ctx, lambda image: reassign_decision(image, topic, partition, target, allow_rf_change))
 
 
-@handles(45)
+@handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
 async def alter_partition_reassignments(ctx: RequestContext, req: AlterPartitionReassignmentsRequest) -> Any:
     allow = bool(getattr(req, "allow_replication_factor_change", True)) if ctx.api_version >= 1 else True
     responses = []
@@ -74,7 +76,7 @@ async def alter_partition_reassignments(ctx: RequestContext, req: AlterPartition
                         error_message=None, responses=responses)
 
 
-@handles(46)
+@handles(ApiKey.LIST_PARTITION_REASSIGNMENTS)
 async def list_partition_reassignments(ctx: RequestContext, req: ListPartitionReassignmentsRequest) -> Any:
     if ctx.broker.cluster is None:
         return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, topics=[])

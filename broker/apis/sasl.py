@@ -15,11 +15,13 @@ from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from protocol.errors import ErrorCode
 from protocol.frame import FrameError
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from ..security.sasl import AuthenticationFailed
 
 
-@handles(17)
+@handles(ApiKey.SASL_HANDSHAKE)
 async def sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest):
     session = ctx.session
     if session is None or not session.listener.listener.sasl:
@@ -40,7 +42,7 @@ async def sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest):
     return ctx.response(error_code=0, mechanisms=mechanisms)
 
 
-@handles(36)
+@handles(ApiKey.SASL_AUTHENTICATE)
 async def sasl_authenticate(ctx: RequestContext, req: SaslAuthenticateRequest):
     session = ctx.session
     if session is None or not session.listener.listener.sasl or session.exchange is None:

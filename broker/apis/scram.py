@@ -19,13 +19,15 @@ from kafka.protocol.admin import (AlterUserScramCredentialsRequest, AlterUserScr
 from coordinator.metadata.records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 from protocol.errors import ErrorCode
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from ..metadata.store import MetadataUnavailable
 from ..security.writes import write_decided
 from ..security.sasl import SCRAM_HASHES, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, scram_keys
 
 
-@handles(50)
+@handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
 async def describe_scram(ctx: RequestContext, req: DescribeUserScramCredentialsRequest):
     R = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
     CI = R.CredentialInfo
@@ -53,7 +55,7 @@ async def describe_scram(ctx: RequestContext, req: DescribeUserScramCredentialsR
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, results=results)
 
 
-@handles(51)
+@handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
 async def alter_scram(ctx: RequestContext, req: AlterUserScramCredentialsRequest):
     R = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
     image = ctx.broker.metadata.image

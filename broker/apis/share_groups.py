@@ -25,6 +25,8 @@ from protocol import records as rb
 from protocol.errors import ErrorCode
 
 from broker.metadata import topic_catalog
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from ..security.acl import Operation, ResourceType
 from ..replica.answers import image_leader
@@ -40,7 +42,7 @@ def _topics_view(ctx: RequestContext) -> dict[str, tuple[uuid.UUID, int]]:
             if not t.internal}
 
 
-@handles(76)
+@handles(ApiKey.SHARE_GROUP_HEARTBEAT)
 async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
     shares = ctx.broker.share_groups
     fields = coordinator_fields(ctx)
@@ -57,7 +59,7 @@ async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
     return group_heartbeat_answer(ctx, r)
 
 
-@handles(77)
+@handles(ApiKey.SHARE_GROUP_DESCRIBE)
 async def share_group_describe(ctx: RequestContext, req: Any) -> Any:
     shares = ctx.broker.share_groups
     described = shares.coordinator.describe([g or "" for g in req.group_ids], ctx.broker.now_ms())
@@ -208,7 +210,7 @@ def _error_fetch(ctx: RequestContext, code: int, message: str | None = None) -> 
                         node_endpoints=[])
 
 
-@handles(78)
+@handles(ApiKey.SHARE_FETCH)
 async def share_fetch(ctx: RequestContext, req: Any) -> Any:
     shares = ctx.broker.share_groups
     group_id, member_id, epoch = req.group_id or "", req.member_id or "", req.share_session_epoch
@@ -256,7 +258,7 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
     return resp
 
 
-@handles(79)
+@handles(ApiKey.SHARE_ACKNOWLEDGE)
 async def share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     shares = ctx.broker.share_groups
     group_id, member_id, epoch = req.group_id or "", req.member_id or "", req.share_session_epoch

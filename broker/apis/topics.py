@@ -36,6 +36,8 @@ from kafka.protocol.admin import (CreatePartitionsRequest, CreatePartitionsRespo
 from protocol.errors import ErrorCode
 
 from broker.common.config import ConfigError
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from ..log.manager import INTERNAL_TOPICS, topic_name_error
 from .common import ZERO_UUID, absent_partition_error
@@ -111,7 +113,7 @@ def _partition_count(ctx: RequestContext, t: Any) -> int:
 
 
 # -- CreateTopics -----------------------------------------------------------------------
-@handles(19)
+@handles(ApiKey.CREATE_TOPICS)
 async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
     if ctx.broker.cluster is not None:  # cluster mode: placed on the brokers, written to the metadata log
         from .cluster_admin import create_topics as cluster_create_topics
@@ -167,7 +169,7 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
 # -- DeleteTopics -----------------------------------------------------------------------
 
 
-@handles(20)
+@handles(ApiKey.DELETE_TOPICS)
 async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
     if ctx.broker.cluster is not None:
         from .cluster_admin import delete_topics as cluster_delete_topics
@@ -249,7 +251,7 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
 # -- CreatePartitions -------------------------------------------------------------------
 
 
-@handles(37)
+@handles(ApiKey.CREATE_PARTITIONS)
 async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
     if ctx.broker.cluster is not None:
         from .cluster_admin import create_partitions as cluster_create_partitions
@@ -301,7 +303,7 @@ DRP = DRT.DeleteRecordsPartitionResult
 HIGH_WATERMARK = -1
 
 
-@handles(21)
+@handles(ApiKey.DELETE_RECORDS)
 async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
     broker = ctx.broker
     logs = broker.logs

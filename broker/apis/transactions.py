@@ -30,6 +30,8 @@ from coordinator.group.offsets import OffsetCommitPartition, OffsetCommitTopic
 from protocol.errors import ErrorCode
 
 from broker.metadata import topic_catalog
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from .common import absent_partition_error, coordinator_fields
 
@@ -91,7 +93,7 @@ def _topic_results(resp_cls: Any, errors: dict[tuple[str, int], int]) -> list:
     return [TR(name=t, results_by_partition=parts) for t, parts in by_topic.items()]
 
 
-@handles(24)
+@handles(ApiKey.ADD_PARTITIONS_TO_TXN)
 async def add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
     resp = ctx.response(throttle_time_ms=0, error_code=0, results_by_transaction=[],
                         results_by_topic_v3_and_below=[])
@@ -110,7 +112,7 @@ async def add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
 
 # ---------------------------------------------------------------------------- AddOffsetsToTxn
 
-@handles(25)
+@handles(ApiKey.ADD_OFFSETS_TO_TXN)
 async def add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
     groups = ctx.broker.groups
     offsets_partition, _ = groups.coordinator_for(req.group_id or "")    # creates __consumer_offsets
@@ -122,7 +124,7 @@ async def add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
 
 # ---------------------------------------------------------------------------- EndTxn
 
-@handles(26)
+@handles(ApiKey.END_TXN)
 async def end_txn(ctx: RequestContext, req: Any) -> Any:
     r: tx.EndTxnResult = await ctx.broker.txns.call_for(req.transactional_id, tx.EndTxn(
         transactional_id=req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
@@ -133,7 +135,7 @@ async def end_txn(ctx: RequestContext, req: Any) -> Any:
 
 # ---------------------------------------------------------------------------- TxnOffsetCommit
 
-@handles(28)
+@handles(ApiKey.TXN_OFFSET_COMMIT)
 async def txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
     errors: dict[tuple[str, int], int] = {}
     topics: list[OffsetCommitTopic] = []
@@ -197,7 +199,7 @@ async def _verify_offsets_partition(ctx: RequestContext, req: Any,
 
 # ---------------------------------------------------------------------------- DescribeTransactions
 
-@handles(65)
+@handles(ApiKey.DESCRIBE_TRANSACTIONS)
 async def describe_transactions(ctx: RequestContext, req: Any) -> Any:
     shell = ctx.broker.txns
     by_partition: dict[int, list[str]] = defaultdict(list)
@@ -225,7 +227,7 @@ async def describe_transactions(ctx: RequestContext, req: Any) -> Any:
 INVALID_REGULAR_EXPRESSION = 128     # Kafka's Errors.INVALID_REGULAR_EXPRESSION (not in kafka-python)
 
 
-@handles(66)
+@handles(ApiKey.LIST_TRANSACTIONS)
 async def list_transactions(ctx: RequestContext, req: Any) -> Any:
     shell = ctx.broker.txns
     unknown: list[str] = list(dict.fromkeys(s for s in (req.state_filters or []) if tx.TxnState.from_name(s) is None))
@@ -253,7 +255,7 @@ async def list_transactions(ctx: RequestContext, req: Any) -> Any:
 
 # ---------------------------------------------------------------------------- DescribeProducers
 
-@handles(61)
+@handles(ApiKey.DESCRIBE_PRODUCERS)
 async def describe_producers(ctx: RequestContext, req: Any) -> Any:
     resp = ctx.response(throttle_time_ms=0, topics=[])
     TR = resp.TopicResponse

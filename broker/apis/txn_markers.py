@@ -12,6 +12,8 @@ from typing import Any
 
 from kafka.protocol.producer import WriteTxnMarkersResponse
 
+from protocol.api_keys import ApiKey
+
 from broker.network.dispatch import RequestContext, handles
 from broker.replica.marker_writes import write_markers
 
@@ -20,7 +22,7 @@ TR = MR.WritableTxnMarkerTopicResult
 PR = TR.WritableTxnMarkerPartitionResult
 
 
-@handles(27)
+@handles(ApiKey.WRITE_TXN_MARKERS)
 async def write_txn_markers(ctx: RequestContext, req: Any) -> Any:
     results = []
     for marker in req.markers:

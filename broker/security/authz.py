@@ -27,6 +27,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from protocol import records as rb
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
@@ -39,7 +40,10 @@ if TYPE_CHECKING:
     from broker.common.services import RequestScope
 
 Handler = Callable[..., Awaitable[Any]]
-CHECKS: dict[int, Callable[["RequestScope", Any, Handler], Awaitable[Any]]] = {}
+# an API's authorization rule: (request scope, request, its handler) -> the answer; the rule calls
+# the handler with what the principal may touch and adds Kafka's answers for the rest
+Rule = Callable[["RequestScope", Any, Handler], Awaitable[Any]]
+RULES: dict[ApiKey, Rule] = {}
 
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -52,16 +56,18 @@ DENIED_MESSAGES = {TOPIC_DENIED: "Topic authorization failed.", GROUP_DENIED: "G
                    CLUSTER_DENIED: CLUSTER_DENIED_MESSAGE, TXN_DENIED: "Transactional Id authorization failed."}
 
 
-def check(*api_keys: int):
-    def register(fn):
+def authorizes(*api_keys: ApiKey) -> Callable[[Rule], Rule]:
+    """Register the decorated function as the authorization rule of ``api_keys`` (Kafka's
+    KafkaApis checks for those APIs); an API's module declares it beside its handler."""
+    def register(fn: Rule) -> Rule:
         for k in api_keys:
-            CHECKS[k] = fn
+            RULES[k] = fn
         return fn
     return register
 
 
 async def authorized(ctx: "RequestScope", request: Any, handler: Handler) -> Any:
-    return await CHECKS[ctx.api_key](ctx, request, handler)
+    return await RULES[ApiKey(ctx.api_key)](ctx, request, handler)
 
 
 def allowed(ctx: "RequestScope", op: int, rtype: int, name: str) -> bool:
@@ -73,7 +79,7 @@ def cluster(ctx: "RequestScope", op: int) -> bool:
 
 
 def _cls(api_key: int, *path: str) -> Any:
-    """A nested response struct class: _cls(0, 'TopicProduceResponse', 'PartitionProduceResponse')."""
+    """A nested response struct class: _cls(ApiKey.PRODUCE, 'TopicProduceResponse', 'PartitionProduceResponse')."""
     c = RESPONSES[api_key]
     for p in path:
         c = getattr(c, p)
@@ -129,8 +135,8 @@ def _no_check(ctx: "RequestScope", req: Any, handler: Handler) -> Awaitable[Any]
 
 
 # APIs Kafka does not authorize (beyond authentication)
-for _key in (17, 18, 36):
-    CHECKS[_key] = _no_check
+for _key in (ApiKey.SASL_HANDSHAKE, ApiKey.API_VERSIONS, ApiKey.SASL_AUTHENTICATE):
+    RULES[_key] = _no_check
 
 
 # -- Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DescribeProducers, DeleteRecords ----
@@ -140,12 +146,12 @@ def _first_batch_transactional(records: Any) -> bool:
         bool(struct.unpack_from(">h", records, rb.OFF_ATTRIBUTES)[0] & rb.TRANSACTIONAL_MASK)
 
 
-@check(0)
+@authorizes(ApiKey.PRODUCE)
 async def produce(ctx, req, handler):
     """KafkaApis.handleProduceRequest: a request with transactional records (first batch of any
     partition) needs WRITE on its transactional id (none named: denied), else every partition
     answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then WRITE on each topic."""
-    TR = _cls(0, "TopicProduceResponse")
+    TR = _cls(ApiKey.PRODUCE, "TopicProduceResponse")
     PR = TR.PartitionProduceResponse
     txn_id = getattr(req, "transactional_id", None)
     transactional = any(_first_batch_transactional(p.records) for t in req.topic_data for p in t.partition_data)
@@ -172,7 +178,7 @@ async def produce(ctx, req, handler):
     return response
 
 
-@check(1)
+@authorizes(ApiKey.FETCH)
 async def fetch(ctx, req, handler):
     replica = getattr(req, "replica_id", None)
     state = getattr(req, "replica_state", None)
@@ -189,7 +195,7 @@ async def fetch(ctx, req, handler):
     # nothing left to read: answer now rather than long-poll (fetches here are sessionless)
     response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, error_code=0, session_id=0,
                                                                 responses=[])
-    TR = _cls(1, "FetchableTopicResponse")
+    TR = _cls(ApiKey.FETCH, "FetchableTopicResponse")
     PD = TR.PartitionData
     _message(response).responses.extend(
         TR(topic=t.topic, topic_id=getattr(t, "topic_id", None),
@@ -201,36 +207,36 @@ async def fetch(ctx, req, handler):
     return response
 
 
-@check(2)
+@authorizes(ApiKey.LIST_OFFSETS)
 async def list_offsets(ctx, req, handler):
-    TR = _cls(2, "ListOffsetsTopicResponse")
+    TR = _cls(ApiKey.LIST_OFFSETS, "ListOffsetsTopicResponse")
     P = TR.ListOffsetsPartitionResponse
     return await _topics_allowed(ctx, req, handler, Op.DESCRIBE, lambda denied: (TR(name=t.name, partitions=[
         P(partition_index=p.partition_index, error_code=TOPIC_DENIED, old_style_offsets=[], timestamp=-1,
           offset=-1, leader_epoch=-1) for p in t.partitions]) for t in denied))
 
 
-@check(23)
+@authorizes(ApiKey.OFFSET_FOR_LEADER_EPOCH)
 async def offset_for_leader_epoch(ctx, req, handler):
-    TR = _cls(23, "OffsetForLeaderTopicResult")
+    TR = _cls(ApiKey.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderTopicResult")
     E = TR.EpochEndOffset
     return await _topics_allowed(ctx, req, handler, Op.DESCRIBE, lambda denied: (TR(topic=t.topic, partitions=[
         E(error_code=TOPIC_DENIED, partition=p.partition, leader_epoch=-1, end_offset=-1) for p in t.partitions])
         for t in denied), name_of=lambda t: t.topic)
 
 
-@check(61)
+@authorizes(ApiKey.DESCRIBE_PRODUCERS)
 async def describe_producers(ctx, req, handler):
-    TR = _cls(61, "TopicResponse")
+    TR = _cls(ApiKey.DESCRIBE_PRODUCERS, "TopicResponse")
     P = TR.PartitionResponse
     return await _topics_allowed(ctx, req, handler, Op.READ, lambda denied: (TR(name=t.name, partitions=[
         P(partition_index=i, error_code=TOPIC_DENIED, error_message=DENIED_MESSAGES[TOPIC_DENIED], active_producers=[])
         for i in t.partition_indexes]) for t in denied))
 
 
-@check(21)
+@authorizes(ApiKey.DELETE_RECORDS)
 async def delete_records(ctx, req, handler):
-    TR = _cls(21, "DeleteRecordsTopicResult")
+    TR = _cls(ApiKey.DELETE_RECORDS, "DeleteRecordsTopicResult")
     P = TR.DeleteRecordsPartitionResult
     return await _topics_allowed(ctx, req, handler, Op.DELETE, lambda denied: (TR(name=t.name, partitions=[
         P(partition_index=p.partition_index, low_watermark=-1, error_code=TOPIC_DENIED) for p in t.partitions])
@@ -238,7 +244,7 @@ async def delete_records(ctx, req, handler):
 
 
 # -- Metadata -------------------------------------------------------------------------------
-@check(3)
+@authorizes(ApiKey.METADATA)
 async def metadata(ctx, req, handler):
     return _with_authorized_operations(ctx, req, await _metadata(ctx, req, handler))
 
@@ -260,7 +266,7 @@ def _with_authorized_operations(ctx, req, response):
 
 
 async def _metadata(ctx, req, handler):
-    T = _cls(3, "MetadataResponseTopic")
+    T = _cls(ApiKey.METADATA, "MetadataResponseTopic")
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
         response = await handler(ctx, req)
         response.topics = [t for t in response.topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
@@ -289,7 +295,7 @@ async def _metadata(ctx, req, handler):
     return response
 
 
-@check(60)
+@authorizes(ApiKey.DESCRIBE_CLUSTER)
 async def describe_cluster(ctx, req, handler):
     return _with_authorized_operations(ctx, req, await handler(ctx, req))
 
@@ -304,28 +310,28 @@ def _group_error(ctx, req, handler, op: int, **fields):
     return denied()
 
 
-@check(11)
+@authorizes(ApiKey.JOIN_GROUP)
 def join_group(ctx, req, handler):
     return _group_error(ctx, req, handler, Op.READ, generation_id=-1, protocol_type=None, protocol_name=None,
                         leader="", skip_assignment=False, member_id=req.member_id or "", members=[])
 
 
-@check(14)
+@authorizes(ApiKey.SYNC_GROUP)
 def sync_group(ctx, req, handler):
     return _group_error(ctx, req, handler, Op.READ, protocol_type=None, protocol_name=None, assignment=b"")
 
 
-@check(12)
+@authorizes(ApiKey.HEARTBEAT)
 def heartbeat(ctx, req, handler):
     return _group_error(ctx, req, handler, Op.READ)
 
 
-@check(13)
+@authorizes(ApiKey.LEAVE_GROUP)
 def leave_group(ctx, req, handler):
     return _group_error(ctx, req, handler, Op.READ, members=[])
 
 
-@check(25)
+@authorizes(ApiKey.ADD_OFFSETS_TO_TXN)
 async def add_offsets_to_txn(ctx, req, handler):
     if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
         return ctx.response(throttle_time_ms=0, error_code=TXN_DENIED)
@@ -334,7 +340,7 @@ async def add_offsets_to_txn(ctx, req, handler):
     return await handler(ctx, req)
 
 
-@check(26)
+@authorizes(ApiKey.END_TXN)
 async def end_txn(ctx, req, handler):
     if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
         return ctx.response(throttle_time_ms=0, error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1)
@@ -350,17 +356,17 @@ def _denied_offset_topics(api_key: int, topics: list, code: int, topic_path: str
             for t in topics]
 
 
-@check(8)
+@authorizes(ApiKey.OFFSET_COMMIT)
 async def offset_commit(ctx, req, handler):
     if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
         return ctx.response(throttle_time_ms=0, topics=_denied_offset_topics(
-            8, req.topics, GROUP_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"))
+            ApiKey.OFFSET_COMMIT, req.topics, GROUP_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"))
     return await _topics_allowed(ctx, req, handler, Op.READ, lambda denied: _denied_offset_topics(
-        8, denied, TOPIC_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"),
+        ApiKey.OFFSET_COMMIT, denied, TOPIC_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"),
         name_of=lambda t: _topic_name(ctx, t.name, getattr(t, "topic_id", None)))
 
 
-@check(28)
+@authorizes(ApiKey.TXN_OFFSET_COMMIT)
 async def txn_offset_commit(ctx, req, handler):
     code = None
     if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
@@ -369,9 +375,9 @@ async def txn_offset_commit(ctx, req, handler):
         code = GROUP_DENIED
     if code is not None:
         return ctx.response(throttle_time_ms=0, topics=_denied_offset_topics(
-            28, req.topics, code, "TxnOffsetCommitResponseTopic", "TxnOffsetCommitResponsePartition"))
+            ApiKey.TXN_OFFSET_COMMIT, req.topics, code, "TxnOffsetCommitResponseTopic", "TxnOffsetCommitResponsePartition"))
     return await _topics_allowed(ctx, req, handler, Op.READ, lambda denied: _denied_offset_topics(
-        28, denied, TOPIC_DENIED, "TxnOffsetCommitResponseTopic", "TxnOffsetCommitResponsePartition"))
+        ApiKey.TXN_OFFSET_COMMIT, denied, TOPIC_DENIED, "TxnOffsetCommitResponseTopic", "TxnOffsetCommitResponsePartition"))
 
 
 def _denied_fetch_topics(T: Any, topics: list) -> list:
@@ -388,14 +394,14 @@ def _describable(ctx, topics: list) -> list:
     return [t for t in topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
 
 
-@check(9)
+@authorizes(ApiKey.OFFSET_FETCH)
 async def offset_fetch(ctx, req, handler):
     """KafkaApis.handleOffsetFetchRequest: DESCRIBE on each group (else the group answers
     GROUP_AUTHORIZATION_FAILED); named topics the principal may not DESCRIBE are not fetched and
     answer TOPIC_AUTHORIZATION_FAILED per partition; with all topics requested (null) they are
     left out. A group that failed otherwise (e.g. COORDINATOR_LOAD_IN_PROGRESS) gets no topics added."""
     if ctx.api_version >= 8:
-        G = _cls(9, "OffsetFetchResponseGroup")
+        G = _cls(ApiKey.OFFSET_FETCH, "OffsetFetchResponseGroup")
         denied_groups = [g for g in req.groups if not allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id)]
         req.groups = [g for g in req.groups if g not in denied_groups]
         denied_topics: list[list | None] = []   # per allowed group, in request order (as answered)
@@ -426,11 +432,11 @@ async def offset_fetch(ctx, req, handler):
     req.topics = ok
     response = await handler(ctx, req)
     if denied and not response.error_code:
-        response.topics.extend(_denied_fetch_topics(_cls(9, "OffsetFetchResponseTopic"), denied))
+        response.topics.extend(_denied_fetch_topics(_cls(ApiKey.OFFSET_FETCH, "OffsetFetchResponseTopic"), denied))
     return response
 
 
-@check(10)
+@authorizes(ApiKey.FIND_COORDINATOR)
 async def find_coordinator(ctx, req, handler):
     rtype, code = (RT.TRANSACTIONAL_ID, TXN_DENIED) if req.key_type == 1 else (RT.GROUP, GROUP_DENIED)
     if ctx.api_version < 4:
@@ -439,14 +445,14 @@ async def find_coordinator(ctx, req, handler):
         return ctx.response(throttle_time_ms=0, error_code=code, error_message=DENIED_MESSAGES[code], node_id=-1,
                             host="", port=-1, coordinators=[])   # Kafka's v0-3 answer carries error.message()
     denied = [k for k in req.coordinator_keys if not allowed(ctx, Op.DESCRIBE, rtype, k)]
-    C = _cls(10, "Coordinator")
+    C = _cls(ApiKey.FIND_COORDINATOR, "Coordinator")
     return await _answer_allowed(
         ctx, req, handler, "coordinator_keys", [k for k in req.coordinator_keys if k not in denied], denied,
         "coordinators", lambda denied: (C(key=k, node_id=-1, host="", port=-1, error_code=code, error_message=None)
                                         for k in denied))
 
 
-@check(15)
+@authorizes(ApiKey.DESCRIBE_GROUPS)
 async def describe_groups(ctx, req, handler):
     denied = [g for g in req.groups if not allowed(ctx, Op.DESCRIBE, RT.GROUP, g)]
     req.groups = [g for g in req.groups if g not in denied]
@@ -459,14 +465,14 @@ async def describe_groups(ctx, req, handler):
                                                                      g.group_id, GROUP_OPERATIONS)
     if not denied:
         return response
-    D = _cls(15, "DescribedGroup")
+    D = _cls(ApiKey.DESCRIBE_GROUPS, "DescribedGroup")
     response.groups.extend(D(error_code=GROUP_DENIED, error_message=None, group_id=g, group_state="",
                              protocol_type="", protocol_data="", members=[], authorized_operations=None)
                            for g in denied)
     return response
 
 
-@check(16)
+@authorizes(ApiKey.LIST_GROUPS)
 async def list_groups(ctx, req, handler):
     response = await handler(ctx, req)
     if not cluster(ctx, Op.DESCRIBE):
@@ -474,20 +480,20 @@ async def list_groups(ctx, req, handler):
     return response
 
 
-@check(42)
+@authorizes(ApiKey.DELETE_GROUPS)
 async def delete_groups(ctx, req, handler):
     denied = [g for g in req.groups_names if not allowed(ctx, Op.DELETE, RT.GROUP, g)]
-    R = _cls(42, "DeletableGroupResult")
+    R = _cls(ApiKey.DELETE_GROUPS, "DeletableGroupResult")
     return await _answer_allowed(ctx, req, handler, "groups_names", [g for g in req.groups_names if g not in denied],
                                  denied, "results", lambda denied: (R(group_id=g, error_code=GROUP_DENIED)
                                                                     for g in denied))
 
 
-@check(47)
+@authorizes(ApiKey.OFFSET_DELETE)
 async def offset_delete(ctx, req, handler):
     if not allowed(ctx, Op.DELETE, RT.GROUP, req.group_id):
         return ctx.response(error_code=GROUP_DENIED, throttle_time_ms=0, topics=[])
-    TR = _cls(47, "OffsetDeleteResponseTopic")
+    TR = _cls(ApiKey.OFFSET_DELETE, "OffsetDeleteResponseTopic")
     P = TR.OffsetDeleteResponsePartition
     return await _topics_allowed(ctx, req, handler, Op.READ, lambda denied: (TR(name=t.name, partitions=[
         P(partition_index=p.partition_index, error_code=TOPIC_DENIED) for p in t.partitions]) for t in denied),
@@ -495,7 +501,7 @@ async def offset_delete(ctx, req, handler):
 
 
 # -- transactions and producer ids -------------------------------------------------------------
-@check(22)
+@authorizes(ApiKey.INIT_PRODUCER_ID)
 async def init_producer_id(ctx, req, handler):
     txn_id = req.transactional_id
     if txn_id:
@@ -510,13 +516,13 @@ async def init_producer_id(ctx, req, handler):
     return ctx.response(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)
 
 
-@check(24)
+@authorizes(ApiKey.ADD_PARTITIONS_TO_TXN)
 async def add_partitions_to_txn(ctx, req, handler):
     if ctx.api_version >= 4:   # the broker-to-broker verification form
         if cluster(ctx, Op.CLUSTER_ACTION):
             return await handler(ctx, req)
         return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results_by_transaction=[])
-    TR = _cls(24, "AddPartitionsToTxnTopicResult")
+    TR = _cls(ApiKey.ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxnTopicResult")
     P = TR.AddPartitionsToTxnPartitionResult
     topics = req.v3_and_below_topics
 
@@ -532,7 +538,7 @@ async def add_partitions_to_txn(ctx, req, handler):
     return await handler(ctx, req)
 
 
-@check(65)
+@authorizes(ApiKey.DESCRIBE_TRANSACTIONS)
 async def describe_transactions(ctx, req, handler):
     denied = [t for t in req.transactional_ids if not allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, t)]
     req.transactional_ids = [t for t in req.transactional_ids if t not in denied]
@@ -540,14 +546,14 @@ async def describe_transactions(ctx, req, handler):
                                                                                    transaction_states=[])
     for state in response.transaction_states:
         state.topics = [t for t in state.topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.topic)]
-    S = _cls(65, "TransactionState")
+    S = _cls(ApiKey.DESCRIBE_TRANSACTIONS, "TransactionState")
     response.transaction_states.extend(
         S(error_code=TXN_DENIED, transactional_id=t, transaction_state="", transaction_timeout_ms=0,
           transaction_start_time_ms=0, producer_id=0, producer_epoch=0, topics=[]) for t in denied)   # schema defaults
     return response
 
 
-@check(66)
+@authorizes(ApiKey.LIST_TRANSACTIONS)
 async def list_transactions(ctx, req, handler):
     response = await handler(ctx, req)
     response.transaction_states = [s for s in response.transaction_states
@@ -556,7 +562,7 @@ async def list_transactions(ctx, req, handler):
 
 
 # -- topic administration and configs ------------------------------------------------------------
-@check(19)
+@authorizes(ApiKey.CREATE_TOPICS)
 async def create_topics(ctx, req, handler):
     """ControllerApis.createTopics: CREATE on the cluster or on each topic (a denied one answers
     TOPIC_AUTHORIZATION_FAILED, "Authorization failed."); a created topic's configs, partition
@@ -572,14 +578,14 @@ async def create_topics(ctx, req, handler):
         for r in response.topics:
             if r.error_code == 0 and not allowed(ctx, Op.DESCRIBE_CONFIGS, RT.TOPIC, r.name):
                 r.topic_config_error_code, r.configs, r.num_partitions, r.replication_factor = TOPIC_DENIED, [], -1, -1
-    R = _cls(19, "CreatableTopicResult")
+    R = _cls(ApiKey.CREATE_TOPICS, "CreatableTopicResult")
     response.topics.extend(R(name=t.name, error_code=TOPIC_DENIED, error_message="Authorization failed.",
                              topic_config_error_code=0, num_partitions=-1, replication_factor=-1, configs=[])
                            for t in denied)
     return response
 
 
-@check(20)
+@authorizes(ApiKey.DELETE_TOPICS)
 async def delete_topics(ctx, req, handler):
     """ControllerApis.deleteTopics: DELETE on the cluster allows every topic; otherwise a topic
     needs DELETE on it. A denied topic answers TOPIC_AUTHORIZATION_FAILED, named only when the
@@ -623,15 +629,15 @@ async def delete_topics(ctx, req, handler):
     if not denied:
         return await handler(ctx, req)
     response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, responses=[])
-    R = _cls(20, "DeletableTopicResult")
+    R = _cls(ApiKey.DELETE_TOPICS, "DeletableTopicResult")
     response.responses.extend(R(name=n, topic_id=tid, error_code=TOPIC_DENIED,
                                 error_message=DENIED_MESSAGES[TOPIC_DENIED]) for n, tid in denied)
     return response
 
 
-@check(37)
+@authorizes(ApiKey.CREATE_PARTITIONS)
 async def create_partitions(ctx, req, handler):
-    R = _cls(37, "CreatePartitionsTopicResult")
+    R = _cls(ApiKey.CREATE_PARTITIONS, "CreatePartitionsTopicResult")
     return await _topics_allowed(ctx, req, handler, Op.ALTER, lambda denied: (
         R(name=t.name, error_code=TOPIC_DENIED, error_message=None) for t in denied), out="results")
 
@@ -663,15 +669,15 @@ def _configs_allowed(ctx, req, handler, op: int, out: str, denied_answers: Calla
                            out, denied_answers)
 
 
-@check(32)
+@authorizes(ApiKey.DESCRIBE_CONFIGS)
 async def describe_configs(ctx, req, handler):
-    R = _cls(32, "DescribeConfigsResult")
+    R = _cls(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigsResult")
     return await _configs_allowed(ctx, req, handler, Op.DESCRIBE_CONFIGS, "results", lambda denied: (
         R(error_code=_config_code(r), error_message=DENIED_MESSAGES[_config_code(r)],
           resource_type=r.resource_type, resource_name=r.resource_name, configs=[]) for r in denied))
 
 
-@check(33, 44)
+@authorizes(ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS)
 async def alter_configs(ctx, req, handler):
     R = _cls(ctx.api_key, "AlterConfigsResourceResponse")
     return await _configs_allowed(ctx, req, handler, Op.ALTER_CONFIGS, "responses", lambda denied: (
@@ -694,33 +700,33 @@ def _cluster_denied(ctx, **fields: Any) -> Any:
     return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, **fields)
 
 
-@check(29)
+@authorizes(ApiKey.DESCRIBE_ACLS)
 def describe_acls(ctx, req, handler):
     return _on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: _cluster_denied(ctx, resources=[]))
 
 
-@check(30)
+@authorizes(ApiKey.CREATE_ACLS)
 def create_acls(ctx, req, handler):
-    R = _cls(30, "AclCreationResult")
+    R = _cls(ApiKey.CREATE_ACLS, "AclCreationResult")
     return _on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
         R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE) for _ in req.creations]))
 
 
-@check(31)
+@authorizes(ApiKey.DELETE_ACLS)
 def delete_acls(ctx, req, handler):
-    R = _cls(31, "DeleteAclsFilterResult")
+    R = _cls(ApiKey.DELETE_ACLS, "DeleteAclsFilterResult")
     return _on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, filter_results=[
         R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, matching_acls=[]) for _ in req.filters]))
 
 
-@check(50)
+@authorizes(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
 def describe_scram(ctx, req, handler):
     return _on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: _cluster_denied(ctx, results=[]))
 
 
-@check(51)
+@authorizes(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
 def alter_scram(ctx, req, handler):
-    R = _cls(51, "AlterUserScramCredentialsResult")
+    R = _cls(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentialsResult")
     return _on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
         R(user=u, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE)
         for u in dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])]))
@@ -740,45 +746,45 @@ def _whole_request(ctx, req, handler, ok: bool, code: int):
     return denied()
 
 
-@check(35)   # DescribeLogDirs: DESCRIBE on the cluster; denied: no results (KafkaApis)
+@authorizes(ApiKey.DESCRIBE_LOG_DIRS)   # DescribeLogDirs: DESCRIBE on the cluster; denied: no results (KafkaApis)
 def describe_log_dirs(ctx, req, handler):
     return _on_cluster(ctx, req, handler, Op.DESCRIBE,
                        lambda: ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results=[]))
 
 
-@check(48)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster; denied: null entries (getErrorResponse)
+@authorizes(ApiKey.DESCRIBE_CLIENT_QUOTAS)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster; denied: null entries (getErrorResponse)
 def describe_client_quotas(ctx, req, handler):
     return _on_cluster(ctx, req, handler, Op.DESCRIBE_CONFIGS, lambda: _cluster_denied(ctx, entries=None))
 
 
-@check(46)   # ListPartitionReassignments: DESCRIBE on the cluster; denied: the asked partitions echoed
+@authorizes(ApiKey.LIST_PARTITION_REASSIGNMENTS)   # ListPartitionReassignments: DESCRIBE on the cluster; denied: the asked partitions echoed
 def list_partition_reassignments(ctx, req, handler):
-    T = _cls(46, "OngoingTopicReassignment")
+    T = _cls(ApiKey.LIST_PARTITION_REASSIGNMENTS, "OngoingTopicReassignment")
     P = T.OngoingPartitionReassignment
     return _on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: _cluster_denied(ctx, topics=[
         T(name=t.name, partitions=[P(partition_index=i, replicas=[], adding_replicas=[], removing_replicas=[])
                                    for i in t.partition_indexes]) for t in req.topics or []]))
 
 
-@check(43, 45)   # ElectLeaders, AlterPartitionReassignments: ALTER on the cluster
+@authorizes(ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS)   # ElectLeaders, AlterPartitionReassignments: ALTER on the cluster
 def alter_cluster(ctx, req, handler):
     return _whole_request(ctx, req, handler, cluster(ctx, Op.ALTER), CLUSTER_DENIED)
 
 
-@check(27)   # WriteTxnMarkers (between brokers): CLUSTER_ACTION on the cluster
+@authorizes(ApiKey.WRITE_TXN_MARKERS)   # WriteTxnMarkers (between brokers): CLUSTER_ACTION on the cluster
 def write_txn_markers(ctx, req, handler):
     return _whole_request(ctx, req, handler, cluster(ctx, Op.CLUSTER_ACTION), CLUSTER_DENIED)
 
 
-@check(68)   # ConsumerGroupHeartbeat: READ on the group
+@authorizes(ApiKey.CONSUMER_GROUP_HEARTBEAT)   # ConsumerGroupHeartbeat: READ on the group
 def consumer_group_heartbeat(ctx, req, handler):
     return _whole_request(ctx, req, handler, allowed(ctx, Op.READ, RT.GROUP, req.group_id), GROUP_DENIED)
 
 
-@check(69)   # ConsumerGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
+@authorizes(ApiKey.CONSUMER_GROUP_DESCRIBE)   # ConsumerGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
 async def consumer_group_describe(ctx, req, handler):
     response = await handler(ctx, req)
-    G = _cls(69, "DescribedGroup")
+    G = _cls(ApiKey.CONSUMER_GROUP_DESCRIBE, "DescribedGroup")
     response.groups = [g if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id) else
                        G(error_code=GROUP_DENIED, error_message=None, group_id=g.group_id, group_state="",
                          group_epoch=0, assignment_epoch=0, assignor_name="", members=[],   # schema defaults
@@ -794,7 +800,7 @@ async def consumer_group_describe(ctx, req, handler):
     return response
 
 
-@check(75)   # DescribeTopicPartitions: DESCRIBE on each topic; unnamed ones are left out, named ones denied
+@authorizes(ApiKey.DESCRIBE_TOPIC_PARTITIONS)   # DescribeTopicPartitions: DESCRIBE on each topic; unnamed ones are left out, named ones denied
 async def describe_topic_partitions(ctx, req, handler):
     """DescribeTopicPartitionsRequestHandler: a named topic without DESCRIBE answers
     TOPIC_AUTHORIZATION_FAILED with the zero topic id (existence not disclosed), a listed one is
@@ -825,7 +831,7 @@ async def describe_topic_partitions(ctx, req, handler):
 
 
 # -- KIP-932 share groups (broker/apis/share_groups.py), as Kafka's KafkaApis authorizes them -----
-@check(76)   # ShareGroupHeartbeat: READ on the group, DESCRIBE on every subscribed topic (v1)
+@authorizes(ApiKey.SHARE_GROUP_HEARTBEAT)   # ShareGroupHeartbeat: READ on the group, DESCRIBE on every subscribed topic (v1)
 def share_group_heartbeat(ctx, req, handler):
     if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
         return _whole_request(ctx, req, handler, False, GROUP_DENIED)
@@ -834,10 +840,10 @@ def share_group_heartbeat(ctx, req, handler):
                           TOPIC_DENIED)
 
 
-@check(77)   # ShareGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
+@authorizes(ApiKey.SHARE_GROUP_DESCRIBE)   # ShareGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
 async def share_group_describe(ctx, req, handler):
     response = await handler(ctx, req)
-    G = _cls(77, "DescribedGroup")
+    G = _cls(ApiKey.SHARE_GROUP_DESCRIBE, "DescribedGroup")
     response.groups = [g if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id) else
                        G(error_code=GROUP_DENIED, error_message=None, group_id=g.group_id, group_state="",
                          group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[],
@@ -864,7 +870,7 @@ async def _share_records(ctx, req, handler, api_key: int, topic_cls: str, empty:
     response = await handler(ctx, req)
     T = _cls(api_key, topic_cls)
     P = T.PartitionData
-    extra = {"acknowledge_error_code": 0, "records": b"", "acquired_records": []} if api_key == 78 else {}
+    extra = {"acknowledge_error_code": 0, "records": b"", "acquired_records": []} if api_key == ApiKey.SHARE_FETCH else {}
     response.responses.extend(
         T(topic_id=t.topic_id, partitions=[P(partition_index=p.partition_index, error_code=TOPIC_DENIED,
                                              current_leader=P.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1),
@@ -873,11 +879,11 @@ async def _share_records(ctx, req, handler, api_key: int, topic_cls: str, empty:
     return response
 
 
-@check(78)   # ShareFetch: READ on the group and on each topic
+@authorizes(ApiKey.SHARE_FETCH)   # ShareFetch: READ on the group and on each topic
 def share_fetch(ctx, req, handler):
-    return _share_records(ctx, req, handler, 78, "ShareFetchableTopicResponse", {"acquisition_lock_timeout_ms": 0})
+    return _share_records(ctx, req, handler, ApiKey.SHARE_FETCH, "ShareFetchableTopicResponse", {"acquisition_lock_timeout_ms": 0})
 
 
-@check(79)   # ShareAcknowledge: READ on the group and on each topic
+@authorizes(ApiKey.SHARE_ACKNOWLEDGE)   # ShareAcknowledge: READ on the group and on each topic
 def share_acknowledge(ctx, req, handler):
-    return _share_records(ctx, req, handler, 79, "ShareAcknowledgeTopicResponse", {})
+    return _share_records(ctx, req, handler, ApiKey.SHARE_ACKNOWLEDGE, "ShareAcknowledgeTopicResponse", {})
