@@ -33,7 +33,7 @@ from broker.metadata import topic_catalog
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from .common import absent_partition_error, coordinator_fields
+from broker.apis.shared.common import absent_partition_error, coordinator_fields
 
 PRODUCER_FENCED = ErrorCode.PRODUCER_FENCED
 
@@ -179,10 +179,10 @@ async def _verify_offsets_partition(ctx: RequestContext, req: Any,
     add = ctx.api_version >= 5    # v5 (transactions v2): no AddOffsetsToTxn before, the partition is added here
     remote = None
     if ctx.broker.cluster is not None:
-        from ..replica.txn_verify import remote_transaction_coordinator
+        from broker.replica.txn_verify import remote_transaction_coordinator
         remote = remote_transaction_coordinator(ctx.broker, req.transactional_id or "")
     if remote is not None:
-        from ..replica.txn_verify import verify_remotely
+        from broker.replica.txn_verify import verify_remotely
         code = await verify_remotely(ctx.broker, remote, req.transactional_id, req.producer_id, req.producer_epoch,
                                      tx.OFFSETS_TOPIC, offsets_partition, add)
     else:

@@ -24,9 +24,9 @@ from protocol.errors import ErrorCode
 
 from broker.common.config import ConfigError
 from broker.network.dispatch import RequestContext
-from ..log.manager import INTERNAL_TOPICS, topic_name_error
-from .cluster_configs import _while_unavailable
-from .common import ZERO_UUID
+from broker.log.manager import INTERNAL_TOPICS, topic_name_error
+from broker.apis.shared.cluster_configs import _while_unavailable
+from broker.apis.shared.common import ZERO_UUID
 
 T = MetadataResponse.MetadataResponseTopic
 P = T.MetadataResponsePartition
@@ -113,7 +113,7 @@ async def metadata(ctx: RequestContext, req: Any) -> Any:
                     try:
                         code = await auto_create(ctx, name)
                     except Exception as exc:  # etcd unreachable: metadata changes wait
-                        from ..metadata.store import MetadataUnavailable
+                        from broker.metadata.store import MetadataUnavailable
                         if not isinstance(exc, MetadataUnavailable):
                             raise
                         code = ErrorCode.LEADER_NOT_AVAILABLE
@@ -150,9 +150,9 @@ def describe_cluster(ctx: RequestContext, req: Any, ops: Any) -> Any:
 async def create_topics(ctx: RequestContext, req: Any) -> Any:
     from coordinator.metadata.controller import Rejection, check_assignment
 
-    from ..metadata.store import MetadataUnavailable
-    from .configs import creation_config_entries, validate_topic_configs
-    from .topic_rules import (CLUSTER_METADATA_TOPIC, CT, CTC, _unify, duplicate_results, duplicated_names,
+    from broker.metadata.store import MetadataUnavailable
+    from broker.common.config_defs import creation_config_entries, validate_topic_configs
+    from broker.apis.shared.topic_rules import (CLUSTER_METADATA_TOPIC, CT, CTC, _unify, duplicate_results, duplicated_names,
                               too_many_partitions)
 
     cluster = ctx.broker.cluster
@@ -259,8 +259,8 @@ async def create_topics(ctx: RequestContext, req: Any) -> Any:
 
 # -- DeleteTopics ------------------------------------------------------------------------------
 async def delete_topics(ctx: RequestContext, req: Any) -> Any:
-    from ..metadata.store import MetadataUnavailable
-    from .topic_rules import DT, UNKNOWN_TOPIC_ID_MESSAGE, UNKNOWN_TOPIC_MESSAGE
+    from broker.metadata.store import MetadataUnavailable
+    from broker.apis.shared.topic_rules import DT, UNKNOWN_TOPIC_ID_MESSAGE, UNKNOWN_TOPIC_MESSAGE
 
     cluster = ctx.broker.cluster
     v = ctx.api_version
@@ -298,8 +298,8 @@ async def delete_topics(ctx: RequestContext, req: Any) -> Any:
 async def create_partitions(ctx: RequestContext, req: Any) -> Any:
     from coordinator.metadata.controller import Rejection, check_assignment
 
-    from ..metadata.store import MetadataUnavailable
-    from .topic_rules import CP, UNKNOWN_TOPIC_MESSAGE, duplicate_results, duplicated_names
+    from broker.metadata.store import MetadataUnavailable
+    from broker.apis.shared.topic_rules import CP, UNKNOWN_TOPIC_MESSAGE, duplicate_results, duplicated_names
 
     cluster = ctx.broker.cluster
     duplicated = duplicated_names(req.topics)

@@ -19,8 +19,8 @@ from broker.metadata import topic_catalog
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from ..security.acl import GROUP_OPERATIONS
-from .common import (coordinator_fields, group_heartbeat_answer, other_group_type_answer, partition_racks_view,
+from broker.security.acl import GROUP_OPERATIONS
+from broker.apis.shared.common import (coordinator_fields, group_heartbeat_answer, other_group_type_answer, partition_racks_view,
                      topics_view)
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648

@@ -22,11 +22,11 @@ from protocol.errors import ErrorCode
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from ..security.acl import (CLUSTER_NAME, Operation, PatternType, Permission, ResourceType,
+from broker.security.acl import (CLUSTER_NAME, Operation, PatternType, Permission, ResourceType,
                             acl_filter_matches)
-from ..metadata.store import MetadataUnavailable
-from ..security.acl import AclBinding
-from ..security.writes import write_decided
+from broker.metadata.store import MetadataUnavailable
+from broker.security.acl import AclBinding
+from broker.security.writes import write_decided
 
 WRITE_TIMEOUT_MS = 30000
 

@@ -39,10 +39,10 @@ from broker.common.config import ConfigError
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from ..log.manager import INTERNAL_TOPICS, topic_name_error
-from .common import ZERO_UUID, absent_partition_error
-from .configs import creation_config_entries, validate_topic_configs
-from .topic_rules import (CLUSTER_METADATA_TOPIC, CP, CT, CTC, DT, MAX_PARTITIONS_PER_REQUEST, UNKNOWN_TOPIC_ID_MESSAGE,
+from broker.log.manager import INTERNAL_TOPICS, topic_name_error
+from broker.apis.shared.common import ZERO_UUID, absent_partition_error
+from broker.common.config_defs import creation_config_entries, validate_topic_configs
+from broker.apis.shared.topic_rules import (CLUSTER_METADATA_TOPIC, CP, CT, CTC, DT, MAX_PARTITIONS_PER_REQUEST, UNKNOWN_TOPIC_ID_MESSAGE,
                           UNKNOWN_TOPIC_MESSAGE, _unify, duplicate_results, duplicated_names, too_many_partitions)
 
 log = structlog.get_logger("samsa.topics")
@@ -116,7 +116,7 @@ def _partition_count(ctx: RequestContext, t: Any) -> int:
 @handles(ApiKey.CREATE_TOPICS)
 async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
     if ctx.broker.cluster is not None:  # cluster mode: placed on the brokers, written to the metadata log
-        from .cluster_admin import create_topics as cluster_create_topics
+        from broker.apis.cluster_admin import create_topics as cluster_create_topics
         return await cluster_create_topics(ctx, req)
     logs = ctx.broker.logs
     validate_only = bool(req.validate_only)
@@ -172,7 +172,7 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
 @handles(ApiKey.DELETE_TOPICS)
 async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
     if ctx.broker.cluster is not None:
-        from .cluster_admin import delete_topics as cluster_delete_topics
+        from broker.apis.cluster_admin import delete_topics as cluster_delete_topics
         return await cluster_delete_topics(ctx, req)
     broker = ctx.broker
     logs = broker.logs
@@ -254,7 +254,7 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
 @handles(ApiKey.CREATE_PARTITIONS)
 async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
     if ctx.broker.cluster is not None:
-        from .cluster_admin import create_partitions as cluster_create_partitions
+        from broker.apis.cluster_admin import create_partitions as cluster_create_partitions
         return await cluster_create_partitions(ctx, req)
     logs = ctx.broker.logs
     duplicated = duplicated_names(req.topics)

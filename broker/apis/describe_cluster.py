@@ -43,7 +43,7 @@ async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> 
                             authorized_operations=None)
     broker = ctx.broker
     if broker.cluster is not None:  # cluster mode: every broker and the controller, from the image
-        from .cluster_admin import describe_cluster as cluster_describe
+        from broker.apis.cluster_admin import describe_cluster as cluster_describe
         return cluster_describe(ctx, req, set(CLUSTER_OPERATIONS) if req.include_cluster_authorized_operations
                                 else None)
     adv = ctx.advertised

@@ -26,9 +26,9 @@ from broker.metadata import topic_catalog
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from ..log.manager import topic_name_error
-from ..security.acl import TOPIC_OPERATIONS
-from .common import ZERO_UUID
+from broker.log.manager import topic_name_error
+from broker.security.acl import TOPIC_OPERATIONS
+from broker.apis.shared.common import ZERO_UUID
 
 _NOT_REQUESTED = -2147483648
 _ALL_TOPIC_OPERATIONS = sum(1 << op for op in TOPIC_OPERATIONS)   # Kafka's bit field, an int32 here

@@ -22,9 +22,9 @@ from protocol.errors import ErrorCode
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from ..metadata.store import MetadataUnavailable
-from ..security.writes import write_decided
-from ..security.sasl import SCRAM_HASHES, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, scram_keys
+from broker.metadata.store import MetadataUnavailable
+from broker.security.writes import write_decided
+from broker.security.sasl import SCRAM_HASHES, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, scram_keys
 
 
 @handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)

@@ -19,11 +19,11 @@ from protocol.splice import placeholder
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, Spliced, handles
-from ..log.region import FileRegion
-from ..log.segment import Segment
-from ..replica.answers import (LEADER_HINT_ERRORS, absent_leader_answer, follower_fetched, leader_endpoints,
+from broker.log.region import FileRegion
+from broker.log.segment import Segment
+from broker.replica.answers import (LEADER_HINT_ERRORS, absent_leader_answer, follower_fetched, leader_endpoints,
                                not_leader_answer, replica_id_of)
-from .common import ZERO_UUID, absent_partition_error, check_leader_epoch, find_topic
+from broker.apis.shared.common import ZERO_UUID, absent_partition_error, check_leader_epoch, find_topic
 
 FT = FetchResponse.FetchableTopicResponse
 PD = FT.PartitionData

@@ -8,7 +8,7 @@ from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdRespons
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from .transactions import init_transactional_producer_id
+from broker.apis.add_partitions_to_txn import init_transactional_producer_id
 
 
 @handles(ApiKey.INIT_PRODUCER_ID)

@@ -22,8 +22,8 @@ from protocol.errors import ErrorCode
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from ..security.acl import GROUP_OPERATIONS
-from .common import coordinator_fields, partition_racks_view, topics_view
+from broker.security.acl import GROUP_OPERATIONS
+from broker.apis.shared.common import coordinator_fields, partition_racks_view, topics_view
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 

@@ -19,7 +19,7 @@ from protocol.errors import ErrorCode
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from .common import absent_partition_error, check_leader_epoch
+from broker.apis.shared.common import absent_partition_error, check_leader_epoch
 
 
 def leader_partition(ctx: RequestContext, topic, name: str, index: int, rp,

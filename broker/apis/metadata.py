@@ -14,9 +14,9 @@ from protocol.errors import ErrorCode
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from ..log.manager import Topic, topic_name_error
-from ..security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
-from .common import ZERO_UUID
+from broker.log.manager import Topic, topic_name_error
+from broker.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
+from broker.apis.shared.common import ZERO_UUID
 
 T = MetadataResponse.MetadataResponseTopic
 P = T.MetadataResponsePartition
@@ -70,7 +70,7 @@ def with_all_operations(ctx: RequestContext, req: MetadataRequest, response: Met
 
 async def _metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     if ctx.broker.cluster is not None:  # cluster mode: the answer comes from the metadata image
-        from .cluster_admin import metadata as cluster_metadata
+        from broker.apis.cluster_admin import metadata as cluster_metadata
         return await cluster_metadata(ctx, req)
     logs = ctx.broker.logs
     v = ctx.api_version

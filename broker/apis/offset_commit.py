@@ -19,7 +19,7 @@ from broker.metadata import topic_catalog
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from .common import ZERO_UUID, coordinator_fields
+from broker.apis.shared.common import ZERO_UUID, coordinator_fields
 
 
 def _name_for(ctx: RequestContext, name: str | None, topic_id: Any) -> str | None:

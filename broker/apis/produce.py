@@ -21,9 +21,9 @@ from broker.common.connection_close import CloseConnection
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from ..log.manager import INTERNAL_TOPICS
-from ..replica.answers import absent_leader_answer, leader_endpoints, not_leader_answer, wait_for_replicas
-from .common import ZERO_UUID, absent_partition_error, find_topic
+from broker.log.manager import INTERNAL_TOPICS
+from broker.replica.answers import absent_leader_answer, leader_endpoints, not_leader_answer, wait_for_replicas
+from broker.apis.shared.common import ZERO_UUID, absent_partition_error, find_topic
 
 TR = ProduceResponse.TopicProduceResponse
 PR = TR.PartitionProduceResponse

@@ -18,7 +18,7 @@ from protocol.frame import FrameError
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from ..security.sasl import AuthenticationFailed
+from broker.security.sasl import AuthenticationFailed
 
 
 @handles(ApiKey.SASL_HANDSHAKE)

@@ -28,10 +28,10 @@ from broker.metadata import topic_catalog
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from ..security.acl import Operation, ResourceType
-from ..replica.answers import image_leader
+from broker.security.acl import Operation, ResourceType
+from broker.replica.answers import image_leader
 from broker.metadata.topic_catalog import absent_partition_error
-from .common import coordinator_fields, group_heartbeat_answer, other_group_type_answer
+from broker.apis.shared.common import coordinator_fields, group_heartbeat_answer, other_group_type_answer
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 Fetched = tuple[int, bytes, list[AcquiredRange]]    # a partition's fetch error, batches, acquired ranges

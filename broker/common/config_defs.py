@@ -36,7 +36,7 @@ from broker.common.config import (BROKER_DEFAULTS, LONG_MAX, TOPIC_CONFIG_DEFS, 
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
-from ..log.manager import Topic, topic_name_error
+from broker.log.manager import Topic, topic_name_error
 
 log = structlog.get_logger("samsa.configs")
 
@@ -411,7 +411,7 @@ def _topic(ctx: RequestContext, name: str) -> Any:
     """The topic (``.name``, ``.configs``, ``.internal``): the local log's, or in cluster mode
     the metadata image's (its ConfigRecords)."""
     if ctx.broker.cluster is not None:
-        from .cluster_configs import topic_config_view
+        from broker.apis.shared.cluster_configs import topic_config_view
         return topic_config_view(ctx, name)
     return ctx.broker.logs.topics.get(name)
 
@@ -563,7 +563,7 @@ async def _apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, st
     if topic is None:
         raise _Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     if not validate_only and new != topic.configs and ctx.broker.cluster is not None:
-        from .cluster_configs import alter_topic_configs  # cluster mode: ConfigRecords in the metadata log
+        from broker.apis.shared.cluster_configs import alter_topic_configs  # cluster mode: ConfigRecords in the metadata log
         error = await alter_topic_configs(ctx, name, {k: v for k, v in new.items() if v is not None})
         if error is not None:
             raise _Reject(*error)

@@ -9,7 +9,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 from broker.network.dispatch import RequestContext
-from ..log.manager import INTERNAL_TOPICS
+from broker.log.manager import INTERNAL_TOPICS
 
 
 async def _while_unavailable(timeout_ms: int, fn: Any, *args: Any) -> Any:
@@ -18,7 +18,7 @@ async def _while_unavailable(timeout_ms: int, fn: Any, *args: Any) -> Any:
     does not answer in time)."""
     import trio
 
-    from ..metadata.store import MetadataUnavailable
+    from broker.metadata.store import MetadataUnavailable
 
     deadline = trio.current_time() + max(timeout_ms, 0) / 1000
     while True:
@@ -52,7 +52,7 @@ async def alter_topic_configs(ctx: RequestContext, name: str, new: dict[str, str
     (value None deletes), in one batch; an error (code, message) or None."""
     from coordinator.metadata.records import TOPIC_RESOURCE, ConfigRecord
 
-    from ..metadata.store import MetadataUnavailable
+    from broker.metadata.store import MetadataUnavailable
 
     cluster = ctx.broker.cluster
     current = dict(cluster.image.topic_configs(name))

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 
-from ..log.manager import Topic
-from ..log.partition import Partition
+from broker.log.manager import Topic
+from broker.log.partition import Partition
 from broker.server.broker_server import Broker
 from broker.metadata.topic_catalog import absent_partition_error  # noqa: F401  (the handlers' import)
 
