@@ -9,11 +9,12 @@ authorizer grants every operation a cluster supports, as Kafka does.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
 
-from protocol.errors import ErrorCode
-
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
 from broker.network.dispatch import RequestContext, handles
 
@@ -43,8 +44,7 @@ async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> 
                             authorized_operations=None)
     broker = ctx.broker
     if broker.cluster is not None:  # cluster mode: every broker and the controller, from the image
-        from broker.apis.cluster_admin import describe_cluster as cluster_describe
-        return cluster_describe(ctx, req, set(CLUSTER_OPERATIONS) if req.include_cluster_authorized_operations
+        return cluster_describe_cluster(ctx, req, set(CLUSTER_OPERATIONS) if req.include_cluster_authorized_operations
                                 else None)
     adv = ctx.advertised
     node = DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.node_id, host=adv.host, port=adv.port,
@@ -52,4 +52,22 @@ async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> 
     ops = set(CLUSTER_OPERATIONS) if req.include_cluster_authorized_operations else None
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=BROKERS,
                         cluster_id=broker.cluster_id, controller_id=broker.node_id, brokers=[node],
+                        authorized_operations=ops)
+
+
+# -- DescribeCluster ---------------------------------------------------------------------------
+def cluster_describe_cluster(ctx: RequestContext, req: Any, ops: Any) -> Any:
+    cluster = ctx.broker.cluster
+    include_fenced = bool(getattr(req, "include_fenced_brokers", False))
+    brokers = []
+    for b in sorted(cluster.image.brokers.values(), key=lambda b: b.id):
+        if b.fenced and not include_fenced:
+            continue
+        ep = b.endpoint(ctx.listener) or (b.endpoints[0] if b.endpoints else None)
+        if ep is None:
+            continue
+        brokers.append(DescribeClusterResponse.DescribeClusterBroker(broker_id=b.id, host=ep.host, port=ep.port,
+                                                                     rack=b.rack, is_fenced=b.fenced))
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
+                        cluster_id=ctx.broker.cluster_id, controller_id=cluster.controller_id, brokers=brokers,
                         authorized_operations=ops)

@@ -7,16 +7,19 @@ partition, with leader epoch 0; v13 adds a top-level error code.
 """
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from protocol.api_keys import ApiKey
-
-from broker.network.dispatch import RequestContext, handles
-from broker.log.manager import Topic, topic_name_error
-from broker.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from broker.apis.shared.common import ZERO_UUID
+from broker.log.manager import INTERNAL_TOPICS, Topic, topic_name_error
+from broker.metadata.topic_creation import auto_create
+from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 
 T = MetadataResponse.MetadataResponseTopic
 P = T.MetadataResponsePartition
@@ -70,7 +73,6 @@ def with_all_operations(ctx: RequestContext, req: MetadataRequest, response: Met
 
 async def _metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     if ctx.broker.cluster is not None:  # cluster mode: the answer comes from the metadata image
-        from broker.apis.cluster_admin import metadata as cluster_metadata
         return await cluster_metadata(ctx, req)
     logs = ctx.broker.logs
     v = ctx.api_version
@@ -105,4 +107,70 @@ async def _metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespon
                 topics.append(topic_entry(ctx, topic))
     return ctx.response(throttle_time_ms=0, brokers=broker_entries(ctx), cluster_id=ctx.broker.cluster_id,
                         controller_id=ctx.broker.node_id, topics=topics, authorized_operations=None,
+                        error_code=0)
+
+
+# -- Metadata ----------------------------------------------------------------------------------
+def cluster_broker_entries(ctx: RequestContext) -> list:
+    image = ctx.broker.cluster.image
+    out = []
+    for b in image.live_brokers():
+        ep = b.endpoint(ctx.listener) or (b.endpoints[0] if b.endpoints else None)
+        if ep is not None:
+            out.append(MetadataResponse.MetadataResponseBroker(node_id=b.id, host=ep.host, port=ep.port, rack=b.rack))
+    return out
+
+def cluster_topic_entry(ctx: RequestContext, name: str) -> T:
+    image = ctx.broker.cluster.image
+    t = image.topics[name]
+    live = {b.id for b in image.live_brokers()}
+    parts = []
+    for p, reg in sorted(t.partitions.items()):
+        has_leader = reg.leader in live
+        parts.append(P(error_code=0 if has_leader else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p,
+                       leader_id=reg.leader if has_leader else -1, leader_epoch=reg.leader_epoch,
+                       replica_nodes=list(reg.replicas), isr_nodes=list(reg.isr),
+                       offline_replicas=[b for b in reg.replicas if b not in live]))
+    return T(error_code=0, name=name, topic_id=uuid.UUID(t.topic_id), is_internal=name in INTERNAL_TOPICS,
+             partitions=parts, authorized_operations=None)
+
+async def cluster_metadata(ctx: RequestContext, req: Any) -> Any:
+    cluster = ctx.broker.cluster
+    v = ctx.api_version
+    topics: list[T] = []
+    if req.topics is None or (v == 0 and not req.topics):
+        topics = [cluster_topic_entry(ctx, name) for name in sorted(cluster.image.topics)]
+    else:
+        allow = (v < 4 or bool(req.allow_auto_topic_creation)) and bool(ctx.broker.config["auto.create.topics.enable"])
+        for rt in req.topics:
+            tid = getattr(rt, "topic_id", None)
+            if rt.name is None and tid is not None and tid != ZERO_UUID:
+                t = cluster.image.topics_by_id.get(str(tid))
+                topics.append(cluster_topic_entry(ctx, t.name) if t is not None else
+                              T(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=tid, is_internal=False,
+                                partitions=[], authorized_operations=None))
+                continue
+            name = rt.name
+            if name not in cluster.image.topics:
+                if topic_name_error(name):
+                    topics.append(T(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name, topic_id=ZERO_UUID,
+                                    is_internal=False, partitions=[], authorized_operations=None))
+                    continue
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if allow:
+                    try:
+                        code = await auto_create(ctx.broker, name)
+                    except Exception as exc:  # etcd unreachable: metadata changes wait
+                        from broker.metadata.store import MetadataUnavailable
+                        if not isinstance(exc, MetadataUnavailable):
+                            raise
+                        code = ErrorCode.LEADER_NOT_AVAILABLE
+                if code or name not in cluster.image.topics:
+                    topics.append(T(error_code=code or ErrorCode.LEADER_NOT_AVAILABLE, name=name,
+                                    topic_id=ZERO_UUID, is_internal=False, partitions=[],
+                                    authorized_operations=None))
+                    continue
+            topics.append(cluster_topic_entry(ctx, name))
+    return ctx.response(throttle_time_ms=0, brokers=cluster_broker_entries(ctx), cluster_id=ctx.broker.cluster_id,
+                        controller_id=cluster.controller_id, topics=topics, authorized_operations=None,
                         error_code=0)

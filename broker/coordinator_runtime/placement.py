@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from coordinator.hashing import partition_for_group
 from protocol.errors import ErrorCode
 
+from broker.metadata.topic_creation import auto_create
+
 if TYPE_CHECKING:
     from broker.network.dispatch import RequestContext
 
@@ -27,9 +29,7 @@ async def locate_coordinator(ctx: "RequestContext", key_type: int, key: str) -> 
     image = broker.cluster.image
     topic = image.topics.get(topic_name)
     if topic is None:
-        from ..apis.cluster_admin import auto_create
-
-        err = await auto_create(ctx, topic_name)
+        err = await auto_create(broker, topic_name)
         image = broker.cluster.image
         topic = image.topics.get(topic_name)
         if err or topic is None:

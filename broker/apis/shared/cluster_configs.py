@@ -8,11 +8,11 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from broker.network.dispatch import RequestContext
 from broker.log.manager import INTERNAL_TOPICS
+from broker.network.dispatch import RequestContext
 
 
-async def _while_unavailable(timeout_ms: int, fn: Any, *args: Any) -> Any:
+async def while_unavailable(timeout_ms: int, fn: Any, *args: Any) -> Any:
     """Metadata changes wait while etcd is unreachable, up to the request's timeout (then
     MetadataUnavailable: the caller answers REQUEST_TIMED_OUT, as Kafka does when its controller
     does not answer in time)."""
@@ -61,7 +61,7 @@ async def alter_topic_configs(ctx: RequestContext, name: str, new: dict[str, str
     if not records:
         return None
     try:
-        await _while_unavailable(30000, cluster.store.append, records)
+        await while_unavailable(30000, cluster.store.append, records)
     except MetadataUnavailable as exc:
         return ErrorCode.REQUEST_TIMED_OUT, f"the cluster metadata store is unavailable: {exc}"
     return None

@@ -8,8 +8,8 @@ from protocol.errors import ErrorCode
 
 from broker.log.manager import Topic
 from broker.log.partition import Partition
-from broker.server.broker_server import Broker
 from broker.metadata.topic_catalog import absent_partition_error  # noqa: F401  (the handlers' import)
+from broker.server.broker_server import Broker
 
 if TYPE_CHECKING:
     from broker.network.dispatch import RequestContext
