@@ -15,20 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.admin import (AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
-                                  ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse)
-
-from protocol.errors import ErrorCode
+from kafka.protocol.admin import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
 
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-from broker.network.dispatch import RequestContext, handles
 from broker.metadata.partition_change import write_decision
+from broker.network.dispatch import RequestContext, handles
 
 AT = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 AP = AT.ReassignablePartitionResponse
-LT = ListPartitionReassignmentsResponse.OngoingTopicReassignment
-LP = LT.OngoingPartitionReassignment
 
 
 def _single_node(ctx: RequestContext, topic: str, partition: int, target: list[int] | None) -> tuple[int, str | None]:
@@ -74,23 +70,3 @@ async def alter_partition_reassignments(ctx: RequestContext, req: AlterPartition
         responses.append(AT(name=t.name, partitions=parts))
     return ctx.response(throttle_time_ms=0, allow_replication_factor_change=allow, error_code=0,
                         error_message=None, responses=responses)
-
-
-@handles(ApiKey.LIST_PARTITION_REASSIGNMENTS)
-async def list_partition_reassignments(ctx: RequestContext, req: ListPartitionReassignmentsRequest) -> Any:
-    if ctx.broker.cluster is None:
-        return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, topics=[])
-    from coordinator.metadata.controller import ongoing_reassignments
-
-    ongoing = ongoing_reassignments(ctx.broker.cluster.image)
-    wanted = (None if req.topics is None else {t.name: set(t.partition_indexes) for t in req.topics})
-    topics = []
-    for name, parts in ongoing.items():
-        if wanted is not None and name not in wanted:
-            continue
-        entries = [LP(partition_index=p, replicas=list(reg.replicas), adding_replicas=list(reg.adding_replicas),
-                      removing_replicas=list(reg.removing_replicas))
-                   for p, reg in parts.items() if wanted is None or p in wanted[name]]
-        if entries:
-            topics.append(LT(name=name, partitions=entries))
-    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, topics=topics)

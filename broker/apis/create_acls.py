@@ -13,24 +13,16 @@ from __future__ import annotations
 
 import uuid
 
-from kafka.protocol.admin import (CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
-                                  DescribeAclsRequest, DescribeAclsResponse)
-
-from coordinator.metadata.records import RemoveAccessControlEntryRecord
-from protocol.errors import ErrorCode
+from kafka.protocol.admin import CreateAclsRequest, CreateAclsResponse
 
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-from broker.network.dispatch import RequestContext, handles
-from broker.security.acl import (CLUSTER_NAME, Operation, PatternType, Permission, ResourceType,
-                            acl_filter_matches)
+from broker.apis.shared.acls import SECURITY_DISABLED_MESSAGE, WRITE_TIMEOUT_MS
 from broker.metadata.store import MetadataUnavailable
-from broker.security.acl import AclBinding
+from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import CLUSTER_NAME, AclBinding, Operation, PatternType, Permission, ResourceType
 from broker.security.writes import write_decided
-
-WRITE_TIMEOUT_MS = 30000
-
-_DISABLED = "No Authorizer is configured."
 
 
 def _creation_error(acl: AclBinding) -> str | None:
@@ -62,7 +54,7 @@ async def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAcls
     R = CreateAclsResponse.AclCreationResult
     if ctx.broker.authorizer is None:
         return ctx.response(throttle_time_ms=0, results=[
-            R(error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED) for _ in req.creations])
+            R(error_code=ErrorCode.SECURITY_DISABLED, error_message=SECURITY_DISABLED_MESSAGE) for _ in req.creations])
     acls = [AclBinding(str(uuid.uuid4()), c.resource_type, c.resource_name, c.resource_pattern_type, c.principal,
                        c.host, c.operation, c.permission_type) for c in req.creations]
     errors = [_creation_error(acl) for acl in acls]
@@ -85,57 +77,3 @@ async def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAcls
                R(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=failure) if failure else
                R(error_code=0, error_message=None) for err in errors]
     return ctx.response(throttle_time_ms=0, results=results)
-
-
-@handles(ApiKey.DESCRIBE_ACLS)
-async def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> DescribeAclsResponse:
-    if ctx.broker.authorizer is None:
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED,
-                            resources=[])
-    matched: dict[tuple[int, str, int], list[AclBinding]] = {}
-    for acl in ctx.broker.metadata.image.acls.values():
-        if acl_filter_matches(acl, req.resource_type_filter, req.resource_name_filter, req.pattern_type_filter,
-                              req.principal_filter, req.host_filter, req.operation, req.permission_type):
-            matched.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(acl)
-    Res = DescribeAclsResponse.DescribeAclsResource
-    A = Res.AclDescription
-    resources = [Res(resource_type=rt, resource_name=rn, pattern_type=pt,
-                     acls=[A(principal=a.principal, host=a.host, operation=a.operation,
-                             permission_type=a.permission_type) for a in acls])
-                 for (rt, rn, pt), acls in matched.items()]
-    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, resources=resources)
-
-
-@handles(ApiKey.DELETE_ACLS)
-async def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse:
-    FR = DeleteAclsResponse.DeleteAclsFilterResult
-    M = FR.DeleteAclsMatchingAcl
-    if ctx.broker.authorizer is None:
-        return ctx.response(throttle_time_ms=0, filter_results=[
-            FR(error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED, matching_acls=[])
-            for _ in req.filters])
-
-    def decide(image):
-        removed: set[str] = set()
-        results, records = [], []
-        for f in req.filters:
-            matches = []
-            for acl_id, acl in image.acls.items():
-                if acl_filter_matches(acl, f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter,
-                                      f.principal_filter, f.host_filter, f.operation, f.permission_type):
-                    matches.append(M(error_code=0, error_message=None, resource_type=acl.resource_type,
-                                     resource_name=acl.resource_name, pattern_type=acl.pattern_type,
-                                     principal=acl.principal, host=acl.host, operation=acl.operation,
-                                     permission_type=acl.permission_type))
-                    if acl_id not in removed:
-                        removed.add(acl_id)
-                        records.append(RemoveAccessControlEntryRecord(acl_id))
-            results.append(FR(error_code=0, error_message=None, matching_acls=matches))
-        return records, results
-
-    try:
-        results = await write_decided(ctx.broker.metadata, decide, WRITE_TIMEOUT_MS)
-    except MetadataUnavailable as exc:
-        results = [FR(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=f"the cluster metadata store is "
-                      f"unavailable: {exc}", matching_acls=[]) for _ in req.filters]
-    return ctx.response(throttle_time_ms=0, filter_results=results)

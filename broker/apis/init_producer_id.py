@@ -3,12 +3,16 @@ the Java client v5). A non-null transactional id goes to the transaction coordin
 (broker/apis/transactions.py)."""
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
 
+from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
+from broker.apis.shared.transactions import fenced_for
 from broker.network.dispatch import RequestContext, handles
-from broker.apis.add_partitions_to_txn import init_transactional_producer_id
 
 
 @handles(ApiKey.INIT_PRODUCER_ID)
@@ -22,3 +26,21 @@ async def init_producer_id(ctx: RequestContext, req: InitProducerIdRequest) -> I
         return ctx.response(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch)
     pid = ctx.broker.producer_ids.allocate()
     return ctx.response(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
+
+
+async def init_transactional_producer_id(ctx: RequestContext, req: Any) -> Any:
+    """InitProducerId for a non-null transactional id (called by the InitProducerId handler)."""
+    def answer(code: int, pid: int = -1, epoch: int = -1) -> Any:
+        return ctx.response(throttle_time_ms=0, error_code=fenced_for(ctx.api_version, 4, code),
+                            producer_id=pid, producer_epoch=epoch)
+
+    if getattr(req, "enable_2pc", False):
+        # two-phase commit (KIP-939) needs transaction.two.phase.commit.enable, which is off
+        return answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if req.transactional_id == "":
+        return answer(ErrorCode.INVALID_REQUEST)
+    r: tx.InitProducerIdResult = await ctx.broker.txns.call_for(req.transactional_id, tx.InitProducerId(
+        transactional_id=req.transactional_id, transaction_timeout_ms=req.transaction_timeout_ms,
+        producer_id=getattr(req, "producer_id", -1), producer_epoch=getattr(req, "producer_epoch", -1),
+        api_version=ctx.api_version))
+    return answer(r.error_code, r.producer_id, r.producer_epoch)

@@ -11,31 +11,13 @@ answered, and a new leader whose HW still lags its epoch's start answers OFFSET_
 """
 from __future__ import annotations
 
-from kafka.protocol.consumer import (ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest,
-                                     OffsetForLeaderEpochResponse)
-
-from protocol.errors import ErrorCode
+from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
+from broker.apis.shared.common import leader_partition
 from broker.network.dispatch import RequestContext, handles
-from broker.apis.shared.common import absent_partition_error, check_leader_epoch
-
-
-def leader_partition(ctx: RequestContext, topic, name: str, index: int, rp,
-                     any_replica: bool = False) -> tuple[object | None, int]:
-    """(the partition, 0) when this broker leads it at the request's leader epoch, else (None or
-    the partition, the error it answers): unknown partition, fenced/unknown leader epoch, or
-    NOT_LEADER_OR_FOLLOWER on a follower — the checks ListOffsets and OffsetForLeaderEpoch share.
-    ``any_replica``: Kafka answers debugging tools (replica id -2) from any replica."""
-    part = topic.partitions.get(index) if topic is not None else None
-    if part is None:
-        return None, absent_partition_error(ctx.broker, name, index)
-    err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
-    if not err and part.replica is not None and not part.replica.is_leader and not any_replica:
-        err = ErrorCode.NOT_LEADER_OR_FOLLOWER
-    return part, err
-
 
 LT = ListOffsetsResponse.ListOffsetsTopicResponse
 LP = LT.ListOffsetsPartitionResponse
@@ -88,28 +70,3 @@ def hw_lagging(part) -> bool:
     retriable OFFSET_NOT_AVAILABLE then, and the client retries."""
     replica = part.replica
     return replica is not None and replica.leader_epoch_start_offset > part.high_watermark
-
-
-OT = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
-OP = OT.EpochEndOffset
-
-
-@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH)
-async def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-    """From the partition's leader epoch cache (Kafka's endOffsetFor): the largest epoch at or
-    below the requested one and where it ends; -1/-1 for an epoch newer than any known. In a
-    cluster only the leader answers (followers ask it before fetching, to truncate)."""
-    logs = ctx.broker.logs
-    topics = []
-    for rt in req.topics:
-        topic = logs.topics.get(rt.topic)
-        parts = []
-        for rp in rt.partitions:
-            part, err = leader_partition(ctx, topic, rt.topic, rp.partition, rp)
-            if err:
-                parts.append(OP(error_code=err, partition=rp.partition, leader_epoch=-1, end_offset=-1))
-                continue
-            epoch, end = part.epochs.end_offset_for(rp.leader_epoch, part.log_end_offset)
-            parts.append(OP(error_code=0, partition=rp.partition, leader_epoch=epoch, end_offset=end))
-        topics.append(OT(topic=rt.topic, partitions=parts))
-    return ctx.response(throttle_time_ms=0, topics=topics)

@@ -10,12 +10,11 @@ lifetime (KIP-368, ``connections.max.reauth.ms`` or an OAUTHBEARER token's expir
 """
 from __future__ import annotations
 
-from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
-
-from protocol.errors import ErrorCode
-from protocol.frame import FrameError
+from kafka.protocol.sasl import SaslHandshakeRequest
 
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.frame import FrameError
 
 from broker.network.dispatch import RequestContext, handles
 from broker.security.sasl import AuthenticationFailed
@@ -40,20 +39,3 @@ async def sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest):
     except AuthenticationFailed:
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms)
     return ctx.response(error_code=0, mechanisms=mechanisms)
-
-
-@handles(ApiKey.SASL_AUTHENTICATE)
-async def sasl_authenticate(ctx: RequestContext, req: SaslAuthenticateRequest):
-    session = ctx.session
-    if session is None or not session.listener.listener.sasl or session.exchange is None:
-        # KafkaApis' answer on a non-SASL or already authenticated connection (which stays open;
-        # before authentication the session's gate has already closed such a connection)
-        return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE,
-                            error_message="SaslAuthenticate request received after successful authentication",
-                            auth_bytes=b"", session_lifetime_ms=0)
-    try:
-        answer, lifetime = session.step(bytes(req.auth_bytes or b""))
-    except AuthenticationFailed as exc:
-        return ctx.response(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=str(exc),
-                            auth_bytes=b"", session_lifetime_ms=0)
-    return ctx.response(error_code=0, error_message=None, auth_bytes=answer, session_lifetime_ms=lifetime)

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 
 from broker.log.manager import Topic
 from broker.log.partition import Partition
+from broker.metadata import topic_catalog
 from broker.metadata.topic_catalog import absent_partition_error  # noqa: F401  (the handlers' import)
 from broker.server.broker_server import Broker
 
@@ -76,3 +78,36 @@ def other_group_type_answer(ctx: "RequestContext", group_id: str, member_epoch: 
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                         error_message=f"Group {group_id} is not a {kind} group.", member_id=None,
                         member_epoch=member_epoch, heartbeat_interval_ms=0, assignment=None)
+
+
+async def call_per_coordinator_partition(ctx: RequestContext, group_ids: list[str], make: Any) -> dict[str, Any]:
+    """Split a multi-group request by coordinator partition; results by group id."""
+    by_partition: dict[int, list[str]] = defaultdict(list)
+    for gid in group_ids:
+        by_partition[ctx.broker.groups.coordinator_for(gid or "")[0]].append(gid)
+    results: dict[str, Any] = {}
+    for p, gids in by_partition.items():
+        results[p] = await ctx.broker.groups.call(p, make(gids))
+    return results
+
+
+def topic_name_for(ctx: RequestContext, name: str | None, topic_id: Any) -> str | None:
+    if ctx.api_version >= 10:
+        topic = topic_catalog.topic_by_id(ctx.broker, topic_id)
+        return topic.name if topic else None
+    return name
+
+
+def leader_partition(ctx: RequestContext, topic, name: str, index: int, rp,
+                     any_replica: bool = False) -> tuple[object | None, int]:
+    """(the partition, 0) when this broker leads it at the request's leader epoch, else (None or
+    the partition, the error it answers): unknown partition, fenced/unknown leader epoch, or
+    NOT_LEADER_OR_FOLLOWER on a follower — the checks ListOffsets and OffsetForLeaderEpoch share.
+    ``any_replica``: Kafka answers debugging tools (replica id -2) from any replica."""
+    part = topic.partitions.get(index) if topic is not None else None
+    if part is None:
+        return None, absent_partition_error(ctx.broker, name, index)
+    err = check_leader_epoch(part, getattr(rp, "current_leader_epoch", -1))
+    if not err and part.replica is not None and not part.replica.is_leader and not any_replica:
+        err = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return part, err

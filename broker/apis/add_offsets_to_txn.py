@@ -1,0 +1,21 @@
+"""AddOffsetsToTxn v0-v4.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.txn import coordinator as tx
+from protocol.api_keys import ApiKey
+
+from broker.apis.shared.transactions import fenced_for
+from broker.network.dispatch import RequestContext, handles
+
+
+@handles(ApiKey.ADD_OFFSETS_TO_TXN)
+async def add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
+    groups = ctx.broker.groups
+    offsets_partition, _ = groups.coordinator_for(req.group_id or "")    # creates __consumer_offsets
+    r: tx.AddPartitionsResult = await ctx.broker.txns.call_for(req.transactional_id, tx.AddOffsetsToTxn(
+        transactional_id=req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
+        group_id=req.group_id, offsets_partition=offsets_partition, api_version=ctx.api_version))
+    return ctx.response(throttle_time_ms=0, error_code=fenced_for(ctx.api_version, 2, r.error_code))

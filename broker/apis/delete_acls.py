@@ -1,0 +1,50 @@
+"""DeleteAcls v1-v3.
+"""
+from __future__ import annotations
+
+from kafka.protocol.admin import DeleteAclsRequest, DeleteAclsResponse
+
+from coordinator.metadata.records import RemoveAccessControlEntryRecord
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from broker.apis.shared.acls import SECURITY_DISABLED_MESSAGE, WRITE_TIMEOUT_MS
+from broker.metadata.store import MetadataUnavailable
+from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import acl_filter_matches
+from broker.security.writes import write_decided
+
+
+@handles(ApiKey.DELETE_ACLS)
+async def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAclsResponse:
+    FR = DeleteAclsResponse.DeleteAclsFilterResult
+    M = FR.DeleteAclsMatchingAcl
+    if ctx.broker.authorizer is None:
+        return ctx.response(throttle_time_ms=0, filter_results=[
+            FR(error_code=ErrorCode.SECURITY_DISABLED, error_message=SECURITY_DISABLED_MESSAGE, matching_acls=[])
+            for _ in req.filters])
+
+    def decide(image):
+        removed: set[str] = set()
+        results, records = [], []
+        for f in req.filters:
+            matches = []
+            for acl_id, acl in image.acls.items():
+                if acl_filter_matches(acl, f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter,
+                                      f.principal_filter, f.host_filter, f.operation, f.permission_type):
+                    matches.append(M(error_code=0, error_message=None, resource_type=acl.resource_type,
+                                     resource_name=acl.resource_name, pattern_type=acl.pattern_type,
+                                     principal=acl.principal, host=acl.host, operation=acl.operation,
+                                     permission_type=acl.permission_type))
+                    if acl_id not in removed:
+                        removed.add(acl_id)
+                        records.append(RemoveAccessControlEntryRecord(acl_id))
+            results.append(FR(error_code=0, error_message=None, matching_acls=matches))
+        return records, results
+
+    try:
+        results = await write_decided(ctx.broker.metadata, decide, WRITE_TIMEOUT_MS)
+    except MetadataUnavailable as exc:
+        results = [FR(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=f"the cluster metadata store is "
+                      f"unavailable: {exc}", matching_acls=[]) for _ in req.filters]
+    return ctx.response(throttle_time_ms=0, filter_results=results)

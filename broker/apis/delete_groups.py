@@ -1,0 +1,23 @@
+"""DeleteGroups v0-v2.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.group import coordinator as g
+from protocol.api_keys import ApiKey
+
+from broker.apis.shared.common import call_per_coordinator_partition, coordinator_fields
+from broker.network.dispatch import RequestContext, handles
+
+
+@handles(ApiKey.DELETE_GROUPS)
+async def delete_groups(ctx: RequestContext, req: Any) -> Any:
+    shares = ctx.broker.share_groups    # KIP-932 share groups are deleted here too (Admin.deleteShareGroups)
+    by_group = {gid: shares.delete(gid, ctx.broker.now_ms()) for gid in req.groups_names if shares.has(gid)}
+    results = await call_per_coordinator_partition(ctx, [gid for gid in req.groups_names if gid not in by_group],
+                                   lambda gids: g.DeleteGroups(groups=gids, **coordinator_fields(ctx)))
+    by_group.update({x.group_id: x.error_code for r in results.values() for x in r.results})
+    resp = ctx.response(throttle_time_ms=0, results=[])
+    resp.results = [resp.DeletableGroupResult(group_id=gid, error_code=by_group[gid]) for gid in req.groups_names]
+    return resp

@@ -1,0 +1,20 @@
+"""EndTxn v0-v5.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.txn import coordinator as tx
+from protocol.api_keys import ApiKey
+
+from broker.apis.shared.transactions import fenced_for
+from broker.network.dispatch import RequestContext, handles
+
+
+@handles(ApiKey.END_TXN)
+async def end_txn(ctx: RequestContext, req: Any) -> Any:
+    r: tx.EndTxnResult = await ctx.broker.txns.call_for(req.transactional_id, tx.EndTxn(
+        transactional_id=req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
+        committed=bool(req.committed), api_version=ctx.api_version))
+    return ctx.response(throttle_time_ms=0, error_code=fenced_for(ctx.api_version, 2, r.error_code),
+                        producer_id=r.producer_id, producer_epoch=r.producer_epoch)

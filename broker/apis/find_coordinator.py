@@ -1,0 +1,61 @@
+"""FindCoordinator v0-v6.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.metadata import FindCoordinatorResponse
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from broker.coordinator_runtime.placement import GROUP_KEY, TRANSACTION_KEY, locate_coordinator
+from broker.network.dispatch import RequestContext, handles
+
+
+@handles(ApiKey.FIND_COORDINATOR)
+async def find_coordinator(ctx: RequestContext, req: Any) -> Any:
+    if ctx.broker.cluster is not None:  # cluster mode: the leader of the key's internal partition
+        return await cluster_find_coordinator(ctx, req)
+    adv = ctx.advertised
+    key_type = req.key_type or GROUP_KEY
+
+    # Kafka fills error_message with Errors.message() even on success, which for NONE is "NONE".
+    def locate(key: str) -> tuple[int, str | None]:
+        if key_type == GROUP_KEY:
+            ctx.broker.groups.coordinator_for(key or "")
+            return ErrorCode.NONE, "NONE"
+        if key_type == TRANSACTION_KEY:
+            ctx.broker.txns.coordinator_for(key or "")
+            return ErrorCode.NONE, "NONE"
+        return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
+
+    if ctx.api_version >= 4:
+        coords = []
+        for key in req.coordinator_keys:
+            err, msg = locate(key)
+            ok = err == ErrorCode.NONE
+            coords.append(FindCoordinatorResponse.Coordinator(
+                key=key, node_id=ctx.broker.node_id if ok else -1, host=adv.host if ok else "",
+                port=adv.port if ok else -1, error_code=err, error_message=msg))
+        return ctx.response(throttle_time_ms=0, coordinators=coords)
+    err, msg = locate(req.key)
+    ok = err == ErrorCode.NONE
+    return ctx.response(throttle_time_ms=0, error_code=err, error_message=msg,
+                        node_id=ctx.broker.node_id if ok else -1, host=adv.host if ok else "",
+                        port=adv.port if ok else -1)
+
+
+async def cluster_find_coordinator(ctx: "RequestContext", req: Any) -> Any:
+    key_type = req.key_type or GROUP_KEY
+    if ctx.api_version >= 4:
+        from kafka.protocol.metadata import FindCoordinatorResponse
+
+        coords = []
+        for key in req.coordinator_keys:
+            err, msg, node, host, port = await locate_coordinator(ctx, key_type, key)
+            coords.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port,
+                                                              error_code=err, error_message=msg))
+        return ctx.response(throttle_time_ms=0, coordinators=coords)
+    err, msg, node, host, port = await locate_coordinator(ctx, key_type, req.key)
+    return ctx.response(throttle_time_ms=0, error_code=err, error_message=msg, node_id=node, host=host, port=port)

@@ -1,0 +1,34 @@
+"""ListPartitionReassignments v0.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin import ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
+
+from protocol.api_keys import ApiKey
+
+from broker.network.dispatch import RequestContext, handles
+
+LT = ListPartitionReassignmentsResponse.OngoingTopicReassignment
+
+LP = LT.OngoingPartitionReassignment
+
+@handles(ApiKey.LIST_PARTITION_REASSIGNMENTS)
+async def list_partition_reassignments(ctx: RequestContext, req: ListPartitionReassignmentsRequest) -> Any:
+    if ctx.broker.cluster is None:
+        return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, topics=[])
+    from coordinator.metadata.controller import ongoing_reassignments
+
+    ongoing = ongoing_reassignments(ctx.broker.cluster.image)
+    wanted = (None if req.topics is None else {t.name: set(t.partition_indexes) for t in req.topics})
+    topics = []
+    for name, parts in ongoing.items():
+        if wanted is not None and name not in wanted:
+            continue
+        entries = [LP(partition_index=p, replicas=list(reg.replicas), adding_replicas=list(reg.adding_replicas),
+                      removing_replicas=list(reg.removing_replicas))
+                   for p, reg in parts.items() if wanted is None or p in wanted[name]]
+        if entries:
+            topics.append(LT(name=name, partitions=entries))
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, topics=topics)

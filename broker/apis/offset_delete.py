@@ -1,0 +1,41 @@
+"""OffsetDelete v0.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.group import coordinator as g
+from coordinator.group.offsets import TopicPartitions
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from broker.apis.shared.common import coordinator_fields
+from broker.metadata import topic_catalog
+from broker.network.dispatch import RequestContext, handles
+
+
+@handles(ApiKey.OFFSET_DELETE)
+async def offset_delete(ctx: RequestContext, req: Any) -> Any:
+    rejected: dict[tuple[str, int], int] = {}
+    topics = []
+    for t in req.topics:
+        topic = topic_catalog.topic(ctx.broker, t.name)
+        keep = []
+        for p in t.partitions:
+            if topic is None or not topic.has_partition(p.partition_index):
+                rejected[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                keep.append(p.partition_index)
+        if keep:
+            topics.append(TopicPartitions(t.name, keep))
+    r: g.OffsetDeleteResult = await ctx.broker.groups.call_for(
+        req.group_id, g.OffsetDelete(group_id=req.group_id, topics=topics, **coordinator_fields(ctx)))
+    errors = {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
+    resp = ctx.response(throttle_time_ms=0, error_code=r.error_code, topics=[])
+    T = resp.OffsetDeleteResponseTopic
+    if r.error_code == ErrorCode.NONE:
+        resp.topics = [T(name=t.name, partitions=[T.OffsetDeleteResponsePartition(
+            partition_index=p.partition_index,
+            error_code=rejected.get((t.name, p.partition_index), errors.get((t.name, p.partition_index), 0)))
+            for p in t.partitions]) for t in req.topics]
+    return resp
