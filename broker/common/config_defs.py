@@ -25,24 +25,11 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-import structlog
-from kafka.protocol.admin import (AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest,
-                                  DescribeConfigsResponse, IncrementalAlterConfigsRequest,
-                                  IncrementalAlterConfigsResponse)
-
-from protocol.errors import ErrorCode
-
-from broker.common.config import (BROKER_DEFAULTS, LONG_MAX, TOPIC_CONFIG_DEFS, TOPIC_CONFIGS, BrokerConfig, ConfigError, TopicConfigDef)
-from protocol.api_keys import ApiKey
-
-from broker.network.dispatch import RequestContext, handles
-from broker.log.manager import Topic, topic_name_error
-
-log = structlog.get_logger("samsa.configs")
+from broker.common.config import BROKER_DEFAULTS, LONG_MAX, TOPIC_CONFIG_DEFS, BrokerConfig, ConfigError, TopicConfigDef
 
 # ConfigResource.Type ids
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
-_RESOURCE_NAMES = {0: "UNKNOWN", TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_LOGGER",
+RESOURCE_NAMES = {0: "UNKNOWN", TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_LOGGER",
                    CLIENT_METRICS: "CLIENT_METRICS", GROUP: "GROUP"}
 
 # DescribeConfigsResponse.ConfigSource ids
@@ -52,15 +39,7 @@ TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG
 CONFIG_TYPE_IDS = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
                    "list": 7, "class": 8, "password": 9}
 
-# IncrementalAlterConfigs operations
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-_OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
-DYNAMIC_BROKER_CONFIGS_UNSUPPORTED = (
-    "Samsa does not support dynamic broker configs: set broker properties in server.properties "
-    "or KAFKA_* environment variables and restart the broker.")
-DYNAMIC_LOG_LEVELS_UNSUPPORTED = (
-    "Samsa does not support changing broker log levels at runtime: set SAMSA_LOG_LEVEL and restart.")
 TIERED_STORAGE_DISABLED = ("Tiered Storage functionality is disabled in the broker. "
                            "Topic cannot be configured with remote log storage.")
 
@@ -91,7 +70,7 @@ _BROKER_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
 _UNIT_MS = {"log.roll.hours": 3600000, "log.roll.jitter.hours": 3600000,
             "log.retention.minutes": 60000, "log.retention.hours": 3600000}
 
-_BROKER_DOCS: dict[str, str] = {
+BROKER_DOCS: dict[str, str] = {
     "node.id": "Id of this broker.",
     "process.roles": "Roles this node plays (Samsa is always a combined broker and controller).",
     "listeners": "Addresses the broker listens on.",
@@ -169,7 +148,7 @@ _BROKER_DOCS: dict[str, str] = {
 
 
 # -- value parsing and rendering (Kafka's ConfigDef) --------------------------------------
-_INT_RE = re.compile(r"^[+-]?\d+$")
+INTEGER_PATTERN = re.compile(r"^[+-]?\d+$")
 _LIST_SPLIT = re.compile(r"\s*,\s*")
 _THROTTLED = re.compile(r"^\d+:\d+$")
 _BOUNDS = {"short": (-(1 << 15), (1 << 15) - 1), "int": (-(1 << 31), (1 << 31) - 1),
@@ -187,7 +166,7 @@ def parse_config(name: str, kind: str, raw: Any) -> Any:
     s = raw.strip()
     if kind in _BOUNDS:
         lo, hi = _BOUNDS[kind]
-        if not _INT_RE.match(s) or not lo <= int(s) <= hi:
+        if not INTEGER_PATTERN.match(s) or not lo <= int(s) <= hi:
             raise _invalid(name, raw, f"Not a number of type {kind.upper()}")
         return int(s)
     if kind == "double":
@@ -338,7 +317,7 @@ def effective_value(config: BrokerConfig, overrides: Mapping[str, str | None], n
     return d.default
 
 
-def _synonym_chain(config: BrokerConfig, name: str) -> list[tuple[str, str | None, int]]:
+def synonym_chain(config: BrokerConfig, name: str) -> list[tuple[str, str | None, int]]:
     """Kafka's ConfigHelper.configSynonyms: static then default values of the property's
     synonyms, dropping everything before ``name`` itself."""
     names = broker_synonyms(name)
@@ -370,7 +349,7 @@ def topic_config_entries(config: BrokerConfig, overrides: Mapping[str, str], nam
         if overridden:
             syns.append((name, text, TOPIC_CONFIG))
         if d.synonyms:
-            syns += _synonym_chain(config, d.synonyms[0])
+            syns += synonym_chain(config, d.synonyms[0])
         source = syns[0][2] if syns else DEFAULT_CONFIG
         out.append((name, text, source, syns, d.kind))
     return out
@@ -391,280 +370,3 @@ def creation_config_entries(config: BrokerConfig, overrides: Mapping[str, str]) 
             source = DEFAULT_CONFIG
         out.append((name, render_config(d.kind, value), source))
     return out
-
-
-# -- DescribeConfigs ----------------------------------------------------------------------
-DR = DescribeConfigsResponse.DescribeConfigsResult
-DC = DR.DescribeConfigsResourceResult
-DS = DC.DescribeConfigsSynonym
-
-
-def _wanted(keys: list[str] | None, names: Iterable[str]) -> list[str]:
-    names = sorted(names)
-    if not keys:
-        return names
-    want = set(keys)
-    return [n for n in names if n in want]
-
-
-def _topic(ctx: RequestContext, name: str) -> Any:
-    """The topic (``.name``, ``.configs``, ``.internal``): the local log's, or in cluster mode
-    the metadata image's (its ConfigRecords)."""
-    if ctx.broker.cluster is not None:
-        from broker.apis.shared.cluster_configs import topic_config_view
-        return topic_config_view(ctx, name)
-    return ctx.broker.logs.topics.get(name)
-
-
-def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> DR:
-    logs = ctx.broker.logs
-    topic = _topic(ctx, name)
-    if topic is None:
-        return DR(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=None, resource_type=TOPIC,
-                  resource_name=name, configs=[])
-
-    def live(n: str) -> Any:
-        # what the partitions actually use
-        return logs.topic_config_value(topic, n) if n in TOPIC_CONFIGS else None
-
-    entries = topic_config_entries(ctx.broker.config, topic.configs, _wanted(keys, TOPIC_CONFIG_DEFS), live,
-                                   topic.internal)
-    configs = [DC(name=n, value=v, read_only=False, config_source=src, is_sensitive=False,
-                  synonyms=[DS(name=sn, value=sv, source=ss) for sn, sv, ss in syns] if synonyms else [],
-                  config_type=CONFIG_TYPE_IDS[kind], documentation=TOPIC_CONFIG_DEFS[n].doc if docs else None)
-               for n, v, src, syns, kind in entries]
-    return DR(error_code=0, error_message=None, resource_type=TOPIC, resource_name=name, configs=configs)
-
-
-def _broker_entry(config: BrokerConfig, name: str, synonyms: bool, docs: bool) -> DC:
-    kind = broker_kind(name)
-    if kind is None or kind == "password":
-        # Kafka treats properties it does not know as possibly sensitive
-        syns = [(name, None, STATIC_BROKER_CONFIG)] if name in config.raw else []
-        return DC(name=name, value=None, read_only=True, config_source=syns[0][2] if syns else DEFAULT_CONFIG,
-                  is_sensitive=True, synonyms=[DS(name=a, value=b, source=c) for a, b, c in syns] if synonyms else [],
-                  config_type=CONFIG_TYPE_IDS.get(kind, 0), documentation=None)
-    value = config.raw[name] if name in config.raw and kind == "string" else \
-        render_config(kind, broker_value(config, name))
-    chain = _synonym_chain(config, name)
-    return DC(name=name, value=value, read_only=True, config_source=chain[0][2] if chain else DEFAULT_CONFIG,
-              is_sensitive=False, synonyms=[DS(name=a, value=b, source=c) for a, b, c in chain] if synonyms else [],
-              config_type=CONFIG_TYPE_IDS.get(kind, 0), documentation=_BROKER_DOCS.get(name) if docs else None)
-
-
-def _describe_broker(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> DR:
-    config = ctx.broker.config
-    if name == "":
-        # cluster-wide dynamic defaults: Samsa has none
-        return DR(error_code=0, error_message=None, resource_type=BROKER, resource_name=name, configs=[])
-    err = _broker_id_error(ctx, name, allow_empty=True)
-    if err:
-        return DR(error_code=ErrorCode.INVALID_REQUEST, error_message=err, resource_type=BROKER,
-                  resource_name=name, configs=[])
-    names = set(BROKER_DEFAULTS) | set(EXTRA_BROKER_DEFAULTS) | set(config.raw)
-    configs = [_broker_entry(config, n, synonyms, docs) for n in _wanted(keys, names)]
-    return DR(error_code=0, error_message=None, resource_type=BROKER, resource_name=name, configs=configs)
-
-
-def _log_level_name() -> str:
-    try:
-        level = structlog.get_logger().get_effective_level()  # type: ignore[attr-defined]
-    except Exception:
-        level = 20
-    return {10: "DEBUG", 20: "INFO", 30: "WARN", 40: "ERROR", 50: "FATAL"}.get(level, "INFO")
-
-
-def _describe_broker_logger(ctx: RequestContext, name: str, keys: list[str] | None) -> DR:
-    if not name:
-        return DR(error_code=ErrorCode.INVALID_REQUEST, error_message="Broker id must not be empty",
-                  resource_type=BROKER_LOGGER, resource_name=name, configs=[])
-    err = _broker_id_error(ctx, name, allow_empty=False)
-    if err:
-        return DR(error_code=ErrorCode.INVALID_REQUEST, error_message=err, resource_type=BROKER_LOGGER,
-                  resource_name=name, configs=[])
-    loggers = {"root": _log_level_name()}
-    configs = [DC(name=n, value=loggers[n], read_only=False, config_source=DYNAMIC_BROKER_LOGGER_CONFIG,
-                  is_sensitive=False, synonyms=[], config_type=0, documentation=None)
-               for n in _wanted(keys, loggers)]
-    return DR(error_code=0, error_message=None, resource_type=BROKER_LOGGER, resource_name=name, configs=configs)
-
-
-def _broker_id_error(ctx: RequestContext, name: str, allow_empty: bool) -> str | None:
-    """Kafka's messages for a BROKER / BROKER_LOGGER resource naming another node."""
-    if not _INT_RE.match(name):
-        return f"Broker id must be an integer, but it is: {name}"
-    node = ctx.broker.node_id
-    if int(name) == node:
-        return None
-    if allow_empty:
-        return f"Unexpected broker id, expected {node} or empty string, but received {name}"
-    return f"Unexpected broker id, expected {node} but received {name}"
-
-
-@handles(ApiKey.DESCRIBE_CONFIGS)
-async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
-    synonyms = bool(req.include_synonyms)
-    docs = bool(getattr(req, "include_documentation", False)) and ctx.api_version >= 3
-    results = []
-    for res in req.resources:
-        rtype, name, keys = res.resource_type, res.resource_name, res.configuration_keys
-        if rtype == TOPIC:
-            err = topic_name_error(name)
-            if err:
-                results.append(DR(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, error_message=err,
-                                  resource_type=rtype, resource_name=name, configs=[]))
-            else:
-                results.append(_describe_topic(ctx, name, keys, synonyms, docs))
-        elif rtype == BROKER:
-            results.append(_describe_broker(ctx, name, keys, synonyms, docs))
-        elif rtype == BROKER_LOGGER:
-            results.append(_describe_broker_logger(ctx, name, keys))
-        else:
-            results.append(DR(error_code=ErrorCode.INVALID_REQUEST,
-                              error_message=f"Unsupported resource type: {_RESOURCE_NAMES.get(rtype, rtype)}",
-                              resource_type=rtype, resource_name=name, configs=[]))
-    return ctx.response(throttle_time_ms=0, results=results)
-
-
-# -- AlterConfigs and IncrementalAlterConfigs ---------------------------------------------
-class _Reject(Exception):
-    def __init__(self, code: int, message: str | None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def _non_topic_error(rtype: int) -> _Reject:
-    if rtype == BROKER:
-        return _Reject(ErrorCode.INVALID_REQUEST, DYNAMIC_BROKER_CONFIGS_UNSUPPORTED)
-    if rtype == BROKER_LOGGER:
-        return _Reject(ErrorCode.INVALID_REQUEST, DYNAMIC_LOG_LEVELS_UNSUPPORTED)
-    if rtype in _RESOURCE_NAMES and rtype != 0:
-        return _Reject(ErrorCode.INVALID_REQUEST, f"Unexpected resource type {_RESOURCE_NAMES[rtype]}.")
-    return _Reject(ErrorCode.UNSUPPORTED_VERSION, f"Unknown resource type {rtype}.")
-
-
-def _check_topic_resource(name: str) -> None:
-    if not name:
-        raise _Reject(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
-    err = topic_name_error(name)
-    if err:
-        raise _Reject(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
-
-
-async def _apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str | None],
-                               validate_only: bool) -> None:
-    """Validate a topic's complete new overrides, check the topic exists, then store them."""
-    try:
-        validate_topic_configs(new, ctx.broker.config)
-    except ConfigError as exc:
-        raise _Reject(ErrorCode.INVALID_CONFIG, str(exc)) from None
-    topic = _topic(ctx, name)
-    if topic is None:
-        raise _Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-    if not validate_only and new != topic.configs and ctx.broker.cluster is not None:
-        from broker.apis.shared.cluster_configs import alter_topic_configs  # cluster mode: ConfigRecords in the metadata log
-        error = await alter_topic_configs(ctx, name, {k: v for k, v in new.items() if v is not None})
-        if error is not None:
-            raise _Reject(*error)
-    elif not validate_only and new != topic.configs:
-        ctx.broker.logs.alter_configs(name, {k: v for k, v in new.items() if v is not None})
-        log.info("topic configs altered", topic=name, configs=new)
-
-
-def _list_parts(value: str | None) -> list[str]:
-    return [p for p in (value or "").split(",") if p]
-
-
-def _incremental(topic: Topic | None, configs: list) -> dict[str, str | None]:
-    """The overrides after applying SET/DELETE/APPEND/SUBTRACT (Kafka's incrementalAlterConfigResource)."""
-    current = dict(topic.configs) if topic is not None else {}
-    new: dict[str, str | None] = dict(current)
-    for c in configs:
-        op = c.config_operation
-        if op == SET:
-            new[c.name] = c.value
-        elif op == DELETE:
-            new.pop(c.name, None)
-        else:  # APPEND / SUBTRACT
-            d = TOPIC_CONFIG_DEFS.get(c.name)
-            if d is None or d.kind != "list":
-                raise _Reject(ErrorCode.INVALID_CONFIG,
-                              f"Can't {_OP_NAMES[op]} to key {c.name} because its type is not LIST.")
-            base = new.get(c.name)
-            parts = _list_parts(base if base is not None else render_config("list", d.default))
-            values = (c.value or "").split(",")
-            if op == APPEND:
-                parts += [v for v in dict.fromkeys(values) if v not in parts]
-            else:
-                parts = [p for p in parts if p not in values]
-            new[c.name] = ",".join(parts)
-    return new
-
-
-def _resource_response(cls: type, rtype: int, name: str, code: int = 0, message: str | None = None) -> Any:
-    return cls.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=rtype,
-                                            resource_name=name)
-
-
-def _each_resource(resources: list) -> Iterable[tuple[Any, bool]]:
-    """Each distinct (type, name) resource once, flagged when the request names it twice
-    (Kafka answers a duplicated resource once, with INVALID_REQUEST)."""
-    counts: dict[tuple[int, str], int] = {}
-    for r in resources:
-        key = (r.resource_type, r.resource_name)
-        counts[key] = counts.get(key, 0) + 1
-    done: set[tuple[int, str]] = set()
-    for r in resources:
-        key = (r.resource_type, r.resource_name)
-        if key not in done:
-            done.add(key)
-            yield r, counts[key] > 1
-
-
-@handles(ApiKey.ALTER_CONFIGS)
-async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterConfigsResponse:
-    out = []
-    for res, duplicated in _each_resource(req.resources):
-        rtype, name = res.resource_type, res.resource_name
-        try:
-            if duplicated:
-                raise _Reject(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
-            if rtype != TOPIC:
-                raise _non_topic_error(rtype)
-            _check_topic_resource(name)
-            new = {c.name: c.value for c in res.configs}
-            await _apply_topic_configs(ctx, name, new, bool(req.validate_only))
-            out.append(_resource_response(AlterConfigsResponse, rtype, name))
-        except _Reject as rej:
-            out.append(_resource_response(AlterConfigsResponse, rtype, name, rej.code, rej.message))
-    return ctx.response(throttle_time_ms=0, responses=out)
-
-
-@handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-async def incremental_alter_configs(ctx: RequestContext,
-                                    req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
-    out = []
-    for res, duplicated in _each_resource(req.resources):
-        rtype, name = res.resource_type, res.resource_name
-        try:
-            if duplicated:
-                raise _Reject(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
-            keys = [c.name for c in res.configs]
-            if len(set(keys)) != len(keys):
-                raise _Reject(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
-            nulls = [c.name for c in res.configs if c.config_operation != DELETE and c.value is None]
-            if nulls:
-                raise _Reject(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
-            bad_ops = [c.config_operation for c in res.configs if c.config_operation not in _OP_NAMES]
-            if bad_ops:
-                raise _Reject(ErrorCode.INVALID_REQUEST, f"Unknown operation type {bad_ops[0]}")
-            if rtype != TOPIC:
-                raise _non_topic_error(rtype)
-            _check_topic_resource(name)
-            new = _incremental(_topic(ctx, name), list(res.configs))
-            await _apply_topic_configs(ctx, name, new, bool(req.validate_only))
-            out.append(_resource_response(IncrementalAlterConfigsResponse, rtype, name))
-        except _Reject as rej:
-            out.append(_resource_response(IncrementalAlterConfigsResponse, rtype, name, rej.code, rej.message))
-    return ctx.response(throttle_time_ms=0, responses=out)
