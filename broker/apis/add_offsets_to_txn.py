@@ -9,6 +9,8 @@ from protocol.api_keys import ApiKey
 
 from broker.apis.shared.transactions import fenced_for
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import GROUP_DENIED, TXN_DENIED, allowed, authorizes
 
 
 @handles(ApiKey.ADD_OFFSETS_TO_TXN)
@@ -19,3 +21,13 @@ async def add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
         transactional_id=req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
         group_id=req.group_id, offsets_partition=offsets_partition, api_version=ctx.api_version))
     return ctx.response(throttle_time_ms=0, error_code=fenced_for(ctx.api_version, 2, r.error_code))
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.ADD_OFFSETS_TO_TXN)
+async def authorize_add_offsets_to_txn(ctx, req, handler):
+    if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
+        return ctx.response(throttle_time_ms=0, error_code=TXN_DENIED)
+    if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=GROUP_DENIED)
+    return await handler(ctx, req)

@@ -20,7 +20,7 @@ WriteTxnMarkers is not offered either: this node writes its own markers.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, Callable
 
 from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey
@@ -29,11 +29,9 @@ from protocol.errors import ErrorCode
 from broker.apis.shared.transactions import fenced_for
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import CLUSTER_DENIED, TOPIC_DENIED, TXN_DENIED, allowed, authorizes, cluster, response_class
 
-# ---------------------------------------------------------------------------- InitProducerId
-
-
-# ---------------------------------------------------------------------------- AddPartitionsToTxn
 
 def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
     return topic_catalog.has_partition(ctx.broker, topic, partition)   # the cluster's, not only local logs
@@ -78,19 +76,24 @@ async def add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
     return resp
 
 
-# ---------------------------------------------------------------------------- AddOffsetsToTxn
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.ADD_PARTITIONS_TO_TXN)
+async def authorize_add_partitions_to_txn(ctx, req, handler):
+    if ctx.api_version >= 4:   # the broker-to-broker verification form
+        if cluster(ctx, Op.CLUSTER_ACTION):
+            return await handler(ctx, req)
+        return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results_by_transaction=[])
+    TR = response_class(ApiKey.ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxnTopicResult")
+    P = TR.AddPartitionsToTxnPartitionResult
+    topics = req.v3_and_below_topics
 
-
-# ---------------------------------------------------------------------------- EndTxn
-
-
-# ---------------------------------------------------------------------------- TxnOffsetCommit
-
-
-# ---------------------------------------------------------------------------- DescribeTransactions
-
-
-# ---------------------------------------------------------------------------- ListTransactions
-
-
-# ---------------------------------------------------------------------------- DescribeProducers
+    def answer(code_of: Callable[[str], int]):
+        return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=[
+            TR(name=t.name, results_by_partition=[P(partition_index=p, partition_error_code=code_of(t.name))
+                                                  for p in t.partitions]) for t in topics])
+    if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.v3_and_below_transactional_id):
+        return answer(lambda _: TXN_DENIED)
+    denied = {t.name for t in topics if not allowed(ctx, Op.WRITE, RT.TOPIC, t.name)}
+    if denied:   # Kafka adds nothing then: the others are OPERATION_NOT_ATTEMPTED
+        return answer(lambda n: TOPIC_DENIED if n in denied else ErrorCode.OPERATION_NOT_ATTEMPTED)
+    return await handler(ctx, req)

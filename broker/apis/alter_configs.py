@@ -2,6 +2,8 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.admin import AlterConfigsRequest, AlterConfigsResponse
 
 from protocol.api_keys import ApiKey
@@ -12,6 +14,7 @@ from broker.apis.shared.config_changes import (apply_topic_configs, check_topic_
 from broker.apis.shared.topic_rules import Reject
 from broker.common.config_defs import TOPIC
 from broker.network.dispatch import RequestContext, handles
+from broker.security.authz import Handler, alter_configs_allowed, authorizes
 
 
 @handles(ApiKey.ALTER_CONFIGS)
@@ -31,3 +34,10 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
         except Reject as rej:
             out.append(resource_response(AlterConfigsResponse, rtype, name, rej.code, rej.message))
     return ctx.response(throttle_time_ms=0, responses=out)
+
+
+# -- authorization ----------------------------------------------------------------------------
+@authorizes(ApiKey.ALTER_CONFIGS)
+def authorize_alter_configs(ctx: Any, req: Any, handler: Handler) -> Any:
+    """ALTER_CONFIGS on each topic (or group), or on the cluster for broker resources."""
+    return alter_configs_allowed(ctx, req, handler)

@@ -22,6 +22,7 @@ from protocol.errors import ErrorCode
 
 from broker.metadata.partition_change import write_decision
 from broker.network.dispatch import RequestContext, handles
+from broker.security.authz import Handler, alter_cluster_allowed, authorizes
 
 AT = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 AP = AT.ReassignablePartitionResponse
@@ -70,3 +71,10 @@ async def alter_partition_reassignments(ctx: RequestContext, req: AlterPartition
         responses.append(AT(name=t.name, partitions=parts))
     return ctx.response(throttle_time_ms=0, allow_replication_factor_change=allow, error_code=0,
                         error_message=None, responses=responses)
+
+
+# -- authorization ----------------------------------------------------------------------------
+@authorizes(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
+def authorize_alter_partition_reassignments(ctx: Any, req: Any, handler: Handler) -> Any:
+    """ALTER on the cluster (else every partition answers CLUSTER_AUTHORIZATION_FAILED)."""
+    return alter_cluster_allowed(ctx, req, handler)

@@ -12,6 +12,8 @@ from protocol.errors import ErrorCode
 
 from broker.metadata.store import MetadataUnavailable
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE, authorizes, on_cluster, response_class
 from broker.security.sasl import SCRAM_HASHES, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, scram_keys
 from broker.security.writes import write_decided
 
@@ -67,3 +69,12 @@ async def alter_scram(ctx: RequestContext, req: AlterUserScramCredentialsRequest
     results = [R(user=name, error_code=errors.get(name, (0, None))[0], error_message=errors.get(name, (0, None))[1])
                for name in dict.fromkeys(n for n, _, _ in ops)]
     return ctx.response(throttle_time_ms=0, results=results)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
+def authorize_alter_user_scram_credentials(ctx, req, handler):
+    R = response_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentialsResult")
+    return on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
+        R(user=u, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE)
+        for u in dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])]))

@@ -12,13 +12,13 @@ from __future__ import annotations
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from protocol import features
+from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED, SUPPORTED_WITH_SHARE_GROUPS
 from protocol.api_versions_response import api_keys as _keys
 from protocol.errors import ErrorCode
 
-from protocol.api_keys import ApiKey
-
 from broker.network.dispatch import RequestContext, handles
+from broker.security.authz import authorizes, unchecked
 
 
 @handles(ApiKey.API_VERSIONS)
@@ -36,3 +36,8 @@ async def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersi
                                        features.TRANSACTION_VERSION_MAX if tv is None else int(tv),
                                        share_groups=share)]
     return resp
+
+
+# -- authorization ----------------------------------------------------------------------------
+# Kafka authorizes ApiVersions for nobody: any connection may ask (before authentication too)
+authorizes(ApiKey.API_VERSIONS)(unchecked)

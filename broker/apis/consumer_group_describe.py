@@ -11,11 +11,13 @@ from protocol.api_keys import ApiKey
 from broker.apis.shared.common import coordinator_fields
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
-from broker.security.acl import GROUP_OPERATIONS
+from broker.security.acl import GROUP_OPERATIONS, Operation as Op, ResourceType as RT
+from broker.security.authz import GROUP_DENIED, allowed, authorizes, response_class
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 _ALL_GROUP_OPERATIONS = sum(1 << op for op in GROUP_OPERATIONS)   # an int32 in this response
+
 
 @handles(ApiKey.CONSUMER_GROUP_DESCRIBE)
 async def consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
@@ -53,3 +55,23 @@ async def consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
             authorized_operations=_ALL_GROUP_OPERATIONS if getattr(req, "include_authorized_operations", False)
             and not d.error_code else _AUTHORIZED_OPERATIONS_OMITTED))
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.CONSUMER_GROUP_DESCRIBE)   # ConsumerGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
+async def authorize_consumer_group_describe(ctx, req, handler):
+    response = await handler(ctx, req)
+    G = response_class(ApiKey.CONSUMER_GROUP_DESCRIBE, "DescribedGroup")
+    response.groups = [g if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id) else
+                       G(error_code=GROUP_DENIED, error_message=None, group_id=g.group_id, group_state="",
+                         group_epoch=0, assignment_epoch=0, assignor_name="", members=[],   # schema defaults
+                         authorized_operations=-2147483648)
+                       for g in response.groups]
+    if getattr(req, "include_authorized_operations", False):   # KafkaApis: the allowed groups' own
+        auth = ctx.broker.authorizer
+        for g in response.groups:
+            if g.error_code == 0:
+                ops = auth.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP, g.group_id,
+                                                 GROUP_OPERATIONS)
+                g.authorized_operations = sum(1 << op for op in ops)   # an int32 here, Kafka's bit field
+    return response

@@ -18,6 +18,8 @@ from protocol.api_keys import ApiKey
 from broker.apis.shared.common import (coordinator_fields, group_heartbeat_answer, other_group_type_answer,
                                        partition_racks_view, topics_view)
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import GROUP_DENIED, allowed, authorizes, whole_request
 
 _topics_view = topics_view
 
@@ -38,3 +40,9 @@ async def consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
         return other_group_type_answer(ctx, req.group_id, req.member_epoch, "consumer")
     r: cg.ConsumerGroupHeartbeatResult = await ctx.broker.groups.call_for(req.group_id or "", request)
     return group_heartbeat_answer(ctx, r)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.CONSUMER_GROUP_HEARTBEAT)   # ConsumerGroupHeartbeat: READ on the group
+def authorize_consumer_group_heartbeat(ctx, req, handler):
+    return whole_request(ctx, req, handler, allowed(ctx, Op.READ, RT.GROUP, req.group_id), GROUP_DENIED)

@@ -21,7 +21,9 @@ from protocol.errors import ErrorCode
 from broker.apis.shared.acls import SECURITY_DISABLED_MESSAGE, WRITE_TIMEOUT_MS
 from broker.metadata.store import MetadataUnavailable
 from broker.network.dispatch import RequestContext, handles
-from broker.security.acl import CLUSTER_NAME, AclBinding, Operation, PatternType, Permission, ResourceType
+from broker.security.acl import (CLUSTER_NAME, AclBinding, Operation, Operation as Op, PatternType, Permission,
+                                 ResourceType)
+from broker.security.authz import CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE, authorizes, on_cluster, response_class
 from broker.security.writes import write_decided
 
 
@@ -77,3 +79,11 @@ async def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAcls
                R(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=failure) if failure else
                R(error_code=0, error_message=None) for err in errors]
     return ctx.response(throttle_time_ms=0, results=results)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.CREATE_ACLS)
+def authorize_create_acls(ctx, req, handler):
+    R = response_class(ApiKey.CREATE_ACLS, "AclCreationResult")
+    return on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
+        R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE) for _ in req.creations]))

@@ -15,6 +15,8 @@ from broker.apis.shared.topic_rules import (CP, MAX_PARTITIONS_PER_REQUEST, UNKN
                                             check_single_node_assignment, duplicate_results, duplicated_names)
 from broker.log.manager import INTERNAL_TOPICS
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import TOPIC_DENIED, authorizes, response_class, topics_allowed
 
 log = structlog.get_logger("samsa.topics")
 
@@ -64,7 +66,6 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
     return ctx.response(throttle_time_ms=0, results=results)
 
 
-# -- CreatePartitions --------------------------------------------------------------------------
 async def cluster_create_partitions(ctx: RequestContext, req: Any) -> Any:
     from coordinator.metadata.controller import Rejection, check_assignment
 
@@ -118,3 +119,11 @@ async def cluster_create_partitions(ctx: RequestContext, req: Any) -> Any:
         results.append(CP(name=name, error_code=rej.code if rej else 0, error_message=rej.message if rej else None))
     results.extend(duplicate_results(CP, duplicated))
     return ctx.response(throttle_time_ms=0, results=results)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.CREATE_PARTITIONS)
+async def authorize_create_partitions(ctx, req, handler):
+    R = response_class(ApiKey.CREATE_PARTITIONS, "CreatePartitionsTopicResult")
+    return await topics_allowed(ctx, req, handler, Op.ALTER, lambda denied: (
+        R(name=t.name, error_code=TOPIC_DENIED, error_message=None) for t in denied), out="results")

@@ -43,6 +43,8 @@ from broker.common.config import ConfigError
 from broker.common.config_defs import creation_config_entries, validate_topic_configs
 from broker.log.manager import INTERNAL_TOPICS, topic_name_error
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import TOPIC_DENIED, allowed, authorizes, cluster, response_class, split_topics
 
 log = structlog.get_logger("samsa.topics")
 
@@ -84,7 +86,6 @@ def _partition_count(ctx: RequestContext, t: Any) -> int:
     return count
 
 
-# -- CreateTopics -----------------------------------------------------------------------
 @handles(ApiKey.CREATE_TOPICS)
 async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
     if ctx.broker.cluster is not None:  # cluster mode: placed on the brokers, written to the metadata log
@@ -137,13 +138,6 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
     return ctx.response(throttle_time_ms=0, topics=results)
 
 
-# -- DeleteTopics -----------------------------------------------------------------------
-
-
-# -- CreatePartitions -------------------------------------------------------------------
-
-
-# -- CreateTopics ------------------------------------------------------------------------------
 async def cluster_create_topics(ctx: RequestContext, req: Any) -> Any:
     from coordinator.metadata.controller import Rejection, check_assignment
 
@@ -252,3 +246,27 @@ async def cluster_create_topics(ctx: RequestContext, req: Any) -> Any:
                           num_partitions=len(assignments), replication_factor=len(assignments[0]), configs=entries))
     results.extend(duplicate_results(CT, duplicated))
     return ctx.response(throttle_time_ms=0, topics=results)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.CREATE_TOPICS)
+async def authorize_create_topics(ctx, req, handler):
+    """ControllerApis.createTopics: CREATE on the cluster or on each topic (a denied one answers
+    TOPIC_AUTHORIZATION_FAILED, "Authorization failed."); a created topic's configs, partition
+    count and replication factor are returned only with DESCRIBE_CONFIGS on it, else its
+    topic_config_error_code is TOPIC_AUTHORIZATION_FAILED (ReplicationControlManager)."""
+    if cluster(ctx, Op.CREATE):
+        ok, denied = list(req.topics), []
+    else:
+        ok, denied = split_topics(ctx, req.topics, Op.CREATE, lambda t: t.name)
+    req.topics = ok
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, topics=[])
+    if ctx.api_version >= 5:
+        for r in response.topics:
+            if r.error_code == 0 and not allowed(ctx, Op.DESCRIBE_CONFIGS, RT.TOPIC, r.name):
+                r.topic_config_error_code, r.configs, r.num_partitions, r.replication_factor = TOPIC_DENIED, [], -1, -1
+    R = response_class(ApiKey.CREATE_TOPICS, "CreatableTopicResult")
+    response.topics.extend(R(name=t.name, error_code=TOPIC_DENIED, error_message="Authorization failed.",
+                             topic_config_error_code=0, num_partitions=-1, replication_factor=-1, configs=[])
+                           for t in denied)
+    return response

@@ -11,7 +11,8 @@ from protocol.errors import ErrorCode
 from broker.apis.shared.acls import SECURITY_DISABLED_MESSAGE, WRITE_TIMEOUT_MS
 from broker.metadata.store import MetadataUnavailable
 from broker.network.dispatch import RequestContext, handles
-from broker.security.acl import acl_filter_matches
+from broker.security.acl import Operation as Op, acl_filter_matches
+from broker.security.authz import CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE, authorizes, on_cluster, response_class
 from broker.security.writes import write_decided
 
 
@@ -48,3 +49,11 @@ async def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAcls
         results = [FR(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message=f"the cluster metadata store is "
                       f"unavailable: {exc}", matching_acls=[]) for _ in req.filters]
     return ctx.response(throttle_time_ms=0, filter_results=results)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DELETE_ACLS)
+def authorize_delete_acls(ctx, req, handler):
+    R = response_class(ApiKey.DELETE_ACLS, "DeleteAclsFilterResult")
+    return on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, filter_results=[
+        R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, matching_acls=[]) for _ in req.filters]))

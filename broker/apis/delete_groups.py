@@ -9,6 +9,8 @@ from protocol.api_keys import ApiKey
 
 from broker.apis.shared.common import call_per_coordinator_partition, coordinator_fields
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import GROUP_DENIED, allowed, answer_allowed, authorizes, response_class
 
 
 @handles(ApiKey.DELETE_GROUPS)
@@ -21,3 +23,13 @@ async def delete_groups(ctx: RequestContext, req: Any) -> Any:
     resp = ctx.response(throttle_time_ms=0, results=[])
     resp.results = [resp.DeletableGroupResult(group_id=gid, error_code=by_group[gid]) for gid in req.groups_names]
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DELETE_GROUPS)
+async def authorize_delete_groups(ctx, req, handler):
+    denied = [g for g in req.groups_names if not allowed(ctx, Op.DELETE, RT.GROUP, g)]
+    R = response_class(ApiKey.DELETE_GROUPS, "DeletableGroupResult")
+    return await answer_allowed(ctx, req, handler, "groups_names", [g for g in req.groups_names if g not in denied],
+                                 denied, "results", lambda denied: (R(group_id=g, error_code=GROUP_DENIED)
+                                                                    for g in denied))

@@ -11,15 +11,17 @@ from protocol.errors import ErrorCode
 from broker.apis.shared.common import absent_partition_error
 from broker.log.manager import INTERNAL_TOPICS
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import TOPIC_DENIED, authorizes, response_class, topics_allowed
 
 log = structlog.get_logger("samsa.topics")
 
-# -- DeleteRecords ----------------------------------------------------------------------
 DRT = DeleteRecordsResponse.DeleteRecordsTopicResult
 
 DRP = DRT.DeleteRecordsPartitionResult
 
 HIGH_WATERMARK = -1
+
 
 @handles(ApiKey.DELETE_RECORDS)
 async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
@@ -57,3 +59,13 @@ async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Dele
     if moved:
         broker.appends.notify()  # fetches below the new start must now answer OFFSET_OUT_OF_RANGE
     return ctx.response(throttle_time_ms=0, topics=topics)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DELETE_RECORDS)
+async def authorize_delete_records(ctx, req, handler):
+    TR = response_class(ApiKey.DELETE_RECORDS, "DeleteRecordsTopicResult")
+    P = TR.DeleteRecordsPartitionResult
+    return await topics_allowed(ctx, req, handler, Op.DELETE, lambda denied: (TR(name=t.name, partitions=[
+        P(partition_index=p.partition_index, low_watermark=-1, error_code=TOPIC_DENIED) for p in t.partitions])
+        for t in denied))

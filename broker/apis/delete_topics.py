@@ -14,7 +14,11 @@ from broker.apis.shared.cluster_configs import while_unavailable
 from broker.apis.shared.common import ZERO_UUID
 from broker.apis.shared.topic_rules import DT, UNKNOWN_TOPIC_ID_MESSAGE, UNKNOWN_TOPIC_MESSAGE
 from broker.log.manager import INTERNAL_TOPICS
+from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import (DENIED_MESSAGES, TOPIC_DENIED, allowed, authorizes, cluster, response_class,
+                                   topic_name)
 
 
 @handles(ApiKey.DELETE_TOPICS)
@@ -95,7 +99,6 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
     return ctx.response(throttle_time_ms=0, responses=[dt for _, dt in answers])
 
 
-# -- DeleteTopics ------------------------------------------------------------------------------
 async def cluster_delete_topics(ctx: RequestContext, req: Any) -> Any:
     from broker.apis.shared.topic_rules import DT, UNKNOWN_TOPIC_ID_MESSAGE, UNKNOWN_TOPIC_MESSAGE
     from broker.metadata.store import MetadataUnavailable
@@ -130,3 +133,54 @@ async def cluster_delete_topics(ctx: RequestContext, req: Any) -> Any:
         out.append(DT(name=t.name, topic_id=uuid.UUID(t.topic_id), error_code=rej.code if rej else 0,
                       error_message=rej.message if rej else None))
     return ctx.response(throttle_time_ms=0, responses=out)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DELETE_TOPICS)
+async def authorize_delete_topics(ctx, req, handler):
+    """ControllerApis.deleteTopics: DELETE on the cluster allows every topic; otherwise a topic
+    needs DELETE on it. A denied topic answers TOPIC_AUTHORIZATION_FAILED, named only when the
+    principal may DESCRIBE it (one asked for by id) and checked before it is looked up (one asked
+    for by name: an undescribable name is denied whether it exists or not)."""
+    everything = cluster(ctx, Op.DELETE)
+    if everything:
+        return await handler(ctx, req)
+
+    def verdict(name: str | None, by_id: bool) -> tuple[bool, str | None]:
+        """(denied, the name to answer with)."""
+        if name is None:   # an unknown topic id: the handler answers UNKNOWN_TOPIC_ID
+            return False, None
+        describable = allowed(ctx, Op.DESCRIBE, RT.TOPIC, name)
+        if allowed(ctx, Op.DELETE, RT.TOPIC, name):
+            return False, name
+        if by_id:
+            return True, name if describable else None
+        # by name: undescribable → denied; describable but missing → the handler's UNKNOWN_TOPIC_OR_PARTITION
+        return (not describable or topic_catalog.topic(ctx.broker, name) is not None), name
+
+    denied: list[tuple[str | None, Any]] = []
+    if ctx.api_version >= 6:
+        ok = []
+        for t in req.topics:
+            refused, name = verdict(topic_name(ctx, t.name, t.topic_id), not t.name)
+            if refused:
+                denied.append((name, t.topic_id))
+            else:
+                ok.append(t)
+        req.topics = ok
+    else:
+        ok = []
+        for n in req.topic_names:
+            refused, _ = verdict(n, False)
+            if refused:
+                denied.append((n, None))
+            else:
+                ok.append(n)
+        req.topic_names = ok
+    if not denied:
+        return await handler(ctx, req)
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, responses=[])
+    R = response_class(ApiKey.DELETE_TOPICS, "DeletableTopicResult")
+    response.responses.extend(R(name=n, topic_id=tid, error_code=TOPIC_DENIED,
+                                error_message=DENIED_MESSAGES[TOPIC_DENIED]) for n, tid in denied)
+    return response

@@ -9,7 +9,8 @@ from protocol.errors import ErrorCode
 
 from broker.apis.shared.acls import SECURITY_DISABLED_MESSAGE
 from broker.network.dispatch import RequestContext, handles
-from broker.security.acl import AclBinding, acl_filter_matches
+from broker.security.acl import AclBinding, Operation as Op, acl_filter_matches
+from broker.security.authz import authorizes, cluster_denied, on_cluster
 
 
 @handles(ApiKey.DESCRIBE_ACLS)
@@ -29,3 +30,9 @@ async def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> Descri
                              permission_type=a.permission_type) for a in acls])
                  for (rt, rn, pt), acls in matched.items()]
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, resources=resources)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DESCRIBE_ACLS)
+def authorize_describe_acls(ctx, req, handler):
+    return on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: cluster_denied(ctx, resources=[]))

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from kafka.protocol.admin import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from protocol.api_keys import ApiKey
-
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import authorizes, cluster_denied, on_cluster
 
 ENTITY_TYPES = ("user", "client-id", "ip")
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
@@ -45,3 +46,9 @@ async def describe_client_quotas(ctx: RequestContext, req: DescribeClientQuotasR
     if err is not None:
         return ctx.response(throttle_time_ms=0, error_code=err[0], error_message=err[1], entries=None)
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, entries=[])
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DESCRIBE_CLIENT_QUOTAS)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster; denied: null entries (getErrorResponse)
+def authorize_describe_client_quotas(ctx, req, handler):
+    return on_cluster(ctx, req, handler, Op.DESCRIBE_CONFIGS, lambda: cluster_denied(ctx, entries=None))

@@ -17,6 +17,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from broker.network.dispatch import RequestContext, handles
+from broker.security.authz import authorizes, with_authorized_operations
 
 BROKERS, CONTROLLERS = 1, 2
 _ENDPOINT_NAMES = {BROKERS: "BROKER", CONTROLLERS: "CONTROLLER"}
@@ -55,7 +56,6 @@ async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> 
                         authorized_operations=ops)
 
 
-# -- DescribeCluster ---------------------------------------------------------------------------
 def cluster_describe_cluster(ctx: RequestContext, req: Any, ops: Any) -> Any:
     cluster = ctx.broker.cluster
     include_fenced = bool(getattr(req, "include_fenced_brokers", False))
@@ -71,3 +71,9 @@ def cluster_describe_cluster(ctx: RequestContext, req: Any, ops: Any) -> Any:
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
                         cluster_id=ctx.broker.cluster_id, controller_id=cluster.controller_id, brokers=brokers,
                         authorized_operations=ops)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DESCRIBE_CLUSTER)
+async def authorize_describe_cluster(ctx, req, handler):
+    return with_authorized_operations(ctx, req, await handler(ctx, req))

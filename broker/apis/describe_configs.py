@@ -18,13 +18,15 @@ from broker.common.config_defs import (BROKER, BROKER_DOCS, BROKER_LOGGER, CONFI
                                        render_config, synonym_chain, topic_config_entries)
 from broker.log.manager import topic_name_error
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import DENIED_MESSAGES, authorizes, config_denied_code, configs_allowed, response_class
 
-# -- DescribeConfigs ----------------------------------------------------------------------
 DR = DescribeConfigsResponse.DescribeConfigsResult
 
 DC = DR.DescribeConfigsResourceResult
 
 DS = DC.DescribeConfigsSynonym
+
 
 def _wanted(keys: list[str] | None, names: Iterable[str]) -> list[str]:
     names = sorted(names)
@@ -32,6 +34,7 @@ def _wanted(keys: list[str] | None, names: Iterable[str]) -> list[str]:
         return names
     want = set(keys)
     return [n for n in names if n in want]
+
 
 def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> DR:
     logs = ctx.broker.logs
@@ -52,6 +55,7 @@ def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, syno
                for n, v, src, syns, kind in entries]
     return DR(error_code=0, error_message=None, resource_type=TOPIC, resource_name=name, configs=configs)
 
+
 def _broker_entry(config: BrokerConfig, name: str, synonyms: bool, docs: bool) -> DC:
     kind = broker_kind(name)
     if kind is None or kind == "password":
@@ -67,6 +71,7 @@ def _broker_entry(config: BrokerConfig, name: str, synonyms: bool, docs: bool) -
               is_sensitive=False, synonyms=[DS(name=a, value=b, source=c) for a, b, c in chain] if synonyms else [],
               config_type=CONFIG_TYPE_IDS.get(kind, 0), documentation=BROKER_DOCS.get(name) if docs else None)
 
+
 def _describe_broker(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> DR:
     config = ctx.broker.config
     if name == "":
@@ -80,12 +85,14 @@ def _describe_broker(ctx: RequestContext, name: str, keys: list[str] | None, syn
     configs = [_broker_entry(config, n, synonyms, docs) for n in _wanted(keys, names)]
     return DR(error_code=0, error_message=None, resource_type=BROKER, resource_name=name, configs=configs)
 
+
 def _log_level_name() -> str:
     try:
         level = structlog.get_logger().get_effective_level()  # type: ignore[attr-defined]
     except Exception:
         level = 20
     return {10: "DEBUG", 20: "INFO", 30: "WARN", 40: "ERROR", 50: "FATAL"}.get(level, "INFO")
+
 
 def _describe_broker_logger(ctx: RequestContext, name: str, keys: list[str] | None) -> DR:
     if not name:
@@ -101,6 +108,7 @@ def _describe_broker_logger(ctx: RequestContext, name: str, keys: list[str] | No
                for n in _wanted(keys, loggers)]
     return DR(error_code=0, error_message=None, resource_type=BROKER_LOGGER, resource_name=name, configs=configs)
 
+
 def _broker_id_error(ctx: RequestContext, name: str, allow_empty: bool) -> str | None:
     """Kafka's messages for a BROKER / BROKER_LOGGER resource naming another node."""
     if not INTEGER_PATTERN.match(name):
@@ -111,6 +119,7 @@ def _broker_id_error(ctx: RequestContext, name: str, allow_empty: bool) -> str |
     if allow_empty:
         return f"Unexpected broker id, expected {node} or empty string, but received {name}"
     return f"Unexpected broker id, expected {node} but received {name}"
+
 
 @handles(ApiKey.DESCRIBE_CONFIGS)
 async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
@@ -135,3 +144,12 @@ async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> 
                               error_message=f"Unsupported resource type: {RESOURCE_NAMES.get(rtype, rtype)}",
                               resource_type=rtype, resource_name=name, configs=[]))
     return ctx.response(throttle_time_ms=0, results=results)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DESCRIBE_CONFIGS)
+async def authorize_describe_configs(ctx, req, handler):
+    R = response_class(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigsResult")
+    return await configs_allowed(ctx, req, handler, Op.DESCRIBE_CONFIGS, "results", lambda denied: (
+        R(error_code=config_denied_code(r), error_message=DENIED_MESSAGES[config_denied_code(r)],
+          resource_type=r.resource_type, resource_name=r.resource_name, configs=[]) for r in denied))

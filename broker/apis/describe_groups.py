@@ -9,7 +9,8 @@ from protocol.api_keys import ApiKey
 
 from broker.apis.shared.common import call_per_coordinator_partition, coordinator_fields
 from broker.network.dispatch import RequestContext, handles
-from broker.security.acl import GROUP_OPERATIONS
+from broker.security.acl import GROUP_OPERATIONS, Operation as Op, ResourceType as RT
+from broker.security.authz import GROUP_DENIED, allowed, authorizes, response_class
 
 
 @handles(ApiKey.DESCRIBE_GROUPS)
@@ -32,3 +33,24 @@ async def describe_groups(ctx: RequestContext, req: Any) -> Any:
             authorized_operations=set(GROUP_OPERATIONS) if req.include_authorized_operations and not d.error_code
             else None))
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DESCRIBE_GROUPS)
+async def authorize_describe_groups(ctx, req, handler):
+    denied = [grp for grp in req.groups if not allowed(ctx, Op.DESCRIBE, RT.GROUP, grp)]
+    req.groups = [grp for grp in req.groups if grp not in denied]
+    response = await handler(ctx, req) if req.groups else ctx.response(throttle_time_ms=0, groups=[])
+    if getattr(req, "include_authorized_operations", False):
+        auth = ctx.broker.authorizer
+        for grp in response.groups:
+            if not grp.error_code:   # KafkaApis: described groups only
+                grp.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP,
+                                                                     grp.group_id, GROUP_OPERATIONS)
+    if not denied:
+        return response
+    D = response_class(ApiKey.DESCRIBE_GROUPS, "DescribedGroup")
+    response.groups.extend(D(error_code=GROUP_DENIED, error_message=None, group_id=grp, group_state="",
+                             protocol_type="", protocol_data="", members=[], authorized_operations=None)
+                           for grp in denied)
+    return response

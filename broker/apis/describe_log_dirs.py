@@ -17,6 +17,8 @@ from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import CLUSTER_DENIED, authorizes, on_cluster
 
 R = DescribeLogDirsResponse.DescribeLogDirsResult
 
@@ -52,3 +54,10 @@ async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) ->
     result = R(error_code=0, log_dir=logs.log_dir, topics=topics, total_bytes=total, usable_bytes=usable,
                is_cordoned=False)
     return ctx.response(throttle_time_ms=0, error_code=0, results=[result])
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DESCRIBE_LOG_DIRS)   # DescribeLogDirs: DESCRIBE on the cluster; denied: no results (KafkaApis)
+def authorize_describe_log_dirs(ctx, req, handler):
+    return on_cluster(ctx, req, handler, Op.DESCRIBE,
+                       lambda: ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results=[]))

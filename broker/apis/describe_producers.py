@@ -9,6 +9,8 @@ from protocol.errors import ErrorCode
 
 from broker.apis.shared.common import absent_partition_error
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import DENIED_MESSAGES, TOPIC_DENIED, authorizes, response_class, topics_allowed
 
 
 @handles(ApiKey.DESCRIBE_PRODUCERS)
@@ -33,3 +35,13 @@ async def describe_producers(ctx: RequestContext, req: Any) -> Any:
             parts.append(PR(partition_index=idx, error_code=0, error_message=None, active_producers=producers))
         resp.topics.append(TR(name=t.name, partitions=parts))
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DESCRIBE_PRODUCERS)
+async def authorize_describe_producers(ctx, req, handler):
+    TR = response_class(ApiKey.DESCRIBE_PRODUCERS, "TopicResponse")
+    P = TR.PartitionResponse
+    return await topics_allowed(ctx, req, handler, Op.READ, lambda denied: (TR(name=t.name, partitions=[
+        P(partition_index=i, error_code=TOPIC_DENIED, error_message=DENIED_MESSAGES[TOPIC_DENIED], active_producers=[])
+        for i in t.partition_indexes]) for t in denied))

@@ -18,17 +18,18 @@ replicas, ISR and offline replicas (on fenced or unknown brokers), as Metadata a
 """
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from broker.metadata import topic_catalog
-from protocol.api_keys import ApiKey
-
-from broker.network.dispatch import RequestContext, handles
-from broker.log.manager import topic_name_error
-from broker.security.acl import TOPIC_OPERATIONS
 from broker.apis.shared.common import ZERO_UUID
+from broker.log.manager import topic_name_error
+from broker.metadata import topic_catalog
+from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import TOPIC_OPERATIONS, Operation as Op, ResourceType as RT
+from broker.security.authz import TOPIC_DENIED, allowed, authorizes
 
 _NOT_REQUESTED = -2147483648
 _ALL_TOPIC_OPERATIONS = sum(1 << op for op in TOPIC_OPERATIONS)   # Kafka's bit field, an int32 here
@@ -103,3 +104,37 @@ async def describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
             break
         remaining -= len(parts)
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+UNDISCLOSED_TOPIC_ID = uuid.UUID(int=0)   # the topic id Kafka answers when it does not disclose one
+
+
+@authorizes(ApiKey.DESCRIBE_TOPIC_PARTITIONS)   # DescribeTopicPartitions: DESCRIBE on each topic; unnamed ones are left out, named ones denied
+async def authorize_describe_topic_partitions(ctx, req, handler):
+    """DescribeTopicPartitionsRequestHandler: a named topic without DESCRIBE answers
+    TOPIC_AUTHORIZATION_FAILED with the zero topic id (existence not disclosed), a listed one is
+    left out, and the next cursor never names a hidden topic (it moves to the next visible one:
+    none of a hidden topic's partitions would be returned anyway). Authorized topics carry their
+    authorized operations, which Kafka always fills in."""
+    response = await handler(ctx, req)
+    named = bool(req.topics)
+    auth = ctx.broker.authorizer
+    out = []
+    for t in response.topics:
+        if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name):
+            if t.error_code == 0:
+                ops = auth.authorized_operations(ctx.principal, ctx.client_host, RT.TOPIC, t.name, TOPIC_OPERATIONS)
+                t.topic_authorized_operations = sum(1 << op for op in ops)   # an int32 here, Kafka's bit field
+            out.append(t)
+        elif named:
+            t.error_code, t.partitions, t.is_internal = TOPIC_DENIED, [], False
+            t.topic_id = UNDISCLOSED_TOPIC_ID
+            out.append(t)
+    response.topics = out
+    cursor = response.next_cursor
+    if cursor is not None and not named and not allowed(ctx, Op.DESCRIBE, RT.TOPIC, cursor.topic_name):
+        later = sorted(n for n in topic_catalog.all_topics(ctx.broker)
+                       if n > cursor.topic_name and allowed(ctx, Op.DESCRIBE, RT.TOPIC, n))
+        response.next_cursor = type(cursor)(topic_name=later[0], partition_index=0) if later else None
+    return response

@@ -9,6 +9,8 @@ from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import TXN_DENIED, allowed, authorizes, response_class
 
 
 @handles(ApiKey.DESCRIBE_TRANSACTIONS)
@@ -32,3 +34,19 @@ async def describe_transactions(ctx: RequestContext, req: Any) -> Any:
             producer_id=d.producer_id, producer_epoch=d.producer_epoch,
             topics=[TS.TopicData(topic=t, partitions=ps) for t, ps in d.topics]))
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DESCRIBE_TRANSACTIONS)
+async def authorize_describe_transactions(ctx, req, handler):
+    denied = [t for t in req.transactional_ids if not allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, t)]
+    req.transactional_ids = [t for t in req.transactional_ids if t not in denied]
+    response = await handler(ctx, req) if req.transactional_ids else ctx.response(throttle_time_ms=0,
+                                                                                   transaction_states=[])
+    for state in response.transaction_states:
+        state.topics = [t for t in state.topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.topic)]
+    S = response_class(ApiKey.DESCRIBE_TRANSACTIONS, "TransactionState")
+    response.transaction_states.extend(
+        S(error_code=TXN_DENIED, transactional_id=t, transaction_state="", transaction_timeout_ms=0,
+          transaction_start_time_ms=0, producer_id=0, producer_epoch=0, topics=[]) for t in denied)   # schema defaults
+    return response

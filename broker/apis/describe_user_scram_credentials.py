@@ -19,6 +19,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import authorizes, cluster_denied, on_cluster
 
 
 @handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
@@ -47,3 +49,9 @@ async def describe_scram(ctx: RequestContext, req: DescribeUserScramCredentialsR
             else:
                 results.append(R(user=name, error_code=0, error_message=None, credential_infos=by_user[name]))
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, results=results)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
+def authorize_describe_user_scram_credentials(ctx, req, handler):
+    return on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: cluster_denied(ctx, results=[]))

@@ -17,12 +17,12 @@ from typing import Any
 
 from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from protocol.api_keys import ApiKey
-
-from broker.network.dispatch import RequestContext, handles
 from broker.metadata.partition_change import write_decision
+from broker.network.dispatch import RequestContext, handles
+from broker.security.authz import Handler, alter_cluster_allowed, authorizes
 
 R = ElectLeadersResponse.ReplicaElectionResult
 PR = R.PartitionResult
@@ -66,3 +66,10 @@ async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectL
         by_topic.setdefault(topic, []).append(PR(partition_id=partition, error_code=code, error_message=message))
     results = [R(topic=t, partition_result=parts) for t, parts in by_topic.items()]
     return ctx.response(throttle_time_ms=0, error_code=0, replica_election_results=results)
+
+
+# -- authorization ----------------------------------------------------------------------------
+@authorizes(ApiKey.ELECT_LEADERS)
+def authorize_elect_leaders(ctx: Any, req: Any, handler: Handler) -> Any:
+    """ALTER on the cluster (else every partition answers CLUSTER_AUTHORIZATION_FAILED)."""
+    return alter_cluster_allowed(ctx, req, handler)

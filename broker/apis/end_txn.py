@@ -9,6 +9,8 @@ from protocol.api_keys import ApiKey
 
 from broker.apis.shared.transactions import fenced_for
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import TXN_DENIED, allowed, authorizes
 
 
 @handles(ApiKey.END_TXN)
@@ -18,3 +20,11 @@ async def end_txn(ctx: RequestContext, req: Any) -> Any:
         committed=bool(req.committed), api_version=ctx.api_version))
     return ctx.response(throttle_time_ms=0, error_code=fenced_for(ctx.api_version, 2, r.error_code),
                         producer_id=r.producer_id, producer_epoch=r.producer_epoch)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.END_TXN)
+async def authorize_end_txn(ctx, req, handler):
+    if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
+        return ctx.response(throttle_time_ms=0, error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1)
+    return await handler(ctx, req)

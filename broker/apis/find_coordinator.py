@@ -11,6 +11,9 @@ from protocol.errors import ErrorCode
 
 from broker.coordinator_runtime.placement import GROUP_KEY, TRANSACTION_KEY, locate_coordinator
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import (DENIED_MESSAGES, GROUP_DENIED, TXN_DENIED, allowed, answer_allowed, authorizes,
+                                   response_class)
 
 
 @handles(ApiKey.FIND_COORDINATOR)
@@ -59,3 +62,20 @@ async def cluster_find_coordinator(ctx: "RequestContext", req: Any) -> Any:
         return ctx.response(throttle_time_ms=0, coordinators=coords)
     err, msg, node, host, port = await locate_coordinator(ctx, key_type, req.key)
     return ctx.response(throttle_time_ms=0, error_code=err, error_message=msg, node_id=node, host=host, port=port)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.FIND_COORDINATOR)
+async def authorize_find_coordinator(ctx, req, handler):
+    rtype, code = (RT.TRANSACTIONAL_ID, TXN_DENIED) if req.key_type == 1 else (RT.GROUP, GROUP_DENIED)
+    if ctx.api_version < 4:
+        if allowed(ctx, Op.DESCRIBE, rtype, req.key):
+            return await handler(ctx, req)
+        return ctx.response(throttle_time_ms=0, error_code=code, error_message=DENIED_MESSAGES[code], node_id=-1,
+                            host="", port=-1, coordinators=[])   # Kafka's v0-3 answer carries error.message()
+    denied = [k for k in req.coordinator_keys if not allowed(ctx, Op.DESCRIBE, rtype, k)]
+    C = response_class(ApiKey.FIND_COORDINATOR, "Coordinator")
+    return await answer_allowed(
+        ctx, req, handler, "coordinator_keys", [k for k in req.coordinator_keys if k not in denied], denied,
+        "coordinators", lambda denied: (C(key=k, node_id=-1, host="", port=-1, error_code=code, error_message=None)
+                                        for k in denied))

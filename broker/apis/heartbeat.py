@@ -9,6 +9,8 @@ from protocol.api_keys import ApiKey
 
 from broker.apis.shared.common import coordinator_fields
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import authorizes, group_allowed
 
 
 @handles(ApiKey.HEARTBEAT)
@@ -17,3 +19,9 @@ async def heartbeat(ctx: RequestContext, req: Any) -> Any:
                           group_instance_id=req.group_instance_id, **coordinator_fields(ctx))
     r: g.HeartbeatResult = await ctx.broker.groups.call_for(req.group_id, request)
     return ctx.response(throttle_time_ms=0, error_code=r.error_code)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.HEARTBEAT)
+def authorize_heartbeat(ctx, req, handler):
+    return group_allowed(ctx, req, handler, Op.READ)

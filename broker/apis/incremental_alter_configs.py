@@ -2,6 +2,8 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
 from protocol.api_keys import ApiKey
@@ -14,14 +16,17 @@ from broker.common.config import TOPIC_CONFIG_DEFS
 from broker.common.config_defs import TOPIC, render_config
 from broker.log.manager import Topic
 from broker.network.dispatch import RequestContext, handles
+from broker.security.authz import Handler, alter_configs_allowed, authorizes
 
 # IncrementalAlterConfigs operations
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 _OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
+
 def _list_parts(value: str | None) -> list[str]:
     return [p for p in (value or "").split(",") if p]
+
 
 def _incremental(topic: Topic | None, configs: list) -> dict[str, str | None]:
     """The overrides after applying SET/DELETE/APPEND/SUBTRACT (Kafka's incrementalAlterConfigResource)."""
@@ -47,6 +52,7 @@ def _incremental(topic: Topic | None, configs: list) -> dict[str, str | None]:
                 parts = [p for p in parts if p not in values]
             new[c.name] = ",".join(parts)
     return new
+
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 async def incremental_alter_configs(ctx: RequestContext,
@@ -75,3 +81,10 @@ async def incremental_alter_configs(ctx: RequestContext,
         except Reject as rej:
             out.append(resource_response(IncrementalAlterConfigsResponse, rtype, name, rej.code, rej.message))
     return ctx.response(throttle_time_ms=0, responses=out)
+
+
+# -- authorization ----------------------------------------------------------------------------
+@authorizes(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+def authorize_incremental_alter_configs(ctx: Any, req: Any, handler: Handler) -> Any:
+    """ALTER_CONFIGS on each topic (or group), or on the cluster for broker resources."""
+    return alter_configs_allowed(ctx, req, handler)

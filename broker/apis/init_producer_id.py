@@ -13,6 +13,8 @@ from protocol.errors import ErrorCode
 
 from broker.apis.shared.transactions import fenced_for
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import CLUSTER_DENIED, TXN_DENIED, allowed, authorizes, cluster
 
 
 @handles(ApiKey.INIT_PRODUCER_ID)
@@ -44,3 +46,19 @@ async def init_transactional_producer_id(ctx: RequestContext, req: Any) -> Any:
         producer_id=getattr(req, "producer_id", -1), producer_epoch=getattr(req, "producer_epoch", -1),
         api_version=ctx.api_version))
     return answer(r.error_code, r.producer_id, r.producer_epoch)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.INIT_PRODUCER_ID)
+async def authorize_init_producer_id(ctx, req, handler):
+    txn_id = req.transactional_id
+    if txn_id:
+        ok, code = allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id), TXN_DENIED
+    else:
+        auth = ctx.broker.authorizer
+        ok = cluster(ctx, Op.IDEMPOTENT_WRITE) or auth.authorize_any(ctx.principal, ctx.client_host, Op.WRITE,
+                                                                      RT.TOPIC)
+        code = CLUSTER_DENIED
+    if ok:
+        return await handler(ctx, req)
+    return ctx.response(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)

@@ -19,6 +19,8 @@ from protocol.api_keys import ApiKey
 
 from broker.apis.shared.common import coordinator_fields, partition_racks_view, topics_view
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import authorizes, group_allowed
 
 
 @handles(ApiKey.JOIN_GROUP)
@@ -39,3 +41,10 @@ async def join_group(ctx: RequestContext, req: Any) -> Any:
     return ctx.response(throttle_time_ms=0, error_code=r.error_code, generation_id=r.generation_id,
                         protocol_type=r.protocol_type, protocol_name=protocol_name, leader=r.leader,
                         skip_assignment=r.skip_assignment, member_id=r.member_id, members=members)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.JOIN_GROUP)
+def authorize_join_group(ctx, req, handler):
+    return group_allowed(ctx, req, handler, Op.READ, generation_id=-1, protocol_type=None, protocol_name=None,
+                        leader="", skip_assignment=False, member_id=req.member_id or "", members=[])

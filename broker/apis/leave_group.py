@@ -9,6 +9,8 @@ from protocol.api_keys import ApiKey
 
 from broker.apis.shared.common import coordinator_fields
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import authorizes, group_allowed
 
 
 @handles(ApiKey.LEAVE_GROUP)
@@ -26,3 +28,9 @@ async def leave_group(ctx: RequestContext, req: Any) -> Any:
     resp.members = [resp.MemberResponse(member_id=m.member_id, group_instance_id=m.group_instance_id,
                                         error_code=m.error_code) for m in r.members]
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.LEAVE_GROUP)
+def authorize_leave_group(ctx, req, handler):
+    return group_allowed(ctx, req, handler, Op.READ, members=[])

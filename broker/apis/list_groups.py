@@ -10,6 +10,8 @@ from protocol.errors import ErrorCode
 
 from broker.apis.shared.common import coordinator_fields
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import allowed, authorizes, cluster
 
 
 @handles(ApiKey.LIST_GROUPS)
@@ -29,3 +31,12 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
     resp.groups += [resp.ListedGroup(group_id=gid, protocol_type="share", group_state=state, group_type="share")
                     for gid, state in ctx.broker.share_groups.listed(req.states_filter, req.types_filter)]
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.LIST_GROUPS)
+async def authorize_list_groups(ctx, req, handler):
+    response = await handler(ctx, req)
+    if not cluster(ctx, Op.DESCRIBE):
+        response.groups = [g for g in response.groups if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id)]
+    return response

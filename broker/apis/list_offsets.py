@@ -18,6 +18,8 @@ from protocol.errors import ErrorCode
 
 from broker.apis.shared.common import leader_partition
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import TOPIC_DENIED, authorizes, response_class, topics_allowed
 
 LT = ListOffsetsResponse.ListOffsetsTopicResponse
 LP = LT.ListOffsetsPartitionResponse
@@ -70,3 +72,13 @@ def hw_lagging(part) -> bool:
     retriable OFFSET_NOT_AVAILABLE then, and the client retries."""
     replica = part.replica
     return replica is not None and replica.leader_epoch_start_offset > part.high_watermark
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.LIST_OFFSETS)
+async def authorize_list_offsets(ctx, req, handler):
+    TR = response_class(ApiKey.LIST_OFFSETS, "ListOffsetsTopicResponse")
+    P = TR.ListOffsetsPartitionResponse
+    return await topics_allowed(ctx, req, handler, Op.DESCRIBE, lambda denied: (TR(name=t.name, partitions=[
+        P(partition_index=p.partition_index, error_code=TOPIC_DENIED, old_style_offsets=[], timestamp=-1,
+          offset=-1, leader_epoch=-1) for p in t.partitions]) for t in denied))

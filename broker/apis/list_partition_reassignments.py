@@ -9,10 +9,13 @@ from kafka.protocol.admin import ListPartitionReassignmentsRequest, ListPartitio
 from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import authorizes, cluster_denied, on_cluster, response_class
 
 LT = ListPartitionReassignmentsResponse.OngoingTopicReassignment
 
 LP = LT.OngoingPartitionReassignment
+
 
 @handles(ApiKey.LIST_PARTITION_REASSIGNMENTS)
 async def list_partition_reassignments(ctx: RequestContext, req: ListPartitionReassignmentsRequest) -> Any:
@@ -32,3 +35,13 @@ async def list_partition_reassignments(ctx: RequestContext, req: ListPartitionRe
         if entries:
             topics.append(LT(name=name, partitions=entries))
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, topics=topics)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.LIST_PARTITION_REASSIGNMENTS)   # ListPartitionReassignments: DESCRIBE on the cluster; denied: the asked partitions echoed
+def authorize_list_partition_reassignments(ctx, req, handler):
+    T = response_class(ApiKey.LIST_PARTITION_REASSIGNMENTS, "OngoingTopicReassignment")
+    P = T.OngoingPartitionReassignment
+    return on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: cluster_denied(ctx, topics=[
+        T(name=t.name, partitions=[P(partition_index=i, replicas=[], adding_replicas=[], removing_replicas=[])
+                                   for i in t.partition_indexes]) for t in req.topics or []]))

@@ -10,8 +10,11 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import allowed, authorizes
 
 INVALID_REGULAR_EXPRESSION = 128     # Kafka's Errors.INVALID_REGULAR_EXPRESSION (not in kafka-python)
+
 
 @handles(ApiKey.LIST_TRANSACTIONS)
 async def list_transactions(ctx: RequestContext, req: Any) -> Any:
@@ -37,3 +40,12 @@ async def list_transactions(ctx: RequestContext, req: Any) -> Any:
     resp.transaction_states = [resp.TransactionState(transactional_id=t.transactional_id, producer_id=t.producer_id,
                                                      transaction_state=t.state) for t in listed]
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.LIST_TRANSACTIONS)
+async def authorize_list_transactions(ctx, req, handler):
+    response = await handler(ctx, req)
+    response.transaction_states = [s for s in response.transaction_states
+                                   if allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, s.transactional_id)]
+    return response

@@ -17,9 +17,12 @@ from protocol.errors import ErrorCode
 
 from broker.apis.shared.common import ZERO_UUID
 from broker.log.manager import INTERNAL_TOPICS, Topic, topic_name_error
+from broker.metadata import topic_catalog
 from broker.metadata.topic_creation import auto_create
 from broker.network.dispatch import RequestContext, handles
-from broker.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
+from broker.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, Operation as Op, ResourceType as RT
+from broker.security.authz import (TOPIC_DENIED, allowed, authorizes, cluster, response_class, topic_name,
+                                   with_authorized_operations)
 
 T = MetadataResponse.MetadataResponseTopic
 P = T.MetadataResponsePartition
@@ -110,7 +113,6 @@ async def _metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespon
                         error_code=0)
 
 
-# -- Metadata ----------------------------------------------------------------------------------
 def cluster_broker_entries(ctx: RequestContext) -> list:
     image = ctx.broker.cluster.image
     out = []
@@ -119,6 +121,7 @@ def cluster_broker_entries(ctx: RequestContext) -> list:
         if ep is not None:
             out.append(MetadataResponse.MetadataResponseBroker(node_id=b.id, host=ep.host, port=ep.port, rack=b.rack))
     return out
+
 
 def cluster_topic_entry(ctx: RequestContext, name: str) -> T:
     image = ctx.broker.cluster.image
@@ -133,6 +136,7 @@ def cluster_topic_entry(ctx: RequestContext, name: str) -> T:
                        offline_replicas=[b for b in reg.replicas if b not in live]))
     return T(error_code=0, name=name, topic_id=uuid.UUID(t.topic_id), is_internal=name in INTERNAL_TOPICS,
              partitions=parts, authorized_operations=None)
+
 
 async def cluster_metadata(ctx: RequestContext, req: Any) -> Any:
     cluster = ctx.broker.cluster
@@ -174,3 +178,39 @@ async def cluster_metadata(ctx: RequestContext, req: Any) -> Any:
     return ctx.response(throttle_time_ms=0, brokers=cluster_broker_entries(ctx), cluster_id=ctx.broker.cluster_id,
                         controller_id=cluster.controller_id, topics=topics, authorized_operations=None,
                         error_code=0)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.METADATA)
+async def authorize_metadata(ctx, req, handler):
+    return with_authorized_operations(ctx, req, await _metadata_topics_allowed(ctx, req, handler))
+
+
+async def _metadata_topics_allowed(ctx, req, handler):
+    T = response_class(ApiKey.METADATA, "MetadataResponseTopic")
+    if req.topics is None or (ctx.api_version == 0 and not req.topics):
+        response = await handler(ctx, req)
+        response.topics = [t for t in response.topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
+        return response
+    auto_create = ctx.broker.config["auto.create.topics.enable"] and \
+        (ctx.api_version < 4 or bool(req.allow_auto_topic_creation))
+    may_create_any = auto_create and cluster(ctx, Op.CREATE)
+    keep, denied = [], []
+    for rt in req.topics:
+        name = topic_name(ctx, rt.name, getattr(rt, "topic_id", None))
+        if name is None:
+            keep.append(rt)
+        elif not allowed(ctx, Op.DESCRIBE, RT.TOPIC, name):
+            denied.append(rt)
+        elif auto_create and topic_catalog.topic(ctx.broker, name) is None and not may_create_any and \
+                not allowed(ctx, Op.CREATE, RT.TOPIC, name):
+            denied.append(rt)
+        else:
+            keep.append(rt)
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = keep
+    response = await handler(ctx, req)
+    response.topics.extend(T(error_code=TOPIC_DENIED, name=rt.name, topic_id=getattr(rt, "topic_id", None),
+                             is_internal=False, partitions=[], authorized_operations=None) for rt in denied)
+    return response

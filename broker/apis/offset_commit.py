@@ -19,6 +19,9 @@ from protocol.errors import ErrorCode
 from broker.apis.shared.common import ZERO_UUID, coordinator_fields, topic_name_for
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, allowed, authorizes, denied_offset_topics, topic_name,
+                                   topics_allowed)
 
 
 @handles(ApiKey.OFFSET_COMMIT)
@@ -58,3 +61,14 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
             for p in t.partitions]
         resp.topics.append(RT(name=t.name, topic_id=(t.topic_id if by_id else None) or ZERO_UUID, partitions=parts))
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.OFFSET_COMMIT)
+async def authorize_offset_commit(ctx, req, handler):
+    if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
+        return ctx.response(throttle_time_ms=0, topics=denied_offset_topics(
+            ApiKey.OFFSET_COMMIT, req.topics, GROUP_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"))
+    return await topics_allowed(ctx, req, handler, Op.READ, lambda denied: denied_offset_topics(
+        ApiKey.OFFSET_COMMIT, denied, TOPIC_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"),
+        name_of=lambda t: topic_name(ctx, t.name, getattr(t, "topic_id", None)))

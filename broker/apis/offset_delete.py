@@ -12,6 +12,8 @@ from protocol.errors import ErrorCode
 from broker.apis.shared.common import coordinator_fields
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import GROUP_DENIED, TOPIC_DENIED, allowed, authorizes, response_class, topics_allowed
 
 
 @handles(ApiKey.OFFSET_DELETE)
@@ -39,3 +41,15 @@ async def offset_delete(ctx: RequestContext, req: Any) -> Any:
             error_code=rejected.get((t.name, p.partition_index), errors.get((t.name, p.partition_index), 0)))
             for p in t.partitions]) for t in req.topics]
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.OFFSET_DELETE)
+async def authorize_offset_delete(ctx, req, handler):
+    if not allowed(ctx, Op.DELETE, RT.GROUP, req.group_id):
+        return ctx.response(error_code=GROUP_DENIED, throttle_time_ms=0, topics=[])
+    TR = response_class(ApiKey.OFFSET_DELETE, "OffsetDeleteResponseTopic")
+    P = TR.OffsetDeleteResponsePartition
+    return await topics_allowed(ctx, req, handler, Op.READ, lambda denied: (TR(name=t.name, partitions=[
+        P(partition_index=p.partition_index, error_code=TOPIC_DENIED) for p in t.partitions]) for t in denied),
+        error_code=0)

@@ -11,6 +11,9 @@ from protocol.api_keys import ApiKey
 from broker.apis.shared.common import ZERO_UUID, coordinator_fields, topic_name_for
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, allowed, authorizes, response_class, split_topics,
+                                   topic_name)
 
 
 @handles(ApiKey.OFFSET_FETCH)
@@ -63,3 +66,60 @@ async def offset_fetch(ctx: RequestContext, req: Any) -> Any:
                                        error_code=p.error_code) for p in t.partitions]) for t in gr.topics]
     resp.error_code = gr.error_code
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+def _denied_fetch_topics(T: Any, topics: list) -> list:
+    """Kafka's answer for requested topics the principal may not DESCRIBE: every requested
+    partition with offset -1 and TOPIC_AUTHORIZATION_FAILED (KafkaApis.fetchOffsetsForGroup)."""
+    P = next(getattr(T, f) for f in ("OffsetFetchResponsePartitions", "OffsetFetchResponsePartition") if hasattr(T, f))
+    ids = "topic_id" in T.fields
+    return [T(name=t.name, **({"topic_id": getattr(t, "topic_id", None)} if ids else {}), partitions=[
+        P(partition_index=i, committed_offset=-1, committed_leader_epoch=-1, metadata="", error_code=TOPIC_DENIED)
+        for i in t.partition_indexes]) for t in topics]
+
+
+def _describable(ctx, topics: list) -> list:
+    return [t for t in topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
+
+
+@authorizes(ApiKey.OFFSET_FETCH)
+async def authorize_offset_fetch(ctx, req, handler):
+    """KafkaApis.handleOffsetFetchRequest: DESCRIBE on each group (else the group answers
+    GROUP_AUTHORIZATION_FAILED); named topics the principal may not DESCRIBE are not fetched and
+    answer TOPIC_AUTHORIZATION_FAILED per partition; with all topics requested (null) they are
+    left out. A group that failed otherwise (e.g. COORDINATOR_LOAD_IN_PROGRESS) gets no topics added."""
+    if ctx.api_version >= 8:
+        G = response_class(ApiKey.OFFSET_FETCH, "OffsetFetchResponseGroup")
+        denied_groups = [grp for grp in req.groups if not allowed(ctx, Op.DESCRIBE, RT.GROUP, grp.group_id)]
+        req.groups = [grp for grp in req.groups if grp not in denied_groups]
+        denied_topics: list[list | None] = []   # per allowed group, in request order (as answered)
+        for grp in req.groups:
+            denied_topics.append(None)
+            if grp.topics is not None:
+                ok, denied = split_topics(ctx, grp.topics, Op.DESCRIBE,
+                                    lambda t: topic_name(ctx, t.name, getattr(t, "topic_id", None)))
+                for t in denied:
+                    t.name = topic_name(ctx, t.name, getattr(t, "topic_id", None))
+                grp.topics, denied_topics[-1] = ok, denied
+        response = await handler(ctx, req) if req.groups else ctx.response(throttle_time_ms=0, groups=[])
+        T = G.OffsetFetchResponseTopics
+        for grp, denied in zip(response.groups, denied_topics):
+            if denied is None:     # all topics were asked for: the undescribable are hidden
+                grp.topics = _describable(ctx, grp.topics)
+            elif not grp.error_code:
+                grp.topics.extend(_denied_fetch_topics(T, denied))
+        response.groups.extend(G(group_id=grp.group_id, topics=[], error_code=GROUP_DENIED) for grp in denied_groups)
+        return response
+    if not allowed(ctx, Op.DESCRIBE, RT.GROUP, req.group_id):
+        return ctx.response(throttle_time_ms=0, topics=[], error_code=GROUP_DENIED)
+    if req.topics is None:
+        response = await handler(ctx, req)
+        response.topics = _describable(ctx, response.topics)
+        return response
+    ok, denied = split_topics(ctx, req.topics, Op.DESCRIBE, lambda t: t.name)
+    req.topics = ok
+    response = await handler(ctx, req)
+    if denied and not response.error_code:
+        response.topics.extend(_denied_fetch_topics(response_class(ApiKey.OFFSET_FETCH, "OffsetFetchResponseTopic"), denied))
+    return response

@@ -8,10 +8,13 @@ from protocol.api_keys import ApiKey
 
 from broker.apis.shared.common import leader_partition
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import TOPIC_DENIED, authorizes, response_class, topics_allowed
 
 OT = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 
 OP = OT.EpochEndOffset
+
 
 @handles(ApiKey.OFFSET_FOR_LEADER_EPOCH)
 async def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
@@ -32,3 +35,13 @@ async def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpoch
             parts.append(OP(error_code=0, partition=rp.partition, leader_epoch=epoch, end_offset=end))
         topics.append(OT(topic=rt.topic, partitions=parts))
     return ctx.response(throttle_time_ms=0, topics=topics)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+async def authorize_offset_for_leader_epoch(ctx, req, handler):
+    TR = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderTopicResult")
+    E = TR.EpochEndOffset
+    return await topics_allowed(ctx, req, handler, Op.DESCRIBE, lambda denied: (TR(topic=t.topic, partitions=[
+        E(error_code=TOPIC_DENIED, partition=p.partition, leader_epoch=-1, end_offset=-1) for p in t.partitions])
+        for t in denied), name_of=lambda t: t.topic)

@@ -8,6 +8,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from broker.network.dispatch import RequestContext, handles
+from broker.security.authz import authorizes, unchecked
 from broker.security.sasl import AuthenticationFailed
 
 
@@ -26,3 +27,8 @@ async def sasl_authenticate(ctx: RequestContext, req: SaslAuthenticateRequest):
         return ctx.response(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=str(exc),
                             auth_bytes=b"", session_lifetime_ms=0)
     return ctx.response(error_code=0, error_message=None, auth_bytes=answer, session_lifetime_ms=lifetime)
+
+
+# -- authorization ----------------------------------------------------------------------------
+# Kafka authorizes the SASL exchange for nobody: it is how a connection authenticates
+authorizes(ApiKey.SASL_AUTHENTICATE)(unchecked)

@@ -17,6 +17,7 @@ from protocol.errors import ErrorCode
 from protocol.frame import FrameError
 
 from broker.network.dispatch import RequestContext, handles
+from broker.security.authz import authorizes, unchecked
 from broker.security.sasl import AuthenticationFailed
 
 
@@ -39,3 +40,8 @@ async def sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest):
     except AuthenticationFailed:
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms)
     return ctx.response(error_code=0, mechanisms=mechanisms)
+
+
+# -- authorization ----------------------------------------------------------------------------
+# Kafka authorizes the SASL exchange for nobody: it is how a connection authenticates
+authorizes(ApiKey.SASL_HANDSHAKE)(unchecked)

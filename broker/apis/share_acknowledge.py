@@ -11,6 +11,7 @@ from protocol.errors import ErrorCode
 
 from broker.apis.shared.share_partitions import acknowledge, current_leader, node_endpoints
 from broker.network.dispatch import RequestContext, handles
+from broker.security.authz import authorizes, share_records_allowed
 
 
 @handles(ApiKey.SHARE_ACKNOWLEDGE)
@@ -38,3 +39,9 @@ async def share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     resp.responses = [T(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()]
     resp.node_endpoints = node_endpoints(ctx, resp.responses, type(resp))
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.SHARE_ACKNOWLEDGE)   # ShareAcknowledge: READ on the group and on each topic
+def authorize_share_acknowledge(ctx, req, handler):
+    return share_records_allowed(ctx, req, handler, ApiKey.SHARE_ACKNOWLEDGE, "ShareAcknowledgeTopicResponse", {})

@@ -9,8 +9,11 @@ from protocol.api_keys import ApiKey
 
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import GROUP_DENIED, allowed, authorizes, response_class
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
 
 @handles(ApiKey.SHARE_GROUP_DESCRIBE)
 async def share_group_describe(ctx: RequestContext, req: Any) -> Any:
@@ -35,3 +38,16 @@ async def share_group_describe(ctx: RequestContext, req: Any) -> Any:
                      for m in d.members],
             authorized_operations=_AUTHORIZED_OPERATIONS_OMITTED))
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.SHARE_GROUP_DESCRIBE)   # ShareGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
+async def authorize_share_group_describe(ctx, req, handler):
+    response = await handler(ctx, req)
+    G = response_class(ApiKey.SHARE_GROUP_DESCRIBE, "DescribedGroup")
+    response.groups = [g if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id) else
+                       G(error_code=GROUP_DENIED, error_message=None, group_id=g.group_id, group_state="",
+                         group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[],
+                         authorized_operations=-2147483648)
+                       for g in response.groups]
+    return response

@@ -11,11 +11,14 @@ from protocol.api_keys import ApiKey
 from broker.apis.shared.common import coordinator_fields, group_heartbeat_answer, other_group_type_answer
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import GROUP_DENIED, TOPIC_DENIED, allowed, authorizes, whole_request
 
 
 def _topics_view(ctx: RequestContext) -> dict[str, tuple[uuid.UUID, int]]:
     return {name: (t.topic_id, t.partition_count) for name, t in topic_catalog.all_topics(ctx.broker).items()
             if not t.internal}
+
 
 @handles(ApiKey.SHARE_GROUP_HEARTBEAT)
 async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
@@ -32,3 +35,13 @@ async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
     r = shares.coordinator.heartbeat(request, ctx.broker.now_ms())
     shares.settle_departures()
     return group_heartbeat_answer(ctx, r)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.SHARE_GROUP_HEARTBEAT)   # ShareGroupHeartbeat: READ on the group, DESCRIBE on every subscribed topic (v1)
+def authorize_share_group_heartbeat(ctx, req, handler):
+    if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
+        return whole_request(ctx, req, handler, False, GROUP_DENIED)
+    topics = req.subscribed_topic_names or []
+    return whole_request(ctx, req, handler, all(allowed(ctx, Op.DESCRIBE, RT.TOPIC, t) for t in topics),
+                          TOPIC_DENIED)

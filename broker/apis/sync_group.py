@@ -9,6 +9,8 @@ from protocol.api_keys import ApiKey
 
 from broker.apis.shared.common import coordinator_fields
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op
+from broker.security.authz import authorizes, group_allowed
 
 
 @handles(ApiKey.SYNC_GROUP)
@@ -22,3 +24,9 @@ async def sync_group(ctx: RequestContext, req: Any) -> Any:
     r: g.SyncGroupResult = await ctx.broker.groups.call_for(req.group_id, request)
     return ctx.response(throttle_time_ms=0, error_code=r.error_code, protocol_type=r.protocol_type,
                         protocol_name=r.protocol_name, assignment=r.assignment)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.SYNC_GROUP)
+def authorize_sync_group(ctx, req, handler):
+    return group_allowed(ctx, req, handler, Op.READ, protocol_type=None, protocol_name=None, assignment=b"")

@@ -15,6 +15,9 @@ from broker.apis.shared.common import coordinator_fields
 from broker.apis.shared.transactions import PRODUCER_FENCED
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, TXN_DENIED, allowed, authorizes, denied_offset_topics,
+                                   topics_allowed)
 
 
 @handles(ApiKey.TXN_OFFSET_COMMIT)
@@ -47,6 +50,7 @@ async def txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
         for p in t.partitions]) for t in req.topics]
     return resp
 
+
 async def _verify_offsets_partition(ctx: RequestContext, req: Any,
                                     topics: list[OffsetCommitTopic]) -> dict[tuple[str, int], int]:
     """KIP-890 verification of the group's partition in the producer's transaction; an error
@@ -76,3 +80,18 @@ async def _verify_offsets_partition(ctx: RequestContext, req: Any,
     if code == PRODUCER_FENCED:
         code = ErrorCode.INVALID_PRODUCER_EPOCH       # Kafka's AddPartitionsToTxnManager mapping
     return {(t.name, p.partition_index): code for t in topics for p in t.partitions}
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.TXN_OFFSET_COMMIT)
+async def authorize_txn_offset_commit(ctx, req, handler):
+    code = None
+    if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
+        code = TXN_DENIED
+    elif not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
+        code = GROUP_DENIED
+    if code is not None:
+        return ctx.response(throttle_time_ms=0, topics=denied_offset_topics(
+            ApiKey.TXN_OFFSET_COMMIT, req.topics, code, "TxnOffsetCommitResponseTopic", "TxnOffsetCommitResponsePartition"))
+    return await topics_allowed(ctx, req, handler, Op.READ, lambda denied: denied_offset_topics(
+        ApiKey.TXN_OFFSET_COMMIT, denied, TOPIC_DENIED, "TxnOffsetCommitResponseTopic", "TxnOffsetCommitResponsePartition"))

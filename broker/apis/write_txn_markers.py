@@ -16,6 +16,8 @@ from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
 from broker.replica.marker_writes import write_markers
+from broker.security.acl import Operation as Op
+from broker.security.authz import CLUSTER_DENIED, authorizes, cluster, whole_request
 
 MR = WriteTxnMarkersResponse.WritableTxnMarkerResult
 TR = MR.WritableTxnMarkerTopicResult
@@ -33,3 +35,9 @@ async def write_txn_markers(ctx: RequestContext, req: Any) -> Any:
                                               for i in t.partition_indexes]) for t in marker.topics]
         results.append(MR(producer_id=marker.producer_id, topics=topics))
     return ctx.response(markers=results)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.WRITE_TXN_MARKERS)   # WriteTxnMarkers (between brokers): CLUSTER_ACTION on the cluster
+def authorize_write_txn_markers(ctx, req, handler):
+    return whole_request(ctx, req, handler, cluster(ctx, Op.CLUSTER_ACTION), CLUSTER_DENIED)

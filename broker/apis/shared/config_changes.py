@@ -24,6 +24,7 @@ DYNAMIC_BROKER_CONFIGS_UNSUPPORTED = (
 DYNAMIC_LOG_LEVELS_UNSUPPORTED = (
     "Samsa does not support changing broker log levels at runtime: set SAMSA_LOG_LEVEL and restart.")
 
+
 def config_topic(ctx: RequestContext, name: str) -> Any:
     """The topic (``.name``, ``.configs``, ``.internal``): the local log's, or in cluster mode
     the metadata image's (its ConfigRecords)."""
@@ -32,12 +33,14 @@ def config_topic(ctx: RequestContext, name: str) -> Any:
         return topic_config_view(ctx, name)
     return ctx.broker.logs.topics.get(name)
 
+
 # -- AlterConfigs and IncrementalAlterConfigs ---------------------------------------------
 class Reject(Exception):
     def __init__(self, code: int, message: str | None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+
 
 def non_topic_error(rtype: int) -> Reject:
     if rtype == BROKER:
@@ -48,12 +51,14 @@ def non_topic_error(rtype: int) -> Reject:
         return Reject(ErrorCode.INVALID_REQUEST, f"Unexpected resource type {RESOURCE_NAMES[rtype]}.")
     return Reject(ErrorCode.UNSUPPORTED_VERSION, f"Unknown resource type {rtype}.")
 
+
 def check_topic_resource(name: str) -> None:
     if not name:
         raise Reject(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
     err = topic_name_error(name)
     if err:
         raise Reject(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
+
 
 async def apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str | None],
                                validate_only: bool) -> None:
@@ -75,9 +80,11 @@ async def apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str
         ctx.broker.logs.alter_configs(name, {k: v for k, v in new.items() if v is not None})
         log.info("topic configs altered", topic=name, configs=new)
 
+
 def resource_response(cls: type, rtype: int, name: str, code: int = 0, message: str | None = None) -> Any:
     return cls.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=rtype,
                                             resource_name=name)
+
 
 def each_resource(resources: list) -> Iterable[tuple[Any, bool]]:
     """Each distinct (type, name) resource once, flagged when the request names it twice

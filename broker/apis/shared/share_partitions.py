@@ -24,6 +24,7 @@ def local_partition(ctx: RequestContext, topic_id: uuid.UUID, index: int) -> tup
         return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
     return part, ErrorCode.NONE
 
+
 def acknowledge(ctx: RequestContext, group_id: str, member_id: str, topics: Any) -> dict[tuple[uuid.UUID, int], int]:
     """Apply every partition's acknowledgement batches; error code per (topic id, partition)."""
     shares = ctx.broker.share_groups
@@ -41,6 +42,7 @@ def acknowledge(ctx: RequestContext, group_id: str, member_id: str, topics: Any)
             out[(t.topic_id, p.partition_index)] = code
     return out
 
+
 def current_leader(ctx: RequestContext, topic_id: uuid.UUID, index: int, cls: Any) -> Any:
     """The partition's current leader (another broker's after NOT_LEADER_OR_FOLLOWER in a cluster)."""
     topic = ctx.broker.logs.topics_by_id.get(topic_id)
@@ -52,6 +54,7 @@ def current_leader(ctx: RequestContext, topic_id: uuid.UUID, index: int, cls: An
         leader_id, epoch = ctx.broker.replicas.current_leader(part)
         return cls(leader_id=leader_id, leader_epoch=epoch)
     return cls(leader_id=ctx.broker.node_id, leader_epoch=part.leader_epoch)
+
 
 def node_endpoints(ctx: RequestContext, responses: list, response_cls: Any) -> list:
     """NodeEndpoints of the leaders named by partitions answered NOT_LEADER_OR_FOLLOWER."""

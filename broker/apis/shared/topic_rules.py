@@ -70,6 +70,7 @@ class Reject(Exception):
         self.code = code
         self.message = message
 
+
 def check_single_node_assignment(ctx: RequestContext, broker_ids: list[int], replication_factor: int | None) -> None:
     """Kafka's validateManualPartitionAssignment for a cluster of one broker."""
     if not broker_ids:
