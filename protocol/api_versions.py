@@ -35,7 +35,7 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.DESCRIBE_CLUSTER: (0, 2),
-    # what kafbat UI, Redpanda Console and AKHQ call (broker/apis/log_dirs.py, quotas.py, reassignments.py)
+    # what kafbat UI, Redpanda Console and AKHQ call (broker/apis/describe_log_dirs.py, describe_client_quotas.py, ...)
     ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
@@ -46,7 +46,7 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 2),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
-    # security (broker/security/, broker/apis/sasl.py, acls.py, scram.py)
+    # security (broker/security/, broker/apis/sasl_handshake.py, create_acls.py, ...)
     ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.DESCRIBE_ACLS: (1, 3),
@@ -58,13 +58,13 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
-    # cluster mode (broker/apis/elect_leaders.py, reassignments.py, txn_markers.py)
+    # cluster mode (broker/apis/elect_leaders.py, alter_partition_reassignments.py, write_txn_markers.py)
     ApiKey.WRITE_TXN_MARKERS: (1, 1),     # between brokers (a cluster's transaction coordinators)
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
 }
 
-# KIP-932 share groups (broker/apis/share_groups.py): advertised only when share groups are enabled
+# KIP-932 share groups (broker/apis/share_*.py): advertised only when share groups are enabled
 # (``group.share.enable`` or share.version >= 1, see broker/server/api_table.py), as Kafka does. Only the
 # first stable versions: ShareFetch/ShareAcknowledge v2 add renew acknowledgements (KIP-1222).
 SHARE_GROUP_APIS: dict[ApiKey, tuple[int, int]] = {

@@ -1,4 +1,9 @@
-"""AddOffsetsToTxn v0-v4.
+"""AddOffsetsToTxn v0-v4: adds the group's ``__consumer_offsets`` partition to the producer's
+transaction (creating the topic on first use).
+
+Quirks: PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH before v2. Transactions v2
+clients skip it (TxnOffsetCommit v5 adds the partition itself).
+Authorization: WRITE on the transactional id, then READ on the group.
 """
 from __future__ import annotations
 

@@ -1,21 +1,13 @@
-"""Transactions: InitProducerId with a transactional id, AddPartitionsToTxn v0-v5,
-AddOffsetsToTxn v0-v4, EndTxn v0-v5, TxnOffsetCommit v0-v5, DescribeTransactions v0,
-ListTransactions v0-v2, DescribeProducers v0.
+"""AddPartitionsToTxn v0-v5.
 
-Quirks (Kafka's): PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH to clients that predate
-it (InitProducerId < v4, AddPartitionsToTxn/AddOffsetsToTxn/EndTxn < v2); AddPartitionsToTxn with
-an unknown topic or partition adds nothing: those partitions answer UNKNOWN_TOPIC_OR_PARTITION
-and the others OPERATION_NOT_ATTEMPTED; v4+ batches several transactions (and ``verify_only``
-checks membership instead of adding). TxnOffsetCommit first verifies, without yielding, that the
-group's ``__consumer_offsets`` partition is in the producer's transaction (KIP-890: a wrong epoch
-answers INVALID_PRODUCER_EPOCH, a partition not added INVALID_TXN_STATE), then the group
-coordinator validates the member and stores the offsets as pending. Transactions v2 (KIP-890
-part 2; clients use it when ``transaction.version`` 2 is finalized, see protocol/features.py):
-EndTxn v5 bumps the producer epoch on every commit/abort and answers the next producer id/epoch,
-TxnOffsetCommit v5 adds the group's partition itself (no AddOffsetsToTxn), Produce v12+ adds
-partitions implicitly (broker/apis/produce.py). Not done: a TV2 commit/abort at the last epoch
-(32766) keeps the epoch instead of moving to a new producer id.
-WriteTxnMarkers is not offered either: this node writes its own markers.
+Quirks (Kafka's): PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH before v2; a request
+naming an unknown topic or partition adds nothing: those partitions answer
+UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED; v4+ (between brokers) batches
+several transactions, and ``verify_only`` checks membership instead of adding (KIP-890). With
+transactions v2 (protocol/features.py) producers add partitions implicitly through Produce
+(broker/apis/produce.py) and the group's partition through TxnOffsetCommit v5.
+Authorization: WRITE on the transactional id and on each topic (a denied topic fails the whole
+request, the others OPERATION_NOT_ATTEMPTED); v4+ needs CLUSTER_ACTION.
 """
 from __future__ import annotations
 

@@ -1,4 +1,12 @@
-"""AlterConfigs v0-v2.
+"""AlterConfigs v0-v2 (the ConfigDef logic is broker/common/config_defs.py).
+
+Kafka's rules, as its controller applies them: a resource named twice answers INVALID_REQUEST
+once; values are validated with Kafka's types, ranges and messages (INVALID_CONFIG); the new
+configs replace all of the topic's overrides; an unknown topic answers "The topic 'x' does not
+exist." after validation. Samsa has no dynamic broker configs: altering BROKER or BROKER_LOGGER
+resources answers INVALID_REQUEST. Topic config changes are live (partitions read their configs
+through ``LogManager.topic_config_value``); in a cluster they are ConfigRecords in the metadata log.
+Authorization: ALTER_CONFIGS on each topic (or group), on the cluster for broker resources.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""AlterPartitionReassignments v0-v1 and ListPartitionReassignments v0 (KIP-455).
+"""AlterPartitionReassignments v0-v1 (KIP-455).
 
 Kafka's rules: per partition, a replica list moves the partition to those replicas (the
 replicas become target + the ones to remove, ``adding``/``removing`` set, and the controller
@@ -6,10 +6,10 @@ completes the move once every target replica is in the ISR; at once when they al
 a null list cancels (NO_REASSIGNMENT_IN_PROGRESS when none is ongoing). Targets must name
 registered brokers once each (INVALID_REPLICA_ASSIGNMENT); v1's
 ``allow_replication_factor_change=false`` refuses a different replica count
-(INVALID_REPLICATION_FACTOR). ListPartitionReassignments answers the ongoing ones (all with null topics), leaving out
-partitions not being moved. A single node's only replica is itself: moving to [itself] does
-nothing, any other broker is not registered, and nothing is ever ongoing.
+(INVALID_REPLICATION_FACTOR). A single node's only replica is itself: moving to [itself] does
+nothing, any other broker is not registered.
 The decisions are coordinator/metadata/controller.py's, written with the partition epoch.
+Authorization: ALTER on the cluster.
 """
 from __future__ import annotations
 

@@ -1,4 +1,12 @@
-"""AlterUserScramCredentials v0.
+"""AlterUserScramCredentials v0 (KIP-554).
+
+Quirks, as Kafka's: an upsertion carries the salted password (never the password), iterations
+outside 4096..16384 are UNACCEPTABLE_CREDENTIAL, an unknown mechanism UNSUPPORTED_SASL_MECHANISM,
+deleting a missing credential RESOURCE_NOT_FOUND, a user's mechanism altered twice
+DUPLICATE_RESOURCE; one user's alterations apply together or not at all. Credentials are
+UserScramCredentialRecord/RemoveUserScramCredentialRecord in the metadata log (the local log, or
+etcd in a cluster: a login on any broker sees them once applied), written before the answer.
+Authorization: ALTER on the cluster.
 """
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ Kafka) is answered in v0 with UNSUPPORTED_VERSION and the full table (KIP-511), 
 clients can downgrade; tagged fields (features) are written only when non-default.
 v3+ carry the supported and finalized features of protocol/features.py (transaction.version
 finalized at ``samsa.transaction.version``), except when emulating an older Kafka.
+Authorization: none (any connection may ask, before authentication too).
 """
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""ConsumerGroupDescribe v0-v1.
+"""ConsumerGroupDescribe v0-v1 (v1: MemberType, always 1 = consumer member since classic
+members never join consumer groups here).
+
+Quirks: topics are named by the cluster's current ids (a deleted topic's partitions are left out);
+authorized operations are "not requested" unless asked for (then, without an authorizer, every
+group operation).
+Authorization: DESCRIBE on each group (denied ones answer GROUP_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
-"""KIP-848 consumer-group APIs: ConsumerGroupHeartbeat v0-v1, ConsumerGroupDescribe v0-v1 (v1: MemberType,
-always 1 = consumer member since classic members never join consumer groups here).
+"""ConsumerGroupHeartbeat v0-v1 (KIP-848 consumer groups; the state machine is
+coordinator/group/consumer.py).
 
-Quirks: the heartbeat carries the cluster's current (non-internal) topics (broker/metadata/topic_catalog.py) to the pure coordinator,
-which compares them with the group's subscription metadata on every heartbeat (topic creation,
-deletion and partition growth reach the target assignment at once); ConsumerGroupDescribe names
-topics by the cluster's current ids (a deleted topic's partitions are left out) and reports
-authorized operations as "not requested". Results come from coordinator/group/consumer.py; this
-module only converts them.
+Quirks: the heartbeat carries the cluster's current (non-internal) topics
+(broker/metadata/topic_catalog.py) to the pure coordinator, which compares them with the group's
+subscription metadata on every heartbeat (topic creation, deletion and partition growth reach the
+target assignment at once); v1 adds the subscribed topic regex; a group id of a share group answers
+GROUP_ID_NOT_FOUND (KIP-932: consumer and share groups share one id space).
+Authorization: READ on the group.
 """
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
-"""DescribeAcls, CreateAcls, DeleteAcls v1-3 (v0 is gone from Kafka 4).
+"""CreateAcls v1-v3 (v0 is gone from Kafka 4).
 
 Quirks: without an authorizer every answer is SECURITY_DISABLED, as Kafka's; creations are
 validated as Kafka's AclControlManager does (no ANY/MATCH/UNKNOWN values, principal
-``Type:name``, a PREFIXED wildcard is refused, CLUSTER is named ``kafka-cluster``); created
-and deleted ACLs are AccessControlEntryRecord/RemoveAccessControlEntryRecord in the metadata
-log (the local log, or etcd in a cluster: every broker enforces them once applied), written
-before the answer; an identical ACL already present (also one another broker just created) adds
-nothing. While the metadata store is unreachable the answer waits, then is REQUEST_TIMED_OUT.
-The CLUSTER ALTER/DESCRIBE checks are in broker/security/authz.py.
+``Type:name``, a PREFIXED wildcard is refused, CLUSTER is named ``kafka-cluster``); created ACLs
+are AccessControlEntryRecords in the metadata log (the local log, or etcd in a cluster: every
+broker enforces them once applied), written before the answer; an identical ACL already present
+(also one another broker just created) adds nothing. While the metadata store is unreachable the
+answer waits, then is REQUEST_TIMED_OUT.
+Authorization: ALTER on the cluster.
 """
 from __future__ import annotations
 

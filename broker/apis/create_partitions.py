@@ -1,4 +1,11 @@
 """CreatePartitions v0-v3.
+
+Kafka's rules (its KRaft controller's order of checks and messages): a name given twice answers
+INVALID_REQUEST "Duplicate topic name." once; INVALID_PARTITIONS unless the count grows;
+assignments must match the number of new partitions and name registered brokers; internal topics
+(``__consumer_offsets``, ``__transaction_state``) may not grow (Samsa's rule: the broker owns
+their layout). A cluster places the new replicas rack-aware and writes them to the metadata log.
+Authorization: ALTER on each topic.
 """
 from __future__ import annotations
 
@@ -69,7 +76,6 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
 async def cluster_create_partitions(ctx: RequestContext, req: Any) -> Any:
     from coordinator.metadata.controller import Rejection, check_assignment
 
-    from broker.apis.shared.topic_rules import CP, UNKNOWN_TOPIC_MESSAGE, duplicate_results, duplicated_names
     from broker.metadata.store import MetadataUnavailable
 
     cluster = ctx.broker.cluster

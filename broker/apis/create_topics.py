@@ -1,27 +1,23 @@
-"""CreateTopics v2-v7, DeleteTopics v1-v6, CreatePartitions v0-v3, DeleteRecords v0-v2.
+"""CreateTopics v2-v7.
 
-Kafka's rules (its KRaft controller's order of checks and messages):
-- CreateTopics: more than 10,000 partitions in one request fails every topic with
-  POLICY_VIOLATION; a name given twice answers INVALID_REQUEST "Duplicate topic name."
-  once; ``__cluster_metadata`` is dropped from the answer; then per topic: illegal name or a
-  '.'/'_' collision (INVALID_TOPIC_EXCEPTION), TOPIC_ALREADY_EXISTS, null or invalid configs
-  (INVALID_CONFIG), then partitions and replication factor. -1 means ``num.partitions`` /
-  ``default.replication.factor``; a single node can hold only one replica, so a factor above
-  1 is INVALID_REPLICATION_FACTOR with Kafka's placer message. Manual assignments must name
-  this broker once per partition, for partitions 0..n-1. v5+ answers with the partition
-  count, replication factor and every effective config with its source; v7 with the id.
-  validate_only runs every check and creates nothing (the id answered is then zero).
-- DeleteTopics: by name (v1-v5) or by name or id (v6); unknown names answer
-  UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; ``delete.topic.enable=false``
-  answers TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3).
-- CreatePartitions: INVALID_PARTITIONS unless the count grows; assignments must match the
-  number of new partitions.
-- DeleteRecords: offset -1 means the high watermark; above it (or negative) answers
-  OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy lacks 'delete' answers POLICY_VIOLATION;
-  the answer carries the new low watermark (the log start offset), -1 with any error.
+Kafka's rules (its KRaft controller's order of checks and messages): more than 10,000 partitions
+in one request fails every topic with POLICY_VIOLATION; a name given twice answers
+INVALID_REQUEST "Duplicate topic name." once; ``__cluster_metadata`` is dropped from the answer;
+then per topic: illegal name or a '.'/'_' collision (INVALID_TOPIC_EXCEPTION),
+TOPIC_ALREADY_EXISTS, null or invalid configs (INVALID_CONFIG), then partitions and replication
+factor. -1 means ``num.partitions`` / ``default.replication.factor``; a single node can hold only
+one replica, so a factor above 1 is INVALID_REPLICATION_FACTOR with Kafka's placer message, and
+manual assignments must name this broker once per partition, for partitions 0..n-1. A cluster
+refuses a factor above its usable brokers the same way, requires explicit assignments to name
+registered brokers, each once, with one replication factor for all partitions, and places
+replicas rack-aware when racks are set. v5+ answers with the partition count, replication
+factor and every effective config with its source; v7 with the id. validate_only runs every
+check and creates nothing (the id answered is then zero).
 Samsa's own rule: the internal topics (``__consumer_offsets``, ``__transaction_state``) are
 created by the broker with its own layout, so clients may not create, delete, grow or
 truncate them (Kafka itself does not stop a client from creating them).
+Authorization: CREATE on the cluster or on each topic; configs returned only with
+DESCRIBE_CONFIGS on the topic.
 """
 from __future__ import annotations
 
@@ -141,9 +137,6 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
 async def cluster_create_topics(ctx: RequestContext, req: Any) -> Any:
     from coordinator.metadata.controller import Rejection, check_assignment
 
-    from broker.apis.shared.topic_rules import (CLUSTER_METADATA_TOPIC, CT, CTC, duplicate_results, duplicated_names,
-                                                too_many_partitions, unify_collision_chars)
-    from broker.common.config_defs import creation_config_entries, validate_topic_configs
     from broker.metadata.store import MetadataUnavailable
 
     cluster = ctx.broker.cluster

@@ -1,4 +1,10 @@
-"""DeleteAcls v1-v3.
+"""DeleteAcls v1-v3 (v0 is gone from Kafka 4).
+
+Quirks: without an authorizer every answer is SECURITY_DISABLED, as Kafka's; deleted ACLs are
+RemoveAccessControlEntryRecords in the metadata log, written before the answer; an ACL matched by
+several filters is removed once and listed under each. While the metadata store is unreachable
+the answer waits, then is REQUEST_TIMED_OUT.
+Authorization: ALTER on the cluster.
 """
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""DeleteGroups v0-v2.
+"""DeleteGroups v0-v2 (share groups too: Admin.deleteShareGroups uses it).
+
+Authorization: DELETE on each group (denied ones answer GROUP_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 

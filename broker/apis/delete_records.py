@@ -1,4 +1,11 @@
 """DeleteRecords v0-v2.
+
+Kafka's rules: offset -1 means the high watermark; above it (or negative) answers
+OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy lacks 'delete' answers POLICY_VIOLATION; only
+the leader moves the log start (NOT_LEADER_OR_FOLLOWER on a follower); the answer carries the new
+low watermark (the log start offset), -1 with any error. The internal topics may not be truncated
+(Samsa's rule).
+Authorization: DELETE on each topic.
 """
 from __future__ import annotations
 

@@ -1,4 +1,11 @@
 """DeleteTopics v1-v6.
+
+Kafka's rules: by name (v1-v5) or by name or id (v6); unknown names answer
+UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; a name or id given twice, or both for
+one topic, answers INVALID_REQUEST; ``delete.topic.enable=false`` answers TOPIC_DELETION_DISABLED
+(INVALID_REQUEST before v3). The internal topics may not be deleted (Samsa's rule). Deleting a
+topic removes its committed offsets from every group, as Kafka's onPartitionsDeleted.
+Authorization: DELETE on the cluster or on each topic (see the rule below).
 """
 from __future__ import annotations
 
@@ -100,7 +107,6 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
 
 
 async def cluster_delete_topics(ctx: RequestContext, req: Any) -> Any:
-    from broker.apis.shared.topic_rules import DT, UNKNOWN_TOPIC_ID_MESSAGE, UNKNOWN_TOPIC_MESSAGE
     from broker.metadata.store import MetadataUnavailable
 
     cluster = ctx.broker.cluster

@@ -1,4 +1,8 @@
-"""DescribeAcls v1-v3.
+"""DescribeAcls v1-v3 (v0 is gone from Kafka 4).
+
+Quirks: without an authorizer the answer is SECURITY_DISABLED, as Kafka's; the ACLs are the
+metadata image's, grouped by resource pattern.
+Authorization: DESCRIBE on the cluster.
 """
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ The filter is still validated as Kafka's ClientQuotaCache does: an empty or dupl
 type is INVALID_REQUEST, a type other than user, client-id and ip is UNSUPPORTED_VERSION
 ("Custom entity type ... not supported"), and ip combined with user or client-id is
 INVALID_REQUEST; a match type outside 0-2 is INVALID_REQUEST.
+Authorization: DESCRIBE_CONFIGS on the cluster.
 """
 from __future__ import annotations
 

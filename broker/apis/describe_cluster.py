@@ -6,6 +6,9 @@ a broker answers only BROKERS (1): CONTROLLERS (2) is MISMATCHED_ENDPOINT_TYPE, 
 else UNSUPPORTED_ENDPOINT_TYPE (both INVALID_REQUEST in v0). Cluster authorized operations
 are -2147483648 (not computed) unless asked for; when asked, a broker without an
 authorizer grants every operation a cluster supports, as Kafka does.
+In a cluster: the unfenced brokers of the metadata image (v2's ``include_fenced_brokers`` adds
+the fenced) and its controller.
+Authorization: none beyond KIP-430's authorized operations (0 without DESCRIBE on the cluster).
 """
 from __future__ import annotations
 

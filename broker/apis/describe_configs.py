@@ -1,4 +1,19 @@
-"""DescribeConfigs v1-v4.
+"""DescribeConfigs v1-v4 (the ConfigDef logic is broker/common/config_defs.py).
+
+Kafka's rules, as its ConfigHelper applies them:
+- a topic lists every topic config Kafka 4 has; an override is TOPIC_CONFIG (1), a value
+  that comes from a broker property set in the file or a ``KAFKA_*`` variable is
+  STATIC_BROKER_CONFIG (4), anything else DEFAULT_CONFIG (5). Synonyms follow Kafka's
+  chain, including its quirk that a topic config whose primary broker property
+  (``log.retention.ms``, ``log.roll.ms``, ``log.flush.interval.ms``) is unset reports no
+  synonyms and DEFAULT_CONFIG even when ``log.retention.hours`` is set;
+- a broker (resource name = its node id, or "" for the cluster-wide dynamic defaults,
+  which are always empty here) lists its properties, read-only (Samsa has no dynamic broker
+  configs); a name Kafka does not know is typed UNKNOWN and treated as sensitive (value null);
+- ``configuration_keys`` null or empty means all keys; an unknown topic answers
+  UNKNOWN_TOPIC_OR_PARTITION in that resource only; documentation from v3.
+In a cluster a topic's configs are the metadata image's ConfigRecords.
+Authorization: DESCRIBE_CONFIGS on each topic (or group), on the cluster for broker resources.
 """
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
 """DescribeGroups v0-v6.
+
+Quirks: authorized operations are "not requested" (-2147483648) unless asked for, because
+kafka-python rejects any other bitmask for classic groups; without an authorizer every group
+operation is granted when asked, as Kafka's AuthHelper answers.
+Authorization: DESCRIBE on each group (denied ones answer GROUP_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 

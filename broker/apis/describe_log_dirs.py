@@ -7,6 +7,7 @@ the offset lag is max(HW - LEO, 0), always 0 for a current (non-future) log; v3+
 top-level error code (0); v4+ the volume's total and usable bytes (statvfs, as Java's
 FileStore.getTotalSpace/getUsableSpace). Internal topics are listed like any other. In a
 cluster only the partitions this broker is a replica of are listed.
+Authorization: DESCRIBE on the cluster.
 """
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""DescribeProducers v0.
+"""DescribeProducers v0: the active producers of partitions this broker leads (Kafka's
+activeProducerState).
+
+Quirks: a partition without a local replica, or of which this broker is a follower, answers
+NOT_LEADER_OR_FOLLOWER; a producer's current transaction start offset is -1 when none is open.
+Authorization: READ on each topic.
 """
 from __future__ import annotations
 

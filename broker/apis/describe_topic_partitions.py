@@ -9,12 +9,13 @@ that topic's partition 0. A named topic that does not exist answers UNKNOWN_TOPI
 (INVALID_TOPIC_EXCEPTION for an invalid name); a cursor outside the requested topics, or with a
 negative partition, is INVALID_REQUEST for every requested topic. This single node leads every
 partition, its only replica and ISR; ELR lists are empty; a topic's authorized operations are all
-of them, as Kafka's AuthHelper answers without an authorizer (with one, broker/security/authz.py
+of them, as Kafka's AuthHelper answers without an authorizer (with one, the rule below
 answers the principal's own).
 
 Cluster mode: every topic of the metadata image (broker/metadata/topic_catalog.py), hosted here or not,
 with each partition's leader (-1 and LEADER_NOT_AVAILABLE when it is not live), leader epoch,
 replicas, ISR and offline replicas (on fenced or unknown brokers), as Metadata answers them.
+Authorization: DESCRIBE on each topic (see the rule below).
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""DescribeTransactions v0.
+"""DescribeTransactions v0: the state of transactional ids, from their coordinators.
+
+Authorization: DESCRIBE on each transactional id (denied ones answer
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED); topics the principal may not DESCRIBE are left out.
 """
 from __future__ import annotations
 

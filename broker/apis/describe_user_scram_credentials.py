@@ -1,13 +1,9 @@
-"""DescribeUserScramCredentials v0 and AlterUserScramCredentials v0 (KIP-554).
+"""DescribeUserScramCredentials v0 (KIP-554).
 
 Quirks, as Kafka's: a null user list describes everyone, an unknown user answers
-RESOURCE_NOT_FOUND, a user named twice answers DUPLICATE_RESOURCE; an upsertion carries the
-salted password (never the password), iterations outside 4096..16384 are
-UNACCEPTABLE_CREDENTIAL, an unknown mechanism UNSUPPORTED_SASL_MECHANISM, deleting a missing
-credential RESOURCE_NOT_FOUND; one user's alterations apply together or not at all. Credentials
-are UserScramCredentialRecord/RemoveUserScramCredentialRecord in the metadata log (the local
-log, or etcd in a cluster: a login on any broker sees them once applied), written before the
-answer. The CLUSTER DESCRIBE/ALTER checks are in broker/security/authz.py.
+RESOURCE_NOT_FOUND, a user named twice answers DUPLICATE_RESOURCE. Credentials live in the
+metadata image (UserScramCredentialRecords).
+Authorization: DESCRIBE on the cluster.
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ ELIGIBLE_LEADERS_NOT_AVAILABLE (unclean: no live replica).
 A single node leads every partition it has, so every election there is not needed. In a cluster
 the decisions are coordinator/metadata/controller.py's, written with the partition epoch they
 were decided on (a lost race is decided again on the new image).
+Authorization: ALTER on the cluster.
 """
 from __future__ import annotations
 

@@ -1,4 +1,11 @@
-"""EndTxn v0-v5.
+"""EndTxn v0-v5: commits or aborts the producer's transaction (the coordinator writes the
+markers, broker/coordinator_runtime/txn_runtime.py).
+
+Quirks: PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH before v2. Transactions v2
+(KIP-890 part 2, v5): every commit/abort bumps the producer epoch and the answer carries the next
+producer id/epoch. Not done: a TV2 commit/abort at the last epoch (32766) keeps the epoch instead
+of moving to a new producer id.
+Authorization: WRITE on the transactional id.
 """
 from __future__ import annotations
 

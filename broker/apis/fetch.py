@@ -7,6 +7,7 @@ the fetch offset; reads of 32 KiB and more are spliced into the encoded answer a
 from the segment files (sendfile, see protocol/splice.py), smaller ones copied; a fetch
 past the log end answers OFFSET_OUT_OF_RANGE; the long poll is woken by appends, never by
 a timer loop.
+Authorization: READ on each topic; a follower's fetch needs CLUSTER_ACTION.
 """
 from __future__ import annotations
 

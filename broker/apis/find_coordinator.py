@@ -1,4 +1,10 @@
 """FindCoordinator v0-v6.
+
+Quirks: v4+ batches keys; key type 1 locates the transaction coordinator (the
+``__transaction_state`` partition of the id, created on first use); Kafka fills error_message with
+"NONE" on success. In a cluster the coordinator is the leader of the key's internal partition
+(broker/coordinator_runtime/placement.py), COORDINATOR_NOT_AVAILABLE while it has no live leader.
+Authorization: DESCRIBE on the group or transactional id (v0-v3 answer Kafka's message).
 """
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Heartbeat v0-v4.
+"""Heartbeat v0-v4 (classic consumer groups).
+
+Authorization: READ on the group.
 """
 from __future__ import annotations
 

@@ -1,4 +1,11 @@
-"""IncrementalAlterConfigs v0-v1.
+"""IncrementalAlterConfigs v0-v1 (the ConfigDef logic is broker/common/config_defs.py).
+
+Kafka's rules, as its controller applies them: SET/DELETE/APPEND/SUBTRACT (the last two only on
+LIST configs, else INVALID_CONFIG); duplicate keys, null values outside DELETE and unknown
+operations answer INVALID_REQUEST; the resulting overrides are validated as AlterConfigs'
+(INVALID_CONFIG), then an unknown topic answers "The topic 'x' does not exist.". Samsa has no
+dynamic broker configs: BROKER and BROKER_LOGGER resources answer INVALID_REQUEST.
+Authorization: ALTER_CONFIGS on each topic (or group), on the cluster for broker resources.
 """
 from __future__ import annotations
 

@@ -1,6 +1,14 @@
-"""InitProducerId v0-v6 for idempotent producers (aiokafka sends v0, kafka-python v4,
-the Java client v5). A non-null transactional id goes to the transaction coordinator
-(broker/apis/transactions.py)."""
+"""InitProducerId v0-v6: idempotent producers (aiokafka sends v0, kafka-python v4, the Java
+client v5) get a producer id here; a non-null transactional id goes to the transaction
+coordinator.
+
+Quirks (Kafka's): KIP-360 epoch bump for an idempotent producer that sends its id and epoch (a
+new id when the epoch would overflow); PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH
+before v4; an empty transactional id is INVALID_REQUEST; ``enable_2pc`` (KIP-939) is refused with
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED since two-phase commit is off.
+Authorization: WRITE on the transactional id, or IDEMPOTENT_WRITE on the cluster or WRITE on any
+topic (KIP-679) for an idempotent producer.
+"""
 from __future__ import annotations
 
 from typing import Any

@@ -1,12 +1,9 @@
-"""Classic consumer-group APIs: FindCoordinator v0-v6, JoinGroup v0-v9, SyncGroup v0-v5,
-Heartbeat v0-v4, LeaveGroup v0-v5, DescribeGroups v0-v6, ListGroups v0-v5, DeleteGroups v0-v2.
+"""JoinGroup v0-v9 (classic consumer groups; the state machine is coordinator/group/).
 
-Quirks: FindCoordinator v4+ batches keys; key type 1 locates the transaction coordinator
-(the ``__transaction_state`` partition of the id, created on first use). JoinGroup v0 has no rebalance timeout
-(the session timeout is used); LeaveGroup v0-v2 name one member and return one error.
-DescribeGroups reports authorized operations as "not requested" (-2147483648) because
-kafka-python rejects any other bitmask for classic groups. Results come from the pure
-coordinator (coordinator/group/coordinator.py); this module only converts them.
+Quirks: v0 has no rebalance timeout (the session timeout is used); the protocol name is "" rather
+than null before v7; the join carries the cluster's topics and partition racks for server-side
+assignment. Results come from the pure coordinator; this module only converts them.
+Authorization: READ on the group.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
 """LeaveGroup v0-v5.
+
+Quirks: v0-v2 name one member and return one error; v3+ name several, each answered.
+Authorization: READ on the group.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""ListGroups v0-v5.
+"""ListGroups v0-v5: the classic, consumer (KIP-848) and share (KIP-932) groups this broker
+coordinates, filtered by state (v4+) and type (v5+).
+
+Authorization: every group with DESCRIBE on the cluster, else the groups the principal may DESCRIBE.
 """
 from __future__ import annotations
 

@@ -1,13 +1,15 @@
-"""ListOffsets v1-v11 and OffsetForLeaderEpoch v2-v4.
+"""ListOffsets v1-v11.
 
 Quirks: latest (-1) is the log end offset (last offset + 1, never "last batch + 1") for a
 non-consumer replica id (-2, debugging tools; Kafka gives it no isolation level), else the HW or
 the last stable offset for read_committed; earliest (-2) the log start offset; max
 timestamp (-3, v7+) the record with the largest timestamp; -4/-5 (tiered storage) answer
 as earliest/latest since nothing is tiered; a timestamp finds the first record with a
-timestamp >= target, exact inside batches, else offset -1. Answers carry the partition's current leader epoch.
-As Kafka, offsets at or above the last fetchable offset (HW, or LSO for read_committed) are never
-answered, and a new leader whose HW still lags its epoch's start answers OFFSET_NOT_AVAILABLE.
+timestamp >= target, exact inside batches, else offset -1. Answers carry the partition's current
+leader epoch. As Kafka, offsets at or above the last fetchable offset (HW, or LSO for
+read_committed) are never answered, and a new leader whose HW still lags its epoch's start
+answers OFFSET_NOT_AVAILABLE.
+Authorization: DESCRIBE on each topic.
 """
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""ListPartitionReassignments v0.
+"""ListPartitionReassignments v0 (KIP-455).
+
+Kafka's rules: answers the ongoing reassignments (all with null topics), leaving out partitions
+not being moved; on a single node nothing is ever ongoing.
+Authorization: DESCRIBE on the cluster.
 """
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
 """ListTransactions v0-v2.
+
+Quirks: unknown state filters are echoed in ``unknown_state_filters``; v1 adds the duration
+filter, v2 the transactional id pattern (an invalid regular expression answers
+INVALID_REGULAR_EXPRESSION).
+Authorization: transactions whose id the principal may not DESCRIBE are left out.
 """
 from __future__ import annotations
 

@@ -4,6 +4,13 @@ Quirks: v0 asks for all topics with an empty list, v1+ with null; auto-creation 
 when ``auto.create.topics.enable`` is on and (v<4 or the request allows it); topics asked
 by id (v10+) answer UNKNOWN_TOPIC_ID; a single node is leader and sole replica of every
 partition, with leader epoch 0; v13 adds a top-level error code.
+In a cluster the answer comes from the metadata image (never this broker's local logs): the
+unfenced brokers with their endpoint on the listener the request came in on, the controller id,
+and per partition the leader (-1 and LEADER_NOT_AVAILABLE without one), leader epoch, replicas,
+ISR and offline replicas (replicas on fenced or unknown brokers); auto-creation goes through the
+controller (broker/metadata/topic_creation.py).
+Authorization: DESCRIBE on each topic (all topics: the undescribable are left out); auto-creation
+needs CREATE on the cluster or the topic.
 """
 from __future__ import annotations
 
@@ -64,7 +71,7 @@ async def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespons
 def with_all_operations(ctx: RequestContext, req: MetadataRequest, response: MetadataResponse) -> MetadataResponse:
     """KIP-430 without an authorizer: Kafka's AuthHelper answers every supported operation (topic
     operations for each topic answered by name, cluster operations in v8-10) when asked; with
-    one, broker/security/authz.py answers the principal's own."""
+    one, the rule below answers the principal's own."""
     if getattr(req, "include_topic_authorized_operations", False):
         for t in response.topics:
             if t.name:

@@ -1,11 +1,12 @@
-"""Committed offsets: OffsetCommit v2-v10, OffsetFetch v1-v10, OffsetDelete v0.
+"""OffsetCommit v2-v10.
 
-Quirks: v10 of OffsetCommit/OffsetFetch names topics by id; commits for partitions that do
-not exist answer UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id) as Kafka does, the
-rest go to the group's coordinator (existence is the cluster's, broker/metadata/topic_catalog.py: in
-cluster mode a topic with no replica on the coordinator's broker is committed like any other); OffsetFetch v0-v7 asks for one group (null topics =
-all committed offsets, v2+), v8+ for several; the commit's metadata string and leader
-epoch are returned as stored.
+Quirks: v10 names topics by id; commits for partitions that do not exist answer
+UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id) as Kafka does, the rest go to the group's
+coordinator (existence is the cluster's, broker/metadata/topic_catalog.py: in cluster mode a topic
+with no replica on the coordinator's broker is committed like any other); the commit's metadata
+string and leader epoch are stored as given.
+Authorization: READ on the group (else every partition answers GROUP_AUTHORIZATION_FAILED), READ
+on each topic.
 """
 from __future__ import annotations
 

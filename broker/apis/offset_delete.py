@@ -1,4 +1,8 @@
-"""OffsetDelete v0.
+"""OffsetDelete v0: deletes a group's committed offsets.
+
+Quirks: partitions of topics that do not exist answer UNKNOWN_TOPIC_OR_PARTITION; a group error
+(e.g. a group still subscribed) answers no topics.
+Authorization: DELETE on the group, READ on each topic.
 """
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
 """OffsetFetch v1-v10.
+
+Quirks: v0-v7 ask for one group (null topics = all committed offsets, v2+), v8+ for several; v10
+names topics by id; the metadata string and leader epoch are returned as stored.
+Authorization: DESCRIBE on each group and on each topic (see the rule below).
 """
 from __future__ import annotations
 

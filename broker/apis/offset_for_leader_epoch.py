@@ -1,4 +1,10 @@
 """OffsetForLeaderEpoch v2-v4.
+
+From the partition's leader epoch cache (Kafka's endOffsetFor): the largest epoch at or below the
+requested one and where it ends; -1/-1 for an epoch newer than any known. In a cluster only the
+leader answers (followers ask it before fetching, to truncate); the current leader epoch is
+checked as in ListOffsets (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH).
+Authorization: DESCRIBE on each topic.
 """
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ its original base offset; clients may not write to internal topics. A transactio
 is verified with the transaction coordinator first (KIP-890, Kafka 3.6+'s
 transaction.partition.verification.enable default): a partition that is not part of the
 producer's ongoing transaction answers INVALID_TXN_STATE and nothing is appended.
+Authorization: WRITE on each topic, and WRITE on the transactional id for transactional records
+(acks=0: denied partitions close the connection, as Kafka).
 """
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""SaslAuthenticate v0-v2.
+"""SaslAuthenticate v0-v2 (the connection's state machine is in broker/security/session.py).
+
+Quirks: a failed authentication answers SASL_AUTHENTICATION_FAILED and closes; one on a non-SASL
+or already authenticated connection answers ILLEGAL_SASL_STATE; v1+ answers carry the session
+lifetime (KIP-368, ``connections.max.reauth.ms`` or an OAUTHBEARER token's expiry).
+Authorization: none (it is how a connection authenticates).
 """
 from __future__ import annotations
 

@@ -1,12 +1,10 @@
-"""SaslHandshake v0-1 and SaslAuthenticate v0-2 (the connection's state machine is in
-broker/security/session.py).
+"""SaslHandshake v0-v1 (the connection's state machine is in broker/security/session.py).
 
 Quirks: a handshake on a non-SASL listener answers ILLEGAL_SASL_STATE, as KafkaApis does, and
 so does one on an authenticated connection without a session lifetime or within a second of the
-last re-authentication (KafkaChannel.maybeBeginServerReauthentication); an
-unknown mechanism answers UNSUPPORTED_SASL_MECHANISM with the enabled list and closes; a failed
-authentication answers SASL_AUTHENTICATION_FAILED and closes; v1+ answers carry the session
-lifetime (KIP-368, ``connections.max.reauth.ms`` or an OAUTHBEARER token's expiry).
+last re-authentication (KafkaChannel.maybeBeginServerReauthentication); an unknown mechanism
+answers UNSUPPORTED_SASL_MECHANISM with the enabled list and closes.
+Authorization: none (it is how a connection authenticates).
 """
 from __future__ import annotations
 

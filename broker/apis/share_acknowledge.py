@@ -1,4 +1,8 @@
-"""ShareAcknowledge v1.
+"""ShareAcknowledge v1 (KIP-932): acknowledges records acquired by ShareFetch.
+
+Quirks: epoch -1 closes the share session and releases the member's remaining acquired records;
+partitions answered NOT_LEADER_OR_FOLLOWER name the current leader and its endpoint.
+Authorization: READ on the group and on each topic.
 """
 from __future__ import annotations
 

@@ -1,16 +1,15 @@
-"""KIP-932 share groups: ShareGroupHeartbeat v1, ShareGroupDescribe v1, ShareFetch v1, ShareAcknowledge v1.
-Advertised only when share groups are enabled (broker/server/api_table.py); state in broker/coordinator_runtime/share_runtime.py.
+"""ShareFetch v1 (KIP-932 share groups). Advertised only when share groups are enabled
+(broker/server/api_table.py); state in broker/coordinator_runtime/share_runtime.py.
 
-Quirks: ShareFetch reads whole stored batches from the first AVAILABLE record of each session
-partition (no per-record decoding: only batch headers are parsed to know their offsets) and
-returns those holding an acquired record, as stored bytes, with AcquiredRecords ranges (the client
-skips the records of a batch it did not acquire); it long-polls on appends up to MaxWaitMs when
-nothing was acquired. Acknowledgements piggy-backed on ShareFetch are applied before fetching;
-a ShareFetch or ShareAcknowledge with epoch -1 closes the share session and releases the member's
-remaining acquired records. Answers name only partitions with records, errors or acknowledgement
-results. v2 (renew acknowledgements, KIP-1222) is not implemented. A ShareGroupHeartbeat for the id
-of a classic or consumer group answers GROUP_ID_NOT_FOUND, as Kafka. ShareGroupDescribe reports authorized
-operations as "not requested".
+Quirks: reads whole stored batches from the first AVAILABLE record of each session partition (no
+per-record decoding: only batch headers are parsed to know their offsets) and returns those
+holding an acquired record, as stored bytes, with AcquiredRecords ranges (the client skips the
+records of a batch it did not acquire); it long-polls on appends up to MaxWaitMs when nothing was
+acquired. Acknowledgements piggy-backed on it are applied before fetching; epoch -1 closes the
+share session and releases the member's remaining acquired records. Answers name only partitions
+with records, errors or acknowledgement results. v2 (renew acknowledgements, KIP-1222) is not
+implemented.
+Authorization: READ on the group and on each topic.
 """
 from __future__ import annotations
 
@@ -86,7 +85,7 @@ def _batch_headers(data: bytes) -> list[rb.BatchHeader]:
 
 
 def _may_read(ctx: RequestContext, topic_id: uuid.UUID) -> bool:
-    """READ on the topic; the request's own topics were checked by broker/security/authz.py, this
+    """READ on the topic; the request's own topics were checked by the rule below, this
     covers partitions added to the share session by earlier requests."""
     authorizer = ctx.broker.authorizer
     if authorizer is None:

@@ -1,4 +1,7 @@
-"""ShareGroupDescribe v1.
+"""ShareGroupDescribe v1 (KIP-932).
+
+Quirks: authorized operations are reported as "not requested".
+Authorization: DESCRIBE on each group (denied ones answer GROUP_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 

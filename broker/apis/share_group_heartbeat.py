@@ -1,4 +1,8 @@
-"""ShareGroupHeartbeat v1.
+"""ShareGroupHeartbeat v1 (KIP-932).
+
+Quirks: the heartbeat carries the cluster's current topics; a group id of a classic or consumer
+group answers GROUP_ID_NOT_FOUND, as Kafka.
+Authorization: READ on the group, DESCRIBE on every subscribed topic.
 """
 from __future__ import annotations
 

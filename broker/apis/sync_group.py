@@ -1,4 +1,7 @@
-"""SyncGroup v0-v5.
+"""SyncGroup v0-v5: the leader's assignment to every member.
+
+Quirks: protocol type and name are checked from v5 only.
+Authorization: READ on the group.
 """
 from __future__ import annotations
 

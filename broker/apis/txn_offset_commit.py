@@ -1,4 +1,13 @@
 """TxnOffsetCommit v0-v5.
+
+Quirks (Kafka's): first verifies, without yielding, that the group's ``__consumer_offsets``
+partition is in the producer's transaction (KIP-890: a wrong epoch answers
+INVALID_PRODUCER_EPOCH, a partition not added INVALID_TXN_STATE; in a cluster the transaction
+coordinator on another broker is asked), then the group coordinator validates the member and
+stores the offsets as pending until the transaction's marker. A topic that does not exist answers
+UNKNOWN_TOPIC_OR_PARTITION (Kafka checks the topic, not the partition). v5 (transactions v2)
+adds the group's partition itself: no AddOffsetsToTxn before it.
+Authorization: WRITE on the transactional id, READ on the group, READ on each topic.
 """
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ Quirks: only the partition's leader writes (NOT_LEADER_OR_FOLLOWER otherwise, th
 retries at the new leader); a marker on ``__consumer_offsets`` also settles the producer's
 pending transactional offset commits there; as in Kafka the answer waits until the markers
 are replicated to the ISR (acks=all) when the partition has followers.
+Authorization: CLUSTER_ACTION on the cluster.
 """
 from __future__ import annotations
 

@@ -1,24 +1,13 @@
-"""DescribeConfigs v1-v4, AlterConfigs v0-v2, IncrementalAlterConfigs v0-v1.
+"""Kafka's ConfigDef for topic and broker configs: parsing and rendering values as Kafka does
+(``parse_config``, ``render_config``, Java's Double.toString), validating topic configs with
+Kafka's types, ranges and messages (``validate_topic_configs``), broker defaults and synonyms
+(Kafka's DynamicBrokerConfig.brokerConfigSynonyms), effective values and their sources
+(``effective_value``, ``topic_config_entries``, ``creation_config_entries``), and the documentation
+of broker properties.
 
-Kafka's rules, as its ConfigHelper and controller apply them:
-- a topic lists every topic config Kafka 4 has; an override is TOPIC_CONFIG (1), a value
-  that comes from a broker property set in the file or a ``KAFKA_*`` variable is
-  STATIC_BROKER_CONFIG (4), anything else DEFAULT_CONFIG (5). Synonyms follow Kafka's
-  chain, including its quirk that a topic config whose primary broker property
-  (``log.retention.ms``, ``log.roll.ms``, ``log.flush.interval.ms``) is unset reports no
-  synonyms and DEFAULT_CONFIG even when ``log.retention.hours`` is set;
-- a broker (resource name = its node id, or "" for the cluster-wide dynamic defaults,
-  which are always empty here) lists its properties; a name Kafka does not know is typed
-  UNKNOWN and treated as sensitive (value null), as Kafka does;
-- ``configuration_keys`` null or empty means all keys; an unknown topic answers
-  UNKNOWN_TOPIC_OR_PARTITION in that resource only;
-- values are validated with Kafka's types, ranges and messages (INVALID_CONFIG);
-  AlterConfigs replaces all overrides, IncrementalAlterConfigs applies SET/DELETE/APPEND/
-  SUBTRACT (the last two only on LIST configs); an unknown topic answers
-  "The topic 'x' does not exist." after validation, as Kafka's controller does.
-Samsa has no dynamic broker configs: altering BROKER or BROKER_LOGGER resources answers
-INVALID_REQUEST, and broker configs are described as read-only. Topic config changes are
-live: partitions read their configs through ``LogManager.topic_config_value``.
+Used by DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and CreateTopics
+(broker/apis/); the topic config table itself (TopicConfigDef, TOPIC_CONFIG_DEFS) is
+broker/common/config.py's. Imports nothing above broker/common.
 """
 from __future__ import annotations
 

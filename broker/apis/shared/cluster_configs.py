@@ -1,7 +1,7 @@
 """Cluster mode's topic configs: read from the metadata image, written as ConfigRecords to the
-metadata log (configs.py delegates here when ``ctx.broker.cluster`` is set), and the wait while
-the metadata store is unreachable that every cluster-mode change shares. Its own module so
-configs.py need not import cluster_admin.py, which imports configs.py's rules."""
+metadata log (the config APIs use them when ``ctx.broker.cluster`` is set), and the wait while
+the metadata store is unreachable that every cluster-mode change shares (``while_unavailable``).
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -32,7 +32,7 @@ async def while_unavailable(timeout_ms: int, fn: Any, *args: Any) -> Any:
 
 # -- topic configs (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) --------------------
 class TopicConfigView:
-    """What configs.py reads of a topic, from the image: its ConfigRecords."""
+    """What the config APIs read of a topic, from the image: its ConfigRecords."""
 
     def __init__(self, name: str, configs: dict[str, str]) -> None:
         self.name = name

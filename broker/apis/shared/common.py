@@ -1,4 +1,7 @@
-"""Helpers shared by handler modules: topic lookup, leader-epoch checks, coordinator request fields."""
+"""Helpers several API modules share: topic lookup, leader-epoch and leadership checks, the fields
+every coordinator request carries, group heartbeat answers, and calls split by coordinator partition.
+The broker is typed as BrokerServices (broker/common/services.py): nothing here imports the
+composition root."""
 from __future__ import annotations
 
 import uuid
@@ -11,9 +14,9 @@ from broker.log.manager import Topic
 from broker.log.partition import Partition
 from broker.metadata import topic_catalog
 from broker.metadata.topic_catalog import absent_partition_error  # noqa: F401  (the handlers' import)
-from broker.server.broker_server import Broker
 
 if TYPE_CHECKING:
+    from broker.common.services import BrokerServices
     from broker.network.dispatch import RequestContext
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -30,7 +33,7 @@ def check_leader_epoch(part: Partition, requested: int | None) -> int:
     return ErrorCode.NONE
 
 
-def find_topic(broker: Broker, name: str | None, topic_id: uuid.UUID | None) -> Topic | None:
+def find_topic(broker: BrokerServices, name: str | None, topic_id: uuid.UUID | None) -> Topic | None:
     if topic_id is not None and topic_id != ZERO_UUID:
         return broker.logs.topics_by_id.get(topic_id)
     if name is None:
@@ -48,14 +51,12 @@ def topics_view(ctx: "RequestContext") -> dict[str, tuple[uuid.UUID, int]]:
     """The cluster's non-internal topics as the group coordinator's server-side assignment sees
     them, name -> (id, partition count) (the metadata image in cluster mode, not only the ones
     hosted here)."""
-    from broker.metadata import topic_catalog
     return {name: (t.topic_id, t.partition_count) for name, t in topic_catalog.all_topics(ctx.broker).items()
             if not t.internal}
 
 
 def partition_racks_view(ctx: "RequestContext") -> Any:
     """The replica racks of the cluster's partitions (rack-aware group assignment)."""
-    from broker.metadata import topic_catalog
     return topic_catalog.partition_racks(ctx.broker)
 
 

@@ -10,6 +10,7 @@ import structlog
 
 from protocol.errors import ErrorCode
 
+from broker.apis.shared.cluster_configs import alter_topic_configs, topic_config_view
 from broker.common.config import ConfigError
 from broker.common.config_defs import BROKER, BROKER_LOGGER, RESOURCE_NAMES, validate_topic_configs
 from broker.log.manager import topic_name_error
@@ -29,7 +30,6 @@ def config_topic(ctx: RequestContext, name: str) -> Any:
     """The topic (``.name``, ``.configs``, ``.internal``): the local log's, or in cluster mode
     the metadata image's (its ConfigRecords)."""
     if ctx.broker.cluster is not None:
-        from broker.apis.shared.cluster_configs import topic_config_view
         return topic_config_view(ctx, name)
     return ctx.broker.logs.topics.get(name)
 
@@ -70,9 +70,7 @@ async def apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str
     topic = config_topic(ctx, name)
     if topic is None:
         raise Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-    if not validate_only and new != topic.configs and ctx.broker.cluster is not None:
-        from broker.apis.shared.cluster_configs import \
-            alter_topic_configs  # cluster mode: ConfigRecords in the metadata log
+    if not validate_only and new != topic.configs and ctx.broker.cluster is not None:   # ConfigRecords
         error = await alter_topic_configs(ctx, name, {k: v for k, v in new.items() if v is not None})
         if error is not None:
             raise Reject(*error)

@@ -1,7 +1,7 @@
-"""What the topic admin handlers (topics.py) and their cluster-mode halves (cluster_admin.py)
-share: Kafka's limits and messages, the response rows, name collisions, the partition count a
-request asks for. Its own module so cluster_admin.py, which topics.py delegates to, need not
-import topics.py back."""
+"""What the topic admin APIs (create_topics.py, create_partitions.py, delete_topics.py) share:
+Kafka's limits and messages, the response rows, name collisions, the partition count a request
+asks for, and a single node's check of manual assignments.
+"""
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable
