@@ -17,9 +17,8 @@ from kafka.protocol.admin import AlterConfigsRequest, AlterConfigsResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from broker.apis.shared.config_changes import (apply_topic_configs, check_topic_resource, each_resource,
+from broker.apis.shared.config_changes import (ConfigRejected, apply_topic_configs, check_topic_resource, each_resource,
                                                non_topic_error, resource_response)
-from broker.apis.shared.topic_rules import Reject
 from broker.common.config_defs import TOPIC
 from broker.network.dispatch import RequestContext, handles
 from broker.security.authz import Handler, alter_configs_allowed, authorizes
@@ -32,14 +31,14 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
         rtype, name = res.resource_type, res.resource_name
         try:
             if duplicated:
-                raise Reject(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+                raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
             if rtype != TOPIC:
                 raise non_topic_error(rtype)
             check_topic_resource(name)
             new = {c.name: c.value for c in res.configs}
             await apply_topic_configs(ctx, name, new, bool(req.validate_only))
             out.append(resource_response(AlterConfigsResponse, rtype, name))
-        except Reject as rej:
+        except ConfigRejected as rej:
             out.append(resource_response(AlterConfigsResponse, rtype, name, rej.code, rej.message))
     return ctx.response(throttle_time_ms=0, responses=out)
 

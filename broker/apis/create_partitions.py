@@ -18,7 +18,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from broker.apis.shared.cluster_configs import while_unavailable
-from broker.apis.shared.topic_rules import (CP, MAX_PARTITIONS_PER_REQUEST, UNKNOWN_TOPIC_MESSAGE, Reject,
+from broker.apis.shared.topic_rules import (CP, MAX_PARTITIONS_PER_REQUEST, UNKNOWN_TOPIC_MESSAGE, TopicRejected,
                                             check_single_node_assignment, duplicate_results, duplicated_names)
 from broker.log.manager import INTERNAL_TOPICS
 from broker.network.dispatch import RequestContext, handles
@@ -42,27 +42,27 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
         try:
             topic = logs.topics.get(name)
             if topic is None:
-                raise Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+                raise TopicRejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
             have = topic.partition_count
             if t.count == have:
-                raise Reject(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partition(s).")
+                raise TopicRejected(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partition(s).")
             if t.count < have:
-                raise Reject(ErrorCode.INVALID_PARTITIONS, f"The topic {name} currently has {have} partition(s); "
+                raise TopicRejected(ErrorCode.INVALID_PARTITIONS, f"The topic {name} currently has {have} partition(s); "
                                                             f"{t.count} would not be an increase.")
             additional = t.count - have
             if t.assignments is not None:
                 if len(t.assignments) != additional:
-                    raise Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                    raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
                                   f"Attempted to add {additional} additional partition(s), but only "
                                   f"{len(t.assignments)} assignment(s) were specified.")
                 for a in t.assignments:
                     check_single_node_assignment(ctx, list(a.broker_ids), 1)
             if additional > MAX_PARTITIONS_PER_REQUEST:
-                raise Reject(ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+                raise TopicRejected(ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
             if topic.internal:
-                raise Reject(ErrorCode.INVALID_REQUEST,
+                raise TopicRejected(ErrorCode.INVALID_REQUEST,
                               f"Cannot change the number of partitions of internal topic {name}")
-        except Reject as rej:
+        except TopicRejected as rej:
             results.append(CP(name=name, error_code=rej.code, error_message=rej.message))
             continue
         if not req.validate_only:

@@ -32,9 +32,9 @@ from protocol.errors import ErrorCode
 
 from broker.apis.shared.cluster_configs import while_unavailable
 from broker.apis.shared.common import ZERO_UUID
-from broker.apis.shared.topic_rules import (CLUSTER_METADATA_TOPIC, CT, CTC, Reject, check_single_node_assignment,
-                                            duplicate_results, duplicated_names, too_many_partitions,
-                                            unify_collision_chars)
+from broker.apis.shared.topic_rules import (CLUSTER_METADATA_TOPIC, CT, CTC, TopicRejected,
+                                            check_single_node_assignment, duplicate_results, duplicated_names,
+                                            too_many_partitions, unify_collision_chars)
 from broker.common.config import ConfigError
 from broker.common.config_defs import creation_config_entries, validate_topic_configs
 from broker.log.manager import INTERNAL_TOPICS, topic_name_error
@@ -46,37 +46,37 @@ log = structlog.get_logger("samsa.topics")
 
 
 def _partition_count(ctx: RequestContext, t: Any) -> int:
-    """Partitions the topic would get, or Reject with Kafka's error."""
+    """Partitions the topic would get, or TopicRejected with Kafka's error."""
     if t.assignments:
         if t.replication_factor != -1:
-            raise Reject(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
+            raise TopicRejected(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
                                                      "replication factor was not set to -1.")
         if t.num_partitions != -1:
-            raise Reject(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
+            raise TopicRejected(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
                                                      "numPartitions was not set to -1.")
         seen: set[int] = set()
         rf: int | None = None
         for a in t.assignments:
             if a.partition_index in seen:
-                raise Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+                raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
                               f"Found multiple manual partition assignments for partition {a.partition_index}")
             check_single_node_assignment(ctx, list(a.broker_ids), rf)
             rf = len(a.broker_ids)
             seen.add(a.partition_index)
         if seen != set(range(len(seen))):
-            raise Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+            raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
                           "partitions should be a consecutive 0-based integer sequence")
         return len(seen)
     if t.replication_factor < -1 or t.replication_factor == 0:
-        raise Reject(ErrorCode.INVALID_REPLICATION_FACTOR,
+        raise TopicRejected(ErrorCode.INVALID_REPLICATION_FACTOR,
                       "Replication factor must be larger than 0, or -1 to use the default value.")
     if t.num_partitions < -1 or t.num_partitions == 0:
-        raise Reject(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+        raise TopicRejected(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
     config = ctx.broker.config
     count = int(config["num.partitions"]) if t.num_partitions == -1 else t.num_partitions
     rf = int(config["default.replication.factor"]) if t.replication_factor == -1 else t.replication_factor
     if rf > 1:
-        raise Reject(ErrorCode.INVALID_REPLICATION_FACTOR,
+        raise TopicRejected(ErrorCode.INVALID_REPLICATION_FACTOR,
                       f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
                       f"cannot be reached because only 1 broker(s) are registered.")
     return count
@@ -101,24 +101,24 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         try:
             err = topic_name_error(name)
             if err:
-                raise Reject(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
+                raise TopicRejected(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
             if name not in logs.topics:
                 clash = collisions.get(unify_collision_chars(name))
                 if clash is not None and clash != name:
-                    raise Reject(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    raise TopicRejected(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                   f"Topic '{name}' collides with existing topic: {clash}")
             if name in logs.topics:
-                raise Reject(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+                raise TopicRejected(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
             if name in INTERNAL_TOPICS:
-                raise Reject(ErrorCode.INVALID_REQUEST,
+                raise TopicRejected(ErrorCode.INVALID_REQUEST,
                               f"Topic '{name}' is an internal topic: the broker creates it when it is first needed.")
             configs = {c.name: c.value for c in t.configs}
             try:
                 validate_topic_configs(configs, ctx.broker.config)
             except ConfigError as exc:
-                raise Reject(ErrorCode.INVALID_CONFIG, str(exc)) from None
+                raise TopicRejected(ErrorCode.INVALID_CONFIG, str(exc)) from None
             count = _partition_count(ctx, t)
-        except Reject as rej:
+        except TopicRejected as rej:
             results.append(CT(name=name, error_code=rej.code, error_message=rej.message))
             continue
         overrides: dict[str, str] = {k: v for k, v in configs.items() if v is not None}

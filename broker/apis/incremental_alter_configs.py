@@ -16,9 +16,8 @@ from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlte
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from broker.apis.shared.config_changes import (apply_topic_configs, check_topic_resource, config_topic, each_resource,
-                                               non_topic_error, resource_response)
-from broker.apis.shared.topic_rules import Reject
+from broker.apis.shared.config_changes import (ConfigRejected, apply_topic_configs, check_topic_resource, config_topic,
+                                               each_resource, non_topic_error, resource_response)
 from broker.common.config import TOPIC_CONFIG_DEFS
 from broker.common.config_defs import TOPIC, render_config
 from broker.log.manager import Topic
@@ -48,7 +47,7 @@ def _incremental(topic: Topic | None, configs: list) -> dict[str, str | None]:
         else:  # APPEND / SUBTRACT
             d = TOPIC_CONFIG_DEFS.get(c.name)
             if d is None or d.kind != "list":
-                raise Reject(ErrorCode.INVALID_CONFIG,
+                raise ConfigRejected(ErrorCode.INVALID_CONFIG,
                               f"Can't {_OP_NAMES[op]} to key {c.name} because its type is not LIST.")
             base = new.get(c.name)
             parts = _list_parts(base if base is not None else render_config("list", d.default))
@@ -69,23 +68,23 @@ async def incremental_alter_configs(ctx: RequestContext,
         rtype, name = res.resource_type, res.resource_name
         try:
             if duplicated:
-                raise Reject(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+                raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
             keys = [c.name for c in res.configs]
             if len(set(keys)) != len(keys):
-                raise Reject(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+                raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
             nulls = [c.name for c in res.configs if c.config_operation != DELETE and c.value is None]
             if nulls:
-                raise Reject(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+                raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
             bad_ops = [c.config_operation for c in res.configs if c.config_operation not in _OP_NAMES]
             if bad_ops:
-                raise Reject(ErrorCode.INVALID_REQUEST, f"Unknown operation type {bad_ops[0]}")
+                raise ConfigRejected(ErrorCode.INVALID_REQUEST, f"Unknown operation type {bad_ops[0]}")
             if rtype != TOPIC:
                 raise non_topic_error(rtype)
             check_topic_resource(name)
             new = _incremental(config_topic(ctx, name), list(res.configs))
             await apply_topic_configs(ctx, name, new, bool(req.validate_only))
             out.append(resource_response(IncrementalAlterConfigsResponse, rtype, name))
-        except Reject as rej:
+        except ConfigRejected as rej:
             out.append(resource_response(IncrementalAlterConfigsResponse, rtype, name, rej.code, rej.message))
     return ctx.response(throttle_time_ms=0, responses=out)
 

@@ -35,29 +35,29 @@ def config_topic(ctx: RequestContext, name: str) -> Any:
 
 
 # -- AlterConfigs and IncrementalAlterConfigs ---------------------------------------------
-class Reject(Exception):
+class ConfigRejected(Exception):
     def __init__(self, code: int, message: str | None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
 
 
-def non_topic_error(rtype: int) -> Reject:
+def non_topic_error(rtype: int) -> ConfigRejected:
     if rtype == BROKER:
-        return Reject(ErrorCode.INVALID_REQUEST, DYNAMIC_BROKER_CONFIGS_UNSUPPORTED)
+        return ConfigRejected(ErrorCode.INVALID_REQUEST, DYNAMIC_BROKER_CONFIGS_UNSUPPORTED)
     if rtype == BROKER_LOGGER:
-        return Reject(ErrorCode.INVALID_REQUEST, DYNAMIC_LOG_LEVELS_UNSUPPORTED)
+        return ConfigRejected(ErrorCode.INVALID_REQUEST, DYNAMIC_LOG_LEVELS_UNSUPPORTED)
     if rtype in RESOURCE_NAMES and rtype != 0:
-        return Reject(ErrorCode.INVALID_REQUEST, f"Unexpected resource type {RESOURCE_NAMES[rtype]}.")
-    return Reject(ErrorCode.UNSUPPORTED_VERSION, f"Unknown resource type {rtype}.")
+        return ConfigRejected(ErrorCode.INVALID_REQUEST, f"Unexpected resource type {RESOURCE_NAMES[rtype]}.")
+    return ConfigRejected(ErrorCode.UNSUPPORTED_VERSION, f"Unknown resource type {rtype}.")
 
 
 def check_topic_resource(name: str) -> None:
     if not name:
-        raise Reject(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+        raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
     err = topic_name_error(name)
     if err:
-        raise Reject(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
+        raise ConfigRejected(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
 
 
 async def apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str | None],
@@ -66,14 +66,14 @@ async def apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str
     try:
         validate_topic_configs(new, ctx.broker.config)
     except ConfigError as exc:
-        raise Reject(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        raise ConfigRejected(ErrorCode.INVALID_CONFIG, str(exc)) from None
     topic = config_topic(ctx, name)
     if topic is None:
-        raise Reject(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+        raise ConfigRejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     if not validate_only and new != topic.configs and ctx.broker.cluster is not None:   # ConfigRecords
         error = await alter_topic_configs(ctx, name, {k: v for k, v in new.items() if v is not None})
         if error is not None:
-            raise Reject(*error)
+            raise ConfigRejected(*error)
     elif not validate_only and new != topic.configs:
         ctx.broker.logs.alter_configs(name, {k: v for k, v in new.items() if v is not None})
         log.info("topic configs altered", topic=name, configs=new)

@@ -64,7 +64,7 @@ def duplicate_results(row: Callable[..., Any], names: Iterable[str]) -> list[Any
             for name in names]
 
 
-class Reject(Exception):
+class TopicRejected(Exception):
     def __init__(self, code: int, message: str | None = None) -> None:
         super().__init__(message)
         self.code = code
@@ -74,19 +74,19 @@ class Reject(Exception):
 def check_single_node_assignment(ctx: RequestContext, broker_ids: list[int], replication_factor: int | None) -> None:
     """Kafka's validateManualPartitionAssignment for a cluster of one broker."""
     if not broker_ids:
-        raise Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+        raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
                       "The manual partition assignment includes an empty replica list.")
     prev = None
     for b in sorted(broker_ids):
         if b != ctx.broker.node_id:
-            raise Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+            raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
                           f"The manual partition assignment includes broker {b}, but no such broker is registered.")
         if b == prev:
-            raise Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+            raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
                           f"The manual partition assignment includes the broker {prev} more than once.")
         prev = b
     if replication_factor is not None and len(broker_ids) != replication_factor:
-        raise Reject(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
+        raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
                       f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), "
                       f"but this is not consistent with previous partitions, which have "
                       f"{replication_factor} replica(s).")
