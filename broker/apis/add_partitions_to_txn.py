@@ -22,7 +22,8 @@ from broker.apis.shared.transactions import fenced_for
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import CLUSTER_DENIED, TOPIC_DENIED, TXN_DENIED, allowed, authorizes, cluster, response_class
+from broker.security.authz import (CLUSTER_DENIED, TOPIC_DENIED, TXN_DENIED, Handler, allowed, authorizes, cluster,
+                                   response_class)
 
 
 def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
@@ -70,7 +71,7 @@ async def add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.ADD_PARTITIONS_TO_TXN)
-async def authorize_add_partitions_to_txn(ctx, req, handler):
+async def authorize_add_partitions_to_txn(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     if ctx.api_version >= 4:   # the broker-to-broker verification form
         if cluster(ctx, Op.CLUSTER_ACTION):
             return await handler(ctx, req)

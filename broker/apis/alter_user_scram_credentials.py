@@ -11,6 +11,7 @@ Authorization: ALTER on the cluster.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from kafka.protocol.admin import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 
@@ -21,7 +22,8 @@ from protocol.errors import ErrorCode
 from broker.metadata.store import MetadataUnavailable
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE, authorizes, on_cluster, response_class
+from broker.security.authz import (CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE, Handler, authorizes, on_cluster,
+                                   response_class)
 from broker.security.sasl import SCRAM_HASHES, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, scram_keys
 from broker.security.writes import write_decided
 
@@ -81,7 +83,7 @@ async def alter_scram(ctx: RequestContext, req: AlterUserScramCredentialsRequest
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
-def authorize_alter_user_scram_credentials(ctx, req, handler):
+def authorize_alter_user_scram_credentials(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     R = response_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentialsResult")
     return on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
         R(user=u, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE)

@@ -18,7 +18,7 @@ from broker.apis.shared.common import coordinator_fields
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import GROUP_OPERATIONS, Operation as Op, ResourceType as RT
-from broker.security.authz import GROUP_DENIED, allowed, authorizes, response_class
+from broker.security.authz import GROUP_DENIED, Handler, allowed, authorizes, response_class
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
@@ -65,7 +65,7 @@ async def consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.CONSUMER_GROUP_DESCRIBE)   # ConsumerGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
-async def authorize_consumer_group_describe(ctx, req, handler):
+async def authorize_consumer_group_describe(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     response = await handler(ctx, req)
     G = response_class(ApiKey.CONSUMER_GROUP_DESCRIBE, "DescribedGroup")
     response.groups = [g if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id) else

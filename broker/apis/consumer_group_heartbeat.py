@@ -19,7 +19,7 @@ from broker.apis.shared.common import (coordinator_fields, group_heartbeat_answe
                                        partition_racks_view, topics_view)
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import GROUP_DENIED, allowed, authorizes, whole_request
+from broker.security.authz import GROUP_DENIED, Handler, allowed, authorizes, whole_request
 
 _topics_view = topics_view
 
@@ -44,5 +44,5 @@ async def consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.CONSUMER_GROUP_HEARTBEAT)   # ConsumerGroupHeartbeat: READ on the group
-def authorize_consumer_group_heartbeat(ctx, req, handler):
+def authorize_consumer_group_heartbeat(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return whole_request(ctx, req, handler, allowed(ctx, Op.READ, RT.GROUP, req.group_id), GROUP_DENIED)

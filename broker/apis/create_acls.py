@@ -12,6 +12,7 @@ Authorization: ALTER on the cluster.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from kafka.protocol.admin import CreateAclsRequest, CreateAclsResponse
 
@@ -23,7 +24,8 @@ from broker.metadata.store import MetadataUnavailable
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import (CLUSTER_NAME, AclBinding, Operation, Operation as Op, PatternType, Permission,
                                  ResourceType)
-from broker.security.authz import CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE, authorizes, on_cluster, response_class
+from broker.security.authz import (CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE, Handler, authorizes, on_cluster,
+                                   response_class)
 from broker.security.writes import write_decided
 
 
@@ -83,7 +85,7 @@ async def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAcls
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.CREATE_ACLS)
-def authorize_create_acls(ctx, req, handler):
+def authorize_create_acls(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     R = response_class(ApiKey.CREATE_ACLS, "AclCreationResult")
     return on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
         R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE) for _ in req.creations]))

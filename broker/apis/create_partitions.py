@@ -23,7 +23,7 @@ from broker.apis.shared.topic_rules import (CP, MAX_PARTITIONS_PER_REQUEST, UNKN
 from broker.log.manager import INTERNAL_TOPICS
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import TOPIC_DENIED, authorizes, response_class, topics_allowed
+from broker.security.authz import TOPIC_DENIED, Handler, authorizes, response_class, topics_allowed
 
 log = structlog.get_logger("samsa.topics")
 
@@ -129,7 +129,7 @@ async def cluster_create_partitions(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.CREATE_PARTITIONS)
-async def authorize_create_partitions(ctx, req, handler):
+async def authorize_create_partitions(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     R = response_class(ApiKey.CREATE_PARTITIONS, "CreatePartitionsTopicResult")
     return await topics_allowed(ctx, req, handler, Op.ALTER, lambda denied: (
         R(name=t.name, error_code=TOPIC_DENIED, error_message=None) for t in denied), out="results")

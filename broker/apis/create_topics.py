@@ -40,7 +40,7 @@ from broker.common.config_defs import creation_config_entries, validate_topic_co
 from broker.log.manager import INTERNAL_TOPICS, topic_name_error
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import TOPIC_DENIED, allowed, authorizes, cluster, response_class, split_topics
+from broker.security.authz import TOPIC_DENIED, Handler, allowed, authorizes, cluster, response_class, split_topics
 
 log = structlog.get_logger("samsa.topics")
 
@@ -243,7 +243,7 @@ async def cluster_create_topics(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.CREATE_TOPICS)
-async def authorize_create_topics(ctx, req, handler):
+async def authorize_create_topics(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     """ControllerApis.createTopics: CREATE on the cluster or on each topic (a denied one answers
     TOPIC_AUTHORIZATION_FAILED, "Authorization failed."); a created topic's configs, partition
     count and replication factor are returned only with DESCRIBE_CONFIGS on it, else its

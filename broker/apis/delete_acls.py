@@ -8,6 +8,8 @@ Authorization: ALTER on the cluster.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.admin import DeleteAclsRequest, DeleteAclsResponse
 
 from coordinator.metadata.records import RemoveAccessControlEntryRecord
@@ -18,7 +20,8 @@ from broker.apis.shared.acls import SECURITY_DISABLED_MESSAGE, WRITE_TIMEOUT_MS
 from broker.metadata.store import MetadataUnavailable
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, acl_filter_matches
-from broker.security.authz import CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE, authorizes, on_cluster, response_class
+from broker.security.authz import (CLUSTER_DENIED, CLUSTER_DENIED_MESSAGE, Handler, authorizes, on_cluster,
+                                   response_class)
 from broker.security.writes import write_decided
 
 
@@ -59,7 +62,7 @@ async def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAcls
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DELETE_ACLS)
-def authorize_delete_acls(ctx, req, handler):
+def authorize_delete_acls(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     R = response_class(ApiKey.DELETE_ACLS, "DeleteAclsFilterResult")
     return on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, filter_results=[
         R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, matching_acls=[]) for _ in req.filters]))

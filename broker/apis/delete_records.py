@@ -9,6 +9,8 @@ Authorization: DELETE on each topic.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import structlog
 from kafka.protocol.admin import DeleteRecordsRequest, DeleteRecordsResponse
 
@@ -19,7 +21,7 @@ from broker.apis.shared.common import absent_partition_error
 from broker.log.manager import INTERNAL_TOPICS
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import TOPIC_DENIED, authorizes, response_class, topics_allowed
+from broker.security.authz import TOPIC_DENIED, Handler, authorizes, response_class, topics_allowed
 
 log = structlog.get_logger("samsa.topics")
 
@@ -70,7 +72,7 @@ async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Dele
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DELETE_RECORDS)
-async def authorize_delete_records(ctx, req, handler):
+async def authorize_delete_records(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     TR = response_class(ApiKey.DELETE_RECORDS, "DeleteRecordsTopicResult")
     P = TR.DeleteRecordsPartitionResult
     return await topics_allowed(ctx, req, handler, Op.DELETE, lambda denied: (TR(name=t.name, partitions=[

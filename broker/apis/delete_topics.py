@@ -24,7 +24,7 @@ from broker.log.manager import INTERNAL_TOPICS
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import (DENIED_MESSAGES, TOPIC_DENIED, allowed, authorizes, cluster, response_class,
+from broker.security.authz import (DENIED_MESSAGES, TOPIC_DENIED, Handler, allowed, authorizes, cluster, response_class,
                                    topic_name)
 
 
@@ -143,7 +143,7 @@ async def cluster_delete_topics(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DELETE_TOPICS)
-async def authorize_delete_topics(ctx, req, handler):
+async def authorize_delete_topics(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     """ControllerApis.deleteTopics: DELETE on the cluster allows every topic; otherwise a topic
     needs DELETE on it. A denied topic answers TOPIC_AUTHORIZATION_FAILED, named only when the
     principal may DESCRIBE it (one asked for by id) and checked before it is looked up (one asked

@@ -6,6 +6,8 @@ Authorization: DESCRIBE on the cluster.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.admin import DescribeAclsRequest, DescribeAclsResponse
 
 from protocol.api_keys import ApiKey
@@ -14,7 +16,7 @@ from protocol.errors import ErrorCode
 from broker.apis.shared.acls import SECURITY_DISABLED_MESSAGE
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import AclBinding, Operation as Op, acl_filter_matches
-from broker.security.authz import authorizes, cluster_denied, on_cluster
+from broker.security.authz import Handler, authorizes, cluster_denied, on_cluster
 
 
 @handles(ApiKey.DESCRIBE_ACLS)
@@ -38,5 +40,5 @@ async def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> Descri
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_ACLS)
-def authorize_describe_acls(ctx, req, handler):
+def authorize_describe_acls(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: cluster_denied(ctx, resources=[]))

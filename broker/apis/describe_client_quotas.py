@@ -10,6 +10,8 @@ Authorization: DESCRIBE_CONFIGS on the cluster.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.admin import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 
 from protocol.api_keys import ApiKey
@@ -17,7 +19,7 @@ from protocol.errors import ErrorCode
 
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import authorizes, cluster_denied, on_cluster
+from broker.security.authz import Handler, authorizes, cluster_denied, on_cluster
 
 ENTITY_TYPES = ("user", "client-id", "ip")
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
@@ -51,5 +53,5 @@ async def describe_client_quotas(ctx: RequestContext, req: DescribeClientQuotasR
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_CLIENT_QUOTAS)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster; denied: null entries (getErrorResponse)
-def authorize_describe_client_quotas(ctx, req, handler):
+def authorize_describe_client_quotas(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return on_cluster(ctx, req, handler, Op.DESCRIBE_CONFIGS, lambda: cluster_denied(ctx, entries=None))

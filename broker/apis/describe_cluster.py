@@ -20,7 +20,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from broker.network.dispatch import RequestContext, handles
-from broker.security.authz import authorizes, with_authorized_operations
+from broker.security.authz import Handler, authorizes, with_authorized_operations
 
 BROKERS, CONTROLLERS = 1, 2
 _ENDPOINT_NAMES = {BROKERS: "BROKER", CONTROLLERS: "CONTROLLER"}
@@ -78,5 +78,5 @@ def cluster_describe_cluster(ctx: RequestContext, req: Any, ops: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_CLUSTER)
-async def authorize_describe_cluster(ctx, req, handler):
+async def authorize_describe_cluster(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return with_authorized_operations(ctx, req, await handler(ctx, req))

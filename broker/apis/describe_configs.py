@@ -34,7 +34,8 @@ from broker.common.config_defs import (BROKER, BROKER_DOCS, BROKER_LOGGER, CONFI
 from broker.log.manager import topic_name_error
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import DENIED_MESSAGES, authorizes, config_denied_code, configs_allowed, response_class
+from broker.security.authz import (DENIED_MESSAGES, Handler, authorizes, config_denied_code, configs_allowed,
+                                   response_class)
 
 DR = DescribeConfigsResponse.DescribeConfigsResult
 
@@ -163,7 +164,7 @@ async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> 
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_CONFIGS)
-async def authorize_describe_configs(ctx, req, handler):
+async def authorize_describe_configs(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     R = response_class(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigsResult")
     return await configs_allowed(ctx, req, handler, Op.DESCRIBE_CONFIGS, "results", lambda denied: (
         R(error_code=config_denied_code(r), error_message=DENIED_MESSAGES[config_denied_code(r)],

@@ -15,7 +15,7 @@ from protocol.api_keys import ApiKey
 from broker.apis.shared.common import call_per_coordinator_partition, coordinator_fields
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import GROUP_OPERATIONS, Operation as Op, ResourceType as RT
-from broker.security.authz import GROUP_DENIED, allowed, authorizes, response_class
+from broker.security.authz import GROUP_DENIED, Handler, allowed, authorizes, response_class
 
 
 @handles(ApiKey.DESCRIBE_GROUPS)
@@ -42,7 +42,7 @@ async def describe_groups(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_GROUPS)
-async def authorize_describe_groups(ctx, req, handler):
+async def authorize_describe_groups(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     denied = [grp for grp in req.groups if not allowed(ctx, Op.DESCRIBE, RT.GROUP, grp)]
     req.groups = [grp for grp in req.groups if grp not in denied]
     response = await handler(ctx, req) if req.groups else ctx.response(throttle_time_ms=0, groups=[])

@@ -12,6 +12,7 @@ Authorization: DESCRIBE on the cluster.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
 
@@ -19,7 +20,7 @@ from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import CLUSTER_DENIED, authorizes, on_cluster
+from broker.security.authz import CLUSTER_DENIED, Handler, authorizes, on_cluster
 
 R = DescribeLogDirsResponse.DescribeLogDirsResult
 
@@ -59,6 +60,6 @@ async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) ->
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_LOG_DIRS)   # DescribeLogDirs: DESCRIBE on the cluster; denied: no results (KafkaApis)
-def authorize_describe_log_dirs(ctx, req, handler):
+def authorize_describe_log_dirs(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return on_cluster(ctx, req, handler, Op.DESCRIBE,
                        lambda: ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results=[]))

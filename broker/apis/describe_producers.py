@@ -15,7 +15,7 @@ from protocol.errors import ErrorCode
 from broker.apis.shared.common import absent_partition_error
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import DENIED_MESSAGES, TOPIC_DENIED, authorizes, response_class, topics_allowed
+from broker.security.authz import DENIED_MESSAGES, TOPIC_DENIED, Handler, authorizes, response_class, topics_allowed
 
 
 @handles(ApiKey.DESCRIBE_PRODUCERS)
@@ -44,7 +44,7 @@ async def describe_producers(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_PRODUCERS)
-async def authorize_describe_producers(ctx, req, handler):
+async def authorize_describe_producers(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     TR = response_class(ApiKey.DESCRIBE_PRODUCERS, "TopicResponse")
     P = TR.PartitionResponse
     return await topics_allowed(ctx, req, handler, Op.READ, lambda denied: (TR(name=t.name, partitions=[

@@ -30,7 +30,7 @@ from broker.log.manager import topic_name_error
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import TOPIC_OPERATIONS, Operation as Op, ResourceType as RT
-from broker.security.authz import TOPIC_DENIED, allowed, authorizes
+from broker.security.authz import TOPIC_DENIED, Handler, allowed, authorizes
 
 _NOT_REQUESTED = -2147483648
 _ALL_TOPIC_OPERATIONS = sum(1 << op for op in TOPIC_OPERATIONS)   # Kafka's bit field, an int32 here
@@ -112,7 +112,7 @@ UNDISCLOSED_TOPIC_ID = uuid.UUID(int=0)   # the topic id Kafka answers when it d
 
 
 @authorizes(ApiKey.DESCRIBE_TOPIC_PARTITIONS)   # DescribeTopicPartitions: DESCRIBE on each topic; unnamed ones are left out, named ones denied
-async def authorize_describe_topic_partitions(ctx, req, handler):
+async def authorize_describe_topic_partitions(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     """DescribeTopicPartitionsRequestHandler: a named topic without DESCRIBE answers
     TOPIC_AUTHORIZATION_FAILED with the zero topic id (existence not disclosed), a listed one is
     left out, and the next cursor never names a hidden topic (it moves to the next visible one:

@@ -13,7 +13,7 @@ from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import TXN_DENIED, allowed, authorizes, response_class
+from broker.security.authz import TXN_DENIED, Handler, allowed, authorizes, response_class
 
 
 @handles(ApiKey.DESCRIBE_TRANSACTIONS)
@@ -41,7 +41,7 @@ async def describe_transactions(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_TRANSACTIONS)
-async def authorize_describe_transactions(ctx, req, handler):
+async def authorize_describe_transactions(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     denied = [t for t in req.transactional_ids if not allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, t)]
     req.transactional_ids = [t for t in req.transactional_ids if t not in denied]
     response = await handler(ctx, req) if req.transactional_ids else ctx.response(throttle_time_ms=0,

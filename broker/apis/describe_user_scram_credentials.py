@@ -8,6 +8,7 @@ Authorization: DESCRIBE on the cluster.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from kafka.protocol.admin import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
 
@@ -16,7 +17,7 @@ from protocol.errors import ErrorCode
 
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import authorizes, cluster_denied, on_cluster
+from broker.security.authz import Handler, authorizes, cluster_denied, on_cluster
 
 
 @handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
@@ -49,5 +50,5 @@ async def describe_scram(ctx: RequestContext, req: DescribeUserScramCredentialsR
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
-def authorize_describe_user_scram_credentials(ctx, req, handler):
+def authorize_describe_user_scram_credentials(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: cluster_denied(ctx, results=[]))

@@ -17,7 +17,7 @@ from protocol.api_keys import ApiKey
 from broker.apis.shared.transactions import fenced_for
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import TXN_DENIED, allowed, authorizes
+from broker.security.authz import TXN_DENIED, Handler, allowed, authorizes
 
 
 @handles(ApiKey.END_TXN)
@@ -31,7 +31,7 @@ async def end_txn(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.END_TXN)
-async def authorize_end_txn(ctx, req, handler):
+async def authorize_end_txn(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
         return ctx.response(throttle_time_ms=0, error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1)
     return await handler(ctx, req)

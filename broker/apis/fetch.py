@@ -11,6 +11,8 @@ Authorization: READ on each topic; a follower's fetch needs CLUSTER_ACTION.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import trio
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
@@ -25,8 +27,8 @@ from broker.network.dispatch import RequestContext, Spliced, handles
 from broker.replica.answers import (LEADER_HINT_ERRORS, absent_leader_answer, follower_fetched, leader_endpoints,
                                     not_leader_answer, replica_id_of)
 from broker.security.acl import Operation as Op
-from broker.security.authz import (CLUSTER_DENIED, TOPIC_DENIED, answer_message, authorizes, cluster, response_class,
-                                   split_topics, topic_name)
+from broker.security.authz import (CLUSTER_DENIED, TOPIC_DENIED, Handler, answer_message, authorizes, cluster,
+                                   response_class, split_topics, topic_name)
 
 FT = FetchResponse.FetchableTopicResponse
 PD = FT.PartitionData
@@ -152,7 +154,7 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> Spliced:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.FETCH)
-async def authorize_fetch(ctx, req, handler):
+async def authorize_fetch(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     replica = getattr(req, "replica_id", None)
     state = getattr(req, "replica_state", None)
     if state is not None and getattr(state, "replica_id", None) is not None:

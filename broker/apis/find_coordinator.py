@@ -18,8 +18,8 @@ from protocol.errors import ErrorCode
 from broker.coordinator_runtime.placement import GROUP_KEY, TRANSACTION_KEY, locate_coordinator
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import (DENIED_MESSAGES, GROUP_DENIED, TXN_DENIED, allowed, answer_allowed, authorizes,
-                                   response_class)
+from broker.security.authz import (DENIED_MESSAGES, GROUP_DENIED, TXN_DENIED, Handler, allowed, answer_allowed,
+                                   authorizes, response_class)
 
 
 @handles(ApiKey.FIND_COORDINATOR)
@@ -72,7 +72,7 @@ async def cluster_find_coordinator(ctx: "RequestContext", req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.FIND_COORDINATOR)
-async def authorize_find_coordinator(ctx, req, handler):
+async def authorize_find_coordinator(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     rtype, code = (RT.TRANSACTIONAL_ID, TXN_DENIED) if req.key_type == 1 else (RT.GROUP, GROUP_DENIED)
     if ctx.api_version < 4:
         if allowed(ctx, Op.DESCRIBE, rtype, req.key):

@@ -12,7 +12,7 @@ from protocol.api_keys import ApiKey
 from broker.apis.shared.common import coordinator_fields
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import authorizes, group_allowed
+from broker.security.authz import Handler, authorizes, group_allowed
 
 
 @handles(ApiKey.HEARTBEAT)
@@ -25,5 +25,5 @@ async def heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.HEARTBEAT)
-def authorize_heartbeat(ctx, req, handler):
+def authorize_heartbeat(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return group_allowed(ctx, req, handler, Op.READ)

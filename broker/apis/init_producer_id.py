@@ -22,7 +22,7 @@ from protocol.errors import ErrorCode
 from broker.apis.shared.transactions import fenced_for
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import CLUSTER_DENIED, TXN_DENIED, allowed, authorizes, cluster
+from broker.security.authz import CLUSTER_DENIED, TXN_DENIED, Handler, allowed, authorizes, cluster
 
 
 @handles(ApiKey.INIT_PRODUCER_ID)
@@ -58,7 +58,7 @@ async def init_transactional_producer_id(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.INIT_PRODUCER_ID)
-async def authorize_init_producer_id(ctx, req, handler):
+async def authorize_init_producer_id(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     txn_id = req.transactional_id
     if txn_id:
         ok, code = allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id), TXN_DENIED

@@ -17,7 +17,7 @@ from protocol.api_keys import ApiKey
 from broker.apis.shared.common import coordinator_fields, partition_racks_view, topics_view
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import authorizes, group_allowed
+from broker.security.authz import Handler, authorizes, group_allowed
 
 
 @handles(ApiKey.JOIN_GROUP)
@@ -42,6 +42,6 @@ async def join_group(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.JOIN_GROUP)
-def authorize_join_group(ctx, req, handler):
+def authorize_join_group(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return group_allowed(ctx, req, handler, Op.READ, generation_id=-1, protocol_type=None, protocol_name=None,
                         leader="", skip_assignment=False, member_id=req.member_id or "", members=[])

@@ -13,7 +13,7 @@ from protocol.api_keys import ApiKey
 from broker.apis.shared.common import coordinator_fields
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import authorizes, group_allowed
+from broker.security.authz import Handler, authorizes, group_allowed
 
 
 @handles(ApiKey.LEAVE_GROUP)
@@ -35,5 +35,5 @@ async def leave_group(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.LEAVE_GROUP)
-def authorize_leave_group(ctx, req, handler):
+def authorize_leave_group(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return group_allowed(ctx, req, handler, Op.READ, members=[])

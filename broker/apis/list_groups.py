@@ -14,7 +14,7 @@ from protocol.errors import ErrorCode
 from broker.apis.shared.common import coordinator_fields
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import allowed, authorizes, cluster
+from broker.security.authz import Handler, allowed, authorizes, cluster
 
 
 @handles(ApiKey.LIST_GROUPS)
@@ -38,7 +38,7 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.LIST_GROUPS)
-async def authorize_list_groups(ctx, req, handler):
+async def authorize_list_groups(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     response = await handler(ctx, req)
     if not cluster(ctx, Op.DESCRIBE):
         response.groups = [g for g in response.groups if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id)]

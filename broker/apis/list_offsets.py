@@ -13,6 +13,8 @@ Authorization: DESCRIBE on each topic.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
 from protocol.api_keys import ApiKey
@@ -21,7 +23,7 @@ from protocol.errors import ErrorCode
 from broker.apis.shared.common import leader_partition
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import TOPIC_DENIED, authorizes, response_class, topics_allowed
+from broker.security.authz import TOPIC_DENIED, Handler, authorizes, response_class, topics_allowed
 
 LT = ListOffsetsResponse.ListOffsetsTopicResponse
 LP = LT.ListOffsetsPartitionResponse
@@ -78,7 +80,7 @@ def hw_lagging(part) -> bool:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.LIST_OFFSETS)
-async def authorize_list_offsets(ctx, req, handler):
+async def authorize_list_offsets(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     TR = response_class(ApiKey.LIST_OFFSETS, "ListOffsetsTopicResponse")
     P = TR.ListOffsetsPartitionResponse
     return await topics_allowed(ctx, req, handler, Op.DESCRIBE, lambda denied: (TR(name=t.name, partitions=[

@@ -14,7 +14,7 @@ from protocol.api_keys import ApiKey
 
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import authorizes, cluster_denied, on_cluster, response_class
+from broker.security.authz import Handler, authorizes, cluster_denied, on_cluster, response_class
 
 LT = ListPartitionReassignmentsResponse.OngoingTopicReassignment
 
@@ -43,7 +43,7 @@ async def list_partition_reassignments(ctx: RequestContext, req: ListPartitionRe
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.LIST_PARTITION_REASSIGNMENTS)   # ListPartitionReassignments: DESCRIBE on the cluster; denied: the asked partitions echoed
-def authorize_list_partition_reassignments(ctx, req, handler):
+def authorize_list_partition_reassignments(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     T = response_class(ApiKey.LIST_PARTITION_REASSIGNMENTS, "OngoingTopicReassignment")
     P = T.OngoingPartitionReassignment
     return on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: cluster_denied(ctx, topics=[

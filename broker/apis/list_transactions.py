@@ -16,7 +16,7 @@ from protocol.errors import ErrorCode
 
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import allowed, authorizes
+from broker.security.authz import Handler, allowed, authorizes
 
 INVALID_REGULAR_EXPRESSION = 128     # Kafka's Errors.INVALID_REGULAR_EXPRESSION (not in kafka-python)
 
@@ -49,7 +49,7 @@ async def list_transactions(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.LIST_TRANSACTIONS)
-async def authorize_list_transactions(ctx, req, handler):
+async def authorize_list_transactions(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     response = await handler(ctx, req)
     response.transaction_states = [s for s in response.transaction_states
                                    if allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, s.transactional_id)]

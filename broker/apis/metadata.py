@@ -28,7 +28,7 @@ from broker.metadata import topic_catalog
 from broker.metadata.topic_creation import auto_create
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, Operation as Op, ResourceType as RT
-from broker.security.authz import (TOPIC_DENIED, allowed, authorizes, cluster, response_class, topic_name,
+from broker.security.authz import (TOPIC_DENIED, Handler, allowed, authorizes, cluster, response_class, topic_name,
                                    with_authorized_operations)
 
 T = MetadataResponse.MetadataResponseTopic
@@ -189,7 +189,7 @@ async def cluster_metadata(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.METADATA)
-async def authorize_metadata(ctx, req, handler):
+async def authorize_metadata(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return with_authorized_operations(ctx, req, await _metadata_topics_allowed(ctx, req, handler))
 
 

@@ -21,8 +21,8 @@ from broker.apis.shared.common import ZERO_UUID, coordinator_fields, topic_name_
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, allowed, authorizes, denied_offset_topics, topic_name,
-                                   topics_allowed)
+from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, Handler, allowed, authorizes, denied_offset_topics,
+                                   topic_name, topics_allowed)
 
 
 @handles(ApiKey.OFFSET_COMMIT)
@@ -66,7 +66,7 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.OFFSET_COMMIT)
-async def authorize_offset_commit(ctx, req, handler):
+async def authorize_offset_commit(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
         return ctx.response(throttle_time_ms=0, topics=denied_offset_topics(
             ApiKey.OFFSET_COMMIT, req.topics, GROUP_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"))

@@ -17,7 +17,8 @@ from broker.apis.shared.common import coordinator_fields
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import GROUP_DENIED, TOPIC_DENIED, allowed, authorizes, response_class, topics_allowed
+from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, Handler, allowed, authorizes, response_class,
+                                   topics_allowed)
 
 
 @handles(ApiKey.OFFSET_DELETE)
@@ -49,7 +50,7 @@ async def offset_delete(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.OFFSET_DELETE)
-async def authorize_offset_delete(ctx, req, handler):
+async def authorize_offset_delete(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     if not allowed(ctx, Op.DELETE, RT.GROUP, req.group_id):
         return ctx.response(error_code=GROUP_DENIED, throttle_time_ms=0, topics=[])
     TR = response_class(ApiKey.OFFSET_DELETE, "OffsetDeleteResponseTopic")

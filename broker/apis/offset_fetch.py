@@ -16,8 +16,8 @@ from broker.apis.shared.common import ZERO_UUID, coordinator_fields, topic_name_
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, allowed, authorizes, response_class, split_topics,
-                                   topic_name)
+from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, Handler, allowed, authorizes, response_class,
+                                   split_topics, topic_name)
 
 
 @handles(ApiKey.OFFSET_FETCH)
@@ -88,7 +88,7 @@ def _describable(ctx, topics: list) -> list:
 
 
 @authorizes(ApiKey.OFFSET_FETCH)
-async def authorize_offset_fetch(ctx, req, handler):
+async def authorize_offset_fetch(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     """KafkaApis.handleOffsetFetchRequest: DESCRIBE on each group (else the group answers
     GROUP_AUTHORIZATION_FAILED); named topics the principal may not DESCRIBE are not fetched and
     answer TOPIC_AUTHORIZATION_FAILED per partition; with all topics requested (null) they are

@@ -8,6 +8,8 @@ Authorization: DESCRIBE on each topic.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.consumer import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
 from protocol.api_keys import ApiKey
@@ -15,7 +17,7 @@ from protocol.api_keys import ApiKey
 from broker.apis.shared.common import leader_partition
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import TOPIC_DENIED, authorizes, response_class, topics_allowed
+from broker.security.authz import TOPIC_DENIED, Handler, authorizes, response_class, topics_allowed
 
 OT = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 
@@ -45,7 +47,7 @@ async def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpoch
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.OFFSET_FOR_LEADER_EPOCH)
-async def authorize_offset_for_leader_epoch(ctx, req, handler):
+async def authorize_offset_for_leader_epoch(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     TR = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderTopicResult")
     E = TR.EpochEndOffset
     return await topics_allowed(ctx, req, handler, Op.DESCRIBE, lambda denied: (TR(topic=t.topic, partitions=[

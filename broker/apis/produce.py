@@ -29,7 +29,7 @@ from broker.log.manager import INTERNAL_TOPICS
 from broker.network.dispatch import RequestContext, handles
 from broker.replica.answers import absent_leader_answer, leader_endpoints, not_leader_answer, wait_for_replicas
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import (TOPIC_DENIED, TXN_DENIED, allowed, authorizes, response_class, split_topics,
+from broker.security.authz import (TOPIC_DENIED, TXN_DENIED, Handler, allowed, authorizes, response_class, split_topics,
                                    topic_name)
 
 TR = ProduceResponse.TopicProduceResponse
@@ -155,7 +155,7 @@ def _first_batch_transactional(records: Any) -> bool:
 
 
 @authorizes(ApiKey.PRODUCE)
-async def authorize_produce(ctx, req, handler):
+async def authorize_produce(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     """KafkaApis.handleProduceRequest: a request with transactional records (first batch of any
     partition) needs WRITE on its transactional id (none named: denied), else every partition
     answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then WRITE on each topic."""

@@ -15,7 +15,7 @@ from protocol.errors import ErrorCode
 
 from broker.apis.shared.share_partitions import acknowledge, current_leader, node_endpoints
 from broker.network.dispatch import RequestContext, handles
-from broker.security.authz import authorizes, share_records_allowed
+from broker.security.authz import Handler, authorizes, share_records_allowed
 
 
 @handles(ApiKey.SHARE_ACKNOWLEDGE)
@@ -47,5 +47,5 @@ async def share_acknowledge(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SHARE_ACKNOWLEDGE)   # ShareAcknowledge: READ on the group and on each topic
-def authorize_share_acknowledge(ctx, req, handler):
+def authorize_share_acknowledge(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return share_records_allowed(ctx, req, handler, ApiKey.SHARE_ACKNOWLEDGE, "ShareAcknowledgeTopicResponse", {})

@@ -26,7 +26,7 @@ from protocol.errors import ErrorCode
 from broker.apis.shared.share_partitions import acknowledge, current_leader, local_partition, node_endpoints
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation, ResourceType
-from broker.security.authz import authorizes, share_records_allowed
+from broker.security.authz import Handler, authorizes, share_records_allowed
 
 Fetched = tuple[int, bytes, list[AcquiredRange]]    # a partition's fetch error, batches, acquired ranges
 
@@ -151,5 +151,5 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SHARE_FETCH)   # ShareFetch: READ on the group and on each topic
-def authorize_share_fetch(ctx, req, handler):
+def authorize_share_fetch(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return share_records_allowed(ctx, req, handler, ApiKey.SHARE_FETCH, "ShareFetchableTopicResponse", {"acquisition_lock_timeout_ms": 0})

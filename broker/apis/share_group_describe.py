@@ -13,7 +13,7 @@ from protocol.api_keys import ApiKey
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import GROUP_DENIED, allowed, authorizes, response_class
+from broker.security.authz import GROUP_DENIED, Handler, allowed, authorizes, response_class
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
@@ -45,7 +45,7 @@ async def share_group_describe(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SHARE_GROUP_DESCRIBE)   # ShareGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
-async def authorize_share_group_describe(ctx, req, handler):
+async def authorize_share_group_describe(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     response = await handler(ctx, req)
     G = response_class(ApiKey.SHARE_GROUP_DESCRIBE, "DescribedGroup")
     response.groups = [g if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id) else

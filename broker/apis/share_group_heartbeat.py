@@ -16,7 +16,7 @@ from broker.apis.shared.common import coordinator_fields, group_heartbeat_answer
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import GROUP_DENIED, TOPIC_DENIED, allowed, authorizes, whole_request
+from broker.security.authz import GROUP_DENIED, TOPIC_DENIED, Handler, allowed, authorizes, whole_request
 
 
 def _topics_view(ctx: RequestContext) -> dict[str, tuple[uuid.UUID, int]]:
@@ -43,7 +43,7 @@ async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SHARE_GROUP_HEARTBEAT)   # ShareGroupHeartbeat: READ on the group, DESCRIBE on every subscribed topic (v1)
-def authorize_share_group_heartbeat(ctx, req, handler):
+def authorize_share_group_heartbeat(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
         return whole_request(ctx, req, handler, False, GROUP_DENIED)
     topics = req.subscribed_topic_names or []

@@ -13,7 +13,7 @@ from protocol.api_keys import ApiKey
 from broker.apis.shared.common import coordinator_fields
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
-from broker.security.authz import authorizes, group_allowed
+from broker.security.authz import Handler, authorizes, group_allowed
 
 
 @handles(ApiKey.SYNC_GROUP)
@@ -31,5 +31,5 @@ async def sync_group(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SYNC_GROUP)
-def authorize_sync_group(ctx, req, handler):
+def authorize_sync_group(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return group_allowed(ctx, req, handler, Op.READ, protocol_type=None, protocol_name=None, assignment=b"")

@@ -25,8 +25,8 @@ from broker.apis.shared.transactions import PRODUCER_FENCED
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, TXN_DENIED, allowed, authorizes, denied_offset_topics,
-                                   topics_allowed)
+from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, TXN_DENIED, Handler, allowed, authorizes,
+                                   denied_offset_topics, topics_allowed)
 
 
 @handles(ApiKey.TXN_OFFSET_COMMIT)
@@ -93,7 +93,7 @@ async def _verify_offsets_partition(ctx: RequestContext, req: Any,
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.TXN_OFFSET_COMMIT)
-async def authorize_txn_offset_commit(ctx, req, handler):
+async def authorize_txn_offset_commit(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     code = None
     if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
         code = TXN_DENIED

@@ -18,7 +18,7 @@ from protocol.api_keys import ApiKey
 from broker.network.dispatch import RequestContext, handles
 from broker.replica.marker_writes import write_markers
 from broker.security.acl import Operation as Op
-from broker.security.authz import CLUSTER_DENIED, authorizes, cluster, whole_request
+from broker.security.authz import CLUSTER_DENIED, Handler, authorizes, cluster, whole_request
 
 MR = WriteTxnMarkersResponse.WritableTxnMarkerResult
 TR = MR.WritableTxnMarkerTopicResult
@@ -40,5 +40,5 @@ async def write_txn_markers(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.WRITE_TXN_MARKERS)   # WriteTxnMarkers (between brokers): CLUSTER_ACTION on the cluster
-def authorize_write_txn_markers(ctx, req, handler):
+def authorize_write_txn_markers(ctx: RequestContext, req: Any, handler: Handler) -> Any:
     return whole_request(ctx, req, handler, cluster(ctx, Op.CLUSTER_ACTION), CLUSTER_DENIED)
