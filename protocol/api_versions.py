@@ -6,74 +6,74 @@ is complete (see client-facts: GetTelemetrySubscriptions is deliberately absent)
 """
 from __future__ import annotations
 
-from kafka.protocol.api_key import ApiKey
+from .api_keys import ApiKey
 
-SUPPORTED: dict[int, tuple[int, int]] = {
-    ApiKey.Produce: (3, 13),
-    ApiKey.Fetch: (4, 18),
-    ApiKey.ListOffsets: (1, 11),
-    ApiKey.Metadata: (0, 13),
-    ApiKey.ApiVersions: (0, 4),
-    ApiKey.InitProducerId: (0, 6),
-    ApiKey.OffsetForLeaderEpoch: (2, 4),
-    ApiKey.FindCoordinator: (0, 6),
-    ApiKey.JoinGroup: (0, 9),
-    ApiKey.SyncGroup: (0, 5),
-    ApiKey.Heartbeat: (0, 4),
-    ApiKey.LeaveGroup: (0, 5),
-    ApiKey.OffsetCommit: (2, 10),
-    ApiKey.OffsetFetch: (1, 10),
-    ApiKey.OffsetDelete: (0, 0),
-    ApiKey.DescribeGroups: (0, 6),
-    ApiKey.ListGroups: (0, 5),
-    ApiKey.DeleteGroups: (0, 2),
-    ApiKey.CreateTopics: (2, 7),
-    ApiKey.DeleteTopics: (1, 6),
-    ApiKey.CreatePartitions: (0, 3),
-    ApiKey.DeleteRecords: (0, 2),
-    ApiKey.DescribeConfigs: (1, 4),
-    ApiKey.AlterConfigs: (0, 2),
-    ApiKey.IncrementalAlterConfigs: (0, 1),
-    ApiKey.DescribeCluster: (0, 2),
-    # what kafbat UI, Redpanda Console and AKHQ call (broker/apis/log_dirs.py, quotas.py, reassignments.py)
-    ApiKey.DescribeLogDirs: (1, 4),
-    ApiKey.DescribeClientQuotas: (0, 1),
-    ApiKey.ListPartitionReassignments: (0, 0),
-    ApiKey.AddPartitionsToTxn: (0, 5),
-    ApiKey.AddOffsetsToTxn: (0, 4),
-    ApiKey.EndTxn: (0, 5),
-    ApiKey.TxnOffsetCommit: (0, 5),
-    ApiKey.DescribeTransactions: (0, 0),
-    ApiKey.ListTransactions: (0, 2),
-    ApiKey.DescribeProducers: (0, 0),
-    # security (broker/security/, broker/apis/sasl.py, acls.py, scram.py)
-    ApiKey.SaslHandshake: (0, 1),
-    ApiKey.SaslAuthenticate: (0, 2),
-    ApiKey.DescribeAcls: (1, 3),
-    ApiKey.CreateAcls: (1, 3),
-    ApiKey.DeleteAcls: (1, 3),
-    ApiKey.DescribeUserScramCredentials: (0, 0),
-    ApiKey.AlterUserScramCredentials: (0, 0),
+SUPPORTED: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 13),
+    ApiKey.FETCH: (4, 18),
+    ApiKey.LIST_OFFSETS: (1, 11),
+    ApiKey.METADATA: (0, 13),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.INIT_PRODUCER_ID: (0, 6),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.OFFSET_COMMIT: (2, 10),
+    ApiKey.OFFSET_FETCH: (1, 10),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_GROUPS: (0, 6),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.DESCRIBE_CLUSTER: (0, 2),
+    # what kafbat UI, Redpanda Console and AKHQ call (broker/apis/describe_log_dirs.py, describe_client_quotas.py, ...)
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 5),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 5),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 2),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    # security (broker/security/, broker/apis/sasl_handshake.py, create_acls.py, ...)
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     # KIP-848 consumer groups and the Java Admin's describeTopics (coordinator/consumer_group*.py)
-    ApiKey.ConsumerGroupHeartbeat: (0, 1),
-    ApiKey.ConsumerGroupDescribe: (0, 1),
-    ApiKey.DescribeTopicPartitions: (0, 0),
-    # cluster mode (broker/apis/elect_leaders.py, reassignments.py, txn_markers.py)
-    ApiKey.WriteTxnMarkers: (1, 1),     # between brokers (a cluster's transaction coordinators)
-    ApiKey.ElectLeaders: (0, 2),
-    ApiKey.AlterPartitionReassignments: (0, 1),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+    # cluster mode (broker/apis/elect_leaders.py, alter_partition_reassignments.py, write_txn_markers.py)
+    ApiKey.WRITE_TXN_MARKERS: (1, 1),     # between brokers (a cluster's transaction coordinators)
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
 }
 
-# KIP-932 share groups (broker/apis/share_groups.py): advertised only when share groups are enabled
+# KIP-932 share groups (broker/apis/share_*.py): advertised only when share groups are enabled
 # (``group.share.enable`` or share.version >= 1, see broker/server/api_table.py), as Kafka does. Only the
 # first stable versions: ShareFetch/ShareAcknowledge v2 add renew acknowledgements (KIP-1222).
-SHARE_GROUP_APIS: dict[int, tuple[int, int]] = {
-    ApiKey.ShareGroupHeartbeat: (1, 1),
-    ApiKey.ShareGroupDescribe: (1, 1),
-    ApiKey.ShareFetch: (1, 1),
-    ApiKey.ShareAcknowledge: (1, 1),
+SHARE_GROUP_APIS: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
+    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
+    ApiKey.SHARE_FETCH: (1, 1),
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 1),
 }
-SUPPORTED_WITH_SHARE_GROUPS: dict[int, tuple[int, int]] = {**SUPPORTED, **SHARE_GROUP_APIS}
+SUPPORTED_WITH_SHARE_GROUPS: dict[ApiKey, tuple[int, int]] = {**SUPPORTED, **SHARE_GROUP_APIS}
 
 
 def supported(api_key: int, version: int) -> bool:

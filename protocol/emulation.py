@@ -8,12 +8,14 @@ common, with the common range.
 """
 from __future__ import annotations
 
+from .api_keys import ApiKey
 from .api_versions import SUPPORTED
 
-Table = dict[int, tuple[int, int]]
+ReleaseTable = dict[int, tuple[int, int]]   # kafka-python's record of a release: plain int keys
+Table = dict[ApiKey, tuple[int, int]]
 
 
-def release_table(release: str) -> Table:
+def release_table(release: str) -> ReleaseTable:
     """The ApiVersions table of Kafka ``release`` (``"2.8"``, ``"3.6.1"``, …)."""
     from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
 

@@ -1,7 +1,22 @@
-"""API handler modules, one per API family; importing this package registers them."""
-from . import (api_versions, cluster, configs, consumer_groups, describe_topic_partitions, fetch, groups, log_offsets, metadata, offsets,  # noqa: F401
-               produce, producer_ids, topics, transactions, txn_markers)
-from . import log_dirs, quotas, reassignments  # noqa: F401  (what the web consoles call)
-from . import acls, sasl, scram  # noqa: F401  (security: broker/security/)
-from . import elect_leaders  # noqa: F401  (cluster: broker/apis/elect_leaders.py)
-from . import share_groups  # noqa: F401  (KIP-932, advertised only when enabled: broker/server/api_table.py)
+"""API handlers: one module per Kafka API, named after it (``ApiKey.DESCRIBE_CONFIGS`` is
+``describe_configs.py``), each opening with the versions it implements and their quirks, and
+holding the API's handler (``@handles``) and authorization rule (``@authorizes``).
+
+Importing this package imports every API module (found by discovery, so adding an API is its
+schema if kafka-python lacks it, its row in protocol/api_versions.py, and its module here), which
+registers them with broker/network/dispatch.py. Code several API modules share lives in
+``shared/``; an API module never imports another API module.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+
+def _import_api_modules() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        if not info.ispkg:
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+_import_api_modules()

@@ -9,24 +9,28 @@ that topic's partition 0. A named topic that does not exist answers UNKNOWN_TOPI
 (INVALID_TOPIC_EXCEPTION for an invalid name); a cursor outside the requested topics, or with a
 negative partition, is INVALID_REQUEST for every requested topic. This single node leads every
 partition, its only replica and ISR; ELR lists are empty; a topic's authorized operations are all
-of them, as Kafka's AuthHelper answers without an authorizer (with one, broker/security/authz.py
+of them, as Kafka's AuthHelper answers without an authorizer (with one, the rule below
 answers the principal's own).
 
 Cluster mode: every topic of the metadata image (broker/metadata/topic_catalog.py), hosted here or not,
 with each partition's leader (-1 and LEADER_NOT_AVAILABLE when it is not live), leader epoch,
 replicas, ISR and offline replicas (on fenced or unknown brokers), as Metadata answers them.
+Authorization: DESCRIBE on each topic (see the rule below).
 """
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.apis.shared.common import ZERO_UUID
+from broker.log.manager import topic_name_error
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
-from ..log.manager import topic_name_error
-from ..security.acl import TOPIC_OPERATIONS
-from .common import ZERO_UUID
+from broker.security.acl import TOPIC_OPERATIONS, Operation as Op, ResourceType as RT
+from broker.security.authz import TOPIC_DENIED, Handler, allowed, authorizes
 
 _NOT_REQUESTED = -2147483648
 _ALL_TOPIC_OPERATIONS = sum(1 << op for op in TOPIC_OPERATIONS)   # Kafka's bit field, an int32 here
@@ -53,7 +57,7 @@ def _partitions(ctx: RequestContext, P: Any, name: str, start: int, upper: int) 
     return out
 
 
-@handles(75)
+@handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
 async def describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
     catalog = topic_catalog.all_topics(ctx.broker)
     resp = ctx.response(throttle_time_ms=0, topics=[], next_cursor=None)
@@ -101,3 +105,37 @@ async def describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
             break
         remaining -= len(parts)
     return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+UNDISCLOSED_TOPIC_ID = uuid.UUID(int=0)   # the topic id Kafka answers when it does not disclose one
+
+
+@authorizes(ApiKey.DESCRIBE_TOPIC_PARTITIONS)   # DescribeTopicPartitions: DESCRIBE on each topic; unnamed ones are left out, named ones denied
+async def authorize_describe_topic_partitions(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+    """DescribeTopicPartitionsRequestHandler: a named topic without DESCRIBE answers
+    TOPIC_AUTHORIZATION_FAILED with the zero topic id (existence not disclosed), a listed one is
+    left out, and the next cursor never names a hidden topic (it moves to the next visible one:
+    none of a hidden topic's partitions would be returned anyway). Authorized topics carry their
+    authorized operations, which Kafka always fills in."""
+    response = await handler(ctx, req)
+    named = bool(req.topics)
+    auth = ctx.broker.authorizer
+    out = []
+    for t in response.topics:
+        if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name):
+            if t.error_code == 0:
+                ops = auth.authorized_operations(ctx.principal, ctx.client_host, RT.TOPIC, t.name, TOPIC_OPERATIONS)
+                t.topic_authorized_operations = sum(1 << op for op in ops)   # an int32 here, Kafka's bit field
+            out.append(t)
+        elif named:
+            t.error_code, t.partitions, t.is_internal = TOPIC_DENIED, [], False
+            t.topic_id = UNDISCLOSED_TOPIC_ID
+            out.append(t)
+    response.topics = out
+    cursor = response.next_cursor
+    if cursor is not None and not named and not allowed(ctx, Op.DESCRIBE, RT.TOPIC, cursor.topic_name):
+        later = sorted(n for n in topic_catalog.all_topics(ctx.broker)
+                       if n > cursor.topic_name and allowed(ctx, Op.DESCRIBE, RT.TOPIC, n))
+        response.next_cursor = type(cursor)(topic_name=later[0], partition_index=0) if later else None
+    return response

@@ -10,6 +10,7 @@ ELIGIBLE_LEADERS_NOT_AVAILABLE (unclean: no live replica).
 A single node leads every partition it has, so every election there is not needed. In a cluster
 the decisions are coordinator/metadata/controller.py's, written with the partition epoch they
 were decided on (a lost race is decided again on the new image).
+Authorization: ALTER on the cluster.
 """
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ from typing import Any
 
 from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from broker.network.dispatch import RequestContext, handles
 from broker.metadata.partition_change import write_decision
+from broker.network.dispatch import RequestContext, handles
+from broker.security.authz import Handler, alter_cluster_allowed, authorizes
 
 R = ElectLeadersResponse.ReplicaElectionResult
 PR = R.PartitionResult
@@ -42,7 +45,7 @@ async def _decide_cluster(ctx: RequestContext, topic: str, partition: int, elect
     return await write_decision(ctx, lambda image: elect_leaders_decision(image, topic, partition, election_type))
 
 
-@handles(43)
+@handles(ApiKey.ELECT_LEADERS)
 async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectLeadersResponse:
     v = ctx.api_version
     election_type = req.election_type if v >= 1 else 0
@@ -64,3 +67,10 @@ async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectL
         by_topic.setdefault(topic, []).append(PR(partition_id=partition, error_code=code, error_message=message))
     results = [R(topic=t, partition_result=parts) for t, parts in by_topic.items()]
     return ctx.response(throttle_time_ms=0, error_code=0, replica_election_results=results)
+
+
+# -- authorization ----------------------------------------------------------------------------
+@authorizes(ApiKey.ELECT_LEADERS)
+def authorize_elect_leaders(ctx: Any, req: Any, handler: Handler) -> Any:
+    """ALTER on the cluster (else every partition answers CLUSTER_AUTHORIZATION_FAILED)."""
+    return alter_cluster_allowed(ctx, req, handler)

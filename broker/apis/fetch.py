@@ -7,21 +7,28 @@ the fetch offset; reads of 32 KiB and more are spliced into the encoded answer a
 from the segment files (sendfile, see protocol/splice.py), smaller ones copied; a fetch
 past the log end answers OFFSET_OUT_OF_RANGE; the long poll is woken by appends, never by
 a timer loop.
+Authorization: READ on each topic; a follower's fetch needs CLUSTER_ACTION.
 """
 from __future__ import annotations
+
+from typing import Any
 
 import trio
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.splice import placeholder
 
+from broker.apis.shared.common import ZERO_UUID, absent_partition_error, check_leader_epoch, find_topic
+from broker.log.region import FileRegion
+from broker.log.segment import Segment
 from broker.network.dispatch import RequestContext, Spliced, handles
-from ..log.region import FileRegion
-from ..log.segment import Segment
-from ..replica.answers import (LEADER_HINT_ERRORS, absent_leader_answer, follower_fetched, leader_endpoints,
-                               not_leader_answer, replica_id_of)
-from .common import ZERO_UUID, absent_partition_error, check_leader_epoch, find_topic
+from broker.replica.answers import (LEADER_HINT_ERRORS, absent_leader_answer, follower_fetched, leader_endpoints,
+                                    not_leader_answer, replica_id_of)
+from broker.security.acl import Operation as Op
+from broker.security.authz import (CLUSTER_DENIED, TOPIC_DENIED, Handler, answer_message, authorizes, cluster,
+                                   response_class, split_topics, topic_name)
 
 FT = FetchResponse.FetchableTopicResponse
 PD = FT.PartitionData
@@ -121,7 +128,7 @@ def _has_error(topics: list) -> bool:
     return any(p.error_code for t in topics for p in t.partitions)
 
 
-@handles(1)
+@handles(ApiKey.FETCH)
 async def fetch(ctx: RequestContext, req: FetchRequest) -> Spliced:
     broker = ctx.broker
     if broker.replicas.active and replica_id_of(ctx, req) >= 0:
@@ -143,3 +150,33 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> Spliced:
     endpoints = leader_endpoints(ctx, topics, "partitions", FetchResponse) if broker.replicas.active else []
     return Spliced(ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=topics,
                                 node_endpoints=endpoints), regions)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.FETCH)
+async def authorize_fetch(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+    replica = getattr(req, "replica_id", None)
+    state = getattr(req, "replica_state", None)
+    if state is not None and getattr(state, "replica_id", None) is not None:
+        replica = state.replica_id if replica is None or replica < 0 else replica
+    if replica is not None and replica >= 0:   # a follower's fetch (v15+ names it in replica_state)
+        if not cluster(ctx, Op.CLUSTER_ACTION):
+            return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, session_id=0, responses=[])
+        return await handler(ctx, req)
+    ok, denied = split_topics(ctx, req.topics, Op.READ, lambda t: topic_name(ctx, t.topic, getattr(t, "topic_id", None)))
+    if not denied:
+        return await handler(ctx, req)
+    req.topics = ok
+    # nothing left to read: answer now rather than long-poll (fetches here are sessionless)
+    response = await handler(ctx, req) if ok else ctx.response(throttle_time_ms=0, error_code=0, session_id=0,
+                                                                responses=[])
+    TR = response_class(ApiKey.FETCH, "FetchableTopicResponse")
+    PD = TR.PartitionData
+    answer_message(response).responses.extend(
+        TR(topic=t.topic, topic_id=getattr(t, "topic_id", None),
+           partitions=[PD(partition_index=p.partition, error_code=TOPIC_DENIED, high_watermark=-1,
+                          last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
+                          preferred_read_replica=-1, records=b"") for p in t.partitions])
+        # empty, not null, records: librdkafka cannot parse a null records field
+        for t in denied)
+    return response

@@ -8,20 +8,29 @@ its original base offset; clients may not write to internal topics. A transactio
 is verified with the transaction coordinator first (KIP-890, Kafka 3.6+'s
 transaction.partition.verification.enable default): a partition that is not part of the
 producer's ongoing transaction answers INVALID_TXN_STATE and nothing is appended.
+Authorization: WRITE on each topic, and WRITE on the transactional id for transactional records
+(acks=0: denied partitions close the connection, as Kafka).
 """
 from __future__ import annotations
+
+import struct
+from typing import Any
 
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from coordinator.txn import coordinator as tx
 from protocol import records as rb
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.apis.shared.common import ZERO_UUID, absent_partition_error, find_topic
 from broker.common.connection_close import CloseConnection
+from broker.log.manager import INTERNAL_TOPICS
 from broker.network.dispatch import RequestContext, handles
-from ..log.manager import INTERNAL_TOPICS
-from ..replica.answers import absent_leader_answer, leader_endpoints, not_leader_answer, wait_for_replicas
-from .common import ZERO_UUID, absent_partition_error, find_topic
+from broker.replica.answers import absent_leader_answer, leader_endpoints, not_leader_answer, wait_for_replicas
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import (TOPIC_DENIED, TXN_DENIED, Handler, allowed, authorizes, response_class, split_topics,
+                                   topic_name)
 
 TR = ProduceResponse.TopicProduceResponse
 PR = TR.PartitionProduceResponse
@@ -52,7 +61,7 @@ def _verify_transaction(ctx: RequestContext, transactional_id: str | None, topic
     return code
 
 
-@handles(0)
+@handles(ApiKey.PRODUCE)
 async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
     now = broker.now_ms()
@@ -136,3 +145,42 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     endpoints = leader_endpoints(ctx, responses, "partition_responses", ProduceResponse) \
         if broker.replicas.active else []
     return ctx.response(responses=responses, throttle_time_ms=0, node_endpoints=endpoints)
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+def _first_batch_transactional(records: Any) -> bool:
+    """Kafka's RequestUtils.flags: the first batch's transactional attribute (header bytes only)."""
+    return bool(records) and len(records) > rb.OFF_ATTRIBUTES + 1 and records[rb.OFF_MAGIC] == 2 and \
+        bool(struct.unpack_from(">h", records, rb.OFF_ATTRIBUTES)[0] & rb.TRANSACTIONAL_MASK)
+
+
+@authorizes(ApiKey.PRODUCE)
+async def authorize_produce(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+    """KafkaApis.handleProduceRequest: a request with transactional records (first batch of any
+    partition) needs WRITE on its transactional id (none named: denied), else every partition
+    answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then WRITE on each topic."""
+    TR = response_class(ApiKey.PRODUCE, "TopicProduceResponse")
+    PR = TR.PartitionProduceResponse
+    txn_id = getattr(req, "transactional_id", None)
+    transactional = any(_first_batch_transactional(p.records) for t in req.topic_data for p in t.partition_data)
+    if transactional and (txn_id is None or not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id)):
+        ok, denied, code = [], list(req.topic_data), TXN_DENIED
+    else:
+        ok, denied = split_topics(ctx, req.topic_data, Op.WRITE, lambda t: topic_name(ctx, t.name, getattr(t, "topic_id", None)))
+        code = TOPIC_DENIED
+    if not denied:
+        return await handler(ctx, req)
+    req.topic_data = ok
+    if req.acks == 0:   # the allowed partitions are still written; then Kafka closes (no answer is due)
+        if ok:
+            await handler(ctx, req)
+        raise CloseConnection(f"acks=0 produce denied on {[t.name or t.topic_id for t in denied]}: "
+                              f"error code {code}")
+    response = await handler(ctx, req) if ok else ctx.response(responses=[], throttle_time_ms=0)
+    response.responses.extend(
+        TR(name=t.name, topic_id=getattr(t, "topic_id", None),
+           partition_responses=[PR(index=p.index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+                                   log_start_offset=-1, record_errors=[], error_message=None)
+                                for p in t.partition_data])
+        for t in denied)
+    return response

@@ -4,10 +4,12 @@ controller on first use, as Kafka's AutoTopicCreationManager does). The coordina
 and unload with that leadership (ReplicaManager._coordinator_roles, broker/coordinator_runtime/runtime.py)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from coordinator.hashing import partition_for_group
 from protocol.errors import ErrorCode
+
+from broker.metadata.topic_creation import auto_create
 
 if TYPE_CHECKING:
     from broker.network.dispatch import RequestContext
@@ -27,9 +29,7 @@ async def locate_coordinator(ctx: "RequestContext", key_type: int, key: str) -> 
     image = broker.cluster.image
     topic = image.topics.get(topic_name)
     if topic is None:
-        from ..apis.cluster_admin import auto_create
-
-        err = await auto_create(ctx, topic_name)
+        err = await auto_create(broker, topic_name)
         image = broker.cluster.image
         topic = image.topics.get(topic_name)
         if err or topic is None:
@@ -48,18 +48,3 @@ async def locate_coordinator(ctx: "RequestContext", key_type: int, key: str) -> 
     if ep is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
     return ErrorCode.NONE, "NONE", reg.leader, ep.host, ep.port
-
-
-async def find_coordinator(ctx: "RequestContext", req: Any) -> Any:
-    key_type = req.key_type or GROUP_KEY
-    if ctx.api_version >= 4:
-        from kafka.protocol.metadata import FindCoordinatorResponse
-
-        coords = []
-        for key in req.coordinator_keys:
-            err, msg, node, host, port = await locate_coordinator(ctx, key_type, key)
-            coords.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port,
-                                                              error_code=err, error_message=msg))
-        return ctx.response(throttle_time_ms=0, coordinators=coords)
-    err, msg, node, host, port = await locate_coordinator(ctx, key_type, req.key)
-    return ctx.response(throttle_time_ms=0, error_code=err, error_message=msg, node_id=node, host=host, port=port)

@@ -1,4 +1,4 @@
-"""Request dispatch: decode with kafka-python's classes, route to the API family's
+"""Request dispatch: decode with kafka-python's classes, route to the API's
 handler, encode the response with the request's version and correlation id."""
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import structlog
-from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
 
+from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED_WITH_SHARE_GROUPS as ALL_IMPLEMENTED
 from protocol.api_versions_response import unsupported_version_response
 from protocol.frame import FrameError, peek_header
@@ -64,10 +64,12 @@ class Spliced:
 
 Parts = list  # encoded bytes and FileRegions, in sending order
 Handler = Callable[[RequestContext, ApiMessage], Awaitable[ApiMessage | Spliced | None]]
-HANDLERS: dict[int, Handler] = {}
+HANDLERS: dict[int, Handler] = {}   # keyed by ApiKey members; looked up with the frame's int key
 
 
-def handles(api_key: int) -> Callable[[Handler], Handler]:
+def handles(api_key: ApiKey) -> Callable[[Handler], Handler]:
+    """Register the decorated function as the handler of ``api_key`` (in the API's own module,
+    broker/apis/<api_name>.py)."""
     def register(fn: Handler) -> Handler:
         HANDLERS[api_key] = fn
         return fn
@@ -75,9 +77,11 @@ def handles(api_key: int) -> Callable[[Handler], Handler]:
 
 
 def check_handlers() -> None:
-    from broker.security.authz import CHECKS
-    missing = [ApiKey(k).name for k in ALL_IMPLEMENTED if k not in HANDLERS]
-    missing += [f"{ApiKey(k).name} (authorization check)" for k in ALL_IMPLEMENTED if k not in CHECKS]
+    """The start-up guard: every API this broker can advertise has a handler and an
+    authorization rule (``@authorizes`` beside the handler), or start-up fails."""
+    from broker.security.authz import RULES
+    missing = [k.name for k in ALL_IMPLEMENTED if k not in HANDLERS]
+    missing += [f"{k.name} (authorization rule)" for k in ALL_IMPLEMENTED if k not in RULES]
     if missing:
         raise RuntimeError(f"advertised APIs without a handler: {missing}")
 
@@ -91,7 +95,7 @@ async def dispatch(broker: "Broker", frame: bytes, client_host: str,
     key, version = prefix.api_key, prefix.api_version
     advertised = broker.api_versions.get(key)  # SUPPORTED, or narrower when emulating an old Kafka
     is_advertised = advertised is not None and advertised[0] <= version <= advertised[1]
-    if key == ApiKey.ApiVersions and not is_advertised:
+    if key == ApiKey.API_VERSIONS and not is_advertised:
         # KIP-511: answer in v0 with UNSUPPORTED_VERSION and our table
         return unsupported_version_response(prefix.correlation_id, broker.api_versions)
     if not is_advertised or key not in REQUESTS:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED, SUPPORTED_WITH_SHARE_GROUPS
 
 
@@ -16,7 +17,7 @@ def share_groups_enabled(config: Any) -> bool:
     return bool(config.get("group.share.enable")) or int(config.get("samsa.share.version") or 0) >= 1
 
 
-def advertised_table(config: Any) -> dict[int, tuple[int, int]]:
+def advertised_table(config: Any) -> dict[ApiKey, tuple[int, int]]:
     """SUPPORTED (with the share-group APIs when share groups are enabled), or narrowed to what
     Kafka ``samsa.emulate.kafka.version`` advertised; an unknown release ends start-up with a clear
     message."""

@@ -1,0 +1,92 @@
+"""AddPartitionsToTxn v0-v5.
+
+Quirks (Kafka's): PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH before v2; a request
+naming an unknown topic or partition adds nothing: those partitions answer
+UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED; v4+ (between brokers) batches
+several transactions, and ``verify_only`` checks membership instead of adding (KIP-890). With
+transactions v2 (protocol/features.py) producers add partitions implicitly through Produce
+(broker/apis/produce.py) and the group's partition through TxnOffsetCommit v5.
+Authorization: WRITE on the transactional id and on each topic (a denied topic fails the whole
+request, the others OPERATION_NOT_ATTEMPTED); v4+ needs CLUSTER_ACTION.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Callable
+
+from coordinator.txn import coordinator as tx
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from broker.apis.shared.transactions import fenced_for
+from broker.metadata import topic_catalog
+from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import (CLUSTER_DENIED, TOPIC_DENIED, TXN_DENIED, Handler, allowed, authorizes, cluster,
+                                   response_class)
+
+
+def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
+    return topic_catalog.has_partition(ctx.broker, topic, partition)   # the cluster's, not only local logs
+
+
+async def _add_partitions(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
+                          verify_only: bool) -> dict[tuple[str, int], int]:
+    """Errors per (topic, partition) for one transaction of the request."""
+    wanted = [(t.name, p) for t in topics for p in t.partitions]
+    missing = {tp for tp in wanted if not _partition_exists(ctx, *tp)}
+    if missing and not verify_only:
+        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else ErrorCode.OPERATION_NOT_ATTEMPTED
+                for tp in wanted}
+    r: tx.AddPartitionsResult = await ctx.broker.txns.call_for(tid, tx.AddPartitionsToTxn(
+        transactional_id=tid, producer_id=pid, producer_epoch=epoch, partitions=wanted,
+        verify_only=verify_only, api_version=ctx.api_version))
+    return {tp: fenced_for(ctx.api_version, 2, r.error_for(tp)) for tp in wanted}
+
+
+def _topic_results(resp_cls: Any, errors: dict[tuple[str, int], int]) -> list:
+    TR = resp_cls.AddPartitionsToTxnTopicResult
+    by_topic: dict[str, list] = defaultdict(list)
+    for (topic, p), code in errors.items():
+        by_topic[topic].append(TR.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=code))
+    return [TR(name=t, results_by_partition=parts) for t, parts in by_topic.items()]
+
+
+@handles(ApiKey.ADD_PARTITIONS_TO_TXN)
+async def add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
+    resp = ctx.response(throttle_time_ms=0, error_code=0, results_by_transaction=[],
+                        results_by_topic_v3_and_below=[])
+    if ctx.api_version < 4:
+        errors = await _add_partitions(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                                       req.v3_and_below_producer_epoch, req.v3_and_below_topics, False)
+        resp.results_by_topic_v3_and_below = _topic_results(resp, errors)
+        return resp
+    for t in req.transactions:
+        errors = await _add_partitions(ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics,
+                                       bool(t.verify_only))
+        resp.results_by_transaction.append(resp.AddPartitionsToTxnResult(
+            transactional_id=t.transactional_id, topic_results=_topic_results(resp, errors)))
+    return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.ADD_PARTITIONS_TO_TXN)
+async def authorize_add_partitions_to_txn(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+    if ctx.api_version >= 4:   # the broker-to-broker verification form
+        if cluster(ctx, Op.CLUSTER_ACTION):
+            return await handler(ctx, req)
+        return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results_by_transaction=[])
+    TR = response_class(ApiKey.ADD_PARTITIONS_TO_TXN, "AddPartitionsToTxnTopicResult")
+    P = TR.AddPartitionsToTxnPartitionResult
+    topics = req.v3_and_below_topics
+
+    def answer(code_of: Callable[[str], int]):
+        return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=[
+            TR(name=t.name, results_by_partition=[P(partition_index=p, partition_error_code=code_of(t.name))
+                                                  for p in t.partitions]) for t in topics])
+    if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.v3_and_below_transactional_id):
+        return answer(lambda _: TXN_DENIED)
+    denied = {t.name for t in topics if not allowed(ctx, Op.WRITE, RT.TOPIC, t.name)}
+    if denied:   # Kafka adds nothing then: the others are OPERATION_NOT_ATTEMPTED
+        return answer(lambda n: TOPIC_DENIED if n in denied else ErrorCode.OPERATION_NOT_ATTEMPTED)
+    return await handler(ctx, req)

@@ -1,0 +1,96 @@
+"""IncrementalAlterConfigs v0-v1 (the ConfigDef logic is broker/common/config_defs.py).
+
+Kafka's rules, as its controller applies them: SET/DELETE/APPEND/SUBTRACT (the last two only on
+LIST configs, else INVALID_CONFIG); duplicate keys, null values outside DELETE and unknown
+operations answer INVALID_REQUEST; the resulting overrides are validated as AlterConfigs'
+(INVALID_CONFIG), then an unknown topic answers "The topic 'x' does not exist.". Samsa has no
+dynamic broker configs: BROKER and BROKER_LOGGER resources answer INVALID_REQUEST.
+Authorization: ALTER_CONFIGS on each topic (or group), on the cluster for broker resources.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from broker.apis.shared.config_changes import (ConfigRejected, apply_topic_configs, check_topic_resource, config_topic,
+                                               each_resource, non_topic_error, resource_response)
+from broker.common.config import TOPIC_CONFIG_DEFS
+from broker.common.config_defs import TOPIC, render_config
+from broker.log.manager import Topic
+from broker.network.dispatch import RequestContext, handles
+from broker.security.authz import Handler, alter_configs_allowed, authorizes
+
+# IncrementalAlterConfigs operations
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+_OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+
+def _list_parts(value: str | None) -> list[str]:
+    return [p for p in (value or "").split(",") if p]
+
+
+def _incremental(topic: Topic | None, configs: list) -> dict[str, str | None]:
+    """The overrides after applying SET/DELETE/APPEND/SUBTRACT (Kafka's incrementalAlterConfigResource)."""
+    current = dict(topic.configs) if topic is not None else {}
+    new: dict[str, str | None] = dict(current)
+    for c in configs:
+        op = c.config_operation
+        if op == SET:
+            new[c.name] = c.value
+        elif op == DELETE:
+            new.pop(c.name, None)
+        else:  # APPEND / SUBTRACT
+            d = TOPIC_CONFIG_DEFS.get(c.name)
+            if d is None or d.kind != "list":
+                raise ConfigRejected(ErrorCode.INVALID_CONFIG,
+                              f"Can't {_OP_NAMES[op]} to key {c.name} because its type is not LIST.")
+            base = new.get(c.name)
+            parts = _list_parts(base if base is not None else render_config("list", d.default))
+            values = (c.value or "").split(",")
+            if op == APPEND:
+                parts += [v for v in dict.fromkeys(values) if v not in parts]
+            else:
+                parts = [p for p in parts if p not in values]
+            new[c.name] = ",".join(parts)
+    return new
+
+
+@handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+async def incremental_alter_configs(ctx: RequestContext,
+                                    req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
+    out = []
+    for res, duplicated in each_resource(req.resources):
+        rtype, name = res.resource_type, res.resource_name
+        try:
+            if duplicated:
+                raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+            keys = [c.name for c in res.configs]
+            if len(set(keys)) != len(keys):
+                raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+            nulls = [c.name for c in res.configs if c.config_operation != DELETE and c.value is None]
+            if nulls:
+                raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+            bad_ops = [c.config_operation for c in res.configs if c.config_operation not in _OP_NAMES]
+            if bad_ops:
+                raise ConfigRejected(ErrorCode.INVALID_REQUEST, f"Unknown operation type {bad_ops[0]}")
+            if rtype != TOPIC:
+                raise non_topic_error(rtype)
+            check_topic_resource(name)
+            new = _incremental(config_topic(ctx, name), list(res.configs))
+            await apply_topic_configs(ctx, name, new, bool(req.validate_only))
+            out.append(resource_response(IncrementalAlterConfigsResponse, rtype, name))
+        except ConfigRejected as rej:
+            out.append(resource_response(IncrementalAlterConfigsResponse, rtype, name, rej.code, rej.message))
+    return ctx.response(throttle_time_ms=0, responses=out)
+
+
+# -- authorization ----------------------------------------------------------------------------
+@authorizes(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+def authorize_incremental_alter_configs(ctx: Any, req: Any, handler: Handler) -> Any:
+    """ALTER_CONFIGS on each topic (or group), or on the cluster for broker resources."""
+    return alter_configs_allowed(ctx, req, handler)

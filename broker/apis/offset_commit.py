@@ -1,0 +1,75 @@
+"""OffsetCommit v2-v10.
+
+Quirks: v10 names topics by id; commits for partitions that do not exist answer
+UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id) as Kafka does, the rest go to the group's
+coordinator (existence is the cluster's, broker/metadata/topic_catalog.py: in cluster mode a topic
+with no replica on the coordinator's broker is committed like any other); the commit's metadata
+string and leader epoch are stored as given.
+Authorization: READ on the group (else every partition answers GROUP_AUTHORIZATION_FAILED), READ
+on each topic.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.group import coordinator as g
+from coordinator.group.offsets import OffsetCommitPartition, OffsetCommitTopic
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+from broker.apis.shared.common import ZERO_UUID, coordinator_fields, topic_name_for
+from broker.metadata import topic_catalog
+from broker.network.dispatch import RequestContext, handles
+from broker.security.acl import Operation as Op, ResourceType as RT
+from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, Handler, allowed, authorizes, denied_offset_topics,
+                                   topic_name, topics_allowed)
+
+
+@handles(ApiKey.OFFSET_COMMIT)
+async def offset_commit(ctx: RequestContext, req: Any) -> Any:
+    by_id = ctx.api_version >= 10
+    topics: list[OffsetCommitTopic] = []
+    rejected: dict[tuple[int, int], int] = {}
+    # topic_id only from v10 (reading an absent field costs kafka-python a failed lookup)
+    names = [topic_name_for(ctx, t.name, t.topic_id if by_id else None) for t in req.topics]
+    for i, t in enumerate(req.topics):
+        name = names[i]
+        topic = topic_catalog.topic(ctx.broker, name) if name else None
+        keep = []
+        for p in t.partitions:
+            if topic is None or not topic.has_partition(p.partition_index):
+                rejected[(i, p.partition_index)] = (ErrorCode.UNKNOWN_TOPIC_ID if by_id and topic is None
+                                                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            keep.append(OffsetCommitPartition(p.partition_index, p.committed_offset,
+                                              getattr(p, "committed_leader_epoch", -1), p.committed_metadata))
+        if keep:
+            topics.append(OffsetCommitTopic(name, keep))
+    errors: dict[tuple[str, int], int] = {}
+    if topics:
+        r: g.OffsetCommitResult = await ctx.broker.groups.call_for(req.group_id, g.OffsetCommit(
+            group_id=req.group_id, topics=topics, generation_id=req.generation_id_or_member_epoch,
+            member_id=req.member_id or "", group_instance_id=req.group_instance_id,
+            retention_time_ms=req.retention_time_ms if req.retention_time_ms is not None else -1, **coordinator_fields(ctx)))
+        errors = {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
+    resp = ctx.response(throttle_time_ms=0, topics=[])
+    RT = resp.OffsetCommitResponseTopic
+    for i, t in enumerate(req.topics):
+        name = names[i]
+        parts = [RT.OffsetCommitResponsePartition(
+            partition_index=p.partition_index,
+            error_code=rejected.get((i, p.partition_index), errors.get((name, p.partition_index), ErrorCode.NONE)))
+            for p in t.partitions]
+        resp.topics.append(RT(name=t.name, topic_id=(t.topic_id if by_id else None) or ZERO_UUID, partitions=parts))
+    return resp
+
+
+# -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
+@authorizes(ApiKey.OFFSET_COMMIT)
+async def authorize_offset_commit(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+    if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
+        return ctx.response(throttle_time_ms=0, topics=denied_offset_topics(
+            ApiKey.OFFSET_COMMIT, req.topics, GROUP_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"))
+    return await topics_allowed(ctx, req, handler, Op.READ, lambda denied: denied_offset_topics(
+        ApiKey.OFFSET_COMMIT, denied, TOPIC_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"),
+        name_of=lambda t: topic_name(ctx, t.name, getattr(t, "topic_id", None)))

@@ -1,0 +1,99 @@
+"""What DescribeConfigs, AlterConfigs and IncrementalAlterConfigs share: a topic's configs as this
+mode sees them (the local log's, or the metadata image's in a cluster), Kafka's answers for
+resources that cannot be altered, and validating and storing a topic's new overrides.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import structlog
+
+from protocol.errors import ErrorCode
+
+from broker.apis.shared.cluster_configs import alter_topic_configs, topic_config_view
+from broker.common.config import ConfigError
+from broker.common.config_defs import BROKER, BROKER_LOGGER, RESOURCE_NAMES, validate_topic_configs
+from broker.log.manager import topic_name_error
+from broker.network.dispatch import RequestContext
+
+log = structlog.get_logger("samsa.configs")
+
+DYNAMIC_BROKER_CONFIGS_UNSUPPORTED = (
+    "Samsa does not support dynamic broker configs: set broker properties in server.properties "
+    "or KAFKA_* environment variables and restart the broker.")
+
+DYNAMIC_LOG_LEVELS_UNSUPPORTED = (
+    "Samsa does not support changing broker log levels at runtime: set SAMSA_LOG_LEVEL and restart.")
+
+
+def config_topic(ctx: RequestContext, name: str) -> Any:
+    """The topic (``.name``, ``.configs``, ``.internal``): the local log's, or in cluster mode
+    the metadata image's (its ConfigRecords)."""
+    if ctx.broker.cluster is not None:
+        return topic_config_view(ctx, name)
+    return ctx.broker.logs.topics.get(name)
+
+
+# -- AlterConfigs and IncrementalAlterConfigs ---------------------------------------------
+class ConfigRejected(Exception):
+    def __init__(self, code: int, message: str | None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def non_topic_error(rtype: int) -> ConfigRejected:
+    if rtype == BROKER:
+        return ConfigRejected(ErrorCode.INVALID_REQUEST, DYNAMIC_BROKER_CONFIGS_UNSUPPORTED)
+    if rtype == BROKER_LOGGER:
+        return ConfigRejected(ErrorCode.INVALID_REQUEST, DYNAMIC_LOG_LEVELS_UNSUPPORTED)
+    if rtype in RESOURCE_NAMES and rtype != 0:
+        return ConfigRejected(ErrorCode.INVALID_REQUEST, f"Unexpected resource type {RESOURCE_NAMES[rtype]}.")
+    return ConfigRejected(ErrorCode.UNSUPPORTED_VERSION, f"Unknown resource type {rtype}.")
+
+
+def check_topic_resource(name: str) -> None:
+    if not name:
+        raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+    err = topic_name_error(name)
+    if err:
+        raise ConfigRejected(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
+
+
+async def apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str | None],
+                               validate_only: bool) -> None:
+    """Validate a topic's complete new overrides, check the topic exists, then store them."""
+    try:
+        validate_topic_configs(new, ctx.broker.config)
+    except ConfigError as exc:
+        raise ConfigRejected(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    topic = config_topic(ctx, name)
+    if topic is None:
+        raise ConfigRejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+    if not validate_only and new != topic.configs and ctx.broker.cluster is not None:   # ConfigRecords
+        error = await alter_topic_configs(ctx, name, {k: v for k, v in new.items() if v is not None})
+        if error is not None:
+            raise ConfigRejected(*error)
+    elif not validate_only and new != topic.configs:
+        ctx.broker.logs.alter_configs(name, {k: v for k, v in new.items() if v is not None})
+        log.info("topic configs altered", topic=name, configs=new)
+
+
+def resource_response(cls: type, rtype: int, name: str, code: int = 0, message: str | None = None) -> Any:
+    return cls.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=rtype,
+                                            resource_name=name)
+
+
+def each_resource(resources: list) -> Iterable[tuple[Any, bool]]:
+    """Each distinct (type, name) resource once, flagged when the request names it twice
+    (Kafka answers a duplicated resource once, with INVALID_REQUEST)."""
+    counts: dict[tuple[int, str], int] = {}
+    for r in resources:
+        key = (r.resource_type, r.resource_name)
+        counts[key] = counts.get(key, 0) + 1
+    done: set[tuple[int, str]] = set()
+    for r in resources:
+        key = (r.resource_type, r.resource_name)
+        if key not in done:
+            done.add(key)
+            yield r, counts[key] > 1
