@@ -1,22 +1,24 @@
 """What the broker's parts use of the Broker (broker/server/broker_server.py), as a Protocol.
 
-broker.py is the composition root: it builds the coordinator shells, the replica manager,
+``Broker`` is the composition root: it builds the coordinator shells, the replica manager,
 cluster metadata and metrics, handing each itself. Those parts type their ``broker`` as
-``BrokerServices`` so that imports point down (broker.py imports them; they never import
-broker.py). This module imports only what sits below them all: the clock, the config, the
-log manager and the ACL authorizer.
+``BrokerServices`` so that imports point down (broker_server.py imports them; they never import
+broker_server.py). This module imports at run time only what sits beside it in broker.common
+(the clock, the config); the log manager and the ACL authorizer it names for the type checker only.
 
 The broker's other parts (``groups``, ``txns``, ``replicas``, ``metrics``, ``cluster``) are built
 on these same services, so they are typed loosely here; their classes say what they are.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .clock import Clock
 from .config import BrokerConfig
-from broker.log.manager import LogManager
-from broker.security.acl import Authorizer
+
+if TYPE_CHECKING:   # types only: broker.common sits below broker.log and broker.security
+    from broker.log.manager import LogManager
+    from broker.security.acl import Authorizer
 
 
 class AppendWaker(Protocol):

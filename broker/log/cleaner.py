@@ -37,7 +37,8 @@ import struct
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
 
 import crc32c
 import structlog
@@ -184,7 +185,7 @@ class Plan:
     index_interval: int
     map_capacity: int
     cancelled: bool = False
-    throttle: "Throttler | None" = None     # log.cleaner.io.max.bytes.per.second, reads and writes
+    throttle: Throttler | None = None     # log.cleaner.io.max.bytes.per.second, reads and writes
 
 
 @dataclass
@@ -213,7 +214,7 @@ class Result:
     seconds: float = 0.0
 
 
-def make_plan(cand: Candidate, now_ms: int, map_capacity: int, throttle: "Throttler | None" = None) -> Plan:
+def make_plan(cand: Candidate, now_ms: int, map_capacity: int, throttle: Throttler | None = None) -> Plan:
     part = cand.part
     inputs = [SegmentInput(s.base_offset, s.path, s.size) for s in part.segments
               if s.base_offset < cand.first_uncleanable]
@@ -685,7 +686,7 @@ def pick(partitions: list[Partition], now_ms: int) -> Candidate | None:
     return best
 
 
-async def run_cleaner(logs: "LogManager", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+async def run_cleaner(logs: LogManager, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
     """The cleaner thread of Kafka as a trio task: clean the dirtiest partition, or back off
     ``log.cleaner.backoff.ms`` when none qualifies."""
     cfg = logs.config

@@ -26,7 +26,8 @@ import struct
 import sys
 import zlib
 from array import array
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 INDEX_ENTRY = struct.Struct(">ii")
 TIME_ENTRY = struct.Struct(">qi")

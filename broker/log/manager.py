@@ -23,7 +23,8 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any
+from collections.abc import Collection
 
 import structlog
 import trio

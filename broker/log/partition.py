@@ -19,7 +19,8 @@ import random
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import structlog
 
@@ -484,7 +485,7 @@ class Partition:
         return self.append_internal([(key, value)], now_ms, producer_id=producer_id,
                                     producer_epoch=producer_epoch, transactional=True, control=True)
 
-    def aborted_in_range(self, start: int, end: int) -> list["AbortedTxn"]:
+    def aborted_in_range(self, start: int, end: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping [start, end): what a read_committed fetch needs."""
         return [a for a in self.aborted_txns if a.last_offset >= start and a.first_offset < end]
 

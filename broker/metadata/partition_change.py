@@ -6,7 +6,8 @@ another write got in first, the decision is made again on the new image, a bound
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from protocol.errors import ErrorCode
 

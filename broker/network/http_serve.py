@@ -7,7 +7,8 @@ console routes and the control routes can share one listener or use two.
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable
+from typing import Any
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 import trio

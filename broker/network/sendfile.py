@@ -8,7 +8,7 @@ TCP_NODELAY set, Linux then held every answer for the 200 ms cork timeout.)
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import trio
 

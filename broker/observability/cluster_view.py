@@ -14,7 +14,8 @@ Nothing here runs on the request path: only a console page load calls :func:`gat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import trio
@@ -77,12 +78,12 @@ class ClusterView:
         return -1 if o is None else o.high_watermark
 
 
-def _image(broker: "Broker") -> Any:
+def _image(broker: Broker) -> Any:
     cluster = getattr(broker, "cluster", None)
     return None if cluster is None else cluster.image
 
 
-def local_view(broker: "Broker", group: str | None = None, everything: bool = True) -> ClusterView:
+def local_view(broker: Broker, group: str | None = None, everything: bool = True) -> ClusterView:
     """This broker's own part: the groups and transactions it coordinates, the partitions it leads
     (only the partitions without ``everything``)."""
     view = ClusterView(groups=introspect.groups(broker, only=group) if everything else [],
@@ -99,7 +100,7 @@ def local_view(broker: "Broker", group: str | None = None, everything: bool = Tr
     return view
 
 
-async def gather(broker: "Broker", group: str | None = None, everything: bool = True) -> ClusterView:
+async def gather(broker: Broker, group: str | None = None, everything: bool = True) -> ClusterView:
     """The cluster's groups (or just ``group``), transactions in flight and partition offsets
     (only the offsets without ``everything``): this broker's part read locally, every other
     registered broker's asked in parallel."""
@@ -144,7 +145,7 @@ async def gather(broker: "Broker", group: str | None = None, everything: bool = 
     return view
 
 
-def http_url_of(broker: "Broker", node: int) -> str | None:
+def http_url_of(broker: Broker, node: int) -> str | None:
     """Another broker's ``samsa.http.listener`` as it registered it in etcd (``brokers/<id>``),
     with a wildcard host replaced by the host it advertises; None when it has none."""
     cluster = getattr(broker, "cluster", None)
@@ -162,7 +163,7 @@ def http_url_of(broker: "Broker", node: int) -> str | None:
     return url.rstrip("/")
 
 
-async def remote_timeline(broker: "Broker", node: int, group_id: str) -> tuple[list[Rebalance] | None, str]:
+async def remote_timeline(broker: Broker, node: int, group_id: str) -> tuple[list[Rebalance] | None, str]:
     """The rebalance timeline the group's coordinator ``node`` keeps in memory, read from its
     console (``/timeline/<group>`` on its ``samsa.http.listener``) within ``PEER_TIMEOUT_S``;
     (None, why) when it cannot be had."""

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import datetime
 import html
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Iterable
 from urllib.parse import quote, unquote
 
 from broker.observability import cluster_view, introspect
@@ -108,7 +109,7 @@ def _offsets_of(view: ClusterView, p: introspect.PartitionView) -> LeaderOffsets
     return view.offsets.get((p.topic, p.partition))
 
 
-def overview(broker: "Broker", view: ClusterView) -> str:
+def overview(broker: Broker, view: ClusterView) -> str:
     parts = introspect.partitions(broker, cluster_wide=True)
     by_topic: dict[str, list[introspect.PartitionView]] = {}
     for p in parts:
@@ -139,7 +140,7 @@ def overview(broker: "Broker", view: ClusterView) -> str:
             f"<h2>Transactions in flight</h2>{_transactions(broker, view)}")
 
 
-def _transactions(broker: "Broker", view: ClusterView) -> str:
+def _transactions(broker: Broker, view: ClusterView) -> str:
     txns = view.transactions
     if not txns:
         return '<p class="muted">No transactions in flight.</p>'
@@ -153,7 +154,7 @@ def _transactions(broker: "Broker", view: ClusterView) -> str:
         _td(d.coordinator, num=True)] for d in txns], "transactions")
 
 
-def topic_page(broker: "Broker", name: str, view: ClusterView) -> str | None:
+def topic_page(broker: Broker, name: str, view: ClusterView) -> str | None:
     topic = broker.logs.topics.get(name)
     cluster = getattr(broker, "cluster", None)
     in_image = cluster.image.topics.get(name) if cluster is not None else None
@@ -204,7 +205,7 @@ def topic_page(broker: "Broker", name: str, view: ClusterView) -> str | None:
             f"first; values cut at {RECORD_PREVIEW_BYTES} bytes.</p>{rec}")
 
 
-def group_page(broker: "Broker", group_id: str, view: ClusterView,
+def group_page(broker: Broker, group_id: str, view: ClusterView,
                remote_timeline: tuple[list[Rebalance] | None, str] | None = None) -> str | None:
     """``remote_timeline``: (the timeline or None, where it came from or why not) when another
     broker coordinates the group (broker/observability/cluster_view.py remote_timeline)."""
@@ -254,7 +255,7 @@ def _page(title: str, content: str) -> str:
             f"<script>{_SCRIPT}</script></body></html>")
 
 
-def console_app(broker: "Broker") -> ASGIApp:
+def console_app(broker: Broker) -> ASGIApp:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         path = unquote(scope.get("path", "/"))
         fragment = any(k.lower() == b"x-samsa-fragment" for k, _ in scope.get("headers", []))

@@ -66,7 +66,7 @@ class FetchState:
 class ReplicaFetcher:
     """Fetches the partitions ``leader_id`` leads for this broker."""
 
-    def __init__(self, manager: "ReplicaManagerView", leader_id: int, host: str, port: int) -> None:
+    def __init__(self, manager: ReplicaManagerView, leader_id: int, host: str, port: int) -> None:
         self.manager = manager
         self.leader_id = leader_id
         self.host, self.port = host, port

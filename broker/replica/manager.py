@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterator
 
 import structlog
 import trio
@@ -73,7 +74,7 @@ def endpoint_of(image: Any, node_id: int, listener: str) -> tuple[str, int] | No
 
 
 class ReplicaManager:
-    def __init__(self, broker: "BrokerServices") -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         self.node_id = broker.node_id
         self.image: Any = None

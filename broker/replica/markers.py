@@ -27,7 +27,7 @@ RETRY_BACKOFF_S = 0.1
 
 
 class MarkerSender:
-    def __init__(self, broker: "BrokerServices") -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         self._conns: dict[int, tuple[BrokerConnection, trio.Lock]] = {}
 

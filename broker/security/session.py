@@ -66,7 +66,7 @@ class Session:
                  "raw_tokens", "expires_at", "reauthenticating", "close_after", "gated", "_decoder", "_max_frame",
                  "reauth_started")
 
-    def __init__(self, security: "Security", listener: "ListenerSecurity", host: str,
+    def __init__(self, security: Security, listener: ListenerSecurity, host: str,
                  principal: str = ANONYMOUS) -> None:
         self.security = security
         self.listener = listener

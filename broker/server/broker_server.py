@@ -64,7 +64,7 @@ class Broker:
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
         self.share_groups = ShareGroups(self)   # KIP-932, in memory (broker/coordinator_runtime/share_runtime.py)
-        self.metrics: "BrokerMetrics | None" = None   # set when samsa.http.listener serves /metrics
+        self.metrics: BrokerMetrics | None = None   # set when samsa.http.listener serves /metrics
         self.faults = FaultRegistry()   # broker/network/faults.py; armed through broker/control/endpoint.py
         self.api_versions = advertised_table(config)
         self.security = Security(config, config.log_dir, self.now_ms, lambda: self.metadata)
