@@ -38,15 +38,19 @@ class BrokerServices(Protocol):
     config: BrokerConfig
     logs: LogManager
     clock: Clock
-    appends: AppendWaker
-    producer_ids: ProducerIds | None
-    groups: Any      # broker.group_shell.GroupShell
-    txns: Any        # broker.txn_shell.TxnShell
-    share_groups: Any   # broker.share_shell.ShareGroups (KIP-932, in memory)
+    groups: Any      # broker.coordinator_runtime.group_runtime.GroupShell
+    txns: Any        # broker.coordinator_runtime.txn_runtime.TxnShell
+    share_groups: Any   # broker.coordinator_runtime.share_runtime.ShareGroups (KIP-932, in memory)
     replicas: Any    # broker.replica.manager.ReplicaManager
-    metrics: Any     # broker.metrics.BrokerMetrics, or None
-    cluster: Any     # broker.metadata.cluster.ClusterMetadata; None on a single node
+    metrics: Any     # broker.observability.metrics.BrokerMetrics, or None
+    cluster: Any     # broker.metadata.cluster_mode.ClusterMetadata; None on a single node
     authorizer: Authorizer | None   # None unless authorizer.class.name is set
+
+    # read-only to the parts: properties, so that the Broker's concrete Notifier and allocator match
+    @property
+    def appends(self) -> AppendWaker: ...
+    @property
+    def producer_ids(self) -> ProducerIds | None: ...
 
     def now_ms(self) -> int: ...
 

@@ -24,6 +24,7 @@ async def write_decision(ctx: RequestContext, decide: Callable[[Any], Any]) -> t
 
     from ..metadata.store import MetadataUnavailable
 
+    assert ctx.broker.cluster is not None      # the cluster's handlers call this
     store = ctx.broker.cluster.store
     for _ in range(RETRIES):
         base = store.image

@@ -248,6 +248,7 @@ class FaultRegistry:
                                "client_id": facts.client_id, "topics": sorted(facts.topics),
                                "groups": sorted(facts.groups), "at_ms": ctx.broker.now_ms()})
         if fault.kind == "fail":
+            assert fault.error is not None      # fail() requires one
             if ctx.api_key == ApiKey.Produce and getattr(request, "acks", 1) == 0:
                 # acks=0 is never answered: a failed one closes the connection, as Kafka does
                 # (KafkaApis.handleProduceRequest); the records are not written
@@ -257,6 +258,7 @@ class FaultRegistry:
         if fault.kind == "drop":
             raise DroppedByFault(f"dropped by fault {fault.id}")
         if fault.kind == "delay":
+            assert fault.ms is not None         # delay() requires it
             await trio.sleep(fault.ms / 1000)
         elif fault.kind == "hold":
             await fault.released.wait()

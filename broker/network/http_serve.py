@@ -86,7 +86,7 @@ class Routes:
 
 
 async def serve_http(app: ASGIApp, listener: str, name: str,
-                     task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+                     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve ``app`` on ``listener`` until cancelled; ``task_status.started`` gets the bound port."""
     from hypercorn.config import Config
     from hypercorn.trio import serve

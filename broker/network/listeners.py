@@ -174,7 +174,7 @@ async def _after_failed_authentication(broker: Broker, stream: trio.abc.Stream, 
 
 async def handle_connection(broker: Broker, stream: trio.SocketStream, listener: str,
                             readers: set[trio.CancelScope], decoder: FrameDecoder | None = None,
-                            pending: Sequence[bytes] = ()) -> None:
+                            pending: Sequence[bytes | bytearray] = ()) -> None:
     """Serve one connection; ``decoder`` and ``pending`` (frames received but not answered) come
     from broker/server/startup.py when the connection arrived while the broker was loading."""
     try:

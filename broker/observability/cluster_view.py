@@ -151,7 +151,7 @@ def http_url_of(broker: Broker, node: int) -> str | None:
     cluster = getattr(broker, "cluster", None)
     live = getattr(getattr(cluster, "store", None), "live", {}) or {}
     url = (live.get(node) or {}).get("http")
-    if not url:
+    if not url or cluster is None:     # (a url comes from the cluster's store)
         return None
     parts = urlsplit(url)
     if parts.hostname in (None, "", "0.0.0.0", "::"):
@@ -231,10 +231,10 @@ async def _groups(conn: BrokerConnection, node: int, only: str | None, view: Clu
                                                  require_stable=False), 8)
     by_id = {v.group_id: v for v in out}
     for res in fetched.groups:
-        v = by_id.get(res.group_id)
-        if v is None or res.error_code:
+        found = by_id.get(res.group_id)
+        if found is None or res.error_code:
             continue
-        v.offsets = sorted((OffsetView(t.name, p.partition_index, p.committed_offset, -1)
+        found.offsets = sorted((OffsetView(t.name, p.partition_index, p.committed_offset, -1)
                             for t in res.topics for p in t.partitions
                             if p.error_code == 0 and p.committed_offset >= 0),
                            key=lambda o: (o.topic, o.partition))

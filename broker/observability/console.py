@@ -24,6 +24,7 @@ from ..log.manager import INTERNAL_TOPICS
 from broker.network.http_serve import ASGIApp, Receive, Scope, Send, respond, respond_json
 
 if TYPE_CHECKING:
+    from broker.metadata.cluster_mode import ClusterMetadata
     from broker.server.broker_server import Broker
 
 RECORD_PREVIEW_BYTES = 200
@@ -156,14 +157,15 @@ def _transactions(broker: Broker, view: ClusterView) -> str:
 
 def topic_page(broker: Broker, name: str, view: ClusterView) -> str | None:
     topic = broker.logs.topics.get(name)
-    cluster = getattr(broker, "cluster", None)
+    cluster: ClusterMetadata | None = getattr(broker, "cluster", None)
     in_image = cluster.image.topics.get(name) if cluster is not None else None
     if topic is None and in_image is None:
         return None
     parts = [p for p in introspect.partitions(broker, cluster_wide=True) if p.topic == name]
-    if in_image is not None:   # the cluster's id and configs (a topic may have no replica here)
+    if cluster is not None and in_image is not None:   # the cluster's id and configs (a topic may have no replica here)
         topic_id, configs = in_image.topic_id, dict(cluster.image.topic_configs(name))
     else:
+        assert topic is not None    # (None when both are: answered above)
         topic_id, configs = topic.topic_id, topic.configs
     cfg = ", ".join(f"{k}={v}" for k, v in sorted(configs.items())) or "(broker defaults)"
 
@@ -259,6 +261,7 @@ def console_app(broker: Broker) -> ASGIApp:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         path = unquote(scope.get("path", "/"))
         fragment = any(k.lower() == b"x-samsa-fragment" for k, _ in scope.get("headers", []))
+        content: str | None     # None: not found
         if path in ("/", ""):
             title, content = "Overview", overview(broker, await cluster_view.gather(broker))
         elif path.startswith("/topics/"):

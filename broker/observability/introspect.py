@@ -221,7 +221,7 @@ def transactions(broker: BrokerServices, in_flight: bool = True) -> list[Any]:
     from coordinator.txn import coordinator as tx
 
     shell = broker.txns
-    out = []
+    out: list[Any] = []     # DescribedTransaction: kafka-python's DescribeTransactionsResponse items
     for p in shell.owned_partitions():
         listed = shell.query(p, tx.ListTransactions(state_filters=IN_FLIGHT if in_flight else []))
         ids = [t.transactional_id for t in (listed.transactions if listed else [])]

@@ -318,10 +318,10 @@ class ReplicaManager:
         return new_term
 
     def _assign_fetchers(self, image: Any, follow: dict[int, dict[tuple[str, int], tuple[Partition, int, bool]]]) -> None:
-        for leader_id, fetcher in list(self.fetchers.items()):
+        for leader_id, running in list(self.fetchers.items()):
             wanted = follow.get(leader_id, {})
-            for key in [k for k in fetcher.partitions if k not in wanted]:
-                fetcher.remove(*key)
+            for key in [k for k in running.partitions if k not in wanted]:
+                running.remove(*key)
         for leader_id, parts in follow.items():
             fetcher = self.fetchers.get(leader_id)
             endpoint = endpoint_of(image, leader_id, self.listener)
@@ -390,6 +390,7 @@ class ReplicaManager:
     async def _send_alter(self, part: Partition, rs: ReplicaState, new_isr: list[int], why: str) -> None:
         log.info("altering ISR", partition=part.name, change=why, isr=rs.isr, new_isr=new_isr,
                  partition_epoch=rs.partition_epoch)
+        assert self.alter_partition is not None     # _alter_isr checked it; it is never unset
         try:
             result = await self.alter_partition(part.topic, part.index, self.node_id, rs.leader_epoch,
                                                 rs.partition_epoch, new_isr)

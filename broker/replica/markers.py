@@ -36,10 +36,11 @@ class MarkerSender:
         endpoint = endpoint_of(rm.image, leader, rm.listener)
         if endpoint is None:
             return {}
-        conn, lock = self._conns.get(leader, (None, None))
-        if conn is None or (conn.host, conn.port) != endpoint:
-            conn, lock = BrokerConnection(*endpoint, f"samsa-txn-markers-{self.broker.node_id}"), trio.Lock()
-            self._conns[leader] = (conn, lock)
+        cached = self._conns.get(leader)
+        if cached is None or (cached[0].host, cached[0].port) != endpoint:
+            cached = BrokerConnection(*endpoint, f"samsa-txn-markers-{self.broker.node_id}"), trio.Lock()
+            self._conns[leader] = cached
+        conn, lock = cached
         by_topic: dict[str, list[int]] = {}
         for topic, p in partitions:
             by_topic.setdefault(topic, []).append(p)

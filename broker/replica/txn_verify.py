@@ -41,6 +41,7 @@ async def verify_remotely(broker: Broker, leader: int, transactional_id: str, pr
     """The transaction coordinator's error for ``topic``/``partition`` in the transaction."""
     if leader < 0:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert broker.cluster is not None      # a leader elsewhere: cluster mode
     endpoint = endpoint_of(broker.cluster.image, leader, broker.replicas.listener)
     if endpoint is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE

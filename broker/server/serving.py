@@ -25,7 +25,7 @@ log = structlog.get_logger("samsa.server")
 SHUTDOWN_GRACE_S = 10.0
 
 
-async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
+async def serve(broker: Broker, task_status: trio.TaskStatus[list[int]] = trio.TASK_STATUS_IGNORED,
                 stop: trio.Event | None = None, startup: Any = None) -> None:
     """Run until SIGTERM/SIGINT (or until ``stop`` is set, for a broker in a thread of another
     program, which cannot receive signals): stop accepting, let in-flight requests finish,
@@ -62,7 +62,7 @@ async def _until_stopped(signals: Any, stop: trio.Event | None) -> None:
         return
 
 
-async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop: trio.Event | None = None,
+async def _serve_connections(broker: Broker, task_status: trio.TaskStatus[list[int]], stop: trio.Event | None = None,
                              startup: Any = None) -> None:
     readers: set[trio.CancelScope] = set()
     # a broker in a thread of another program (stop given) cannot receive signals

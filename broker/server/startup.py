@@ -54,7 +54,7 @@ class LobbyConnection:
     sock: socket.socket
     listener: str
     decoder: FrameDecoder
-    pending: list[bytes] = field(default_factory=list)
+    pending: list[bytes | bytearray] = field(default_factory=list)
 
 
 class Startup:
@@ -66,7 +66,7 @@ class Startup:
         self.sockets: dict[str, list[socket.socket]] = {}
         self.connections: list[LobbyConnection] = []
 
-    def answer(self, frame: bytes) -> bytes | None:
+    def answer(self, frame: bytes | bytearray) -> bytes | None:
         """The answer to an ApiVersions frame (KIP-511 downgrade included), else None."""
         prefix = peek_header(frame)
         if prefix.api_key != API_VERSIONS:
@@ -279,7 +279,7 @@ async def _serve(broker: Broker, startup: Startup, signalled: list[int]) -> None
 
     from broker.server.serving import serve
 
-    startup.sockets = startup.listeners()   # type: ignore[assignment]  (trio's from here on)
+    startup.sockets = startup.listeners()   # type: ignore[assignment]  # trio's from here on
     stop = trio.Event()
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:

@@ -99,7 +99,7 @@ def samsa_broker_session() -> Iterator[SamsaBroker]:
 
 
 @pytest.fixture
-def samsa_topic(request: pytest.FixtureRequest) -> Callable[..., str]:
+def samsa_topic(request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
     """Factory: ``samsa_topic(partitions=3, **configs)`` creates a uniquely named topic on the
     test's broker (``samsa_broker_in_process`` if the test uses it, else ``samsa_broker``)."""
     from kafka.admin import KafkaAdminClient, NewTopic
