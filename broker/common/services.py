@@ -17,7 +17,13 @@ from .clock import Clock
 from .config import BrokerConfig
 
 if TYPE_CHECKING:   # types only: broker.common sits below broker.log and broker.security
+    from broker.coordinator_runtime.group_runtime import GroupShell
+    from broker.coordinator_runtime.share_runtime import ShareGroups
+    from broker.coordinator_runtime.txn_runtime import TxnShell
     from broker.log.manager import LogManager
+    from broker.metadata.cluster_mode import ClusterMetadata
+    from broker.observability.metrics import BrokerMetrics
+    from broker.replica.manager import ReplicaManager
     from broker.security.acl import Authorizer
 
 
@@ -38,12 +44,12 @@ class BrokerServices(Protocol):
     config: BrokerConfig
     logs: LogManager
     clock: Clock
-    groups: Any      # broker.coordinator_runtime.group_runtime.GroupShell
-    txns: Any        # broker.coordinator_runtime.txn_runtime.TxnShell
-    share_groups: Any   # broker.coordinator_runtime.share_runtime.ShareGroups (KIP-932, in memory)
-    replicas: Any    # broker.replica.manager.ReplicaManager
-    metrics: Any     # broker.observability.metrics.BrokerMetrics, or None
-    cluster: Any     # broker.metadata.cluster_mode.ClusterMetadata; None on a single node
+    groups: GroupShell
+    txns: TxnShell
+    share_groups: ShareGroups       # KIP-932, in memory
+    replicas: ReplicaManager
+    metrics: BrokerMetrics | None       # None until samsa.http.listener serves /metrics
+    cluster: ClusterMetadata | None     # None on a single node
     authorizer: Authorizer | None   # None unless authorizer.class.name is set
 
     # read-only to the parts: properties, so that the Broker's concrete Notifier and allocator match

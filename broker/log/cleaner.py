@@ -35,6 +35,7 @@ import json
 import os
 import struct
 import time
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -46,7 +47,7 @@ import trio
 
 from protocol import records as rb
 
-from broker.common.config import LONG_MAX
+from broker.common.config import LONG_MAX, BrokerConfig
 from . import index as ix
 from .partition import CONTROL_ABORT, CONTROL_COMMIT, Partition
 from .segment import Segment, fsync_dir, segment_name
@@ -195,9 +196,9 @@ class CleanedSegment:
     path: str                          # the .cleaned file
     size: int = 0
     next_offset: int = 0
-    idx_offsets: Any = field(default_factory=ix.offsets_array)
-    idx_positions: Any = field(default_factory=ix.offsets_array)
-    time_ts: Any = field(default_factory=ix.offsets_array)
+    idx_offsets: array[int] = field(default_factory=ix.offsets_array)
+    idx_positions: array[int] = field(default_factory=ix.offsets_array)
+    time_ts: array[int] = field(default_factory=ix.offsets_array)
     max_timestamp: int = -1
     max_timestamp_offset: int = -1
 
@@ -258,7 +259,7 @@ class Throttler:
             self.observed = 0.0
 
 
-def throttler_for(broker_config: Any) -> Throttler | None:
+def throttler_for(broker_config: BrokerConfig) -> Throttler | None:
     """The cleaner's throttler, or None when ``log.cleaner.io.max.bytes.per.second`` is
     unlimited (Kafka's default, Double.MAX_VALUE)."""
     raw = broker_config.get("log.cleaner.io.max.bytes.per.second")
@@ -634,7 +635,7 @@ def swap_in(part: Partition, plan: Plan, result: Result) -> bool:
     return True
 
 
-def map_capacity(broker_config: Any) -> int:
+def map_capacity(broker_config: BrokerConfig) -> int:
     raw = broker_config.get("log.cleaner.dedupe.buffer.size")
     size = int(raw) if raw is not None else 134217728
     return max(1, int(size // DEDUPE_ENTRY_BYTES * DEDUPE_LOAD_FACTOR))

@@ -19,7 +19,7 @@ import random
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 import structlog
@@ -32,6 +32,11 @@ from . import index as ix
 from .epoch_cache import EpochCheckpointInvalid, LeaderEpochCache
 from .fds import FdCache
 from .segment import Segment, segment_name
+
+if TYPE_CHECKING:
+    import trio
+
+    from broker.replica.state import ReplicaState
 
 MAX_RELATIVE_OFFSET = 0x7FFFFFFF
 SNAPSHOTS_KEPT = 2
@@ -136,7 +141,7 @@ class Partition:
         self.flush_due = False          # flush.messages reached: the produce path syncs before answering
         self.last_flush_ms = 0
         self.synced_offset = 0          # everything below is known to be fsynced
-        self.sync_in_flight: Any = None  # a trio.Event while a background fsync runs (broker/log/flush.py)
+        self.sync_in_flight: trio.Event | None = None  # a trio.Event while a background fsync runs (broker/log/flush.py)
         self.cleaning = False           # the cleaner has a pass in flight over this partition
         self.deleted = False            # its topic was deleted (background tasks skip it)
         # set by the log manager: removes files after file.delete.delay.ms (none: at once)
@@ -150,7 +155,7 @@ class Partition:
         # The epoch cache is read from disk below (_load_epochs), before anything uses it.
         self.epochs: LeaderEpochCache
         self.hw: int | None = None
-        self.replica: Any = None
+        self.replica: ReplicaState | None = None
         # the cleaner's (broker/log/cleaner.py): its checkpoint, read on first use; a corrupt batch
         # it met, which stops it from cleaning this partition
         self.cleaner_checkpoint: int | None = None

@@ -29,6 +29,7 @@ from .store import MetadataUnavailable
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
+    from coordinator.metadata.image import MetadataImage
 
 log = structlog.get_logger("samsa.cluster")
 
@@ -67,7 +68,7 @@ class ClusterMetadata:
                                        proposed_cluster_id=proposed, http_listener=config.get("samsa.http.listener"))
 
     @property
-    def image(self):
+    def image(self) -> MetadataImage:
         return self.store.image
 
     @property

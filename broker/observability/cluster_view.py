@@ -33,6 +33,7 @@ from broker.replica.manager import endpoint_of
 
 if TYPE_CHECKING:
     from broker.server.broker_server import Broker
+    from coordinator.metadata.image import MetadataImage
 
 # How long a page load waits for one other broker (all its requests); a console refreshes every 2 s.
 PEER_TIMEOUT_S = 2.0
@@ -78,7 +79,7 @@ class ClusterView:
         return -1 if o is None else o.high_watermark
 
 
-def _image(broker: Broker) -> Any:
+def _image(broker: Broker) -> MetadataImage | None:
     cluster = getattr(broker, "cluster", None)
     return None if cluster is None else cluster.image
 
@@ -184,7 +185,7 @@ async def remote_timeline(broker: Broker, node: int, group_id: str) -> tuple[lis
     return None, f"broker {node}'s console at {base} did not answer within {PEER_TIMEOUT_S:g} s"
 
 
-async def _ask(conn: BrokerConnection, node: int, image: Any, view: ClusterView, group: str | None,
+async def _ask(conn: BrokerConnection, node: int, image: MetadataImage, view: ClusterView, group: str | None,
                everything: bool) -> None:
     """One broker's part, appended to ``view`` only once all of it arrived (a half answer from a
     broker that then hangs is not shown as if complete)."""

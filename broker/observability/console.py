@@ -24,6 +24,8 @@ from ..log.manager import INTERNAL_TOPICS
 from broker.network.http_serve import ASGIApp, Receive, Scope, Send, respond, respond_json
 
 if TYPE_CHECKING:
+    import uuid
+
     from broker.metadata.cluster_mode import ClusterMetadata
     from broker.server.broker_server import Broker
 
@@ -162,6 +164,7 @@ def topic_page(broker: Broker, name: str, view: ClusterView) -> str | None:
     if topic is None and in_image is None:
         return None
     parts = [p for p in introspect.partitions(broker, cluster_wide=True) if p.topic == name]
+    topic_id: str | uuid.UUID     # the image keeps ids as text, the log manager as UUIDs
     if cluster is not None and in_image is not None:   # the cluster's id and configs (a topic may have no replica here)
         topic_id, configs = in_image.topic_id, dict(cluster.image.topic_configs(name))
     else:

@@ -16,6 +16,7 @@ from coordinator.group import coordinator as g
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
+    from coordinator.metadata.image import MetadataImage
 
 
 @dataclass(slots=True)
@@ -89,7 +90,7 @@ class BrokerView:
     state: str = "alive"      # cluster mode: alive, fenced or shutting down (controlled shutdown)
 
 
-def _cluster_image(broker: BrokerServices) -> Any:
+def _cluster_image(broker: BrokerServices) -> MetadataImage | None:
     """The metadata image in cluster mode, else None (a single node has none)."""
     cluster = getattr(broker, "cluster", None)
     return None if cluster is None else cluster.image
@@ -101,7 +102,7 @@ def brokers(broker: BrokerServices) -> list[BrokerView]:
     alive unless fenced, and the active controller as this broker last saw it (etcd's
     controller key)."""
     image = _cluster_image(broker)
-    if image is None:
+    if image is None or broker.cluster is None:     # (both None or neither)
         adv = broker.config.advertised_listeners
         return [BrokerView(broker.node_id, [f"{a.name}://{a.host}:{a.port}" for a in adv],
                            broker.config.get("broker.rack"), True, True)]

@@ -36,6 +36,7 @@ from .state import FollowerState, ReplicaState
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
+    from broker.metadata.store import MetadataStore
 
 log = structlog.get_logger("samsa.replica")
 
@@ -110,7 +111,7 @@ class ReplicaManager:
                 self.attach(cluster.store)
             task_status.started()
 
-    def attach(self, store: Any) -> None:
+    def attach(self, store: MetadataStore) -> None:
         """Follow a MetadataStore (broker/metadata/store.py): every published image is applied in
         order, ISR changes go through its alter_partition; the current image is applied now."""
         self.alter_partition = store.alter_partition
@@ -417,15 +418,19 @@ class ReplicaManager:
     def check_produce(self, part: Partition, acks: int) -> int:
         """Before appending: this broker must lead; acks=all needs min.insync.replicas in the ISR."""
         rs = part.replica
+        assert rs is not None       # callers ask only for replicated partitions
         if not rs.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if acks == -1 and len(rs.isr) < self.min_insync(part):
             return ErrorCode.NOT_ENOUGH_REPLICAS
         return ErrorCode.NONE
 
-    def _acks_state(self, part: Partition, rs: ReplicaState, required: int) -> int | None:
+    def _acks_state(self, part: Partition, rs: ReplicaState | None, required: int) -> int | None:
         """Kafka's checkEnoughReplicasReachOffset; None while still waiting."""
-        if part.replica is not rs or not rs.is_leader:
+        if part.replica is not rs:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert rs is not None       # callers wait only on replicated partitions
+        if not rs.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if part.high_watermark >= required:
             if len(rs.isr) < self.min_insync(part):

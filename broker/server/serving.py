@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import signal
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import structlog
 import trio
@@ -19,6 +20,7 @@ from broker.network.listeners import run_listener
 
 if TYPE_CHECKING:
     from broker.server.broker_server import Broker
+    from broker.server.startup import Startup
 
 log = structlog.get_logger("samsa.server")
 
@@ -26,7 +28,7 @@ SHUTDOWN_GRACE_S = 10.0
 
 
 async def serve(broker: Broker, task_status: trio.TaskStatus[list[int]] = trio.TASK_STATUS_IGNORED,
-                stop: trio.Event | None = None, startup: Any = None) -> None:
+                stop: trio.Event | None = None, startup: Startup | None = None) -> None:
     """Run until SIGTERM/SIGINT (or until ``stop`` is set, for a broker in a thread of another
     program, which cannot receive signals): stop accepting, let in-flight requests finish,
     flush, return. ``startup`` (broker/server/startup.py) hands over the listening sockets and the
@@ -52,18 +54,20 @@ async def serve(broker: Broker, task_status: trio.TaskStatus[list[int]] = trio.T
     log.info("broker stopped")
 
 
-async def _until_stopped(signals: Any, stop: trio.Event | None) -> None:
+async def _until_stopped(signals: AsyncIterator[int] | None, stop: trio.Event | None) -> None:
+    """``stop`` set, or SIGTERM/SIGINT received (``signals`` is None exactly when ``stop`` is given)."""
     if stop is not None:
         await stop.wait()
         log.info("shutting down", reason="stopped")
         return
+    assert signals is not None
     async for signum in signals:
         log.info("shutting down", signal=signal.Signals(signum).name)
         return
 
 
 async def _serve_connections(broker: Broker, task_status: trio.TaskStatus[list[int]], stop: trio.Event | None = None,
-                             startup: Any = None) -> None:
+                             startup: Startup | None = None) -> None:
     readers: set[trio.CancelScope] = set()
     # a broker in a thread of another program (stop given) cannot receive signals
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) if stop is None else nullcontext() as signals:
