@@ -294,7 +294,7 @@ class RunningBroker:
             pass
         shutil.rmtree(self.tmpdir, ignore_errors=True)
 
-    def __enter__(self) -> "RunningBroker":
+    def __enter__(self) -> RunningBroker:
         return self
 
     def __exit__(self, *exc: object) -> None:

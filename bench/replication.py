@@ -60,7 +60,7 @@ def failover_ms(c: LocalCluster, topic: str) -> float:
     first = None
     while first is None and time.monotonic() - t0 < 90:
         done: list = []
-        p.produce(topic, b"x", on_delivery=lambda err, msg: done.append((err, time.monotonic())))
+        p.produce(topic, b"x", on_delivery=lambda err, msg, done=done: done.append((err, time.monotonic())))
         p.flush(60)
         if done and done[0][0] is None:
             first = done[0][1]

@@ -233,7 +233,7 @@ class BrokerBench:
         starts: list[float] = []
         loaded: list[float] = []
         rss: list[float] = []
-        for i in range(max(1, self.args.startup_runs if "startup" in s else 1)):
+        for _ in range(max(1, self.args.startup_runs if "startup" in s else 1)):
             broker = self.start()     # BrokerUnavailable propagates: the broker is unusable
             try:
                 starts.append(broker.startup_seconds * 1000)

@@ -86,8 +86,8 @@ def main() -> None:
                     results[name][1].append(consume(conf, topic, args.mb * 1_000_000 // RECORD + 200))
             base_p = statistics.median(results["PLAINTEXT"][0])
             base_c = statistics.median(results["PLAINTEXT"][1])
-            print(f"| listener | produce MB/s | vs PLAINTEXT | consume MB/s | vs PLAINTEXT |")
-            print(f"|---|---|---|---|---|")
+            print("| listener | produce MB/s | vs PLAINTEXT | consume MB/s | vs PLAINTEXT |")
+            print("|---|---|---|---|---|")
             for name, (p, c) in results.items():
                 mp, mc = statistics.median(p), statistics.median(c)
                 print(f"| {name} | {mp:.1f} | {mp / base_p:.2f} | {mc:.1f} | {mc / base_c:.2f} |")

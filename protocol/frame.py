@@ -101,7 +101,7 @@ class RequestPrefix:
     correlation_id: int
 
 
-def peek_header(frame: bytes) -> RequestPrefix:
+def peek_header(frame: bytes | bytearray) -> RequestPrefix:
     if len(frame) < 8:
         raise FrameError("request shorter than its header")
     return RequestPrefix(*_HEADER_PREFIX.unpack_from(frame, 0))

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 # name -> (type, default). Types follow Kafka's ConfigDef types used by DescribeConfigs.
 BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
@@ -394,7 +395,7 @@ class BrokerConfig:
 
     @classmethod
     def load(cls, path: str | None = None, environ: Mapping[str, str] | None = None,
-             extra: Mapping[str, str] | None = None) -> "BrokerConfig":
+             extra: Mapping[str, str] | None = None) -> BrokerConfig:
         props: dict[str, str] = {}
         if path:
             props.update(read_properties(path))
@@ -448,16 +449,16 @@ class BrokerConfig:
     def _with_protocols(self, listeners: list[Listener]) -> list[Listener]:
         mapping = parse_protocol_map(self.values["listener.security.protocol.map"])
         out = []
-        for l in listeners:
-            proto = mapping.get(l.name)
+        for lst in listeners:
+            proto = mapping.get(lst.name)
             if proto is None:
                 if not self.is_default("listener.security.protocol.map"):
-                    raise ConfigError(f"listener {l.name} has no entry in listener.security.protocol.map")
+                    raise ConfigError(f"listener {lst.name} has no entry in listener.security.protocol.map")
                 # Kafka refuses such a name; Samsa took any name as PLAINTEXT before it had
                 # security (e.g. INTERNAL/EXTERNAL in docker-compose.yml), and still does while
                 # the map is left at its default
                 proto = "PLAINTEXT"
-            out.append(Listener(l.name, l.host, l.port, proto))
+            out.append(Listener(lst.name, lst.host, lst.port, proto))
         return out
 
     @property
@@ -468,9 +469,9 @@ class BrokerConfig:
     def advertised_listeners(self) -> list[Listener]:
         adv = self.values["advertised.listeners"]
         listeners = self._with_protocols(parse_listeners(adv)) if adv else self.listeners
-        return [Listener(l.name, l.host if l.host not in ("", "0.0.0.0", "::") else "localhost", l.port,
-                         l.security_protocol)
-                for l in listeners]
+        return [Listener(lst.name, lst.host if lst.host not in ("", "0.0.0.0", "::") else "localhost", lst.port,
+                         lst.security_protocol)
+                for lst in listeners]
 
     def for_listener(self, listener: str, name: str, default: Any = None) -> Any:
         """A property as Kafka resolves it for one listener: ``listener.name.<listener>.<name>``

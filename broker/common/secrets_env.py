@@ -8,7 +8,7 @@ not run through the entrypoint) see the same stores. Explicit ``KAFKA_SSL_*_LOCA
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 SECRETS_DIR = "/etc/kafka/secrets"
 # variable -> (property, what the named file holds)

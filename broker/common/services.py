@@ -1,22 +1,30 @@
 """What the broker's parts use of the Broker (broker/server/broker_server.py), as a Protocol.
 
-broker.py is the composition root: it builds the coordinator shells, the replica manager,
+``Broker`` is the composition root: it builds the coordinator shells, the replica manager,
 cluster metadata and metrics, handing each itself. Those parts type their ``broker`` as
-``BrokerServices`` so that imports point down (broker.py imports them; they never import
-broker.py). This module imports only what sits below them all: the clock, the config, the
-log manager and the ACL authorizer.
+``BrokerServices`` so that imports point down (broker_server.py imports them; they never import
+broker_server.py). This module imports at run time only what sits beside it in broker.common
+(the clock, the config); the log manager and the ACL authorizer it names for the type checker only.
 
 The broker's other parts (``groups``, ``txns``, ``replicas``, ``metrics``, ``cluster``) are built
 on these same services, so they are typed loosely here; their classes say what they are.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .clock import Clock
 from .config import BrokerConfig
-from broker.log.manager import LogManager
-from broker.security.acl import Authorizer
+
+if TYPE_CHECKING:   # types only: broker.common sits below broker.log and broker.security
+    from broker.coordinator_runtime.group_runtime import GroupShell
+    from broker.coordinator_runtime.share_runtime import ShareGroups
+    from broker.coordinator_runtime.txn_runtime import TxnShell
+    from broker.log.manager import LogManager
+    from broker.metadata.cluster_mode import ClusterMetadata
+    from broker.observability.metrics import BrokerMetrics
+    from broker.replica.manager import ReplicaManager
+    from broker.security.acl import Authorizer
 
 
 class AppendWaker(Protocol):
@@ -36,15 +44,19 @@ class BrokerServices(Protocol):
     config: BrokerConfig
     logs: LogManager
     clock: Clock
-    appends: AppendWaker
-    producer_ids: ProducerIds | None
-    groups: Any      # broker.group_shell.GroupShell
-    txns: Any        # broker.txn_shell.TxnShell
-    share_groups: Any   # broker.share_shell.ShareGroups (KIP-932, in memory)
-    replicas: Any    # broker.replica.manager.ReplicaManager
-    metrics: Any     # broker.metrics.BrokerMetrics, or None
-    cluster: Any     # broker.metadata.cluster.ClusterMetadata; None on a single node
+    groups: GroupShell
+    txns: TxnShell
+    share_groups: ShareGroups       # KIP-932, in memory
+    replicas: ReplicaManager
+    metrics: BrokerMetrics | None       # None until samsa.http.listener serves /metrics
+    cluster: ClusterMetadata | None     # None on a single node
     authorizer: Authorizer | None   # None unless authorizer.class.name is set
+
+    # read-only to the parts: properties, so that the Broker's concrete Notifier and allocator match
+    @property
+    def appends(self) -> AppendWaker: ...
+    @property
+    def producer_ids(self) -> ProducerIds | None: ...
 
     def now_ms(self) -> int: ...
 

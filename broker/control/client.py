@@ -8,7 +8,8 @@ and errors (ValueError for bad input) are the same.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 Call = Callable[[str, dict[str, Any]], Any]
 
@@ -142,7 +143,7 @@ class SamsaControl:
     def close(self) -> None:
         self._call.close()  # type: ignore[attr-defined]
 
-    def __enter__(self) -> "SamsaControl":
+    def __enter__(self) -> SamsaControl:
         return self
 
     def __exit__(self, *exc: Any) -> None:

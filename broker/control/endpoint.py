@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 if TYPE_CHECKING:
     from broker.server.broker_server import Broker
@@ -33,24 +34,24 @@ ALLOW_REMOTE = "samsa.control.listener.allow.remote"
 
 
 def _arm(kind: str) -> Callable[..., Any]:
-    def arm(broker: "Broker", api: Any = None, **args: Any) -> dict[str, Any]:
+    def arm(broker: Broker, api: Any = None, **args: Any) -> dict[str, Any]:
         fault = getattr(broker.faults, kind)(api, **args)
         return fault.describe()
     return arm
 
 
-def _release(broker: "Broker", id: Any = None) -> dict[str, Any]:
+def _release(broker: Broker, id: Any = None) -> dict[str, Any]:
     if isinstance(id, bool) or not isinstance(id, int):
         raise ValueError(f"release needs a fault id (an integer), got {id!r}")
     return {"released": broker.faults.release(id)}
 
 
-def _advance(broker: "Broker", ms: Any = None) -> dict[str, Any]:
+def _advance(broker: Broker, ms: Any = None) -> dict[str, Any]:
     broker.clock.advance(ms)
     return _now(broker)
 
 
-def _now(broker: "Broker") -> dict[str, Any]:
+def _now(broker: Broker) -> dict[str, Any]:
     return {"now_ms": broker.clock.now_ms(), "offset_ms": broker.clock.offset_ms}
 
 
@@ -76,7 +77,7 @@ ROUTES: dict[str, tuple[str, str]] = {
 }
 
 
-def run_operation(broker: "Broker", op: str, args: dict[str, Any] | None = None) -> Any:
+def run_operation(broker: Broker, op: str, args: dict[str, Any] | None = None) -> Any:
     """Run one control operation on the broker's trio thread; ValueError for bad input."""
     fn = OPERATIONS.get(op)
     if fn is None:
@@ -107,7 +108,7 @@ def route(method: str, path: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
-def control_app(broker: "Broker") -> Callable[..., Any]:
+def control_app(broker: Broker) -> Callable[..., Any]:
     """The ASGI app of the control endpoint (mounted on broker/network/http_serve.py's Routes)."""
     from broker.network.http_serve import read_body, respond_json
 
@@ -149,7 +150,7 @@ def check_bind(listener: str, allow_remote: bool) -> None:
                          f"lets anyone who reaches it break the broker: use 127.0.0.1, or set {ALLOW_REMOTE}=true")
 
 
-async def run_control_listener(broker: "Broker", task_status: Any = None) -> None:
+async def run_control_listener(broker: Broker, task_status: Any = None) -> None:
     """Serve the control endpoint on ``samsa.control.listener`` until cancelled."""
     import importlib
 

@@ -8,7 +8,7 @@ import os
 import socket
 import ssl
 import struct
-from typing import Mapping
+from collections.abc import Mapping
 
 
 def healthcheck(bootstrap: str, timeout: float = 2.0) -> bool:
@@ -53,7 +53,7 @@ def probe(bootstrap: str, timeout: float = 2.0, tls: ssl.SSLContext | None = Non
                 (corr,) = struct.unpack_from(">i", _recv_frame(s))
                 if corr != 2:
                     return f"Metadata answer has correlation id {corr}, expected 2"
-    except socket.timeout:
+    except TimeoutError:
         return f"{step} timed out after {timeout:g} s"
     except (OSError, struct.error) as exc:
         if isinstance(exc, ssl.SSLError):
@@ -77,7 +77,7 @@ def own_listener_probe(environ: Mapping[str, str] | None = None,
     from broker.common.config import BrokerConfig, ConfigError  # not for the fixtures' import of probe()
     try:
         config = BrokerConfig.load(environ=os.environ if environ is None else environ)
-        listeners = sorted(config.listeners, key=lambda l: _PREFERENCE.index(l.security_protocol))
+        listeners = sorted(config.listeners, key=lambda lst: _PREFERENCE.index(lst.security_protocol))
     except (ConfigError, ValueError, KeyError) as exc:
         return "the broker's listeners", "", f"cannot read them from KAFKA_LISTENERS: {exc}"
     if not listeners:

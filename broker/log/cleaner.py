@@ -35,9 +35,11 @@ import json
 import os
 import struct
 import time
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
 
 import crc32c
 import structlog
@@ -45,7 +47,7 @@ import trio
 
 from protocol import records as rb
 
-from broker.common.config import LONG_MAX
+from broker.common.config import LONG_MAX, BrokerConfig
 from . import index as ix
 from .partition import CONTROL_ABORT, CONTROL_COMMIT, Partition
 from .segment import Segment, fsync_dir, segment_name
@@ -184,7 +186,7 @@ class Plan:
     index_interval: int
     map_capacity: int
     cancelled: bool = False
-    throttle: "Throttler | None" = None     # log.cleaner.io.max.bytes.per.second, reads and writes
+    throttle: Throttler | None = None     # log.cleaner.io.max.bytes.per.second, reads and writes
 
 
 @dataclass
@@ -194,9 +196,9 @@ class CleanedSegment:
     path: str                          # the .cleaned file
     size: int = 0
     next_offset: int = 0
-    idx_offsets: Any = field(default_factory=ix.offsets_array)
-    idx_positions: Any = field(default_factory=ix.offsets_array)
-    time_ts: Any = field(default_factory=ix.offsets_array)
+    idx_offsets: array[int] = field(default_factory=ix.offsets_array)
+    idx_positions: array[int] = field(default_factory=ix.offsets_array)
+    time_ts: array[int] = field(default_factory=ix.offsets_array)
     max_timestamp: int = -1
     max_timestamp_offset: int = -1
 
@@ -213,7 +215,7 @@ class Result:
     seconds: float = 0.0
 
 
-def make_plan(cand: Candidate, now_ms: int, map_capacity: int, throttle: "Throttler | None" = None) -> Plan:
+def make_plan(cand: Candidate, now_ms: int, map_capacity: int, throttle: Throttler | None = None) -> Plan:
     part = cand.part
     inputs = [SegmentInput(s.base_offset, s.path, s.size) for s in part.segments
               if s.base_offset < cand.first_uncleanable]
@@ -257,7 +259,7 @@ class Throttler:
             self.observed = 0.0
 
 
-def throttler_for(broker_config: Any) -> Throttler | None:
+def throttler_for(broker_config: BrokerConfig) -> Throttler | None:
     """The cleaner's throttler, or None when ``log.cleaner.io.max.bytes.per.second`` is
     unlimited (Kafka's default, Double.MAX_VALUE)."""
     raw = broker_config.get("log.cleaner.io.max.bytes.per.second")
@@ -633,7 +635,7 @@ def swap_in(part: Partition, plan: Plan, result: Result) -> bool:
     return True
 
 
-def map_capacity(broker_config: Any) -> int:
+def map_capacity(broker_config: BrokerConfig) -> int:
     raw = broker_config.get("log.cleaner.dedupe.buffer.size")
     size = int(raw) if raw is not None else 134217728
     return max(1, int(size // DEDUPE_ENTRY_BYTES * DEDUPE_LOAD_FACTOR))
@@ -685,7 +687,7 @@ def pick(partitions: list[Partition], now_ms: int) -> Candidate | None:
     return best
 
 
-async def run_cleaner(logs: "LogManager", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+async def run_cleaner(logs: LogManager, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
     """The cleaner thread of Kafka as a trio task: clean the dirtiest partition, or back off
     ``log.cleaner.backoff.ms`` when none qualifies."""
     cfg = logs.config

@@ -12,7 +12,8 @@ one fsync (group commit), so one slow disk flush never blocks other connections.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Protocol
+from collections.abc import Iterable, Mapping
 
 import structlog
 import trio
@@ -83,7 +84,7 @@ async def sync_partitions(parts: Iterable[Partition]) -> None:
             nursery.start_soon(sync_partition, part)
 
 
-async def after_append(logs: "FlushedLogs", parts: list[Partition], acks: int) -> None:
+async def after_append(logs: FlushedLogs, parts: list[Partition], acks: int) -> None:
     """What the produce path awaits before answering: an fsync when acks=all is to mean
     "on disk", or when ``flush.messages`` was reached."""
     if acks == -1 and logs.fsync_on_acks_all:
@@ -94,14 +95,14 @@ async def after_append(logs: "FlushedLogs", parts: list[Partition], acks: int) -
         await sync_partitions(due)
 
 
-def _flush_ms(logs: "FlushedLogs", topic) -> int | None:
+def _flush_ms(logs: FlushedLogs, topic) -> int | None:
     value = logs.topic_config_value(topic, "flush.ms")
     if value is None or int(value) >= LONG_MAX:
         return None
     return max(0, int(value))
 
 
-async def run_flusher(logs: "FlushedLogs", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+async def run_flusher(logs: FlushedLogs, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
     """Kafka's log flusher: fsync partitions whose last flush is ``flush.ms`` old (and any that
     reached ``flush.messages`` through an internal append). Checks at the smallest flush.ms in
     use (at least every 10 ms, at most every second)."""

@@ -26,7 +26,8 @@ import struct
 import sys
 import zlib
 from array import array
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 INDEX_ENTRY = struct.Struct(">ii")
 TIME_ENTRY = struct.Struct(">qi")
@@ -47,7 +48,7 @@ def _atomic_write(path: str, data: bytes, fsync: bool) -> None:
     os.replace(tmp, path)
 
 
-def offsets_array(values: Iterable[int] = ()) -> array:
+def offsets_array(values: Iterable[int] = ()) -> array[int]:
     """In-memory index columns are 8-byte arrays, not lists of ints: ~16 bytes per entry, so a
     1 GB segment's indexes (one entry per 4 KiB) take ~4 MB."""
     return array("q", values)

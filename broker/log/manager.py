@@ -14,6 +14,7 @@ Samsa-specific properties (not Kafka's, documented in the README):
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import os
@@ -23,7 +24,8 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any
+from collections.abc import Collection
 
 import structlog
 import trio
@@ -197,7 +199,7 @@ class LogManager:
 
     def _open_partition(self, topic: Topic, p: int, clean: bool) -> Partition:
         part = Partition(topic.name, p, self._partition_dir(topic.name, p),
-                         lambda name, t=topic: self.topic_config_value(t, name), fds=self.fds,
+                         functools.partial(self.topic_config_value, topic), fds=self.fds,
                          clock=self.now_ms)
         part.open(clean)
         part.delete_later = self._delete_later

@@ -19,7 +19,8 @@ import random
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 import structlog
 
@@ -31,6 +32,11 @@ from . import index as ix
 from .epoch_cache import EpochCheckpointInvalid, LeaderEpochCache
 from .fds import FdCache
 from .segment import Segment, segment_name
+
+if TYPE_CHECKING:
+    import trio
+
+    from broker.replica.state import ReplicaState
 
 MAX_RELATIVE_OFFSET = 0x7FFFFFFF
 SNAPSHOTS_KEPT = 2
@@ -135,7 +141,7 @@ class Partition:
         self.flush_due = False          # flush.messages reached: the produce path syncs before answering
         self.last_flush_ms = 0
         self.synced_offset = 0          # everything below is known to be fsynced
-        self.sync_in_flight: Any = None  # a trio.Event while a background fsync runs (broker/log/flush.py)
+        self.sync_in_flight: trio.Event | None = None  # a trio.Event while a background fsync runs (broker/log/flush.py)
         self.cleaning = False           # the cleaner has a pass in flight over this partition
         self.deleted = False            # its topic was deleted (background tasks skip it)
         # set by the log manager: removes files after file.delete.delay.ms (none: at once)
@@ -145,10 +151,15 @@ class Partition:
         self.aborted_txns: list[AbortedTxn] = []
         # replication (broker/replica/): which leader epoch wrote which offsets; the high
         # watermark when other replicas exist (None: this is the only replica, HW = log end);
-        # the replica manager's state for the partition (None: single node, always leader)
-        self.epochs: LeaderEpochCache | None = None
+        # the replica manager's state for the partition (None: single node, always leader).
+        # The epoch cache is read from disk below (_load_epochs), before anything uses it.
+        self.epochs: LeaderEpochCache
         self.hw: int | None = None
-        self.replica: Any = None
+        self.replica: ReplicaState | None = None
+        # the cleaner's (broker/log/cleaner.py): its checkpoint, read on first use; a corrupt batch
+        # it met, which stops it from cleaning this partition
+        self.cleaner_checkpoint: int | None = None
+        self.uncleanable = False
 
     @property
     def name(self) -> str:
@@ -254,20 +265,22 @@ class Partition:
         """The leader epoch cache from ``leader-epoch-checkpoint``; rebuilt from the batches'
         epochs when the file is missing (a log written before it existed) or unreadable, and
         cut at the log end (a tail cut at recovery takes its epochs along)."""
+        epochs: LeaderEpochCache | None
         try:
-            self.epochs = LeaderEpochCache(self.directory)
+            epochs = LeaderEpochCache(self.directory)
         except EpochCheckpointInvalid as exc:
             log.warning("rebuilding leader epoch checkpoint", partition=self.name, reason=str(exc))
-            self.epochs = None
+            epochs = None
         leo = self.log_end_offset
-        if self.epochs is None or (not self.epochs.entries and leo > self.log_start_offset):
+        if epochs is None or (not epochs.entries and leo > self.log_start_offset):
             entries: list[tuple[int, int]] = []
             for seg in self.segments:
                 for h in seg.iter_headers():
                     if h.last_offset >= self.log_start_offset and (not entries or h.leader_epoch > entries[-1][0]) \
                             and h.leader_epoch >= 0:
                         entries.append((h.leader_epoch, max(h.base_offset, self.log_start_offset)))
-            self.epochs = LeaderEpochCache(self.directory, entries)
+            epochs = LeaderEpochCache(self.directory, entries)
+        self.epochs = epochs
         self.epochs.truncate_from_end(leo)
 
     def _load_producer_state(self) -> None:
@@ -325,8 +338,7 @@ class Partition:
             return 0
 
     def _write_log_start_offset(self) -> None:
-        if self.epochs is not None:
-            self.epochs.truncate_from_start(self.log_start_offset)
+        self.epochs.truncate_from_start(self.log_start_offset)
         tmp = os.path.join(self.directory, "log-start-offset.tmp")
         with open(tmp, "w") as f:
             f.write(str(self.log_start_offset))
@@ -422,7 +434,7 @@ class Partition:
         for h in batches:
             if h.has_producer_id:
                 v = self.producers.check(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence)
-                if v.error == ErrorCode.DUPLICATE_SEQUENCE_NUMBER and len(batches) == 1:
+                if v.error == ErrorCode.DUPLICATE_SEQUENCE_NUMBER and len(batches) == 1 and v.duplicate_of is not None:
                     # a retry of a batch already written: answer as Kafka does, with its offset
                     return AppendResult(ErrorCode.NONE, v.duplicate_of.first_offset, -1, self.log_start_offset)
                 if v.error:
@@ -435,7 +447,7 @@ class Partition:
             data = bytearray(data)
         in_place = isinstance(data, bytearray)
         for h in batches:
-            if in_place:
+            if isinstance(data, bytearray):    # in_place
                 rb.stamp(data, h.position, next_offset, self.leader_epoch, now_ms if log_append else None)
             h.base_offset = next_offset
             if log_append:
@@ -484,7 +496,7 @@ class Partition:
         return self.append_internal([(key, value)], now_ms, producer_id=producer_id,
                                     producer_epoch=producer_epoch, transactional=True, control=True)
 
-    def aborted_in_range(self, start: int, end: int) -> list["AbortedTxn"]:
+    def aborted_in_range(self, start: int, end: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping [start, end): what a read_committed fetch needs."""
         return [a for a in self.aborted_txns if a.last_offset >= start and a.first_offset < end]
 

@@ -9,7 +9,8 @@ slicing behave as the dense list they replace.
 """
 from __future__ import annotations
 
-from typing import Iterator, overload
+from typing import overload
+from collections.abc import Iterator
 
 from .partition import Partition
 

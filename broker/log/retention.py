@@ -5,7 +5,8 @@ injected clock. Fetches waiting on a partition are woken so consumers below the 
 start get OFFSET_OUT_OF_RANGE at once."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import structlog
 import trio
@@ -18,11 +19,11 @@ log = structlog.get_logger("samsa.log")
 _YIELD_EVERY = 256  # partitions checked between yields to the event loop
 
 
-def check_interval_ms(logs: "LogManager") -> int:
+def check_interval_ms(logs: LogManager) -> int:
     return max(10, int(logs.config.get("log.retention.check.interval.ms") or 300000))
 
 
-async def retention_pass(logs: "LogManager", notify: Callable[[], None]) -> int:
+async def retention_pass(logs: LogManager, notify: Callable[[], None]) -> int:
     """One check of every partition; ``notify`` wakes waiting fetches when segments went."""
     deleted = 0
     now = logs.now_ms()
@@ -40,7 +41,7 @@ async def retention_pass(logs: "LogManager", notify: Callable[[], None]) -> int:
     return deleted
 
 
-async def run_retention(logs: "LogManager", notify: Callable[[], None],
+async def run_retention(logs: LogManager, notify: Callable[[], None],
                         task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
     """Check every ``log.retention.check.interval.ms`` of the broker's clock (an advanced clock
     runs the check at once)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import os
 from dataclasses import dataclass
-from typing import Iterator
+from collections.abc import Iterator
 
 import crc32c
 import structlog

@@ -29,6 +29,7 @@ from .store import MetadataUnavailable
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
+    from coordinator.metadata.image import MetadataImage
 
 log = structlog.get_logger("samsa.cluster")
 
@@ -48,7 +49,7 @@ def _meta_properties_cluster_id(log_dir: str) -> str | None:
 
 
 class ClusterMetadata:
-    def __init__(self, broker: "BrokerServices") -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         config = broker.config
         self.broker = broker
         self.node_id = broker.node_id
@@ -57,9 +58,9 @@ class ClusterMetadata:
         protocols = dict(item.strip().upper().split(":", 1)
                          for item in str(config.get("listener.security.protocol.map") or "").split(",")
                          if ":" in item)
-        advertised = tuple(BrokerEndpoint(l.name, l.host, l.port,
-                                          SECURITY_PROTOCOLS.get(protocols.get(l.name, l.name), 0))
-                           for l in config.advertised_listeners)
+        advertised = tuple(BrokerEndpoint(lst.name, lst.host, lst.port,
+                                          SECURITY_PROTOCOLS.get(protocols.get(lst.name, lst.name), 0))
+                           for lst in config.advertised_listeners)
         proposed = config.get("cluster.id") or _meta_properties_cluster_id(os.path.abspath(config.log_dir))
         self.store = EtcdMetadataStore(endpoints, self.node_id, prefix=str(config["samsa.metadata.etcd.prefix"]),
                                        session_timeout_ms=int(config["broker.session.timeout.ms"]),
@@ -67,7 +68,7 @@ class ClusterMetadata:
                                        proposed_cluster_id=proposed, http_listener=config.get("samsa.http.listener"))
 
     @property
-    def image(self):
+    def image(self) -> MetadataImage:
         return self.store.image
 
     @property

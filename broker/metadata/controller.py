@@ -39,7 +39,7 @@ def unclean_for(image: MetadataImage, default: bool):
     return unclean
 
 
-async def _write_chunks(store: "EtcdMetadataStore", compute) -> None:
+async def _write_chunks(store: EtcdMetadataStore, compute) -> None:
     """Append what ``compute(image)`` decides, CHUNK partition changes at a time, recomputing
     on the new image after each write until nothing is left (or a write is refused)."""
     for _ in range(10_000):
@@ -51,7 +51,7 @@ async def _write_chunks(store: "EtcdMetadataStore", compute) -> None:
             return
 
 
-async def reconcile(store: "EtcdMetadataStore", unclean_default: bool) -> None:
+async def reconcile(store: EtcdMetadataStore, unclean_default: bool) -> None:
     image = store.image
     for b in list(image.brokers.values()):
         if not b.fenced and b.id not in store.live:
@@ -67,7 +67,7 @@ async def reconcile(store: "EtcdMetadataStore", unclean_default: bool) -> None:
     await _write_chunks(store, completed_reassignments)  # every target replica joined the ISR
 
 
-async def run_controller(store: "EtcdMetadataStore", unclean_default: bool) -> None:
+async def run_controller(store: EtcdMetadataStore, unclean_default: bool) -> None:
     """Campaign while there is no controller; reconcile while we are it."""
     while True:
         try:

@@ -49,7 +49,7 @@ class KeyValue:
     lease: int
 
     @classmethod
-    def from_json(cls, kv: dict[str, Any]) -> "KeyValue":
+    def from_json(cls, kv: dict[str, Any]) -> KeyValue:
         return cls(unb64(kv.get("key")).decode(), unb64(kv.get("value")), int(kv.get("create_revision", 0)),
                    int(kv.get("mod_revision", 0)), int(kv.get("lease", 0)))
 

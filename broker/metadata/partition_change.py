@@ -6,7 +6,8 @@ another write got in first, the decision is made again on the new image, a bound
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from protocol.errors import ErrorCode
 
@@ -23,6 +24,7 @@ async def write_decision(ctx: RequestContext, decide: Callable[[Any], Any]) -> t
 
     from ..metadata.store import MetadataUnavailable
 
+    assert ctx.broker.cluster is not None      # the cluster's handlers call this
     store = ctx.broker.cluster.store
     for _ in range(RETRIES):
         base = store.image

@@ -34,7 +34,7 @@ class ProducerIdsUnavailable(RuntimeError):
 
 
 class ClusterProducerIdAllocator:
-    def __init__(self, store: "EtcdMetadataStore") -> None:
+    def __init__(self, store: EtcdMetadataStore) -> None:
         self.store = store
         self._blocks: deque[range] = deque()
         self._next: int | None = None

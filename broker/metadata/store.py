@@ -61,7 +61,7 @@ class MetadataStore(Protocol):
                      as_controller: bool = False) -> bool: ...
 
     async def alter_partition(self, topic: str, partition: int, leader_id: int, leader_epoch: int,
-                              partition_epoch: int, new_isr: Sequence[int]) -> "PartitionRegistration | Rejection": ...
+                              partition_epoch: int, new_isr: Sequence[int]) -> PartitionRegistration | Rejection: ...
 
     async def close(self) -> None: ...
 
@@ -103,7 +103,7 @@ class Publisher:
         return delta
 
     async def alter_partition(self, topic: str, partition: int, leader_id: int, leader_epoch: int,
-                              partition_epoch: int, new_isr: Sequence[int]) -> "PartitionRegistration | Rejection":
+                              partition_epoch: int, new_isr: Sequence[int]) -> PartitionRegistration | Rejection:
         """Shared by both stores: decide on the current image, write with the epoch compare;
         a lost race is INVALID_UPDATE_VERSION, as Kafka answers a stale partition epoch."""
         from coordinator.metadata.controller import Rejection, alter_partition

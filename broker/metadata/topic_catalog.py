@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 from protocol.errors import ErrorCode
 
@@ -39,7 +40,7 @@ class CatalogTopic:
         return 0 <= index < self.partition_count
 
 
-def _of_log(t: "Topic") -> CatalogTopic:
+def _of_log(t: Topic) -> CatalogTopic:
     return CatalogTopic(t.name, t.topic_id, t.partition_count, t.internal)
 
 
@@ -61,7 +62,7 @@ class _ImageCatalog:
 _last: _ImageCatalog | None = None
 
 
-def _image_catalog(broker: "BrokerServices") -> _ImageCatalog:
+def _image_catalog(broker: BrokerServices) -> _ImageCatalog:
     global _last
     image = broker.cluster.image   # type: ignore[union-attr]
     cat = _last
@@ -70,14 +71,14 @@ def _image_catalog(broker: "BrokerServices") -> _ImageCatalog:
     return cat
 
 
-def all_topics(broker: "BrokerServices") -> Mapping[str, CatalogTopic]:
+def all_topics(broker: BrokerServices) -> Mapping[str, CatalogTopic]:
     """Every topic by name (internal ones included)."""
     if broker.cluster is not None:
         return _image_catalog(broker).by_name
     return {name: _of_log(t) for name, t in list(broker.logs.topics.items())}
 
 
-def topic(broker: "BrokerServices", name: str | None) -> CatalogTopic | None:
+def topic(broker: BrokerServices, name: str | None) -> CatalogTopic | None:
     if name is None:
         return None
     if broker.cluster is not None:
@@ -86,7 +87,7 @@ def topic(broker: "BrokerServices", name: str | None) -> CatalogTopic | None:
     return None if t is None else _of_log(t)
 
 
-def topic_by_id(broker: "BrokerServices", topic_id: uuid.UUID | None) -> CatalogTopic | None:
+def topic_by_id(broker: BrokerServices, topic_id: uuid.UUID | None) -> CatalogTopic | None:
     if topic_id is None or topic_id == ZERO_UUID:
         return None
     if broker.cluster is not None:
@@ -95,12 +96,12 @@ def topic_by_id(broker: "BrokerServices", topic_id: uuid.UUID | None) -> Catalog
     return None if t is None else _of_log(t)
 
 
-def has_partition(broker: "BrokerServices", name: str, index: int) -> bool:
+def has_partition(broker: BrokerServices, name: str, index: int) -> bool:
     t = topic(broker, name)
     return t is not None and t.has_partition(index)
 
 
-def absent_partition_error(broker: "BrokerServices", name: str | None, index: int, topic_id: uuid.UUID | None = None) -> int:
+def absent_partition_error(broker: BrokerServices, name: str | None, index: int, topic_id: uuid.UUID | None = None) -> int:
     """The error for a partition this broker holds no local replica of (Kafka's
     ReplicaManager.getPartitionOrError): NOT_LEADER_OR_FOLLOWER when the cluster's metadata has the
     partition (the client refreshes metadata and goes to the leader), UNKNOWN_TOPIC_ID for a topic
@@ -113,7 +114,7 @@ def absent_partition_error(broker: "BrokerServices", name: str | None, index: in
     return ErrorCode.NOT_LEADER_OR_FOLLOWER if known.has_partition(index) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def partition_racks(broker: "BrokerServices") -> Mapping[uuid.UUID, tuple[frozenset[str], ...]]:
+def partition_racks(broker: BrokerServices) -> Mapping[uuid.UUID, tuple[frozenset[str], ...]]:
     """Topic id -> per partition, the racks (``broker.rack``) of its replicas, for the rack-aware
     assignment of consumer groups; only topics with a replica on a rack. A single node has one
     rack at most, which never changes an assignment: empty. Computed once per metadata image."""

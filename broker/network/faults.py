@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 import trio
 from kafka.protocol.api_key import ApiKey
@@ -109,7 +110,7 @@ def _is_topic_array(name: str) -> bool:
     return "topic" in name and "forgotten" not in name
 
 
-def request_facts(ctx: "RequestScope", request: Any, topic_name: Callable[[Any], str | None]) -> RequestFacts:
+def request_facts(ctx: RequestScope, request: Any, topic_name: Callable[[Any], str | None]) -> RequestFacts:
     """Topics (by name, ids resolved with ``topic_name``) and groups a request is about."""
     topics: set[str] = set()
     groups: set[str] = set()
@@ -208,7 +209,7 @@ class FaultRegistry:
         return list(self.fired)
 
     # -- firing ------------------------------------------------------------------------------
-    def _find(self, ctx: "RequestScope", request: Any) -> tuple[Fault, RequestFacts] | None:
+    def _find(self, ctx: RequestScope, request: Any) -> tuple[Fault, RequestFacts] | None:
         facts: RequestFacts | None = None
         for fault in self.faults:
             if fault.api_key != ctx.api_key:
@@ -228,7 +229,7 @@ class FaultRegistry:
             return fault, facts
         return None
 
-    async def before(self, ctx: "RequestScope", request: Any) -> Any:
+    async def before(self, ctx: RequestScope, request: Any) -> Any:
         """Fire the first armed fault matching this request: returns PASS (run the handler),
         or the answer to send instead; raises DroppedByFault, or CloseConnection for a failed acks=0
         Produce."""
@@ -247,6 +248,7 @@ class FaultRegistry:
                                "client_id": facts.client_id, "topics": sorted(facts.topics),
                                "groups": sorted(facts.groups), "at_ms": ctx.broker.now_ms()})
         if fault.kind == "fail":
+            assert fault.error is not None      # fail() requires one
             if ctx.api_key == ApiKey.Produce and getattr(request, "acks", 1) == 0:
                 # acks=0 is never answered: a failed one closes the connection, as Kafka does
                 # (KafkaApis.handleProduceRequest); the records are not written
@@ -256,13 +258,14 @@ class FaultRegistry:
         if fault.kind == "drop":
             raise DroppedByFault(f"dropped by fault {fault.id}")
         if fault.kind == "delay":
+            assert fault.ms is not None         # delay() requires it
             await trio.sleep(fault.ms / 1000)
         elif fault.kind == "hold":
             await fault.released.wait()
         return PASS
 
 
-def _topic_name(ctx: "RequestScope", topic_id: Any) -> str | None:
+def _topic_name(ctx: RequestScope, topic_id: Any) -> str | None:
     from broker.metadata.topic_catalog import topic_by_id
 
     topic = topic_by_id(ctx.broker, topic_id)   # the cluster's topics, not only those hosted here

@@ -7,7 +7,8 @@ console routes and the control routes can share one listener or use two.
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable
+from typing import Any
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 import trio
@@ -85,7 +86,7 @@ class Routes:
 
 
 async def serve_http(app: ASGIApp, listener: str, name: str,
-                     task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+                     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve ``app`` on ``listener`` until cancelled; ``task_status.started`` gets the bound port."""
     from hypercorn.config import Config
     from hypercorn.trio import serve

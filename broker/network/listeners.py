@@ -8,10 +8,9 @@ processed after the client half-closes, so acks=0 produce data is never dropped.
 from __future__ import annotations
 
 import errno
-import signal
 import socket
-from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
 
 import structlog
 import trio
@@ -20,7 +19,7 @@ from protocol.frame import FrameDecoder, FrameError
 
 from broker.common.config import Listener
 from broker.common.connection_close import CloseConnection
-from .dispatch import check_handlers, dispatch
+from .dispatch import dispatch
 from .idle_expiry import IdleExpiry
 from broker.security.session import FailedAuthentication, Session, illegal_state_answer
 from broker.security.transport import secure
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("samsa.server")
 
 _QUEUE = 64
-SHUTDOWN_GRACE_S = 10.0
 
 
 async def _read_frames(stream: trio.abc.Stream, decoder: FrameDecoder,
@@ -176,7 +174,7 @@ async def _after_failed_authentication(broker: Broker, stream: trio.abc.Stream, 
 
 async def handle_connection(broker: Broker, stream: trio.SocketStream, listener: str,
                             readers: set[trio.CancelScope], decoder: FrameDecoder | None = None,
-                            pending: Sequence[bytes] = ()) -> None:
+                            pending: Sequence[bytes | bytearray] = ()) -> None:
     """Serve one connection; ``decoder`` and ``pending`` (frames received but not answered) come
     from broker/server/startup.py when the connection arrived while the broker was loading."""
     try:
@@ -256,69 +254,3 @@ async def _accept_loop(broker: Broker, lst: trio.SocketListener, listener: str, 
                     continue
                 raise
             conn_nursery.start_soon(handle_connection, broker, stream, listener, readers)
-
-
-async def serve(broker: Broker, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED,
-                stop: trio.Event | None = None, startup: Any = None) -> None:
-    """Run until SIGTERM/SIGINT (or until ``stop`` is set, for a broker in a thread of another
-    program, which cannot receive signals): stop accepting, let in-flight requests finish,
-    flush, return. ``startup`` (broker/server/startup.py) hands over the listening sockets and the
-    connections that arrived while the broker was loading."""
-    check_handlers()
-    control = broker.config.get("samsa.control.listener")
-    if control:
-        from broker.control.endpoint import ALLOW_REMOTE, check_bind
-        check_bind(str(control), bool(broker.config.get(ALLOW_REMOTE)))
-    await broker.start_cluster()  # cluster mode only: join etcd before the logs load
-    broker.start()
-    await broker.security.start()   # old security file migrated, bootstrap SCRAM credentials written
-    log.info("broker started", node_id=broker.node_id, cluster_id=broker.cluster_id,
-             log_dir=broker.logs.log_dir, topics=len(broker.logs.topics))
-    async with trio.open_nursery() as services:
-        if broker.config.get("samsa.http.listener"):   # /metrics and the web console (broker/observability/routes.py)
-            from broker.observability.routes import run_http_listener
-            await services.start(run_http_listener, broker)
-        await services.start(broker.run_services)
-        await _serve_connections(broker, task_status, stop, startup)
-        services.cancel_scope.cancel()
-    broker.logs.shutdown()
-    log.info("broker stopped")
-
-
-async def _until_stopped(signals: Any, stop: trio.Event | None) -> None:
-    if stop is not None:
-        await stop.wait()
-        log.info("shutting down", reason="stopped")
-        return
-    async for signum in signals:
-        log.info("shutting down", signal=signal.Signals(signum).name)
-        return
-
-
-async def _serve_connections(broker: Broker, task_status: trio.TaskStatus, stop: trio.Event | None = None,
-                             startup: Any = None) -> None:
-    readers: set[trio.CancelScope] = set()
-    # a broker in a thread of another program (stop given) cannot receive signals
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) if stop is None else nullcontext() as signals:
-        async with trio.open_nursery() as conns:
-            async with trio.open_nursery() as listeners:
-                ports = []
-                for listener in broker.config.listeners:
-                    bound = startup.sockets.get(listener.name) if startup is not None else None
-                    ports.append(await listeners.start(run_listener, broker, listener, conns, readers, bound))
-                if startup is not None:
-                    startup.adopt(broker, conns, readers)
-                task_status.started(ports)
-                if broker.config.get("samsa.control.listener"):  # after the Kafka listeners: start-up first
-                    from broker.control.endpoint import run_control_listener
-                    listeners.start_soon(run_control_listener, broker)
-                await _until_stopped(signals, stop)
-                await broker.controlled_shutdown()  # cluster mode: move leadership away first
-                listeners.cancel_scope.cancel()
-            # stop reading; requests already received are answered, then connections close
-            broker.stopping.set()
-            broker.faults.clear()    # held requests go on: shutdown does not wait for a release
-            broker.appends.notify()  # release long polls so their answers go out now
-            for scope in list(readers):
-                scope.cancel()
-            conns.cancel_scope.deadline = trio.current_time() + SHUTDOWN_GRACE_S

@@ -37,7 +37,7 @@ def _client_id(frame: bytes) -> str | None:
     return None if n < 0 else bytes(frame[10:10 + n]).decode("utf-8", "replace")
 
 
-def request_answered(broker: "Broker", frame: bytes, started: float, client_host: str, listener: str) -> None:
+def request_answered(broker: Broker, frame: bytes, started: float, client_host: str, listener: str) -> None:
     prefix = peek_header(frame)
     if broker.metrics is not None:
         broker.metrics.request_done(prefix.api_key, prefix.api_version, started)

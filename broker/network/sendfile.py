@@ -8,7 +8,7 @@ TCP_NODELAY set, Linux then held every answer for the 200 ms cork timeout.)
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import trio
 
@@ -17,7 +17,7 @@ from broker.log.region import FileRegion
 _SENDFILE = hasattr(os, "sendfile")
 
 
-async def send_parts(stream: trio.SocketStream, parts: Sequence[bytes | FileRegion]) -> None:
+async def send_parts(stream: trio.abc.Stream, parts: Sequence[bytes | FileRegion]) -> None:
     """Send one answer's parts in order; every region is closed, sent or not."""
     try:
         for part in parts:
@@ -31,7 +31,7 @@ async def send_parts(stream: trio.SocketStream, parts: Sequence[bytes | FileRegi
                 part.close()
 
 
-async def _send_region(stream: trio.SocketStream, region: FileRegion) -> None:
+async def _send_region(stream: trio.abc.Stream, region: FileRegion) -> None:
     if not _SENDFILE or not isinstance(stream, trio.SocketStream):
         # TLS: the bytes must pass through the SSL object, so they are read and copied
         await stream.send_all(region.read())

@@ -14,7 +14,8 @@ Nothing here runs on the request path: only a console page load calls :func:`gat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import trio
@@ -32,6 +33,7 @@ from broker.replica.manager import endpoint_of
 
 if TYPE_CHECKING:
     from broker.server.broker_server import Broker
+    from coordinator.metadata.image import MetadataImage
 
 # How long a page load waits for one other broker (all its requests); a console refreshes every 2 s.
 PEER_TIMEOUT_S = 2.0
@@ -77,12 +79,12 @@ class ClusterView:
         return -1 if o is None else o.high_watermark
 
 
-def _image(broker: "Broker") -> Any:
+def _image(broker: Broker) -> MetadataImage | None:
     cluster = getattr(broker, "cluster", None)
     return None if cluster is None else cluster.image
 
 
-def local_view(broker: "Broker", group: str | None = None, everything: bool = True) -> ClusterView:
+def local_view(broker: Broker, group: str | None = None, everything: bool = True) -> ClusterView:
     """This broker's own part: the groups and transactions it coordinates, the partitions it leads
     (only the partitions without ``everything``)."""
     view = ClusterView(groups=introspect.groups(broker, only=group) if everything else [],
@@ -99,7 +101,7 @@ def local_view(broker: "Broker", group: str | None = None, everything: bool = Tr
     return view
 
 
-async def gather(broker: "Broker", group: str | None = None, everything: bool = True) -> ClusterView:
+async def gather(broker: Broker, group: str | None = None, everything: bool = True) -> ClusterView:
     """The cluster's groups (or just ``group``), transactions in flight and partition offsets
     (only the offsets without ``everything``): this broker's part read locally, every other
     registered broker's asked in parallel."""
@@ -144,13 +146,13 @@ async def gather(broker: "Broker", group: str | None = None, everything: bool = 
     return view
 
 
-def http_url_of(broker: "Broker", node: int) -> str | None:
+def http_url_of(broker: Broker, node: int) -> str | None:
     """Another broker's ``samsa.http.listener`` as it registered it in etcd (``brokers/<id>``),
     with a wildcard host replaced by the host it advertises; None when it has none."""
     cluster = getattr(broker, "cluster", None)
     live = getattr(getattr(cluster, "store", None), "live", {}) or {}
     url = (live.get(node) or {}).get("http")
-    if not url:
+    if not url or cluster is None:     # (a url comes from the cluster's store)
         return None
     parts = urlsplit(url)
     if parts.hostname in (None, "", "0.0.0.0", "::"):
@@ -162,7 +164,7 @@ def http_url_of(broker: "Broker", node: int) -> str | None:
     return url.rstrip("/")
 
 
-async def remote_timeline(broker: "Broker", node: int, group_id: str) -> tuple[list[Rebalance] | None, str]:
+async def remote_timeline(broker: Broker, node: int, group_id: str) -> tuple[list[Rebalance] | None, str]:
     """The rebalance timeline the group's coordinator ``node`` keeps in memory, read from its
     console (``/timeline/<group>`` on its ``samsa.http.listener``) within ``PEER_TIMEOUT_S``;
     (None, why) when it cannot be had."""
@@ -183,7 +185,7 @@ async def remote_timeline(broker: "Broker", node: int, group_id: str) -> tuple[l
     return None, f"broker {node}'s console at {base} did not answer within {PEER_TIMEOUT_S:g} s"
 
 
-async def _ask(conn: BrokerConnection, node: int, image: Any, view: ClusterView, group: str | None,
+async def _ask(conn: BrokerConnection, node: int, image: MetadataImage, view: ClusterView, group: str | None,
                everything: bool) -> None:
     """One broker's part, appended to ``view`` only once all of it arrived (a half answer from a
     broker that then hangs is not shown as if complete)."""
@@ -230,10 +232,10 @@ async def _groups(conn: BrokerConnection, node: int, only: str | None, view: Clu
                                                  require_stable=False), 8)
     by_id = {v.group_id: v for v in out}
     for res in fetched.groups:
-        v = by_id.get(res.group_id)
-        if v is None or res.error_code:
+        found = by_id.get(res.group_id)
+        if found is None or res.error_code:
             continue
-        v.offsets = sorted((OffsetView(t.name, p.partition_index, p.committed_offset, -1)
+        found.offsets = sorted((OffsetView(t.name, p.partition_index, p.committed_offset, -1)
                             for t in res.topics for p in t.partitions
                             if p.error_code == 0 and p.committed_offset >= 0),
                            key=lambda o: (o.topic, o.partition))

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import datetime
 import html
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
+from collections.abc import Iterable
 from urllib.parse import quote, unquote
 
 from broker.observability import cluster_view, introspect
@@ -23,6 +24,9 @@ from ..log.manager import INTERNAL_TOPICS
 from broker.network.http_serve import ASGIApp, Receive, Scope, Send, respond, respond_json
 
 if TYPE_CHECKING:
+    import uuid
+
+    from broker.metadata.cluster_mode import ClusterMetadata
     from broker.server.broker_server import Broker
 
 RECORD_PREVIEW_BYTES = 200
@@ -108,7 +112,7 @@ def _offsets_of(view: ClusterView, p: introspect.PartitionView) -> LeaderOffsets
     return view.offsets.get((p.topic, p.partition))
 
 
-def overview(broker: "Broker", view: ClusterView) -> str:
+def overview(broker: Broker, view: ClusterView) -> str:
     parts = introspect.partitions(broker, cluster_wide=True)
     by_topic: dict[str, list[introspect.PartitionView]] = {}
     for p in parts:
@@ -139,7 +143,7 @@ def overview(broker: "Broker", view: ClusterView) -> str:
             f"<h2>Transactions in flight</h2>{_transactions(broker, view)}")
 
 
-def _transactions(broker: "Broker", view: ClusterView) -> str:
+def _transactions(broker: Broker, view: ClusterView) -> str:
     txns = view.transactions
     if not txns:
         return '<p class="muted">No transactions in flight.</p>'
@@ -153,16 +157,18 @@ def _transactions(broker: "Broker", view: ClusterView) -> str:
         _td(d.coordinator, num=True)] for d in txns], "transactions")
 
 
-def topic_page(broker: "Broker", name: str, view: ClusterView) -> str | None:
+def topic_page(broker: Broker, name: str, view: ClusterView) -> str | None:
     topic = broker.logs.topics.get(name)
-    cluster = getattr(broker, "cluster", None)
+    cluster: ClusterMetadata | None = getattr(broker, "cluster", None)
     in_image = cluster.image.topics.get(name) if cluster is not None else None
     if topic is None and in_image is None:
         return None
     parts = [p for p in introspect.partitions(broker, cluster_wide=True) if p.topic == name]
-    if in_image is not None:   # the cluster's id and configs (a topic may have no replica here)
+    topic_id: str | uuid.UUID     # the image keeps ids as text, the log manager as UUIDs
+    if cluster is not None and in_image is not None:   # the cluster's id and configs (a topic may have no replica here)
         topic_id, configs = in_image.topic_id, dict(cluster.image.topic_configs(name))
     else:
+        assert topic is not None    # (None when both are: answered above)
         topic_id, configs = topic.topic_id, topic.configs
     cfg = ", ".join(f"{k}={v}" for k, v in sorted(configs.items())) or "(broker defaults)"
 
@@ -204,7 +210,7 @@ def topic_page(broker: "Broker", name: str, view: ClusterView) -> str | None:
             f"first; values cut at {RECORD_PREVIEW_BYTES} bytes.</p>{rec}")
 
 
-def group_page(broker: "Broker", group_id: str, view: ClusterView,
+def group_page(broker: Broker, group_id: str, view: ClusterView,
                remote_timeline: tuple[list[Rebalance] | None, str] | None = None) -> str | None:
     """``remote_timeline``: (the timeline or None, where it came from or why not) when another
     broker coordinates the group (broker/observability/cluster_view.py remote_timeline)."""
@@ -254,10 +260,11 @@ def _page(title: str, content: str) -> str:
             f"<script>{_SCRIPT}</script></body></html>")
 
 
-def console_app(broker: "Broker") -> ASGIApp:
+def console_app(broker: Broker) -> ASGIApp:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         path = unquote(scope.get("path", "/"))
         fragment = any(k.lower() == b"x-samsa-fragment" for k, _ in scope.get("headers", []))
+        content: str | None     # None: not found
         if path in ("/", ""):
             title, content = "Overview", overview(broker, await cluster_view.gather(broker))
         elif path.startswith("/topics/"):

@@ -16,6 +16,7 @@ from coordinator.group import coordinator as g
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
+    from coordinator.metadata.image import MetadataImage
 
 
 @dataclass(slots=True)
@@ -89,19 +90,19 @@ class BrokerView:
     state: str = "alive"      # cluster mode: alive, fenced or shutting down (controlled shutdown)
 
 
-def _cluster_image(broker: "BrokerServices") -> Any:
+def _cluster_image(broker: BrokerServices) -> MetadataImage | None:
     """The metadata image in cluster mode, else None (a single node has none)."""
     cluster = getattr(broker, "cluster", None)
     return None if cluster is None else cluster.image
 
 
-def brokers(broker: "BrokerServices") -> list[BrokerView]:
+def brokers(broker: BrokerServices) -> list[BrokerView]:
     """The brokers DescribeCluster (with fenced brokers) would name. A single node: itself, the
     controller and alive by definition. A cluster: every broker registered in the metadata image,
     alive unless fenced, and the active controller as this broker last saw it (etcd's
     controller key)."""
     image = _cluster_image(broker)
-    if image is None:
+    if image is None or broker.cluster is None:     # (both None or neither)
         adv = broker.config.advertised_listeners
         return [BrokerView(broker.node_id, [f"{a.name}://{a.host}:{a.port}" for a in adv],
                            broker.config.get("broker.rack"), True, True)]
@@ -127,7 +128,7 @@ def decode_assignment(data: bytes, protocol_type: str) -> dict[str, list[int]]:
     return {t: sorted(ps) for t, ps in sorted(out.items())}
 
 
-def partitions(broker: "BrokerServices", include_internal: bool = True, cluster_wide: bool = False) -> list[PartitionView]:
+def partitions(broker: BrokerServices, include_internal: bool = True, cluster_wide: bool = False) -> list[PartitionView]:
     """The partitions whose log is on this broker, with their offsets and sizes. In cluster mode
     leader, replicas and ISR come from the metadata image, a local log of a partition this broker
     is no replica of is left out, and with ``cluster_wide`` every other partition of the image is
@@ -165,7 +166,7 @@ def partitions(broker: "BrokerServices", include_internal: bool = True, cluster_
     return out
 
 
-def _high_watermark(broker: "BrokerServices", topic: str, partition: int) -> int:
+def _high_watermark(broker: BrokerServices, topic: str, partition: int) -> int:
     """The partition's high watermark as this broker knows it (a follower's trails the leader's by
     a fetch); -1 when the partition does not exist or, in cluster mode, has no replica here."""
     part = broker.logs.partition(topic, partition)
@@ -179,7 +180,7 @@ def _high_watermark(broker: "BrokerServices", topic: str, partition: int) -> int
     return part.high_watermark
 
 
-def groups(broker: "BrokerServices", with_offsets: bool = True, only: str | None = None) -> list[GroupView]:
+def groups(broker: BrokerServices, with_offsets: bool = True, only: str | None = None) -> list[GroupView]:
     """Every group (or just ``only``) with its members, assignments and committed offsets."""
     shell = broker.groups
     out: list[GroupView] = []
@@ -216,12 +217,12 @@ def groups(broker: "BrokerServices", with_offsets: bool = True, only: str | None
 IN_FLIGHT = ["Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"]
 
 
-def transactions(broker: "BrokerServices", in_flight: bool = True) -> list[Any]:
+def transactions(broker: BrokerServices, in_flight: bool = True) -> list[Any]:
     """Transactions (coordinator/txn/coordinator.py DescribedTransaction), in-flight ones by default."""
     from coordinator.txn import coordinator as tx
 
     shell = broker.txns
-    out = []
+    out: list[Any] = []     # DescribedTransaction: kafka-python's DescribeTransactionsResponse items
     for p in shell.owned_partitions():
         listed = shell.query(p, tx.ListTransactions(state_filters=IN_FLIGHT if in_flight else []))
         ids = [t.transactional_id for t in (listed.transactions if listed else [])]
@@ -240,7 +241,7 @@ class ProducerView:
     current_txn_start_offset: int
 
 
-def producers(broker: "BrokerServices", topic: str, partition: int) -> list[ProducerView]:
+def producers(broker: BrokerServices, topic: str, partition: int) -> list[ProducerView]:
     part = broker.logs.partition(topic, partition)
     if part is None:
         return []
@@ -258,7 +259,7 @@ class RecordView:
     headers: list[tuple[str, bytes | None]]
 
 
-def recent_records(broker: "BrokerServices", topic: str, per_partition: int = 20,
+def recent_records(broker: BrokerServices, topic: str, per_partition: int = 20,
                    max_bytes: int = 256 * 1024) -> list[RecordView]:
     """The last committed records of each partition (at most ``per_partition``, reading at most
     ``max_bytes`` of batches per partition), newest first; records of aborted transactions are

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
+from collections.abc import Iterator
 
 from kafka.protocol.api_key import ApiKey
 from prometheus_client import CollectorRegistry, generate_latest
@@ -66,7 +67,7 @@ class BrokerMetrics:
     """The counters the request path updates (plain ints: a dict lookup and an addition each),
     turned into Prometheus families only when ``/metrics`` is scraped."""
 
-    def __init__(self, broker: "BrokerServices") -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         self.registry = CollectorRegistry(auto_describe=False)
         self.requests: dict[int, _RequestStats] = {}
@@ -168,7 +169,7 @@ class _CounterCollector(Collector):
 class _ScrapeCollector(Collector):
     """Gauges computed from the broker's state when ``/metrics`` is scraped."""
 
-    def __init__(self, broker: "BrokerServices") -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
 
     def collect(self) -> Iterator[Metric]:
@@ -281,7 +282,7 @@ def _replicas(parts: list[introspect.PartitionView]) -> GaugeMetricFamily:
     return fam
 
 
-def _global_counts(broker: "Broker", parts: list[introspect.PartitionView],
+def _global_counts(broker: BrokerServices, parts: list[introspect.PartitionView],
                    counts: dict[str, int]) -> tuple[int, int, int]:
     """(topics, partitions, partitions without a live leader) of the whole cluster."""
     cluster = getattr(broker, "cluster", None)

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from broker.server.broker_server import Broker
 
 
-def observe_routes(broker: "Broker") -> Routes:
+def observe_routes(broker: Broker) -> Routes:
     from broker.observability.metrics import CONTENT_TYPE
 
     async def metrics(scope: Scope, receive: Receive, send: Send) -> None:
@@ -28,7 +28,7 @@ def observe_routes(broker: "Broker") -> Routes:
     return routes
 
 
-async def run_http_listener(broker: "Broker", task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+async def run_http_listener(broker: Broker, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve ``samsa.http.listener`` until cancelled; the broker keeps metrics only from here on."""
     from broker.observability.metrics import BrokerMetrics
 

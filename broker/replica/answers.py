@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 LEADER_HINT_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
-def not_leader_answer(ctx: "RequestContext", part: Partition, answer: Any) -> Any:
+def not_leader_answer(ctx: RequestContext, part: Partition, answer: Any) -> Any:
     """Fill ``current_leader`` of a partition answer (Produce v10+, Fetch v12+) when it has the field."""
     cls = getattr(type(answer), "LeaderIdAndEpoch", None)
     if cls is not None:
@@ -24,7 +24,7 @@ def not_leader_answer(ctx: "RequestContext", part: Partition, answer: Any) -> An
     return answer
 
 
-def absent_leader_answer(ctx: "RequestContext", topic: str | None, topic_id: Any, index: int, answer: Any) -> Any:
+def absent_leader_answer(ctx: RequestContext, topic: str | None, topic_id: Any, index: int, answer: Any) -> Any:
     """``current_leader`` (where the version has it) for a NOT_LEADER_OR_FOLLOWER answer about a
     partition with no local replica: the leader and epoch the metadata image names, as Kafka's
     KafkaApis fills it from its metadata cache."""
@@ -35,7 +35,7 @@ def absent_leader_answer(ctx: "RequestContext", topic: str | None, topic_id: Any
     return answer
 
 
-def image_leader(ctx: "RequestContext", topic: str | None, topic_id: Any, index: int) -> tuple[int, int] | None:
+def image_leader(ctx: RequestContext, topic: str | None, topic_id: Any, index: int) -> tuple[int, int] | None:
     """(leader id, leader epoch) of a partition as the metadata image names it; None when the
     image does not have it (or on a single node, which has no image)."""
     image = ctx.broker.replicas.image
@@ -49,7 +49,7 @@ def image_leader(ctx: "RequestContext", topic: str | None, topic_id: Any, index:
     return (reg.leader, reg.leader_epoch) if reg is not None else None
 
 
-def leader_endpoints(ctx: "RequestContext", topics: list, partitions_attr: str, response_cls: Any) -> list:
+def leader_endpoints(ctx: RequestContext, topics: list, partitions_attr: str, response_cls: Any) -> list:
     """``node_endpoints`` for the leaders named in ``current_leader`` fields of an answer."""
     replicas = ctx.broker.replicas
     if not replicas.active:
@@ -68,7 +68,7 @@ def leader_endpoints(ctx: "RequestContext", topics: list, partitions_attr: str, 
     return out
 
 
-async def wait_for_replicas(ctx: "RequestContext", replicated: list[tuple[Partition, int, Any]],
+async def wait_for_replicas(ctx: RequestContext, replicated: list[tuple[Partition, int, Any]],
                             timeout_ms: int) -> None:
     """acks=all on partitions with followers: answer once the ISR has the records; set each
     partition answer's error (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER,
@@ -82,7 +82,7 @@ async def wait_for_replicas(ctx: "RequestContext", replicated: list[tuple[Partit
                 not_leader_answer(ctx, part, answer)
 
 
-def replica_id_of(ctx: "RequestContext", req: Any) -> int:
+def replica_id_of(ctx: RequestContext, req: Any) -> int:
     """The fetching broker's id: ``replica_id`` up to Fetch v14, ``replica_state`` from v15
     (KIP-903); -1 for consumers."""
     if ctx.api_version >= 15:
@@ -91,7 +91,7 @@ def replica_id_of(ctx: "RequestContext", req: Any) -> int:
     return req.replica_id
 
 
-def follower_fetched(ctx: "RequestContext", req: Any) -> None:
+def follower_fetched(ctx: RequestContext, req: Any) -> None:
     """A follower's fetch reports its log end offset for each partition (once per request,
     before the answer is collected, so the answer carries the HW it moved)."""
     broker = ctx.broker

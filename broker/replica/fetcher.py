@@ -66,7 +66,7 @@ class FetchState:
 class ReplicaFetcher:
     """Fetches the partitions ``leader_id`` leads for this broker."""
 
-    def __init__(self, manager: "ReplicaManagerView", leader_id: int, host: str, port: int) -> None:
+    def __init__(self, manager: ReplicaManagerView, leader_id: int, host: str, port: int) -> None:
         self.manager = manager
         self.leader_id = leader_id
         self.host, self.port = host, port
@@ -148,22 +148,22 @@ class ReplicaFetcher:
             for rt in resp.topics:
                 for rp in rt.partitions:
                     key = (rt.topic, rp.partition)
-                    s = pending.get(key)
-                    if s is None or self.partitions.get(key) is not s:
+                    state = pending.get(key)
+                    if state is None or self.partitions.get(key) is not state:
                         pending.pop(key, None)
                         continue
                     if rp.error_code:
                         pending.pop(key)
-                        self._back_off(key, s, rp.error_code)
+                        self._back_off(key, state, rp.error_code)
                         continue
-                    if s.part.cleaning:      # the cleaner is rewriting segments: truncate after it
+                    if state.part.cleaning:      # the cleaner is rewriting segments: truncate after it
                         pending.pop(key)
-                        s.retry_at = trio.current_time() + self.backoff_s
+                        state.retry_at = trio.current_time() + self.backoff_s
                         continue
-                    done = self._truncate_one(s.part, rp.leader_epoch, rp.end_offset)
+                    done = self._truncate_one(state.part, rp.leader_epoch, rp.end_offset)
                     if done:
                         pending.pop(key)
-                        s.truncating = False
+                        state.truncating = False
             if not pending:
                 return
 
@@ -220,19 +220,19 @@ class ReplicaFetcher:
         for rt in resp.responses:
             for rp in rt.partitions:
                 key = (names.get(rt.topic_id, ""), rp.partition_index)
-                s = states.get(key)
-                if s is None or self.partitions.get(key) is not s:
+                state = states.get(key)
+                if state is None or self.partitions.get(key) is not state:
                     continue           # reassigned while the fetch was in flight
-                part = s.part
+                part = state.part
                 if rp.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     if part.log_end_offset < rp.log_start_offset:
                         part.truncate_fully_and_start_at(rp.log_start_offset)
                     else:
-                        s.truncating = True
-                        self._back_off(key, s, rp.error_code)
+                        state.truncating = True
+                        self._back_off(key, state, rp.error_code)
                     continue
                 if rp.error_code:
-                    self._back_off(key, s, rp.error_code)
+                    self._back_off(key, state, rp.error_code)
                     continue
                 if rp.records:
                     try:
@@ -240,7 +240,7 @@ class ReplicaFetcher:
                     except rb.InvalidBatch as exc:
                         log.warning("fetched records do not continue the log; truncating again",
                                     partition=part.name, error=str(exc))
-                        s.truncating = True
+                        state.truncating = True
                         continue
                     moved = True
                 leo = part.log_end_offset

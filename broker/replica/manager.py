@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterator
 
 import structlog
 import trio
@@ -35,6 +36,7 @@ from .state import FollowerState, ReplicaState
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
+    from broker.metadata.store import MetadataStore
 
 log = structlog.get_logger("samsa.replica")
 
@@ -73,7 +75,7 @@ def endpoint_of(image: Any, node_id: int, listener: str) -> tuple[str, int] | No
 
 
 class ReplicaManager:
-    def __init__(self, broker: "BrokerServices") -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         self.node_id = broker.node_id
         self.image: Any = None
@@ -109,7 +111,7 @@ class ReplicaManager:
                 self.attach(cluster.store)
             task_status.started()
 
-    def attach(self, store: Any) -> None:
+    def attach(self, store: MetadataStore) -> None:
         """Follow a MetadataStore (broker/metadata/store.py): every published image is applied in
         order, ISR changes go through its alter_partition; the current image is applied now."""
         self.alter_partition = store.alter_partition
@@ -317,10 +319,10 @@ class ReplicaManager:
         return new_term
 
     def _assign_fetchers(self, image: Any, follow: dict[int, dict[tuple[str, int], tuple[Partition, int, bool]]]) -> None:
-        for leader_id, fetcher in list(self.fetchers.items()):
+        for leader_id, running in list(self.fetchers.items()):
             wanted = follow.get(leader_id, {})
-            for key in [k for k in fetcher.partitions if k not in wanted]:
-                fetcher.remove(*key)
+            for key in [k for k in running.partitions if k not in wanted]:
+                running.remove(*key)
         for leader_id, parts in follow.items():
             fetcher = self.fetchers.get(leader_id)
             endpoint = endpoint_of(image, leader_id, self.listener)
@@ -389,6 +391,7 @@ class ReplicaManager:
     async def _send_alter(self, part: Partition, rs: ReplicaState, new_isr: list[int], why: str) -> None:
         log.info("altering ISR", partition=part.name, change=why, isr=rs.isr, new_isr=new_isr,
                  partition_epoch=rs.partition_epoch)
+        assert self.alter_partition is not None     # _alter_isr checked it; it is never unset
         try:
             result = await self.alter_partition(part.topic, part.index, self.node_id, rs.leader_epoch,
                                                 rs.partition_epoch, new_isr)
@@ -415,15 +418,19 @@ class ReplicaManager:
     def check_produce(self, part: Partition, acks: int) -> int:
         """Before appending: this broker must lead; acks=all needs min.insync.replicas in the ISR."""
         rs = part.replica
+        assert rs is not None       # callers ask only for replicated partitions
         if not rs.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if acks == -1 and len(rs.isr) < self.min_insync(part):
             return ErrorCode.NOT_ENOUGH_REPLICAS
         return ErrorCode.NONE
 
-    def _acks_state(self, part: Partition, rs: ReplicaState, required: int) -> int | None:
+    def _acks_state(self, part: Partition, rs: ReplicaState | None, required: int) -> int | None:
         """Kafka's checkEnoughReplicasReachOffset; None while still waiting."""
-        if part.replica is not rs or not rs.is_leader:
+        if part.replica is not rs:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert rs is not None       # callers wait only on replicated partitions
+        if not rs.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if part.high_watermark >= required:
             if len(rs.isr) < self.min_insync(part):

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from broker.common.services import BrokerServices
 
 
-async def write_markers(broker: "BrokerServices", producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+async def write_markers(broker: BrokerServices, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                         partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
     """Write one transaction's marker to the partitions this broker leads; the error per
     partition, once the markers are replicated to the ISR where the partition has followers."""

@@ -27,7 +27,7 @@ RETRY_BACKOFF_S = 0.1
 
 
 class MarkerSender:
-    def __init__(self, broker: "BrokerServices") -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         self._conns: dict[int, tuple[BrokerConnection, trio.Lock]] = {}
 
@@ -36,10 +36,11 @@ class MarkerSender:
         endpoint = endpoint_of(rm.image, leader, rm.listener)
         if endpoint is None:
             return {}
-        conn, lock = self._conns.get(leader, (None, None))
-        if conn is None or (conn.host, conn.port) != endpoint:
-            conn, lock = BrokerConnection(*endpoint, f"samsa-txn-markers-{self.broker.node_id}"), trio.Lock()
-            self._conns[leader] = (conn, lock)
+        cached = self._conns.get(leader)
+        if cached is None or (cached[0].host, cached[0].port) != endpoint:
+            cached = BrokerConnection(*endpoint, f"samsa-txn-markers-{self.broker.node_id}"), trio.Lock()
+            self._conns[leader] = cached
+        conn, lock = cached
         by_topic: dict[str, list[int]] = {}
         for topic, p in partitions:
             by_topic.setdefault(topic, []).append(p)

@@ -24,7 +24,7 @@ log = structlog.get_logger("samsa.txn")
 T = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
 
 
-def remote_transaction_coordinator(broker: "Broker", transactional_id: str) -> int | None:
+def remote_transaction_coordinator(broker: Broker, transactional_id: str) -> int | None:
     """The broker leading the transactional id's partition when it is not this one (cluster mode)."""
     cluster = broker.cluster
     if cluster is None:
@@ -36,11 +36,12 @@ def remote_transaction_coordinator(broker: "Broker", transactional_id: str) -> i
     return reg.leader
 
 
-async def verify_remotely(broker: "Broker", leader: int, transactional_id: str, producer_id: int,
+async def verify_remotely(broker: Broker, leader: int, transactional_id: str, producer_id: int,
                           producer_epoch: int, topic: str, partition: int, add: bool) -> int:
     """The transaction coordinator's error for ``topic``/``partition`` in the transaction."""
     if leader < 0:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert broker.cluster is not None      # a leader elsewhere: cluster mode
     endpoint = endpoint_of(broker.cluster.image, leader, broker.replicas.listener)
     if endpoint is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE

@@ -10,7 +10,7 @@ at all on the resource, ``allow.everyone.if.no.acl.found`` decides.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from coordinator.metadata.records import AccessControlEntryRecord as AclBinding
 

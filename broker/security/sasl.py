@@ -16,7 +16,8 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from coordinator.metadata.records import UserScramCredentialRecord
 
@@ -160,7 +161,7 @@ class OAuthBearerExchange:
     mechanism = "OAUTHBEARER"
 
     def __init__(self, options: Mapping[str, str], now_ms: Callable[[], int] | None = None,
-                 validator: "JwksValidator | None" = None) -> None:
+                 validator: JwksValidator | None = None) -> None:
         self.principal_claim = options.get("unsecuredValidatorPrincipalClaimName", "sub")
         self.scope_claim = options.get("unsecuredValidatorScopeClaimName", "scope")
         self.required_scope = [s for s in options.get("unsecuredValidatorRequiredScope", "").split(",") if s]

@@ -24,6 +24,8 @@ from protocol.frame import FrameError
 from .sasl import AuthenticationFailed
 
 if TYPE_CHECKING:
+    from protocol.frame import FrameDecoder
+
     from .setup import ListenerSecurity, Security
 
 log = structlog.get_logger("samsa.security")
@@ -66,7 +68,7 @@ class Session:
                  "raw_tokens", "expires_at", "reauthenticating", "close_after", "gated", "_decoder", "_max_frame",
                  "reauth_started")
 
-    def __init__(self, security: "Security", listener: "ListenerSecurity", host: str,
+    def __init__(self, security: Security, listener: ListenerSecurity, host: str,
                  principal: str = ANONYMOUS) -> None:
         self.security = security
         self.listener = listener
@@ -80,7 +82,7 @@ class Session:
         self.reauthenticating = False
         self.close_after = False    # a failed authentication: delay, send the current answer, close
         self.gated = not self.authenticated
-        self._decoder: Any = None
+        self._decoder: FrameDecoder | None = None
         self._max_frame = 0
         self.reauth_started: float | None = None   # when the last re-authentication began
 
@@ -89,7 +91,7 @@ class Session:
         """In the SASL exchange (first login or re-authentication): failures here are delayed."""
         return not self.authenticated or self.reauthenticating
 
-    def limit_frames(self, decoder: Any) -> None:
+    def limit_frames(self, decoder: FrameDecoder) -> None:
         """Until authenticated, frames larger than ``sasl.server.max.receive.size`` are refused
         by the frame decoder itself, before their bytes are buffered (as Kafka's
         InvalidReceiveException); the connection's normal limit returns afterwards."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import re
 import ssl
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 import structlog
 import trio
@@ -95,19 +96,19 @@ class ListenerSecurity:
                 self.jwks = _jwks_validator(config, listener.name)
 
 
-def _no_metadata() -> "MetadataStore":
+def _no_metadata() -> MetadataStore:
     raise RuntimeError("this Security has no metadata store (ACLs and SCRAM credentials live there)")
 
 
 class Security:
     def __init__(self, config: BrokerConfig, log_dir: str, clock: Callable[[], int],
-                 metadata: "Callable[[], MetadataStore] | None" = None) -> None:
+                 metadata: Callable[[], MetadataStore] | None = None) -> None:
         self.config = config
         self.clock = clock
         self.log_dir = log_dir
         # the broker's MetadataStore (local log, or etcd in a cluster), opened on first use
-        self.metadata: "Callable[[], MetadataStore]" = metadata or _no_metadata
-        self.listeners = {l.name: ListenerSecurity(config, l) for l in config.listeners}
+        self.metadata: Callable[[], MetadataStore] = metadata or _no_metadata
+        self.listeners = {lst.name: ListenerSecurity(config, lst) for lst in config.listeners}
         inter = config.get("inter.broker.listener.name")
         if inter and inter.upper() not in self.listeners:
             raise ConfigError(f"inter.broker.listener.name {inter} must be one of the listeners "
@@ -154,7 +155,7 @@ class Security:
         if self.bootstrap:
             await write_decided(store, self._bootstrap_records, 60000)
 
-    def _bootstrap_records(self, image: "MetadataImage") -> tuple[list, None]:
+    def _bootstrap_records(self, image: MetadataImage) -> tuple[list, None]:
         records = []
         for name, mech, password, salt, iterations in self.bootstrap:
             if (name, mech) in image.scram_credentials:

@@ -5,19 +5,22 @@ broker need it, and must agree; it imports only protocol/ so the lobby stays lig
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED, SUPPORTED_WITH_SHARE_GROUPS
 
+if TYPE_CHECKING:    # the lobby imports this module: types only
+    from broker.common.config import BrokerConfig
 
-def share_groups_enabled(config: Any) -> bool:
+
+def share_groups_enabled(config: BrokerConfig) -> bool:
     """Kafka's switches for KIP-932 share groups: ``group.share.enable`` (4.0/4.1) or the finalized
     ``share.version`` feature at 1 or more (here ``samsa.share.version``)."""
     return bool(config.get("group.share.enable")) or int(config.get("samsa.share.version") or 0) >= 1
 
 
-def advertised_table(config: Any) -> dict[ApiKey, tuple[int, int]]:
+def advertised_table(config: BrokerConfig) -> dict[ApiKey, tuple[int, int]]:
     """SUPPORTED (with the share-group APIs when share groups are enabled), or narrowed to what
     Kafka ``samsa.emulate.kafka.version`` advertised; an unknown release ends start-up with a clear
     message."""

@@ -21,6 +21,9 @@ from broker.security.setup import Security
 from broker.coordinator_runtime.txn_runtime import TxnShell
 
 if TYPE_CHECKING:
+    from broker.common.services import ProducerIds
+    from broker.metadata.cluster_mode import ClusterMetadata
+    from broker.metadata.store import MetadataStore
     from broker.observability.metrics import BrokerMetrics
 
 PRODUCER_ID_BLOCK = 1000
@@ -60,11 +63,11 @@ class Broker:
         self.clock = clock or Clock()
         self.logs.clock = self.clock  # segments, retention and the cleaner use the broker's clock
         self.stopping = trio.Event()
-        self.producer_ids: ProducerIdAllocator | None = None
+        self.producer_ids: ProducerIds | None = None
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
         self.share_groups = ShareGroups(self)   # KIP-932, in memory (broker/coordinator_runtime/share_runtime.py)
-        self.metrics: "BrokerMetrics | None" = None   # set when samsa.http.listener serves /metrics
+        self.metrics: BrokerMetrics | None = None   # set when samsa.http.listener serves /metrics
         self.faults = FaultRegistry()   # broker/network/faults.py; armed through broker/control/endpoint.py
         self.api_versions = advertised_table(config)
         self.security = Security(config, config.log_dir, self.now_ms, lambda: self.metadata)
@@ -72,8 +75,8 @@ class Broker:
         self.replicas = ReplicaManager(self)   # idle until cluster metadata arrives (broker/replica/)
         # cluster metadata (broker/metadata/): ClusterMetadata when an etcd endpoint is set, else None;
         # ``metadata`` is the MetadataStore either way (the etcd one, or the single node's local file)
-        self.cluster = None
-        self._metadata = None
+        self.cluster: ClusterMetadata | None = None
+        self._metadata: MetadataStore | None = None
 
     @property
     def cluster_id(self) -> str:
@@ -86,19 +89,20 @@ class Broker:
         if self.config.get("samsa.metadata.etcd.endpoints"):
             from broker.metadata.cluster_mode import ClusterMetadata
 
-            self.cluster = ClusterMetadata(self)
-            await self.cluster.start()
-            self._metadata = self.cluster.store
+            cluster = self.cluster = ClusterMetadata(self)
+            await cluster.start()
+            self._metadata = cluster.store
 
     @property
-    def metadata(self):
+    def metadata(self) -> MetadataStore:
         """The MetadataStore. A single node opens its local metadata log on first use (or at
         start-up when the file exists), so a node that never needs one pays nothing for it."""
         if self._metadata is None:
             from broker.metadata.local import LocalMetadataStore
 
-            self._metadata = LocalMetadataStore(self.logs.log_dir, self.node_id, self.cluster_id)
-            self._metadata.load()
+            local = LocalMetadataStore(self.logs.log_dir, self.node_id, self.cluster_id)
+            local.load()
+            self._metadata = local
         return self._metadata
 
     async def controlled_shutdown(self) -> None:

@@ -5,7 +5,7 @@ itself, the API handlers, the coordinators, kafka-python's message classes, the 
 takes most of the start-up time — ``import trio`` alone costs about 100 ms here. So the listeners
 are bound with the standard library at once, and a small lobby answers ApiVersions while the main
 thread imports trio and the rest and builds the broker. A connection that sends anything else
-waits in the lobby, its frame kept; once the broker is built, server.py's ``serve`` takes over the
+waits in the lobby, its frame kept; once the broker is built, serving.py's ``serve`` takes over the
 listening sockets and every lobby connection (its decoder and unanswered frames), and answers
 them in order as if they had arrived at a running broker.
 
@@ -54,7 +54,7 @@ class LobbyConnection:
     sock: socket.socket
     listener: str
     decoder: FrameDecoder
-    pending: list[bytes] = field(default_factory=list)
+    pending: list[bytes | bytearray] = field(default_factory=list)
 
 
 class Startup:
@@ -66,7 +66,7 @@ class Startup:
         self.sockets: dict[str, list[socket.socket]] = {}
         self.connections: list[LobbyConnection] = []
 
-    def answer(self, frame: bytes) -> bytes | None:
+    def answer(self, frame: bytes | bytearray) -> bytes | None:
         """The answer to an ApiVersions frame (KIP-511 downgrade included), else None."""
         prefix = peek_header(frame)
         if prefix.api_key != API_VERSIONS:
@@ -97,14 +97,14 @@ class Startup:
                 s.close()
         self.connections = []
 
-    def listeners(self) -> "dict[str, list[trio.SocketListener]]":
-        """The bound sockets as trio listeners (inside ``trio.run``), for server.py's ``serve``."""
+    def listeners(self) -> dict[str, list[trio.SocketListener]]:
+        """The bound sockets as trio listeners (inside ``trio.run``), for serving.py's ``serve``."""
         import trio
 
         return {name: [trio.SocketListener(trio.socket.from_stdlib_socket(s)) for s in socks]
                 for name, socks in self.sockets.items()}
 
-    def adopt(self, broker: "Broker", conns: "trio.Nursery", readers: "set[trio.CancelScope]") -> None:
+    def adopt(self, broker: Broker, conns: trio.Nursery, readers: set[trio.CancelScope]) -> None:
         """Called by ``serve`` once it listens: its connection tasks take over the lobby's."""
         import trio
 
@@ -149,7 +149,7 @@ class Lobby:
         self._max_frame = int(startup.config["socket.request.max.bytes"])
         self._conns: dict[socket.socket, LobbyConnection] = {}
 
-    def __enter__(self) -> "Lobby":
+    def __enter__(self) -> Lobby:
         self._thread.start()
         return self
 
@@ -225,7 +225,7 @@ class Lobby:
             conn.sock.close()
 
 
-def _load(config: BrokerConfig, json_logs: bool, level: str) -> "Broker":
+def _load(config: BrokerConfig, json_logs: bool, level: str) -> Broker:
     """Import the broker and build it (its log is loaded by ``serve``)."""
     from broker import apis  # noqa: F401  (registers the API handlers)
     from broker.server.broker_server import Broker
@@ -273,13 +273,13 @@ def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO
             signal.signal(sig, handler)
 
 
-async def _serve(broker: "Broker", startup: Startup, signalled: list[int]) -> None:
+async def _serve(broker: Broker, startup: Startup, signalled: list[int]) -> None:
     """Serve until SIGTERM/SIGINT, including one that arrived while trio was starting."""
     import trio
 
-    from broker.network.listeners import serve
+    from broker.server.serving import serve
 
-    startup.sockets = startup.listeners()   # type: ignore[assignment]  (trio's from here on)
+    startup.sockets = startup.listeners()   # type: ignore[assignment]  # trio's from here on
     stop = trio.Event()
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:

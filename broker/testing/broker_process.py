@@ -79,7 +79,7 @@ class SamsaBroker:
             env["KAFKA_" + k.upper().replace("_", "__").replace(".", "_").replace("-", "___")] = str(v)
         return env
 
-    def start(self, timeout: float = 20.0) -> "SamsaBroker":
+    def start(self, timeout: float = 20.0) -> SamsaBroker:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "broker", "serve"], env=self.env(),
@@ -124,6 +124,6 @@ class SamsaBroker:
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
 
-    def restart(self, sig: int = signal.SIGTERM) -> "SamsaBroker":
+    def restart(self, sig: int = signal.SIGTERM) -> SamsaBroker:
         self.stop(sig)
         return self.start()

@@ -12,7 +12,8 @@ import os
 import threading
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import trio
 
@@ -22,7 +23,7 @@ from broker.common.config import BrokerConfig
 from broker.control.endpoint import run_operation
 from broker.control.client import BrokerClock, Faults
 from .ports import free_port
-from broker.network.listeners import serve
+from broker.server.serving import serve
 
 
 class InProcessBroker:
@@ -55,7 +56,7 @@ class InProcessBroker:
         props.update(self.overrides)
         return BrokerConfig(props)
 
-    def start(self, timeout: float = 20.0) -> "InProcessBroker":
+    def start(self, timeout: float = 20.0) -> InProcessBroker:
         self._ready.clear()
         self._error = None
         self._thread = threading.Thread(target=self._run, name=f"samsa-broker-{self.port}", daemon=True)
@@ -114,6 +115,6 @@ class InProcessBroker:
         self._thread = None
         self._token = None
 
-    def restart(self) -> "InProcessBroker":
+    def restart(self) -> InProcessBroker:
         self.stop()
         return self.start()

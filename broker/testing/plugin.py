@@ -18,7 +18,8 @@ import tempfile
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -54,7 +55,7 @@ def _options(request: pytest.FixtureRequest) -> dict:
 
 
 def make_broker(data_dir: Path, in_process: bool = False, topics: dict[str, int] | None = None,
-                overrides: dict[str, str] | None = None) -> "SamsaBroker | InProcessBroker":
+                overrides: dict[str, str] | None = None) -> SamsaBroker | InProcessBroker:
     """A started broker: a child process, or (``in_process``) a thread of this process."""
     if in_process:
         from .inprocess import InProcessBroker
@@ -63,7 +64,7 @@ def make_broker(data_dir: Path, in_process: bool = False, topics: dict[str, int]
 
 
 @contextmanager
-def running_broker(data_dir: Path, **options) -> Iterator["SamsaBroker | InProcessBroker"]:
+def running_broker(data_dir: Path, **options) -> Iterator[SamsaBroker | InProcessBroker]:
     """make_broker's broker for the ``with`` block, stopped when it ends whatever happens (the
     shape of every broker fixture)."""
     broker = make_broker(data_dir, **options)
@@ -82,7 +83,7 @@ def samsa_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sam
 
 
 @pytest.fixture
-def samsa_broker_in_process(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator["InProcessBroker"]:
+def samsa_broker_in_process(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[InProcessBroker]:
     """A fresh broker running in a thread of the test process (ready in milliseconds)."""
     options = dict(_options(request), in_process=True)
     with running_broker(tmp_path / "samsa-data-in-process", **options) as broker:
@@ -98,7 +99,7 @@ def samsa_broker_session() -> Iterator[SamsaBroker]:
 
 
 @pytest.fixture
-def samsa_topic(request: pytest.FixtureRequest) -> Callable[..., str]:
+def samsa_topic(request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
     """Factory: ``samsa_topic(partitions=3, **configs)`` creates a uniquely named topic on the
     test's broker (``samsa_broker_in_process`` if the test uses it, else ``samsa_broker``)."""
     from kafka.admin import KafkaAdminClient, NewTopic
@@ -120,7 +121,7 @@ def samsa_topic(request: pytest.FixtureRequest) -> Callable[..., str]:
 
 
 @pytest.fixture
-def samsa_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator["LocalCluster"]:
+def samsa_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
     """etcd and 3 brokers (node ids 1..3) as child processes (broker/testing/local_cluster.py), with
     ``.bootstrap_servers``, ``.kill/.stop/.restart/.pause/.resume(node_id)``,
     ``.leader(topic, partition)``, ``.controller()``, ``.image()`` and ``.restart_etcd()``.
