@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import struct
+from typing import TypeGuard
 
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_header import ResponseHeader
@@ -16,11 +18,17 @@ _SIZE = struct.Struct(">i")
 REQUESTS: dict[int, type[ApiMessage]] = {}
 RESPONSES: dict[int, type[ApiMessage]] = {}
 
+
+def _is_message_class(obj: object) -> TypeGuard[type[ApiMessage]]:
+    """A kafka-python message class (built at run time from Kafka's JSON, hence no static type)."""
+    return inspect.isclass(obj) and issubclass(obj, ApiMessage)
+
+
 for _pkg in ("admin", "consumer", "metadata", "producer", "sasl"):
     _mod = importlib.import_module(f"kafka.protocol.{_pkg}")
     for _name in getattr(_mod, "__all__", ()):
         _cls = getattr(_mod, _name)
-        if isinstance(_cls, type) and issubclass(_cls, ApiMessage) and _cls.API_KEY is not None:
+        if _is_message_class(_cls) and _cls.API_KEY is not None:
             (REQUESTS if _cls.is_request() else RESPONSES)[_cls.API_KEY] = _cls
 
 # APIs kafka-python lacks, from Kafka's JSON definitions in protocol/schemas/ (same machinery).
@@ -108,7 +116,8 @@ def encode_response(message: ApiMessage, correlation_id: int) -> bytes | bytearr
     version = message.API_VERSION
     if version is None or not _plain(cls, "encode", "encode_header", "encode_header_into", "with_header"):
         message.with_header(correlation_id=correlation_id)
-        return message.encode(header=True, framed=True)
+        encoded: bytes | bytearray = message.encode(header=True, framed=True)
+        return encoded
     c = _codecs(cls, version)
     header = message._header = ResponseHeader(correlation_id=correlation_id)
     with EncodeBufferPool.acquire() as out:
@@ -116,7 +125,8 @@ def encode_response(message: ApiMessage, correlation_id: int) -> bytes | bytearr
         c.header_encode(header, out)
         c.body_encode(message, out)
         _SIZE.pack_into(out.buf, 0, out.pos - 4)
-        return out.result()
+        frame: bytes | bytearray = out.result()
+        return frame
 
 
 __all__ = ["ApiKey", "REQUESTS", "RESPONSES", "decode_request", "encode_response"]
