@@ -134,7 +134,7 @@ def compile_null_check(cls: Any, version: int) -> NullCheck | None:
         return MalformedRequest(f"{name}: non-nullable field {labels[i]} is null")
 
     namespace: dict[str, Any] = {"_refuse": refuse}
-    exec(compile("\n".join(out.lines), f"<null_check:{name}>", "exec"), namespace)  # noqa: S102
+    exec(compile("\n".join(out.lines), f"<null_check:{name}>", "exec"), namespace)
     check: NullCheck = namespace["_check"]
     check.__doc__ = "\n".join(out.lines)  # the generated source, for reading in a debugger
     return check
