@@ -3,13 +3,16 @@ the full table, so clients can downgrade. Sans-IO; used by dispatch (before any 
 broker/apis/api_versions.py, which registers into dispatch and so cannot be imported by it."""
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.metadata import ApiVersionsResponse
 
 from protocol.api_versions import SUPPORTED
 from protocol.errors import ErrorCode
 
 
-def api_keys(table: dict[int, tuple[int, int]] = SUPPORTED) -> list:
+def api_keys(table: dict[int, tuple[int, int]] = SUPPORTED) -> list[Any]:
+    """The table as ApiVersionsResponse.ApiVersion items (kafka-python data classes), by API key."""
     return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(table.items())]
 

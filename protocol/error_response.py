@@ -29,7 +29,7 @@ def is_error_field(name: str) -> bool:
     return name == "error_code" or name.endswith("_error_code")
 
 
-def _fields(struct: Any, version: int) -> list:
+def _fields(struct: Any, version: int) -> list[Any]:
     return [f for f in struct.fields.values() if f.for_version_q(version) and not f.tagged_field_q(version)]
 
 
@@ -40,7 +40,7 @@ def _has_error_field(struct: Any, version: int) -> bool:
     return False
 
 
-def _request_arrays(req_struct: Any, version: int) -> list:
+def _request_arrays(req_struct: Any, version: int) -> list[Any]:
     return [f for f in _fields(req_struct, version) if f.is_array()]
 
 

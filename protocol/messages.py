@@ -2,23 +2,33 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import struct
+from typing import TypeGuard
 
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_header import ResponseHeader
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.schemas.fields.codecs.encode_buffer import EncodeBufferPool
 
+from protocol.decode_checks import NullCheck, null_check
+
 _SIZE = struct.Struct(">i")
 
 REQUESTS: dict[int, type[ApiMessage]] = {}
 RESPONSES: dict[int, type[ApiMessage]] = {}
 
+
+def _is_message_class(obj: object) -> TypeGuard[type[ApiMessage]]:
+    """A kafka-python message class (built at run time from Kafka's JSON, hence no static type)."""
+    return inspect.isclass(obj) and issubclass(obj, ApiMessage)
+
+
 for _pkg in ("admin", "consumer", "metadata", "producer", "sasl"):
     _mod = importlib.import_module(f"kafka.protocol.{_pkg}")
     for _name in getattr(_mod, "__all__", ()):
         _cls = getattr(_mod, _name)
-        if isinstance(_cls, type) and issubclass(_cls, ApiMessage) and _cls.API_KEY is not None:
+        if _is_message_class(_cls) and _cls.API_KEY is not None:
             (REQUESTS if _cls.is_request() else RESPONSES)[_cls.API_KEY] = _cls
 
 # APIs kafka-python lacks, from Kafka's JSON definitions in protocol/schemas/ (same machinery).
@@ -38,7 +48,7 @@ class _Codecs:
     compiled codecs (``compiled_decode_from``/``compiled_encode_into``), with the header
     flags kafka-python uses (``ApiHeader``: non-compact strings, tagged fields when flexible)."""
 
-    __slots__ = ("flexible", "header_decode", "body_decode", "header_encode", "body_encode")
+    __slots__ = ("flexible", "header_decode", "body_decode", "null_check", "header_encode", "body_encode")
 
     def __init__(self, cls: type[ApiMessage], version: int) -> None:
         self.flexible = flexible = cls.flexible_version_q(version)
@@ -49,6 +59,7 @@ class _Codecs:
                                                                   data_class=hdr)
             self.body_decode = cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible,
                                                                 data_class=cls[None])
+            self.null_check: NullCheck | None = null_check(cls, version)
         else:
             self.header_encode = hdr._struct.compiled_encode_into(hv, compact=False, tagged=flexible)
             self.body_encode = cls._struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
@@ -76,15 +87,24 @@ def _plain(cls: type[ApiMessage], *methods: str) -> bool:
 
 def decode_request(cls: type[ApiMessage], frame: bytes | bytearray, version: int) -> ApiMessage:
     """``cls.decode(frame, version=version, header=True)`` through the compiled codecs, from a
-    view of the frame (no copy: a produce request's records stay where they were received)."""
+    view of the frame (no copy: a produce request's records stay where they were received).
+
+    A request with a null where its version's schema allows none is refused here
+    (``MalformedRequest``, a ValueError like any other decode failure), never handed on."""
     if not _plain(cls, "decode", "parse_header") or not 0 <= version <= cls.max_version:
-        return cls.decode(frame, version=version, header=True)
+        request = cls.decode(frame, version=version, header=True)
+        check = null_check(cls, request.API_VERSION)
+        if check is not None:
+            check(request)
+        return request
     c = _codecs(cls, version)
     view = memoryview(frame)
     header, pos = c.header_decode(view, 0)
     if pos > len(view):
         raise ValueError("request header longer than the request")
     request, _ = c.body_decode(view, pos)
+    if c.null_check is not None:
+        c.null_check(request)
     request._header = header
     return request
 
@@ -96,7 +116,8 @@ def encode_response(message: ApiMessage, correlation_id: int) -> bytes | bytearr
     version = message.API_VERSION
     if version is None or not _plain(cls, "encode", "encode_header", "encode_header_into", "with_header"):
         message.with_header(correlation_id=correlation_id)
-        return message.encode(header=True, framed=True)
+        encoded: bytes | bytearray = message.encode(header=True, framed=True)
+        return encoded
     c = _codecs(cls, version)
     header = message._header = ResponseHeader(correlation_id=correlation_id)
     with EncodeBufferPool.acquire() as out:
@@ -104,7 +125,8 @@ def encode_response(message: ApiMessage, correlation_id: int) -> bytes | bytearr
         c.header_encode(header, out)
         c.body_encode(message, out)
         _SIZE.pack_into(out.buf, 0, out.pos - 4)
-        return out.result()
+        frame: bytes | bytearray = out.result()
+        return frame
 
 
 __all__ = ["ApiKey", "REQUESTS", "RESPONSES", "decode_request", "encode_response"]

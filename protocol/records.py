@@ -8,8 +8,8 @@ cleaner recompresses (``compress``, ``assemble_batch``).
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 import cramjam
 import crc32c

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Protocol, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from kafka.protocol.schemas.fields.codecs.types import UnsignedVarInt32
 
