@@ -12,7 +12,8 @@ broker/common/config.py's. Imports nothing above broker/common.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping
 
 from broker.common.config import BROKER_DEFAULTS, LONG_MAX, TOPIC_CONFIG_DEFS, BrokerConfig, ConfigError, TopicConfigDef
 
@@ -310,7 +311,7 @@ def synonym_chain(config: BrokerConfig, name: str) -> list[tuple[str, str | None
     """Kafka's ConfigHelper.configSynonyms: static then default values of the property's
     synonyms, dropping everything before ``name`` itself."""
     names = broker_synonyms(name)
-    chain = [(s, config.raw[s], STATIC_BROKER_CONFIG) for s in names if s in config.raw]
+    chain: list[tuple[str, str | None, int]] = [(s, config.raw[s], STATIC_BROKER_CONFIG) for s in names if s in config.raw]
     chain += [(s, render_config(broker_kind(s) or "string", broker_default(s)), DEFAULT_CONFIG)
               for s in names if broker_default(s) is not None]
     while chain and chain[0][0] != name:

@@ -29,6 +29,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED
 from protocol.frame import FrameDecoder, FrameError, peek_header
 from protocol.kafka_import import import_submodule_alone
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 
     from broker.server.broker_server import Broker
 
-API_VERSIONS = 18
+API_VERSIONS = ApiKey.API_VERSIONS
 UNSUPPORTED_VERSION = 35
 _SEND_TIMEOUT_S = 5.0   # an ApiVersions answer is < 1 KiB; a client that never reads it is dropped
 
