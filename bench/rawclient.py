@@ -1,5 +1,6 @@
-"""A minimal blocking Kafka protocol client for tests that need exact requests:
-kafka-python's message classes encode/decode, this module only moves the bytes."""
+"""A minimal blocking Kafka protocol client for tests and benchmarks that need exact requests:
+kafka-python's message classes encode/decode, this module only moves the bytes. The tests import it
+through tests/support/rawclient.py (bench never imports tests)."""
 from __future__ import annotations
 
 import socket
