@@ -20,7 +20,7 @@ from protocol import records as rb
 from protocol.api_versions import SUPPORTED
 from protocol.splice import placeholder, splice
 from tests.support.rawclient import RawClient
-from tests.unit.test_storage_log import Log
+from tests.support.storage_log import Log
 from tests.broker.test_wire_protocol import batches_in, create, produce
 
 FT = FetchResponse.FetchableTopicResponse

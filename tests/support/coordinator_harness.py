@@ -1,4 +1,5 @@
-"""A fake-clock driver for :class:`coordinator.group.GroupCoordinator`, shared by the coordinator tests.
+"""A fake-clock driver for :class:`coordinator.group.GroupCoordinator`, shared by the coordinator tests
+(tests/unit/test_coordinator_*.py).
 
 Member ids are deterministic (``<client or instance id>-m1``, ``-m2``, ...) and each request gets a
 fresh token, so tests assert exact results, states and records without sleeping.
@@ -197,10 +198,3 @@ class Harness(Driver):
         assert self.state(group_id) == "Stable"
         return members, gen
 
-
-def test_harness_builds_a_stable_group() -> None:
-    h = Harness()
-    members, gen = h.stable_group(2)
-    assert members == ["client-m1", "client-m2"]
-    assert gen == 1
-    assert h.co.group("g").leader_id == "client-m1"
