@@ -21,7 +21,7 @@ from protocol.api_versions import SUPPORTED
 from protocol.splice import placeholder, splice
 from tests.support.rawclient import RawClient
 from tests.support.storage_log import Log
-from tests.broker.test_wire_protocol import batches_in, create, produce
+from tests.support.wire import batches_in, create, produce
 
 FT = FetchResponse.FetchableTopicResponse
 PD = FT.PartitionData

@@ -11,7 +11,7 @@ from kafka.protocol.producer import ProduceRequest
 
 from tests.support.security_support import SecureBroker
 from tests.clients.test_security_acl import JAAS, _DictClient, allow, conf, create_acls, produce_errors, _name
-from tests.broker.test_wire_protocol import batch, list_offset
+from tests.support.wire import batch, list_offset
 
 USERS = ("admin", "alice", "bob", "carol", "dave")
 GAP_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
@@ -196,7 +196,7 @@ def test_talking_connections_and_long_requests_stay_open(idle_broker) -> None:
     long poll) is not idleness; stock clients reconnect after an idle close."""
     from kafka import KafkaProducer
     from tests.support.rawclient import RawClient
-    from tests.broker.test_wire_protocol import create, fetch
+    from tests.support.wire import create, fetch
     md = dict(topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False)
     with RawClient(idle_broker.bootstrap_servers) as c:
         for _ in range(8):                        # 1.6 s of talking every 200 ms

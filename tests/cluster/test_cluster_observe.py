@@ -46,10 +46,10 @@ def produce(c: LocalCluster, node: int, topic: str, values: list[bytes], acks: i
     from kafka.protocol.producer import ProduceRequest
 
     from tests.support.rawclient import RawClient
-    from tests.broker.test_replication_inprocess import _batch
+    from tests.support.wire import value_batch
 
     td = ProduceRequest.TopicProduceData(name=topic, partition_data=[
-        ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(_batch(values)))])
+        ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(value_batch(values)))])
     with RawClient(c.brokers[node].bootstrap_servers, timeout=30) as client:
         resp = client.request(0, 9, transactional_id=None, acks=acks, timeout_ms=15000, topic_data=[td])
     return resp.responses[0].partition_responses[0].error_code

@@ -9,6 +9,7 @@ with the broker's own parser, so a test can check that batches are stored as sen
 from __future__ import annotations
 
 import struct
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Iterator
 import crc32c
 import kafka.errors
 import pytest
+from confluent_kafka import Consumer, Producer
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
@@ -166,3 +168,29 @@ def librdkafka_codec_gate(version: tuple[int, ...], codec: str, apis: dict[int, 
                 f"supported before using {codec}; this broker advertises Produce {produce[0]}..{produce[1]} "
                 f"(as Kafka 4.x does; Kafka 3.9 advertises 0..11), so the client sends it uncompressed")
     return None
+
+
+def produce(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
+    """Records ``start``..``start + n - 1`` (key ``i``, value ``value-i``) spread round-robin over
+    ``PARTITIONS`` partitions by an idempotent confluent-kafka producer."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
+    for i in range(start, start + n):
+        p.produce(topic, key=str(i).encode(), value=f"value-{i}".encode(), partition=i % PARTITIONS)
+    assert p.flush(30) == 0
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> Consumer:
+    """A subscribed group member that has consumed and committed exactly ``n`` records; returned
+    open, so the group keeps a member."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "client.id": "obs-consumer"})
+    c.subscribe([topic])
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < n and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got += 1
+    assert got == n
+    c.commit(asynchronous=False)
+    return c
