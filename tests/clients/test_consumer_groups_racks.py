@@ -11,7 +11,7 @@ import pytest
 from tests.support.groups_support import unique, wait_until
 from tests.support.rawclient import RawClient
 from tests.cluster.test_cluster import create_topic
-from tests.clients.test_consumer_groups_clients import JAVA, java_ready
+from tests.support.consumer_groups_support import JAVA, java_ready
 
 RACKS = {1: "a", 2: "b", 3: "c"}
 CLUSTER = {"brokers": 3, "broker_overrides": {n: {"broker.rack": r} for n, r in RACKS.items()}, "overrides": {

@@ -8,7 +8,22 @@ import time
 
 from bench.tls import Pki, SecureBroker, make_pki, tls_overrides
 
-__all__ = ["Pki", "SecureBroker", "make_pki", "tls_overrides", "consume_records", "topic_error_as", "scram_login"]
+__all__ = ["Pki", "SecureBroker", "make_pki", "tls_overrides", "PLAIN_JAAS", "SASL_OVERRIDES", "consume_records",
+           "topic_error_as", "scram_login"]
+
+# Every SASL mechanism on, for the SASL tests (python clients and Java): PLAIN users admin and alice,
+# SCRAM credentials for alice, password <user>-secret
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+              'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+SASL_OVERRIDES = {
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+    "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+    "samsa.scram.bootstrap.credentials": "SCRAM-SHA-512=[name=alice,password=alice-secret];"
+                                         "SCRAM-SHA-256=[name=alice,password=alice-secret]",
+    "sasl.server.max.receive.size": "65536",
+    "connection.failed.authentication.delay.ms": "0",   # test_failed_login_close_is_delayed sets it
+}
 
 
 def consume_records(conf: dict, topic: str, group: str, n: int, timeout: float = 30) -> tuple[list, list]:
