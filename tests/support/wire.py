@@ -23,6 +23,7 @@ def create(client: RawClient, topic: str) -> None:
 
 def produce(client: RawClient, topic: str, batch: bytes, partition: int = 0, acks: int = -1,
             version: int = 9):
+    """Produce one batch to one partition; its partition response (None for acks=0, which gets none)."""
     td = ProduceRequest.TopicProduceData(name=topic, partition_data=[
         ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=bytes(batch))])
     if acks == 0:
@@ -34,6 +35,7 @@ def produce(client: RawClient, topic: str, batch: bytes, partition: int = 0, ack
 
 def fetch(client: RawClient, topic: str, offset: int, partition: int = 0, max_wait_ms: int = 0,
           max_bytes: int = 1 << 20, partition_max_bytes: int = 1 << 20, version: int = 11):
+    """Fetch one partition from ``offset`` (read_uncommitted, no session); its partition response."""
     FT = FetchRequest.FetchTopic
     resp = client.request(FETCH, version, replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes,
                           isolation_level=0, session_id=0, session_epoch=-1,
@@ -45,6 +47,7 @@ def fetch(client: RawClient, topic: str, offset: int, partition: int = 0, max_wa
 
 
 def list_offset(client: RawClient, topic: str, ts: int, partition: int = 0, version: int = 7):
+    """ListOffsets for timestamp ``ts`` (-1 latest, -2 earliest); the partition response."""
     LT = ListOffsetsRequest.ListOffsetsTopic
     resp = client.request(LIST_OFFSETS, version, replica_id=-1, isolation_level=0, topics=[
         LT(name=topic, partitions=[LT.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
@@ -53,11 +56,13 @@ def list_offset(client: RawClient, topic: str, ts: int, partition: int = 0, vers
 
 
 def batch(n: int, ts: int | None = None, **kw) -> bytearray:
+    """One batch of ``n`` records ``k<i>``/``v<i>``, timestamped ``ts`` (default now)."""
     now = ts if ts is not None else int(time.time() * 1000)
     return rb.build_batch([(f"k{i}".encode(), f"v{i}".encode()) for i in range(n)], timestamp_ms=now, **kw)
 
 
 def batches_in(records: bytes) -> list[rb.BatchHeader]:
+    """The batch headers in a Fetch answer's records (none for null or empty)."""
     return list(rb.iter_batches(records)) if records else []
 
 
