@@ -24,7 +24,7 @@ from kafka.protocol.admin import CreateTopicsRequest
 
 from broker.testing.local_cluster import LocalCluster
 from broker.testing import SamsaBroker
-from tests.support.rawclient import RawClient
+from bench.rawclient import RawClient
 
 CT = CreateTopicsRequest.CreatableTopic
 

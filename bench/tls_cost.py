@@ -6,7 +6,7 @@ Samsa broker (and SASL_SSL with SCRAM-SHA-512, whose cost is only at connection 
 One broker, fresh topics per figure, confluent-kafka (librdkafka) clients with 1 KB records as
 in bench/README.md. Fetch answers on TLS connections are read from the segment files and
 encrypted in Python (ssl), where PLAINTEXT sends them with sendfile: consume shows that.
-Certificates are made at start (tests/support/security_support.py).
+Certificates are made at start (bench/tls.py).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.support.security_support import SecureBroker, make_pki, tls_overrides
+from bench.tls import SecureBroker, make_pki, tls_overrides
 
 RECORD = 1000
 

@@ -15,8 +15,7 @@ import pytest
 from confluent_kafka import Producer
 
 from broker.testing import SamsaBroker, free_port, running_broker
-from tests.support.clienthelpers import create_topic
-from tests.broker.test_observability import PARTITIONS, consume_and_commit, produce
+from tests.support.clienthelpers import PARTITIONS, consume_and_commit, create_topic, produce
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 ARTIFACTS = Path(os.environ.get("SAMSA_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))

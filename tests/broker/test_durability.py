@@ -8,7 +8,7 @@ from broker.testing import SamsaBroker
 from protocol import records as rb
 from protocol.errors import ErrorCode
 from tests.support.rawclient import RawClient
-from tests.broker.test_wire_protocol import (INIT_PID, METADATA, batch, batches_in, create, fetch, list_offset, produce)
+from tests.support.wire import (INIT_PID, METADATA, batch, batches_in, create, fetch, list_offset, produce)
 
 
 def read_all(client: RawClient, topic: str, partition: int = 0) -> list[tuple[int, bytes | None]]:

@@ -27,8 +27,7 @@ from tests.support.clienthelpers import advertised_apis
 from tests.support.groups_support import Member, describe as describe_group, wait_until
 from tests.support.javaclient import last, requires_java, run_java
 from tests.support.rawclient import RawClient
-from tests.clients.test_transactions_clients import describe as describe_txn
-from tests.clients.test_transactions_clients import read_all, txn_producer, watermarks
+from tests.support.transactions_support import describe_txn, read_all, txn_producer, watermarks
 
 REPO = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
@@ -110,7 +109,7 @@ def test_a_failed_produce_applies_nothing_and_other_topics_are_untouched(samsa_b
 
 def test_a_failed_acks_zero_produce_closes_the_connection(samsa_broker_in_process):
     """A fault failing an acks=0 Produce answers as Kafka would: no response, a closed connection."""
-    from tests.broker.test_wire_protocol import list_offset, produce, batch
+    from tests.support.wire import list_offset, produce, batch
     b = samsa_broker_in_process
     b.create_topic("z", 1)
     b.faults.fail("Produce", "NOT_LEADER_OR_FOLLOWER", count=1, topic="z")

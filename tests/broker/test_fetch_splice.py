@@ -20,8 +20,8 @@ from protocol import records as rb
 from protocol.api_versions import SUPPORTED
 from protocol.splice import placeholder, splice
 from tests.support.rawclient import RawClient
-from tests.unit.test_storage_log import Log
-from tests.broker.test_wire_protocol import batches_in, create, produce
+from tests.support.storage_log import Log
+from tests.support.wire import batches_in, create, produce
 
 FT = FetchResponse.FetchableTopicResponse
 PD = FT.PartitionData

@@ -15,9 +15,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.testing import SamsaBroker, free_port, running_broker
-from tests.support.clienthelpers import create_topic
-
-PARTITIONS = 3
+from tests.support.clienthelpers import PARTITIONS, consume_and_commit, create_topic, produce
 
 
 @pytest.fixture
@@ -53,30 +51,6 @@ def wait_for_log(broker: SamsaBroker, pattern: str, timeout: float = 15.0) -> st
             return m.group(0)
         time.sleep(0.1)
     raise AssertionError(f"no log line matching {pattern!r}; log:\n{broker.read_log()[-4000:]}")
-
-
-def produce(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
-    for i in range(start, start + n):
-        p.produce(topic, key=str(i).encode(), value=f"value-{i}".encode(), partition=i % PARTITIONS)
-    assert p.flush(30) == 0
-
-
-def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> Consumer:
-    """A subscribed group member that has consumed and committed exactly ``n`` records; returned
-    open, so the group keeps a member."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                  "enable.auto.commit": False, "client.id": "obs-consumer"})
-    c.subscribe([topic])
-    got = 0
-    deadline = time.monotonic() + 30
-    while got < n and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            got += 1
-    assert got == n
-    c.commit(asynchronous=False)
-    return c
 
 
 def test_metrics_exact_counts(http_broker: SamsaBroker) -> None:

@@ -16,18 +16,15 @@ from protocol import records as rb
 from protocol.errors import ErrorCode
 from tests.support.rawclient import RawClient
 from tests.support.replica_double import InProcessCluster
+from tests.support.wire import value_batch
 
 PRODUCE, FETCH, OFFSET_FOR_EPOCH = 0, 1, 23
-
-
-def _batch(values: list[bytes], **kw) -> bytearray:
-    return rb.build_batch([(None, v) for v in values], timestamp_ms=int(time.time() * 1000), **kw)
 
 
 def produce(c: InProcessCluster, node: int, topic: str, values: list[bytes], acks: int = -1,
             timeout_ms: int = 5000, version: int = 10, **kw):
     td = ProduceRequest.TopicProduceData(name=topic, partition_data=[
-        ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(_batch(values, **kw)))])
+        ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(value_batch(values, **kw)))])
     with RawClient(c.bootstrap(node), timeout=timeout_ms / 1000 + 10) as client:
         resp = client.request(PRODUCE, version, transactional_id=None, acks=acks, timeout_ms=timeout_ms,
                               topic_data=[td])

@@ -23,7 +23,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from broker.testing import SamsaBroker
 from protocol import records as rb
 from tests.support.rawclient import RawClient
-from tests.broker.test_wire_protocol import INIT_PID, create, fetch, list_offset, produce
+from tests.support.wire import INIT_PID, create, fetch, list_offset, produce
 
 KILL_CYCLES = 5
 

@@ -16,55 +16,8 @@ from protocol import records as rb
 from protocol.api_versions import SUPPORTED
 from protocol.errors import ErrorCode
 from tests.support.rawclient import RawClient
-
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PID = 0, 1, 2, 3, 18, 22
-
-
-def create(client: RawClient, topic: str) -> None:
-    """Auto-create ``topic`` through Metadata (the broker default allows it)."""
-    resp = client.request(METADATA, 12, topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
-                          allow_auto_topic_creation=True)
-    assert resp.topics[0].error_code == 0
-
-
-def produce(client: RawClient, topic: str, batch: bytes, partition: int = 0, acks: int = -1,
-            version: int = 9):
-    td = ProduceRequest.TopicProduceData(name=topic, partition_data=[
-        ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=bytes(batch))])
-    if acks == 0:
-        client.send(PRODUCE, version, transactional_id=None, acks=0, timeout_ms=5000, topic_data=[td])
-        return None
-    resp = client.request(PRODUCE, version, transactional_id=None, acks=acks, timeout_ms=5000, topic_data=[td])
-    return resp.responses[0].partition_responses[0]
-
-
-def fetch(client: RawClient, topic: str, offset: int, partition: int = 0, max_wait_ms: int = 0,
-          max_bytes: int = 1 << 20, partition_max_bytes: int = 1 << 20, version: int = 11):
-    FT = FetchRequest.FetchTopic
-    resp = client.request(FETCH, version, replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes,
-                          isolation_level=0, session_id=0, session_epoch=-1,
-                          topics=[FT(topic=topic, partitions=[FT.FetchPartition(
-                              partition=partition, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
-                              partition_max_bytes=partition_max_bytes)])],
-                          forgotten_topics_data=[], rack_id="")
-    return resp.responses[0].partitions[0]
-
-
-def list_offset(client: RawClient, topic: str, ts: int, partition: int = 0, version: int = 7):
-    LT = ListOffsetsRequest.ListOffsetsTopic
-    resp = client.request(LIST_OFFSETS, version, replica_id=-1, isolation_level=0, topics=[
-        LT(name=topic, partitions=[LT.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
-                                                           timestamp=ts)])])
-    return resp.topics[0].partitions[0]
-
-
-def batch(n: int, ts: int | None = None, **kw) -> bytearray:
-    now = ts if ts is not None else int(time.time() * 1000)
-    return rb.build_batch([(f"k{i}".encode(), f"v{i}".encode()) for i in range(n)], timestamp_ms=now, **kw)
-
-
-def batches_in(records: bytes) -> list[rb.BatchHeader]:
-    return list(rb.iter_batches(records)) if records else []
+from tests.support.wire import (API_VERSIONS, FETCH, INIT_PID, LIST_OFFSETS, METADATA, PRODUCE, batch, batches_in, create, fetch,
+                                list_offset, produce)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import OffsetOutOfRangeError
 from confluent_kafka import Consumer as CKConsumer, Producer as CKProducer, TopicPartition as CKTopicPartition
 
-from tests.support.clienthelpers import (CODECS, PARTITIONS, advertised_apis, all_batches, broker3, create_topic, expected_records, fetch_batches, librdkafka_codec_gate, new_topic, own_broker3)  # noqa: F401
+from tests.support.clienthelpers import (CODECS, PARTITIONS, advertised_apis, all_batches, create_topic, expected_records, fetch_batches, librdkafka_codec_gate, new_topic)
 
 T = TypeVar("T")
 LIBRDKAFKA = tuple(int(x) for x in confluent_kafka.libversion()[0].split("-")[0].split("."))

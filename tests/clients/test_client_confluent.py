@@ -16,7 +16,7 @@ from confluent_kafka import (OFFSET_END, TIMESTAMP_CREATE_TIME, Consumer, KafkaE
                              TopicPartition)
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from tests.support.clienthelpers import (CODECS, OFFSET_OUT_OF_RANGE, PARTITIONS, advertised_apis, all_batches, broker3, create_topic, expected_records, fetch_batches, librdkafka_codec_gate, new_topic, own_broker3)  # noqa: F401
+from tests.support.clienthelpers import (CODECS, OFFSET_OUT_OF_RANGE, PARTITIONS, advertised_apis, all_batches, create_topic, expected_records, fetch_batches, librdkafka_codec_gate, new_topic)
 
 LIBRDKAFKA = tuple(int(x) for x in confluent_kafka.libversion()[0].split("-")[0].split("."))
 

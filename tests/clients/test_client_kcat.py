@@ -13,7 +13,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from tests.support.clienthelpers import (CODECS, PARTITIONS, advertised_apis, all_batches, broker3, create_topic, fetch_batches, librdkafka_codec_gate, new_topic)  # noqa: F401
+from tests.support.clienthelpers import (CODECS, PARTITIONS, advertised_apis, all_batches, create_topic, fetch_batches, librdkafka_codec_gate, new_topic)
 
 KCAT = shutil.which("kcat")
 pytestmark = pytest.mark.skipif(KCAT is None, reason="kcat is not installed (apt-get install kcat; "

@@ -11,50 +11,18 @@ from typing import Any
 import pytest
 
 from broker.testing import SamsaBroker, running_broker
+from tests.support.consumer_groups_support import (BROKER_PROPS, CONSUMER, JAVA, PARTITIONS, SESSION_MS, cg_view, group_args,
+                                                  java_ready)
 from tests.support.groups_support import produce, unique, wait_until
 from tests.support.rawclient import RawClient
 
-PARTITIONS = 6
 PER_PARTITION = 20
-SESSION_MS = 4000
-JAVA = "4.3.0"
-CONSUMER = ("--prop", "group.protocol=consumer")
-BROKER_PROPS = {
-    "num.partitions": str(PARTITIONS),
-    # fast tests: Kafka's bounds lowered, then the values set inside them
-    "group.consumer.min.session.timeout.ms": "1000", "group.consumer.session.timeout.ms": str(SESSION_MS),
-    "group.consumer.min.heartbeat.interval.ms": "100", "group.consumer.heartbeat.interval.ms": "500",
-    "group.initial.rebalance.delay.ms": "0",
-}
-
-
-@pytest.fixture(scope="module")
-def cbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
-    with running_broker(tmp_path_factory.mktemp("cg-clients") / "data", overrides=BROKER_PROPS) as broker:
-        yield broker
 
 
 @pytest.fixture
 def own_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
     with running_broker(tmp_path / "data", overrides=BROKER_PROPS) as broker:
         yield broker
-
-
-def java_ready() -> None:
-    from tests.support.javaclient import compile, java_available
-    if not java_available():
-        pytest.skip("java and javac (a JDK) are not on PATH")
-    compile(JAVA)
-
-
-def cg_view(bs: str, group: str) -> Any:
-    """(state, group epoch, {member_id: (client_id, instance_id, epoch, {topic: partitions})})."""
-    with RawClient(bs) as c:
-        g = c.request(69, 0, group_ids=[group], include_authorized_operations=False).groups[0]
-    members = {m.member_id: (m.client_id, m.instance_id, m.member_epoch,
-                             {tp.topic_name: tuple(sorted(tp.partitions)) for tp in m.assignment.topic_partitions})
-               for m in g.members}
-    return g.error_code, g.group_state, g.group_epoch, members
 
 
 def stable(bs: str, group: str, n: int, topic: str, also: Any = lambda v: True, timeout: float = 40) -> Any:
@@ -88,10 +56,6 @@ def java_member(bs: str, topic: str, group: str, client_id: str, timeout_ms: int
     from tests.support.javaclient import start_java
     return start_java(JAVA, bs, *group_args(topic, group, *extra, "--quiet", "--client-id", client_id,
                                             "--timeout-ms", timeout_ms))
-
-
-def group_args(topic: str, group: str, *extra: Any) -> list[Any]:
-    return ["consume-group", "--topic", topic, "--group", group, *CONSUMER, *extra]
 
 
 @pytest.mark.java

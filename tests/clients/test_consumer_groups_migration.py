@@ -13,7 +13,7 @@ import pytest
 from broker.testing import SamsaBroker
 from tests.support.groups_support import produce, unique, wait_until
 from tests.support.rawclient import RawClient
-from tests.clients.test_consumer_groups_clients import (JAVA, PARTITIONS, cbroker, cg_view, group_args, java_ready)  # noqa: F401  (cbroker is a fixture)
+from tests.support.consumer_groups_support import JAVA, PARTITIONS, cg_view, group_args, java_ready
 
 pytestmark = pytest.mark.java
 

@@ -10,8 +10,8 @@ import pytest
 
 from tests.support.groups_support import unique, wait_until
 from tests.support.rawclient import RawClient
-from tests.cluster.test_cluster import create_topic
-from tests.clients.test_consumer_groups_clients import JAVA, java_ready
+from tests.support.cluster_support import create_topic_at
+from tests.support.consumer_groups_support import JAVA, java_ready
 
 RACKS = {1: "a", 2: "b", 3: "c"}
 CLUSTER = {"brokers": 3, "broker_overrides": {n: {"broker.rack": r} for n, r in RACKS.items()}, "overrides": {
@@ -36,7 +36,7 @@ def test_members_are_assigned_the_partitions_on_their_rack(samsa_cluster: Any) -
     boots = dict(zip(samsa_cluster.brokers, samsa_cluster.bootstrap_servers.split(",")))
     topic, group = unique("t"), unique("racks")
     # partition p on broker p % 3 + 1: racks a, b, c, a, b, c
-    assert create_topic(boots[1], topic, assignments=[[p % 3 + 1] for p in range(6)]).error_code == 0
+    assert create_topic_at(boots[1], topic, assignments=[[p % 3 + 1] for p in range(6)]).error_code == 0
     coord = wait_until("the group's coordinator", lambda: coordinator_of(boots, group), 30, interval=0.2)
     members = [start_java(JAVA, samsa_cluster.bootstrap_servers, "consume-group", "--topic", topic, "--group", group,
                           "--timeout-ms", 15000, "--prop", "group.protocol=consumer", "--prop", f"client.rack={r}",

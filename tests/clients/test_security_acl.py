@@ -4,18 +4,16 @@ mTLS principals, and ACLs and SCRAM credentials that survive a restart."""
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    NewTopic, ResourcePatternType, ResourceType)
 
+from tests.support.acl_support import JAAS, DictClient, admin, allow, create_acls, plain_conf, produce_errors, unique_name
 from tests.support.rawclient import RawClient
-from tests.support.security_support import SecureBroker, consume_records, make_pki, tls_overrides
+from tests.support.security_support import SecureBroker, consume_records, tls_overrides
 
-JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
-        'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";')
 OVERRIDES = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "super.users": "User:admin",
@@ -24,11 +22,6 @@ OVERRIDES = {
     "ssl.principal.mapping.rules": "RULE:^CN=([^,]*),OU=eng.*$/$1/L,DEFAULT",
     "auto.create.topics.enable": "true",
 }
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")
@@ -43,61 +36,22 @@ def acl_broker(pki, tmp_path_factory):
         b.stop()
 
 
-def conf(broker, user: str) -> dict:
-    return {"bootstrap.servers": broker.bootstrap("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanisms": "PLAIN", "sasl.username": user, "sasl.password": f"{user}-secret"}
-
-
-_ADMINS: dict = {}
-
-
-def admin(broker) -> AdminClient:
-    """One admin client per broker address (a client whose futures are pending must stay alive)."""
-    key = (broker.bootstrap("SASL_PLAINTEXT"), broker.proc.pid if broker.proc else None)
-    if key not in _ADMINS:
-        _ADMINS[key] = AdminClient(conf(broker, "admin"))
-    return _ADMINS[key]
-
-
-def create_acls(broker, *bindings: AclBinding) -> None:
-    for f in admin(broker).create_acls(list(bindings)).values():
-        f.result(10)
-
-
-def allow(rtype, name, op, principal="User:alice", pattern=ResourcePatternType.LITERAL,
-          perm=AclPermissionType.ALLOW) -> AclBinding:
-    return AclBinding(rtype, name, pattern, principal, "*", op, perm)
-
-
-def produce_errors(c: dict, topic: str, n: int = 3) -> list:
-    errors: list = []
-    p = Producer({**c, "message.timeout.ms": 8000})
-    for i in range(n):
-        p.produce(topic, f"v{i}".encode(), on_delivery=lambda err, msg: errors.append(err))
-    p.flush(15)
-    return errors
-
-
 def consume(c: dict, topic: str, group: str, n: int, timeout: float = 20) -> tuple[list[bytes], list]:
     got, errors = consume_records(c, topic, group, n, timeout)
     return [value for _, _, value in got], errors
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}{uuid.uuid4().hex[:8]}"
-
-
 def test_super_user_does_everything(acl_broker) -> None:
-    topic = _name("su-")
-    assert produce_errors(conf(acl_broker, "admin"), topic) == [None] * 3
-    got, _ = consume(conf(acl_broker, "admin"), topic, "g-" + topic, 3)
+    topic = unique_name("su-")
+    assert produce_errors(plain_conf(acl_broker, "admin"), topic) == [None] * 3
+    got, _ = consume(plain_conf(acl_broker, "admin"), topic, "g-" + topic, 3)
     assert got == [b"v0", b"v1", b"v2"]
 
 
 def test_principal_without_acls_gets_exact_errors(acl_broker) -> None:
-    topic = _name("noacl-")
-    assert produce_errors(conf(acl_broker, "admin"), topic, 1) == [None]
-    bob = conf(acl_broker, "bob")
+    topic = unique_name("noacl-")
+    assert produce_errors(plain_conf(acl_broker, "admin"), topic, 1) == [None]
+    bob = plain_conf(acl_broker, "bob")
     errs = produce_errors(bob, topic, 1)
     assert [e.code() for e in errs] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
     # Metadata hides the topic from bob; asking for it by name is TOPIC_AUTHORIZATION_FAILED
@@ -112,7 +66,7 @@ def test_principal_without_acls_gets_exact_errors(acl_broker) -> None:
         tp.init_transactions(10)
     assert exc.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     bob_admin = AdminClient(bob)
-    fs = bob_admin.create_topics([NewTopic(_name("bob-"), 1, 1)])
+    fs = bob_admin.create_topics([NewTopic(unique_name("bob-"), 1, 1)])
     with pytest.raises(KafkaException) as exc:
         next(iter(fs.values())).result(10)
     assert exc.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
@@ -135,10 +89,10 @@ def test_principal_without_acls_gets_exact_errors(acl_broker) -> None:
 
 
 def test_prefixed_and_deny_acls_and_transactions(acl_broker) -> None:
-    prefix = _name("app") + "-"
+    prefix = unique_name("app") + "-"
     topic, secret, group = prefix + "orders", prefix + "secret", prefix + "group"
     for t in (topic, secret):
-        assert produce_errors(conf(acl_broker, "admin"), t, 2) == [None, None]
+        assert produce_errors(plain_conf(acl_broker, "admin"), t, 2) == [None, None]
     P = ResourcePatternType.PREFIXED
     create_acls(acl_broker,
                 allow(ResourceType.TOPIC, prefix, AclOperation.WRITE, pattern=P),
@@ -146,7 +100,7 @@ def test_prefixed_and_deny_acls_and_transactions(acl_broker) -> None:
                 allow(ResourceType.GROUP, prefix, AclOperation.READ, pattern=P),
                 allow(ResourceType.TRANSACTIONAL_ID, prefix, AclOperation.WRITE, pattern=P),
                 allow(ResourceType.TOPIC, secret, AclOperation.READ, perm=AclPermissionType.DENY))
-    alice = conf(acl_broker, "alice")
+    alice = plain_conf(acl_broker, "alice")
     assert produce_errors(alice, topic, 3) == [None] * 3
     tp = Producer({**alice, "transactional.id": prefix + "tx"})
     tp.init_transactions(10)
@@ -168,7 +122,7 @@ def test_prefixed_and_deny_acls_and_transactions(acl_broker) -> None:
 
 
 def test_mtls_principal_is_mapped_and_authorized(acl_broker, pki) -> None:
-    topic = _name("mtls-")
+    topic = unique_name("mtls-")
     ssl_conf = {"bootstrap.servers": acl_broker.bootstrap("SSL"), "security.protocol": "SSL",
                 "ssl.ca.location": str(pki.ca), "ssl.certificate.location": str(pki.client_cert),
                 "ssl.key.location": str(pki.client_key)}
@@ -189,9 +143,9 @@ def test_mtls_principal_is_mapped_and_authorized(acl_broker, pki) -> None:
 
 
 def test_acl_admin_api_and_restart(acl_broker) -> None:
-    prefix = _name("rs") + "-"
+    prefix = unique_name("rs") + "-"
     topic = prefix + "t"
-    assert produce_errors(conf(acl_broker, "admin"), topic, 1) == [None]
+    assert produce_errors(plain_conf(acl_broker, "admin"), topic, 1) == [None]
     for _ in range(2):   # creating an existing ACL again keeps one
         create_acls(acl_broker, allow(ResourceType.TOPIC, topic, AclOperation.WRITE, principal="User:bob"))
     flt = AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, None, None, AclOperation.ANY,
@@ -211,7 +165,7 @@ def test_acl_admin_api_and_restart(acl_broker) -> None:
     assert described["carol"] == {"error": None, "credential_infos": [
         {"mechanism": ScramMechanism.SCRAM_SHA_512, "iterations": 8192}]}
     assert described["nobody"]["error"] == "Attempt to describe a user credential that does not exist: nobody"
-    carol = {**conf(acl_broker, "x"), "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "carol",
+    carol = {**plain_conf(acl_broker, "x"), "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "carol",
              "sasl.password": "carol-pw"}
     create_acls(acl_broker, allow(ResourceType.TOPIC, topic, AclOperation.WRITE, principal="User:carol"))
     assert produce_errors(carol, topic, 1) == [None]
@@ -219,18 +173,18 @@ def test_acl_admin_api_and_restart(acl_broker) -> None:
     assert {(b.principal, b.operation) for b in admin(acl_broker).describe_acls(flt).result(10)} == \
         {("User:bob", AclOperation.WRITE), ("User:carol", AclOperation.WRITE)}
     assert produce_errors(carol, topic, 1) == [None]
-    assert produce_errors(conf(acl_broker, "bob"), topic, 1) == [None]
+    assert produce_errors(plain_conf(acl_broker, "bob"), topic, 1) == [None]
     # delete: bob loses WRITE again
     for f in admin(acl_broker).delete_acls([AclBindingFilter(
             ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:bob", None, AclOperation.ANY,
             AclPermissionType.ANY)]).values():
         assert len(f.result(10)) == 1
-    assert [e.code() for e in produce_errors(conf(acl_broker, "bob"), topic, 1)] == \
+    assert [e.code() for e in produce_errors(plain_conf(acl_broker, "bob"), topic, 1)] == \
         [KafkaError.TOPIC_AUTHORIZATION_FAILED]
 
 
 def test_describe_acls_without_authorizer_is_security_disabled(samsa_broker) -> None:
-    with _DictClient(samsa_broker.bootstrap_servers) as c:
+    with DictClient(samsa_broker.bootstrap_servers) as c:
         r = c.request(29, 3, resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
                       principal_filter=None, host_filter=None, operation=1, permission_type=1)
         assert r.error_code == 54   # SECURITY_DISABLED
@@ -243,11 +197,11 @@ def test_describe_acls_without_authorizer_is_security_disabled(samsa_broker) -> 
 def test_authorized_operations(acl_broker) -> None:
     """KIP-430: Metadata/DescribeCluster/DescribeGroups report what the principal may do."""
     from confluent_kafka import TopicCollection
-    topic = _name("ops-")
-    assert produce_errors(conf(acl_broker, "admin"), topic, 1) == [None]
+    topic = unique_name("ops-")
+    assert produce_errors(plain_conf(acl_broker, "admin"), topic, 1) == [None]
     create_acls(acl_broker, allow(ResourceType.TOPIC, topic, AclOperation.READ, principal="User:bob"),
                 allow(ResourceType.TOPIC, topic, AclOperation.ALTER_CONFIGS, principal="User:bob"))
-    bob_admin = AdminClient(conf(acl_broker, "bob"))
+    bob_admin = AdminClient(plain_conf(acl_broker, "bob"))
     described = bob_admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic].result(10)
     assert set(described.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE,
                                                     AclOperation.ALTER_CONFIGS, AclOperation.DESCRIBE_CONFIGS}
@@ -259,36 +213,16 @@ def test_authorized_operations(acl_broker) -> None:
 
 
 # -- every API family's denial, raw (exact codes, and the connection stays usable) -----------
-def _build(cls, data: dict):
-    """A kafka-python message (or nested struct) from plain dicts and lists."""
-    kwargs = {}
-    for key, value in data.items():
-        struct = cls.fields[key]._type_str.removeprefix("[]")
-        nested = getattr(cls, struct, None)
-        if nested is not None and isinstance(value, list):
-            value = [_build(nested, v) if isinstance(v, dict) else v for v in value]
-        elif nested is not None and isinstance(value, dict):
-            value = _build(nested, value)
-        kwargs[key] = value
-    return cls(**kwargs)
-
-
-class _DictClient(RawClient):
-    def request(self, api_key: int, version: int, **fields):
-        from protocol.messages import REQUESTS, RESPONSES
-        return self.call(_build(REQUESTS[api_key], fields), RESPONSES[api_key], version)
-
-
 def _bob(acl_broker) -> RawClient:
-    c = _DictClient(acl_broker.bootstrap("SASL_PLAINTEXT"))
+    c = DictClient(acl_broker.bootstrap("SASL_PLAINTEXT"))
     c.request(17, 1, mechanism="PLAIN")
     assert c.request(36, 2, auth_bytes=b"\0bob\0bob-secret").error_code == 0
     return c
 
 
 def test_every_api_family_denies_with_kafkas_codes(acl_broker) -> None:
-    topic = _name("deny-")
-    assert produce_errors(conf(acl_broker, "admin"), topic, 2) == [None, None]
+    topic = unique_name("deny-")
+    assert produce_errors(plain_conf(acl_broker, "admin"), topic, 2) == [None, None]
     T, G, C, X = 29, 30, 31, 53
     with _bob(acl_broker) as c:
         r = c.request(2, 7, replica_id=-1, isolation_level=0, topics=[
@@ -353,7 +287,7 @@ def test_every_api_family_denies_with_kafkas_codes(acl_broker) -> None:
         assert c.request(66, 1, state_filters=[], producer_id_filters=[]).transaction_states == []  # ListTransactions
         r = c.request(61, 0, topics=[dict(name=topic, partition_indexes=[0])])
         assert r.topics[0].partitions[0].error_code == T                                   # DescribeProducers
-        r = c.request(19, 7, topics=[dict(name=_name("bob-"), num_partitions=1, replication_factor=1, assignments=[],
+        r = c.request(19, 7, topics=[dict(name=unique_name("bob-"), num_partitions=1, replication_factor=1, assignments=[],
                                           configs=[])], timeout_ms=5000, validate_only=False)
         assert r.topics[0].error_code == T                                                 # CreateTopics
         r = c.request(20, 6, topics=[dict(name=topic, topic_id=None)], timeout_ms=5000)
@@ -388,15 +322,15 @@ def test_every_api_family_denies_with_kafkas_codes(acl_broker) -> None:
         listed = c.request(3, 12, topics=None, allow_auto_topic_creation=False,
                            include_topic_authorized_operations=False).topics
         assert topic not in {t.name for t in listed}
-    assert produce_errors(conf(acl_broker, "admin"), topic, 1) == [None]   # nothing was deleted or altered
+    assert produce_errors(plain_conf(acl_broker, "admin"), topic, 1) == [None]   # nothing was deleted or altered
 
 
 def test_mixed_requests_answer_allowed_and_denied_topics(acl_broker) -> None:
     """One request naming a readable and an unreadable topic: the handler answers the first
     (records spliced from the files), the check adds the second with TOPIC_AUTHORIZATION_FAILED."""
-    ok, denied = _name("mix-ok-"), _name("mix-no-")
+    ok, denied = unique_name("mix-ok-"), unique_name("mix-no-")
     for t in (ok, denied):
-        assert produce_errors(conf(acl_broker, "admin"), t, 3) == [None] * 3
+        assert produce_errors(plain_conf(acl_broker, "admin"), t, 3) == [None] * 3
     create_acls(acl_broker, allow(ResourceType.TOPIC, ok, AclOperation.READ, principal="User:bob"))
     with _bob(acl_broker) as c:
         part = dict(partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1, log_start_offset=-1,
@@ -421,7 +355,7 @@ def test_mixed_requests_answer_allowed_and_denied_topics(acl_broker) -> None:
 def test_client_auth_requested_listener(acl_broker, pki) -> None:
     """listener.name.req.ssl.client.auth=requested: a certificate maps to its principal, no
     certificate is User:ANONYMOUS."""
-    topic = _name("req-")
+    topic = unique_name("req-")
     create_acls(acl_broker, allow(ResourceType.TOPIC, topic, AclOperation.ALL),
                 allow(ResourceType.TOPIC, topic, AclOperation.DESCRIBE, principal="User:ANONYMOUS"))
     base = {"bootstrap.servers": acl_broker.bootstrap("REQ"), "security.protocol": "SSL",
@@ -435,8 +369,8 @@ def test_aiokafka_gets_the_authorization_errors(acl_broker) -> None:
     import asyncio
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
-    topic = _name("aio-")
-    assert produce_errors(conf(acl_broker, "admin"), topic, 1) == [None]
+    topic = unique_name("aio-")
+    assert produce_errors(plain_conf(acl_broker, "admin"), topic, 1) == [None]
     common = dict(bootstrap_servers=acl_broker.bootstrap("SASL_PLAINTEXT"), security_protocol="SASL_PLAINTEXT",
                   sasl_mechanism="PLAIN", sasl_plain_username="bob", sasl_plain_password="bob-secret")
 

@@ -10,8 +10,8 @@ from confluent_kafka.admin import AclOperation, AclPermissionType, ResourceType
 from kafka.protocol.producer import ProduceRequest
 
 from tests.support.security_support import SecureBroker
-from tests.clients.test_security_acl import JAAS, _DictClient, allow, conf, create_acls, produce_errors, _name
-from tests.broker.test_wire_protocol import batch, list_offset
+from tests.support.acl_support import JAAS, DictClient, allow, build_message, create_acls, plain_conf, produce_errors, unique_name
+from tests.support.wire import batch, list_offset
 
 USERS = ("admin", "alice", "bob", "carol", "dave")
 GAP_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
@@ -34,9 +34,9 @@ def gap_broker(tmp_path_factory):
         b.stop()
 
 
-def _login(broker, user: str) -> _DictClient:
+def _login(broker, user: str) -> DictClient:
     """A raw connection authenticated as ``user`` (PLAIN) whose requests are built from dicts."""
-    c = _DictClient(broker.bootstrap("SASL_PLAINTEXT"))
+    c = DictClient(broker.bootstrap("SASL_PLAINTEXT"))
     c.request(17, 1, mechanism="PLAIN")
     assert c.request(36, 2, auth_bytes=f"\0{user}\0{user}-secret".encode()).error_code == 0
     return c
@@ -50,9 +50,9 @@ def _partition_data(topic: str, n: int) -> ProduceRequest.TopicProduceData:
 def test_denied_acks_zero_produce_closes_after_writing_the_allowed(gap_broker) -> None:
     """acks=0 naming a writable and an unwritable topic: the writable one is appended, then the
     connection closes with nothing sent (acks=1 answers TOPIC_AUTHORIZATION_FAILED instead)."""
-    ok, denied = _name("a0-ok-"), _name("a0-no-")
+    ok, denied = unique_name("a0-ok-"), unique_name("a0-no-")
     for t in (ok, denied):
-        assert produce_errors(conf(gap_broker, "admin"), t, 1) == [None]
+        assert produce_errors(plain_conf(gap_broker, "admin"), t, 1) == [None]
     create_acls(gap_broker, allow(ResourceType.TOPIC, ok, AclOperation.WRITE, principal="User:bob"))
     with _login(gap_broker, "bob") as c:
         r = c.request(0, 9, transactional_id=None, acks=1, timeout_ms=5000,
@@ -81,9 +81,9 @@ def test_offset_fetch_answers_denied_topics_per_partition(gap_broker) -> None:
     """KafkaApis.handleOffsetFetchRequest, both paths (v1-7 one group, v8+ groups): a named
     topic without DESCRIBE answers TOPIC_AUTHORIZATION_FAILED with offset -1; with all topics
     requested (null) it is left out; a group without DESCRIBE answers GROUP_AUTHORIZATION_FAILED."""
-    ok, denied, group, other = _name("of-ok-"), _name("of-no-"), _name("of-g-"), _name("of-x-")
+    ok, denied, group, other = unique_name("of-ok-"), unique_name("of-no-"), unique_name("of-g-"), unique_name("of-x-")
     for t in (ok, denied):
-        assert produce_errors(conf(gap_broker, "admin"), t, 1) == [None]
+        assert produce_errors(plain_conf(gap_broker, "admin"), t, 1) == [None]
     _commit(gap_broker, group, {ok: 5, denied: 7})
     create_acls(gap_broker, allow(ResourceType.TOPIC, ok, AclOperation.DESCRIBE, principal="User:bob"),
                 allow(ResourceType.GROUP, group, AclOperation.DESCRIBE, principal="User:bob"))
@@ -119,13 +119,13 @@ def test_offset_fetch_denials_reach_real_clients(gap_broker) -> None:
     from confluent_kafka.admin import AdminClient
     from kafka import KafkaConsumer, TopicPartition as KTP
     from kafka.errors import TopicAuthorizationFailedError
-    ok, denied, group = _name("ofc-ok-"), _name("ofc-no-"), _name("ofc-g-")
+    ok, denied, group = unique_name("ofc-ok-"), unique_name("ofc-no-"), unique_name("ofc-g-")
     for t in (ok, denied):
-        assert produce_errors(conf(gap_broker, "admin"), t, 1) == [None]
+        assert produce_errors(plain_conf(gap_broker, "admin"), t, 1) == [None]
     _commit(gap_broker, group, {ok: 3, denied: 4})
     create_acls(gap_broker, allow(ResourceType.TOPIC, ok, AclOperation.DESCRIBE, principal="User:bob"),
                 allow(ResourceType.GROUP, group, AclOperation.DESCRIBE, principal="User:bob"))
-    bob = AdminClient(conf(gap_broker, "bob"))
+    bob = AdminClient(plain_conf(gap_broker, "bob"))
     fut = bob.list_consumer_group_offsets([ConsumerGroupTopicPartitions(
         group, [TopicPartition(ok, 0), TopicPartition(denied, 0)])])[group]
     got = {tp.topic: (tp.offset, tp.error.code() if tp.error else None) for tp in fut.result(15).topic_partitions}
@@ -196,7 +196,7 @@ def test_talking_connections_and_long_requests_stay_open(idle_broker) -> None:
     long poll) is not idleness; stock clients reconnect after an idle close."""
     from kafka import KafkaProducer
     from tests.support.rawclient import RawClient
-    from tests.broker.test_wire_protocol import create, fetch
+    from tests.support.wire import create, fetch
     md = dict(topics=[], allow_auto_topic_creation=False, include_topic_authorized_operations=False)
     with RawClient(idle_broker.bootstrap_servers) as c:
         for _ in range(8):                        # 1.6 s of talking every 200 ms
@@ -227,7 +227,7 @@ def test_admin_denials_answer_as_kafka(gap_broker) -> None:
     DescribeTransactions' defaults, cluster authorized operations 0 without DESCRIBE on it."""
     from confluent_kafka.admin import AclBinding, ResourcePatternType
     T = 29
-    mine, theirs, spare = _name("ct-carol-"), _name("ct-no-"), _name("ct-cfg-")
+    mine, theirs, spare = unique_name("ct-carol-"), unique_name("ct-no-"), unique_name("ct-cfg-")
     create_acls(gap_broker, allow(ResourceType.TOPIC, mine, AclOperation.CREATE, principal="User:carol"),
                 allow(ResourceType.TOPIC, spare, AclOperation.CREATE, principal="User:carol"),
                 allow(ResourceType.TOPIC, spare, AclOperation.DESCRIBE_CONFIGS, principal="User:carol"),
@@ -290,8 +290,8 @@ def test_transactional_write_is_checked_on_transactional_records(gap_broker) -> 
     """KafkaApis.handleProduceRequest checks WRITE on the transactional id only when the records are
     transactional (first batch of a partition), and denies transactional records that name no
     transactional id; plain records under a named but unauthorized id are written."""
-    topic = _name("txr-")
-    assert produce_errors(conf(gap_broker, "admin"), topic, 1) == [None]
+    topic = unique_name("txr-")
+    assert produce_errors(plain_conf(gap_broker, "admin"), topic, 1) == [None]
     create_acls(gap_broker, allow(ResourceType.TOPIC, topic, AclOperation.WRITE, principal="User:bob"))
 
     def produce(c, txn_id, records) -> list[int]:
@@ -336,7 +336,7 @@ def test_describe_topic_partitions_hides_what_it_must(gap_broker) -> None:
     leaves hidden topics out and its next cursor never names one; visible topics carry their
     authorized operations."""
     import uuid as _uuid
-    prefix = _name("dtp-")
+    prefix = unique_name("dtp-")
     a, hidden, c_ = prefix + "-a", prefix + "-b", prefix + "-c"
     with _login(gap_broker, "admin") as adm:
         r = adm.request(19, 7, topics=[dict(name=n, num_partitions=2, replication_factor=1, assignments=[], configs=[])
@@ -374,8 +374,7 @@ def test_authorized_operations_without_an_authorizer_are_all_supported(samsa_bro
         assert r.topics[0].authorized_operations in (None, -2147483648)         # not asked: not filled in
         r = c.request(15, 5, groups=["ops-g"], include_authorized_operations=True)
         assert r.groups[0].authorized_operations == {3, 6, 8}                    # READ, DELETE, DESCRIBE
-        from tests.clients.test_security_acl import _build
-        hb = _build(REQUESTS[68], dict(group_id="ops-cg", member_id="m1", member_epoch=0, instance_id=None,
+        hb = build_message(REQUESTS[68], dict(group_id="ops-cg", member_id="m1", member_epoch=0, instance_id=None,
                                        rack_id=None, rebalance_timeout_ms=30000, subscribed_topic_names=["ops-t"],
                                        server_assignor=None, topic_partitions=[]))
         assert c.call(hb, RESPONSES[68], 0).error_code == 0
@@ -388,7 +387,7 @@ def test_authorized_operations_without_an_authorizer_are_all_supported(samsa_bro
 def test_consumer_group_describe_fills_in_the_principals_operations(gap_broker) -> None:
     """ConsumerGroupDescribe with include_authorized_operations: the allowed group's operations for
     this principal (KafkaApis.handleConsumerGroupDescribe); a denied group the schema defaults."""
-    group, other = _name("cgd-"), _name("cgd-no-")
+    group, other = unique_name("cgd-"), unique_name("cgd-no-")
     with _login(gap_broker, "admin") as a:
         for g in (group, other):
             r = a.request(68, 0, group_id=g, member_id="m-" + g, member_epoch=0, instance_id=None, rack_id=None,

@@ -8,8 +8,7 @@ import uuid
 import pytest
 
 from tests.support.javaclient import compile, last, requires_java, run_java
-from tests.support.security_support import SecureBroker, make_pki, tls_overrides
-from tests.clients.test_security_sasl import SASL_OVERRIDES
+from tests.support.security_support import SASL_OVERRIDES, SecureBroker, make_pki, tls_overrides
 
 pytestmark = [pytest.mark.java, requires_java]
 JV = "4.3.0"

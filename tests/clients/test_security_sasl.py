@@ -14,24 +14,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 
 from broker.cli import healthcheck
 from tests.support.rawclient import RawClient
-from tests.support.security_support import SecureBroker, make_pki, tls_overrides
-
-PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
-              'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
-SASL_OVERRIDES = {
-    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
-    "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
-    "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-    "samsa.scram.bootstrap.credentials": "SCRAM-SHA-512=[name=alice,password=alice-secret];"
-                                         "SCRAM-SHA-256=[name=alice,password=alice-secret]",
-    "sasl.server.max.receive.size": "65536",
-    "connection.failed.authentication.delay.ms": "0",   # test_failed_login_close_is_delayed sets it
-}
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
+from tests.support.security_support import SASL_OVERRIDES, SecureBroker, tls_overrides
 
 
 @pytest.fixture(scope="module")

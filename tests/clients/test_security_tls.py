@@ -15,14 +15,9 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError
 
 from broker.cli import healthcheck
-from tests.support.security_support import SecureBroker, make_pki, tls_overrides
+from tests.support.security_support import SecureBroker, tls_overrides
 
 KCAT = shutil.which("kcat")
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="module")

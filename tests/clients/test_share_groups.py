@@ -287,11 +287,11 @@ def test_share_apis_need_read_on_group_and_topic(samsa_broker):
 @pytest.mark.parametrize("samsa_cluster", [{"overrides": {k: v for k, v in SHARE_PROPS.items()
                                                           if k != "num.partitions"}}], indirect=True)
 def test_share_consumer_on_a_cluster(samsa_cluster):
-    from tests.cluster.test_cluster import create_topic, metadata, wait_for
+    from tests.support.cluster_support import create_topic_at, metadata, wait_for
 
     boots = samsa_cluster.bootstrap_servers.split(",")
     topic, group = unique("q"), unique("sg")
-    assert create_topic(boots[0], topic, partitions=3, rf=1).error_code == 0
+    assert create_topic_at(boots[0], topic, partitions=3, rf=1).error_code == 0
     parts = wait_for(lambda: all((m := metadata(b))["topics"].get(topic) for b in boots) and m["topics"][topic],
                      what="topic on every broker")
     assert {leader for leader, *_ in parts.values()} == {1, 2, 3}       # one partition led by each broker

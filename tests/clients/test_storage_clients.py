@@ -22,7 +22,7 @@ from protocol import records as rb
 from protocol.errors import ErrorCode
 from tests.support.javaclient import java_available, last, of_type, run_java
 from tests.support.rawclient import RawClient
-from tests.broker.test_wire_protocol import fetch, list_offset
+from tests.support.wire import fetch, list_offset
 
 OVERRIDES = {"log.retention.check.interval.ms": "100", "log.cleaner.backoff.ms": "100",
              "offsets.topic.num.partitions": "2", "group.initial.rebalance.delay.ms": "0"}

@@ -28,8 +28,8 @@ from protocol import records as rb
 from protocol.messages import REQUESTS
 from tests.support.javaclient import last, requires_java, run_java
 from tests.support.rawclient import RawClient
+from tests.support.transactions_support import PARTITIONS, describe_txn, read_all, txn_producer, watermarks
 
-PARTITIONS = 3
 PRODUCE, FETCH, METADATA, OFFSET_FETCH, FIND_COORDINATOR, INIT_PID = 0, 1, 3, 9, 10, 22
 ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT = 24, 25, 26, 28
 DESCRIBE_TXNS, LIST_TXNS, DESCRIBE_PRODUCERS = 65, 66, 61
@@ -50,45 +50,6 @@ def own_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
 
 def name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def txn_producer(bootstrap: str, tid: str, **conf: Any) -> Producer:
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5, **conf})
-    p.init_transactions(20)
-    return p
-
-
-def read_all(bootstrap: str, topic: str, isolation: str, expect: int | None = None,
-             timeout: float = 15.0) -> list[tuple[int, int, bytes]]:
-    """(partition, offset, value) of every record the application sees, from offset 0."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": name("reader"), "isolation.level": isolation,
-                  "enable.auto.commit": False, "auto.offset.reset": "error"})
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        rows: list[tuple[int, int, bytes]] = []
-        deadline = time.monotonic() + timeout
-        quiet_until = None
-        while time.monotonic() < deadline:
-            msgs = c.consume(1000, 0.3)
-            for m in msgs:
-                assert m.error() is None, m.error()
-                rows.append((m.partition(), m.offset(), m.value()))
-            if expect is not None and len(rows) >= expect:
-                if quiet_until is None:
-                    quiet_until = time.monotonic() + 0.5      # make sure nothing else arrives
-                elif time.monotonic() >= quiet_until:
-                    break
-    finally:
-        c.close()
-    return sorted(rows)
-
-
-def watermarks(bootstrap: str, topic: str) -> list[int]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": name("wm")})
-    try:
-        return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)]
-    finally:
-        c.close()
 
 
 # =========================================================================== confluent-kafka
@@ -185,7 +146,7 @@ def test_second_producer_fences_the_first(broker: SamsaBroker) -> None:
     p2.commit_transaction(10)
     assert [v for _, _, v in read_all(bs, topic, "read_committed", expect=1)] == [b"p2"]
     with RawClient(bs) as c:
-        d = describe(c, tid)
+        d = describe_txn(c, tid)
         assert (d.error_code, d.transaction_state, d.producer_epoch) == (0, "CompleteCommit", 2)
 
 
@@ -197,13 +158,13 @@ def test_transaction_left_open_past_its_timeout_is_aborted(broker: SamsaBroker) 
         p.produce(topic, value=b"late-%d" % i, partition=i % PARTITIONS)
     assert p.flush(10) == 0
     with RawClient(bs) as c:
-        d = describe(c, tid)
+        d = describe_txn(c, tid)
         assert (d.transaction_state, d.producer_epoch, d.transaction_timeout_ms) == ("Ongoing", 0, 1500)
         deadline = time.monotonic() + 10
-        while describe(c, tid).transaction_state != "CompleteAbort":
+        while describe_txn(c, tid).transaction_state != "CompleteAbort":
             assert time.monotonic() < deadline, "the coordinator never aborted the transaction"
             time.sleep(0.1)
-        assert describe(c, tid).producer_epoch == 1
+        assert describe_txn(c, tid).producer_epoch == 1
     assert watermarks(bs, topic) == [3] * PARTITIONS                      # 2 records + the ABORT marker
     assert read_all(bs, topic, "read_committed", timeout=2) == []
     with pytest.raises(KafkaException) as info:
@@ -250,10 +211,6 @@ def add_partitions(c: RawClient, tid: str, pid: int, epoch: int, parts: dict[str
 def end_txn(c: RawClient, tid: str, pid: int, epoch: int, commit: bool, version: int = 3) -> int:
     return c.request(END_TXN, version, transactional_id=tid, producer_id=pid, producer_epoch=epoch,
                      committed=commit).error_code
-
-
-def describe(c: RawClient, tid: str) -> Any:
-    return c.request(DESCRIBE_TXNS, 0, transactional_ids=[tid]).transaction_states[0]
 
 
 def produce_txn(c: RawClient, tid: str, topic: str, pid: int, epoch: int, seq: int, n: int, partition: int = 0) -> Any:
@@ -305,7 +262,7 @@ def test_restart_between_add_partitions_and_end_txn(own_broker: SamsaBroker, kil
         assert produce_txn(c, tid, topic, pid, epoch, 0, 5).error_code == 0
     own_broker.restart(kill)
     with RawClient(own_broker.bootstrap_servers) as c:
-        d = describe(c, tid)
+        d = describe_txn(c, tid)
         assert (d.transaction_state, d.producer_id, [(t.topic, t.partitions) for t in d.topics]) == \
             ("Ongoing", pid, [(topic, [0])])
         part = fetch_committed(c, topic)
@@ -318,7 +275,7 @@ def test_restart_between_add_partitions_and_end_txn(own_broker: SamsaBroker, kil
             assert part.aborted_transactions == []
         else:
             assert [(a.producer_id, a.first_offset) for a in part.aborted_transactions] == [(pid, 0)]
-        assert describe(c, tid).transaction_state == ("CompleteCommit" if commit else "CompleteAbort")
+        assert describe_txn(c, tid).transaction_state == ("CompleteCommit" if commit else "CompleteAbort")
         assert end_txn(c, tid, pid, epoch, commit) == 0                    # a retry is answered the same
 
 
@@ -339,7 +296,7 @@ def test_start_up_finishes_a_transaction_caught_after_prepare_commit(own_broker:
         assert c.request(ADD_OFFSETS, 3, transactional_id=tid, producer_id=pid, producer_epoch=epoch,
                          group_id=group).error_code == 0
         assert txn_commit(c, tid, group, pid, epoch, {topic: {0: 3, 1: 2}}) == {(topic, 0): 0, (topic, 1): 0}
-        started = describe(c, tid).transaction_start_time_ms
+        started = describe_txn(c, tid).transaction_start_time_ms
     own_broker.stop()
     logs = LogManager(BrokerConfig({"log.dirs": str(own_broker.data_dir)}))
     logs.load()
@@ -351,7 +308,7 @@ def test_start_up_finishes_a_transaction_caught_after_prepare_commit(own_broker:
     logs.shutdown()
     own_broker.start()
     with RawClient(own_broker.bootstrap_servers) as c:
-        assert describe(c, tid).transaction_state == "CompleteCommit"
+        assert describe_txn(c, tid).transaction_state == "CompleteCommit"
         assert values(fetch_committed(c, topic, 0).records) == [f"{topic}-{i}".encode() for i in range(3)]
         assert values(fetch_committed(c, topic, 1).records) == [f"{topic}-{i}".encode() for i in range(2)]
         assert offset_fetch(c, group, topic, [0, 1], require_stable=True) == {0: (3, 0), 1: (2, 0)}
@@ -413,7 +370,7 @@ def test_bad_input_gets_kafkas_error_codes(broker: SamsaBroker) -> None:
         assert add_partitions(c, tid, pid, epoch, {topic: [0], "no-such-topic": [0], }) == \
             {(topic, 0): 55, ("no-such-topic", 0): 3}
         assert add_partitions(c, tid, pid, epoch, {topic: [0, 99]}) == {(topic, 0): 55, (topic, 99): 3}
-        d = describe(c, tid)
+        d = describe_txn(c, tid)
         assert (d.error_code, d.transaction_state, d.topics) == (0, "Empty", [])
         assert end_txn(c, tid, pid, epoch, True) == 48                        # nothing to end
         # TxnOffsetCommit with a wrong epoch
@@ -441,7 +398,7 @@ def test_operator_apis(broker: SamsaBroker) -> None:
         pid, epoch = r.producer_id, r.producer_epoch
         add_partitions(c, tid, pid, epoch, {topic: [0]})
         produce_txn(c, tid, topic, pid, epoch, 0, 4)
-        d = describe(c, tid)
+        d = describe_txn(c, tid)
         assert (d.transaction_state, d.producer_id, d.producer_epoch, [(t.topic, t.partitions) for t in d.topics]) == \
             ("Ongoing", pid, epoch, [(topic, [0])])
         assert c.request(DESCRIBE_TXNS, 0, transactional_ids=[name("nope")]).transaction_states[0].error_code == 105
@@ -504,7 +461,7 @@ def test_java_producer_fenced_by_a_younger_instance(broker: SamsaBroker, version
     assert done["older_failure"] in ("ProducerFencedException", "InvalidProducerEpochException"), done
     assert [v for _, _, v in read_all(bs, topic, "read_committed", expect=1)] == [b"younger-1"]
     with RawClient(bs) as c:
-        d = describe(c, tid)
+        d = describe_txn(c, tid)
         assert (d.transaction_state, d.producer_epoch >= 1) == ("CompleteCommit", True)
 
 

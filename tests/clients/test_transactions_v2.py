@@ -16,7 +16,7 @@ from protocol import records as rb
 from protocol.messages import REQUESTS
 from tests.support.javaclient import last, requires_java, run_java
 from tests.support.rawclient import RawClient
-from tests.clients.test_transactions_clients import read_all
+from tests.support.transactions_support import read_all
 
 PARTITIONS = 3
 JAVA = "4.3.0"

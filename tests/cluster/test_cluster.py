@@ -15,6 +15,7 @@ from kafka.protocol.admin import CreateTopicsRequest
 from broker.testing.local_cluster import find_etcd
 from broker.testing import SamsaBroker, free_port
 from broker.testing.ports import free_port_run
+from tests.support.cluster_support import create_topic_at, metadata, wait_for
 from tests.support.rawclient import RawClient
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
@@ -24,46 +25,12 @@ CT = CreateTopicsRequest.CreatableTopic
 CTA = CT.CreatableReplicaAssignment
 
 
-def metadata(bootstrap: str) -> dict:
-    with RawClient(bootstrap) as c:
-        r = c.request(3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
-    return {"brokers": sorted(b.node_id for b in r.brokers), "controller": r.controller_id,
-            "cluster_id": r.cluster_id,
-            "topics": {t.name: {p.partition_index: (p.leader_id, p.leader_epoch, tuple(p.replica_nodes),
-                                                    tuple(p.isr_nodes))
-                                for p in t.partitions} for t in r.topics}}
-
-
-def create_topic(bootstrap: str, name: str, partitions: int = 1, rf: int = 3, assignments=None):
-    with RawClient(bootstrap) as c:
-        t = CT(name=name, num_partitions=-1 if assignments else partitions,
-               replication_factor=-1 if assignments else rf,
-               assignments=[CTA(partition_index=i, broker_ids=a) for i, a in enumerate(assignments or [])],
-               configs=[])
-        return c.request(19, 7, topics=[t], timeout_ms=10000, validate_only=False).topics[0]
-
-
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-        except (OSError, ConnectionError) as exc:
-            last = exc
-        else:
-            if last:
-                return last
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
-
-
 def test_three_brokers_agree_and_replicas_are_placed(samsa_cluster) -> None:
     c = samsa_cluster
     boots = c.bootstrap_servers.split(",")
     first = metadata(boots[0])
     assert first["brokers"] == [1, 2, 3] and first["controller"] in (1, 2, 3)
-    r = create_topic(boots[1], "rf3", partitions=3, rf=3)
+    r = create_topic_at(boots[1], "rf3", partitions=3, rf=3)
     assert (r.error_code, r.num_partitions, r.replication_factor) == (0, 3, 3)
     views = [wait_for(lambda b=b: (m := metadata(b))["topics"].get("rf3") and m, what=f"rf3 on {b}") for b in boots]
     for v in views:
@@ -77,14 +44,14 @@ def test_three_brokers_agree_and_replicas_are_placed(samsa_cluster) -> None:
     assert {parts[p][0] for p in parts} == {1, 2, 3}       # leadership spread over the brokers
     assert c.leader("rf3", 0) == parts[0][0]
 
-    r4 = create_topic(boots[2], "rf4", rf=4)
+    r4 = create_topic_at(boots[2], "rf4", rf=4)
     assert r4.error_code == 37 + 1  # INVALID_REPLICATION_FACTOR
     assert "only 3 broker(s) are registered" in r4.error_message
-    manual = create_topic(boots[0], "manual", assignments=[[3, 1], [2, 3]])
+    manual = create_topic_at(boots[0], "manual", assignments=[[3, 1], [2, 3]])
     assert manual.error_code == 0 and manual.replication_factor == 2
     got = wait_for(lambda: metadata(boots[2])["topics"].get("manual"), what="manual topic")
     assert got[0][2] == (3, 1) and got[1][2] == (2, 3) and got[0][0] == 3
-    bad = create_topic(boots[0], "bad", assignments=[[1, 7]])
+    bad = create_topic_at(boots[0], "bad", assignments=[[1, 7]])
     assert bad.error_code == 39  # INVALID_REPLICATION_ASSIGNMENT: broker 7 is not registered
     with RawClient(boots[1]) as cl:
         dc = cl.request(60, 0, include_cluster_authorized_operations=False)
@@ -94,7 +61,7 @@ def test_three_brokers_agree_and_replicas_are_placed(samsa_cluster) -> None:
 def test_killed_leader_is_replaced_from_the_isr_with_a_new_epoch(samsa_cluster) -> None:
     c = samsa_cluster
     boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
-    assert create_topic(boots[1], "fo", rf=3).error_code == 0
+    assert create_topic_at(boots[1], "fo", rf=3).error_code == 0
     leader, epoch, replicas, isr = wait_for(lambda: metadata(boots[1])["topics"].get("fo"), what="fo")[0]
     c.kill(leader)
     survivor = next(b for b in boots if b != leader)
@@ -121,17 +88,17 @@ def test_kill_the_controller_another_takes_over_and_topics_can_be_created(samsa_
     new = wait_for(lambda: (n := c.controller()) not in (-1, old) and n, timeout=20, what="a new controller")
     assert new in rest
     wait_for(lambda: all(metadata(boots[b])["controller"] == new for b in rest), what="brokers see the controller")
-    r = create_topic(boots[rest[0]], "after", partitions=2, rf=2)
+    r = create_topic_at(boots[rest[0]], "after", partitions=2, rf=2)
     assert r.error_code == 0
     got = wait_for(lambda: metadata(boots[rest[1]])["topics"].get("after"), what="the topic")
     assert all(set(p[2]) == set(rest) for p in got.values())
-    assert create_topic(boots[rest[0]], "after3", rf=3).error_code == 38   # only 2 live brokers now
+    assert create_topic_at(boots[rest[0]], "after3", rf=3).error_code == 38   # only 2 live brokers now
 
 
 def test_controlled_shutdown_moves_leadership_first(samsa_cluster) -> None:
     c = samsa_cluster
     boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
-    assert create_topic(boots[1], "cs", rf=3).error_code == 0
+    assert create_topic_at(boots[1], "cs", rf=3).error_code == 0
     leader, epoch, _, _ = wait_for(lambda: metadata(boots[1])["topics"].get("cs"), what="cs")[0]
     started = time.monotonic()
     assert c.stop(leader) == 0
@@ -145,7 +112,7 @@ def test_controlled_shutdown_moves_leadership_first(samsa_cluster) -> None:
 def test_brokers_reconnect_after_etcd_restarts(samsa_cluster) -> None:
     c = samsa_cluster
     boots = c.bootstrap_servers.split(",")
-    assert create_topic(boots[0], "before", rf=3).error_code == 0
+    assert create_topic_at(boots[0], "before", rf=3).error_code == 0
     before = wait_for(lambda: metadata(boots[2])["topics"].get("before"), what="before")
     c.stop_etcd()
     # etcd down: brokers answer from the image they have; a metadata change waits, then times out
@@ -159,7 +126,7 @@ def test_brokers_reconnect_after_etcd_restarts(samsa_cluster) -> None:
         assert r.error_code == 7 and 1.2 < time.monotonic() - t0 < 10   # REQUEST_TIMED_OUT
     c.start_etcd()
     # brokers kept their leases (TTL 3 s > the outage) or registered again; writes work again
-    r = wait_for(lambda: (x := create_topic(boots[1], "after-etcd", rf=3)).error_code == 0 and x, timeout=30,
+    r = wait_for(lambda: (x := create_topic_at(boots[1], "after-etcd", rf=3)).error_code == 0 and x, timeout=30,
                  what="a topic created after etcd restarted")
     assert r.num_partitions == 1
     for b in boots:
@@ -197,7 +164,7 @@ def test_samsa_cluster_command_prints_bootstrap_and_stops_on_sigterm(tmp_path) -
                 break
         assert lines[-1].strip() == f"127.0.0.1:{base},127.0.0.1:{base + 1}", "".join(lines)
         assert metadata(f"127.0.0.1:{base + 1}")["brokers"] == [1, 2]
-        r = create_topic(f"127.0.0.1:{base}", "four", partitions=-1, rf=2)
+        r = create_topic_at(f"127.0.0.1:{base}", "four", partitions=-1, rf=2)
         assert (r.error_code, r.num_partitions) == (0, 4)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -209,7 +176,7 @@ def test_samsa_cluster_command_prints_bootstrap_and_stops_on_sigterm(tmp_path) -
 def test_a_paused_leader_loses_its_lease_and_comes_back_registered_again(samsa_cluster) -> None:
     c = samsa_cluster
     boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
-    assert create_topic(boots[1], "hung", rf=3).error_code == 0
+    assert create_topic_at(boots[1], "hung", rf=3).error_code == 0
     leader, epoch, _, isr = wait_for(lambda: metadata(boots[1])["topics"].get("hung"), what="hung")[0]
     c.pause(leader)                               # SIGSTOP: a hung broker keeps its sockets
     other = next(b for b in boots if b != leader)
@@ -242,7 +209,7 @@ def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(samsa_clus
     from kafka.protocol.admin import ElectLeadersRequest
     c = samsa_cluster
     boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
-    assert create_topic(boots[1], "pref", assignments=[[1, 2, 3]]).error_code == 0
+    assert create_topic_at(boots[1], "pref", assignments=[[1, 2, 3]]).error_code == 0
     assert c.stop(1) == 0                               # controlled shutdown: 2 leads now
     assert metadata(boots[2])["topics"]["pref"][0][0] == 2
     with RawClient(boots[2]) as cl:
@@ -304,7 +271,7 @@ def test_partition_reassignment_starts_lists_completes_and_cancels(samsa_cluster
     T, P = APR.ReassignableTopic, APR.ReassignableTopic.ReassignablePartition
     c = samsa_cluster
     boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
-    assert create_topic(boots[1], "mv", assignments=[[1, 2], [1, 2]]).error_code == 0
+    assert create_topic_at(boots[1], "mv", assignments=[[1, 2], [1, 2]]).error_code == 0
     assert c.stop(3) == 0      # registered but down: it cannot join the ISR, so a move to it stays ongoing
 
     def alter(*parts):
@@ -338,7 +305,7 @@ def test_reassignment_with_replication_moves_the_data_and_completes(samsa_cluste
     T, P = APR.ReassignableTopic, APR.ReassignableTopic.ReassignablePartition
     c = samsa_cluster
     boots = c.bootstrap_servers.split(",")
-    assert create_topic(boots[0], "moved", assignments=[[1, 2]]).error_code == 0
+    assert create_topic_at(boots[0], "moved", assignments=[[1, 2]]).error_code == 0
     producer = KafkaProducer(bootstrap_servers=boots[0], acks="all")
     for i in range(100):
         producer.send("moved", b"v%d" % i)
@@ -362,7 +329,7 @@ def test_reassignment_with_replication_moves_the_data_and_completes(samsa_cluste
     4: {"broker.rack": "rack-b"}}}], indirect=True)
 def test_rack_aware_placement(samsa_cluster) -> None:
     boots = samsa_cluster.bootstrap_servers.split(",")
-    assert create_topic(boots[0], "racks", partitions=8, rf=2).error_code == 0
+    assert create_topic_at(boots[0], "racks", partitions=8, rf=2).error_code == 0
 
     def metadata():   # broker 4 learns of the topic when it has replayed the record (a moment later)
         with RawClient(boots[3]) as c:

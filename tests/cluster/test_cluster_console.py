@@ -13,7 +13,7 @@ import pytest
 from broker.observability.cluster_view import PEER_TIMEOUT_S
 from broker.testing.local_cluster import LocalCluster, find_etcd
 from coordinator.hashing import partition_for_group
-from tests.cluster.test_cluster_observe import FAST, _Tables, create_topic, http_overrides, url
+from tests.support.cluster_support import FAST_REPLICATION, ConsoleTables, create_topic, http_overrides, url
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
@@ -24,7 +24,7 @@ INTERNAL_PARTITIONS = 6
 def page(c: LocalCluster, node: int, path: str) -> tuple[str, dict[str, list[list[str]]]]:
     resp = httpx.get(url(c, node) + path, timeout=15)
     assert resp.status_code == 200, resp.text
-    parser = _Tables()
+    parser = ConsoleTables()
     parser.feed(resp.text)
     return resp.text, parser.tables
 
@@ -45,7 +45,7 @@ def key_led_by(c: LocalCluster, topic: str, prefix: str, node: int) -> str:
 
 
 @pytest.mark.parametrize("samsa_cluster", [{
-    "overrides": {**FAST, "group.initial.rebalance.delay.ms": "0", "broker.session.timeout.ms": "30000",
+    "overrides": {**FAST_REPLICATION, "group.initial.rebalance.delay.ms": "0", "broker.session.timeout.ms": "30000",
                   "offsets.topic.num.partitions": str(INTERNAL_PARTITIONS),
                   "transaction.state.log.num.partitions": str(INTERNAL_PARTITIONS)},
     # broker 3 runs without samsa.http.listener: its groups' timelines cannot be read

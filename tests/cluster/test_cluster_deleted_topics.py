@@ -7,14 +7,13 @@ from __future__ import annotations
 import pytest
 
 from broker.testing.local_cluster import LocalCluster, find_etcd
+from tests.support.cluster_support import FAST_GROUPS, commit_topic, coordinator_of, create_topic_at
 from tests.support.rawclient import RawClient
-from tests.cluster.test_cluster import create_topic
-from tests.cluster.test_cluster_topic_catalog import FAST, commit_topic, coordinator_of
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
 
-ONE_OFFSETS_REPLICA = {**FAST, "offsets.topic.num.partitions": "1", "offsets.topic.replication.factor": "1"}
+ONE_OFFSETS_REPLICA = {**FAST_GROUPS, "offsets.topic.num.partitions": "1", "offsets.topic.replication.factor": "1"}
 
 
 def committed(c: LocalCluster, node: int, group: str) -> dict[tuple[str, int], int]:
@@ -34,7 +33,7 @@ def test_a_coordinator_loading_after_a_deletion_drops_the_deleted_topics_offsets
     coord = coordinator_of(c, group)
     host = min(b for b in c.brokers if b != coord)
     for name in ("gone", "kept"):
-        assert create_topic(c.brokers[host].bootstrap_servers, name, assignments=[[host]]).error_code == 0
+        assert create_topic_at(c.brokers[host].bootstrap_servers, name, assignments=[[host]]).error_code == 0
     c.wait_for(lambda: c.leader("gone", 0) == host and c.leader("kept", 0) == host, what="leaders")
     with RawClient(c.brokers[coord].bootstrap_servers) as rc:
         for name, offset in (("gone", 5), ("kept", 3)):

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from broker.testing.local_cluster import find_etcd
-from tests.cluster.test_cluster import create_topic, metadata, wait_for
+from tests.support.cluster_support import create_topic_at, metadata, wait_for
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
@@ -42,7 +42,7 @@ def test_not_leader_armed_on_the_leader_fires_there_only_and_the_record_is_store
     c = samsa_cluster
     topic = f"faulty-{uuid.uuid4().hex[:8]}"
     boots = c.bootstrap_servers.split(",")
-    r = create_topic(boots[0], topic, partitions=1, rf=3)
+    r = create_topic_at(boots[0], topic, partitions=1, rf=3)
     assert r.error_code == 0
     # every broker knows the partition with its full ISR, so acks=all needs no waiting on followers
     for b in boots:

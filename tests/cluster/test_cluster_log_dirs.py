@@ -6,24 +6,15 @@ import pytest
 from kafka import KafkaProducer
 
 from broker.testing.local_cluster import LocalCluster, find_etcd
-from tests.support.rawclient import RawClient
-from tests.cluster.test_cluster import create_topic
+from tests.support.cluster_support import create_topic_at, log_dirs
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
 
 
-def log_dirs(bootstrap: str) -> dict[str, dict[int, int]]:
-    with RawClient(bootstrap) as c:
-        r = c.request(35, 4, topics=None)
-    assert r.error_code == 0 and len(r.results) == 1 and r.results[0].error_code == 0
-    return {t.name: {p.partition_index: p.partition_size for p in t.partitions}
-            for t in r.results[0].topics if not t.name.startswith("__")}
-
-
 def test_each_broker_lists_only_its_replicas(samsa_cluster: LocalCluster) -> None:
     c = samsa_cluster
-    assert create_topic(c.brokers[1].bootstrap_servers, "placed", assignments=[[1, 2], [2, 3], [3, 1]]).error_code == 0
+    assert create_topic_at(c.brokers[1].bootstrap_servers, "placed", assignments=[[1, 2], [2, 3], [3, 1]]).error_code == 0
     c.wait_for(lambda: all(c.leader("placed", p) >= 0 for p in range(3)), what="leaders")
     producer = KafkaProducer(bootstrap_servers=c.bootstrap_servers, acks="all")
     for p in range(3):

@@ -16,7 +16,7 @@ from protocol.errors import ErrorCode
 from protocol.messages import REQUESTS
 from protocol.records import build_batch
 from tests.support.rawclient import RawClient
-from tests.cluster.test_cluster import create_topic
+from tests.support.cluster_support import create_topic_at
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
@@ -36,7 +36,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
                      overrides={"broker.session.timeout.ms": "3000", "log.cleaner.enable": "false"})
     try:
         c.start()
-        assert create_topic(c.brokers[1].bootstrap_servers, TOPIC, assignments=[[1], [1]]).error_code == 0
+        assert create_topic_at(c.brokers[1].bootstrap_servers, TOPIC, assignments=[[1], [1]]).error_code == 0
         c.wait_for(lambda: all(c.leader(TOPIC, p) == 1 for p in (0, 1)), what=f"{TOPIC} led by broker 1")
         # broker 3 has replayed the topic (its Metadata names it)
         c.wait_for(lambda: TOPIC in _metadata_topics(c.brokers[ASKED].bootstrap_servers), what="broker 3's image")

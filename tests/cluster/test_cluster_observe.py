@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import time
-from html.parser import HTMLParser
 from pathlib import Path
 
 import httpx
@@ -14,21 +13,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.testing.local_cluster import LocalCluster, find_etcd
-from broker.testing import free_port
-from tests.support.cluster_support import create_topic
+from tests.support.cluster_support import FAST_REPLICATION, ConsoleTables, create_topic, http_overrides, url
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
-
-FAST = {"replica.fetch.wait.max.ms": "200", "replica.fetch.backoff.ms": "100", "log.cleaner.enable": "false"}
-
-
-def http_overrides() -> dict[int, dict[str, str]]:
-    return {n: {"samsa.http.listener": f"http://127.0.0.1:{free_port()}"} for n in (1, 2, 3)}
-
-
-def url(c: LocalCluster, node: int) -> str:
-    return c.brokers[node].overrides["samsa.http.listener"]
 
 
 def scrape(c: LocalCluster, node: int) -> dict[tuple[str, tuple], float]:
@@ -46,54 +34,19 @@ def produce(c: LocalCluster, node: int, topic: str, values: list[bytes], acks: i
     from kafka.protocol.producer import ProduceRequest
 
     from tests.support.rawclient import RawClient
-    from tests.broker.test_replication_inprocess import _batch
+    from tests.support.wire import value_batch
 
     td = ProduceRequest.TopicProduceData(name=topic, partition_data=[
-        ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(_batch(values)))])
+        ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(value_batch(values)))])
     with RawClient(c.brokers[node].bootstrap_servers, timeout=30) as client:
         resp = client.request(0, 9, transactional_id=None, acks=acks, timeout_ms=15000, topic_data=[td])
     return resp.responses[0].partition_responses[0].error_code
 
 
-class _Tables(HTMLParser):
-    """The console's tables as {class: [[cell text, ...], ...]} (body rows only)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: dict[str, list[list[str]]] = {}
-        self._table: str | None = None
-        self._row: list[str] | None = None
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list) -> None:
-        if tag == "table":
-            self._table = dict(attrs).get("class") or ""
-            self.tables[self._table] = []
-        elif tag == "tr" and self._table is not None:
-            self._row = []
-        elif tag == "td" and self._row is not None:
-            self._cell = []
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "td" and self._cell is not None and self._row is not None:
-            self._row.append("".join(self._cell).strip())
-            self._cell = None
-        elif tag == "tr" and self._row is not None and self._table is not None:
-            if self._row:
-                self.tables[self._table].append(self._row)
-            self._row = None
-        elif tag == "table":
-            self._table = None
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-
-
 def tables(c: LocalCluster, node: int, path: str) -> dict[str, list[list[str]]]:
     resp = httpx.get(url(c, node) + path, timeout=10)
     assert resp.status_code == 200, resp.text
-    parser = _Tables()
+    parser = ConsoleTables()
     parser.feed(resp.text)
     return parser.tables
 
@@ -116,7 +69,7 @@ def expected_counts(c: LocalCluster, node: int) -> tuple[int, int]:
 
 @pytest.mark.parametrize("samsa_cluster", [{
     # a long broker session: a paused follower leaves the ISR by replica lag, never by fencing
-    "overrides": {**FAST, "replica.lag.time.max.ms": "1000", "broker.session.timeout.ms": "30000"},
+    "overrides": {**FAST_REPLICATION, "replica.lag.time.max.ms": "1000", "broker.session.timeout.ms": "30000"},
     "broker_overrides": http_overrides()}], indirect=True, ids=["http"])
 def test_metrics_and_console_of_a_cluster(samsa_cluster: LocalCluster) -> None:
     c = samsa_cluster
@@ -167,7 +120,7 @@ def test_metrics_and_console_of_a_cluster(samsa_cluster: LocalCluster) -> None:
     for n in (1, 2, 3):
         resp = c.wait_for(lambda n=n: (r := httpx.get(url(c, n) + "/topics/solo", timeout=10)).status_code == 200
                           and r, timeout=10, what=f"/topics/solo on {n}")
-        parser = _Tables()
+        parser = ConsoleTables()
         parser.feed(resp.text)
         row = parser.tables["partitions"][0]
         assert row[:4] == ["0", "1", "1", "1"] and row[-1] == "0"
@@ -211,7 +164,7 @@ def test_metrics_and_console_of_a_cluster(samsa_cluster: LocalCluster) -> None:
         assert not log_lines(c, n, "ISR shrunk", partition="obs1-0")
 
 
-@pytest.mark.parametrize("samsa_cluster", [{"overrides": {**FAST, "replica.lag.time.max.ms": "1500"},
+@pytest.mark.parametrize("samsa_cluster", [{"overrides": {**FAST_REPLICATION, "replica.lag.time.max.ms": "1500"},
                                             "broker_overrides": http_overrides()}], indirect=True, ids=["http"])
 def test_leader_failover_is_logged_and_shown(samsa_cluster: LocalCluster) -> None:
     c = samsa_cluster
@@ -277,7 +230,7 @@ def test_leader_failover_is_logged_and_shown(samsa_cluster: LocalCluster) -> Non
         assert [r[4] for r in tables(c, b, "/")["brokers"]] == ["yes", "yes", "yes"]
 
 
-@pytest.mark.parametrize("samsa_cluster", [{"overrides": {**FAST, "group.initial.rebalance.delay.ms": "0"},
+@pytest.mark.parametrize("samsa_cluster", [{"overrides": {**FAST_REPLICATION, "group.initial.rebalance.delay.ms": "0"},
                                             "broker_overrides": http_overrides()}], indirect=True, ids=["http"])
 def test_consumer_group_lag_on_the_coordinator(samsa_cluster: LocalCluster) -> None:
     """kafka_consumergroup_* come from the group's coordinator (the leader of its

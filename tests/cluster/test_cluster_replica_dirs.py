@@ -12,8 +12,7 @@ from kafka.protocol.admin import AlterPartitionReassignmentsRequest as APR
 
 from broker.testing.local_cluster import LocalCluster, find_etcd
 from tests.support.rawclient import RawClient
-from tests.cluster.test_cluster import create_topic
-from tests.cluster.test_cluster_log_dirs import log_dirs
+from tests.support.cluster_support import create_topic_at, log_dirs
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
@@ -48,7 +47,7 @@ def test_each_broker_data_dir_holds_exactly_its_replicas(samsa_cluster: LocalClu
     c = samsa_cluster
     placed = {"rf1": [[1], [2], [3], [1]], "rf2": [[1, 2], [2, 3], [3, 1]]}
     for name, parts in placed.items():
-        assert create_topic(c.brokers[1].bootstrap_servers, name, assignments=parts).error_code == 0
+        assert create_topic_at(c.brokers[1].bootstrap_servers, name, assignments=parts).error_code == 0
     c.wait_for(lambda: all(c.image().partition(t, p).isr == tuple(rs) for t, ps in placed.items()
                            for p, rs in enumerate(ps)), what="full ISRs")
     produce(c, "rf1", 4)
@@ -70,8 +69,8 @@ def test_each_broker_data_dir_holds_exactly_its_replicas(samsa_cluster: LocalClu
 def test_a_replica_moved_away_or_deleted_loses_its_files(samsa_cluster: LocalCluster) -> None:
     c = samsa_cluster
     T, P = APR.ReassignableTopic, APR.ReassignableTopic.ReassignablePartition
-    assert create_topic(c.brokers[1].bootstrap_servers, "mv", assignments=[[1, 2], [1, 2]]).error_code == 0
-    assert create_topic(c.brokers[1].bootstrap_servers, "away", assignments=[[2, 3]]).error_code == 0
+    assert create_topic_at(c.brokers[1].bootstrap_servers, "mv", assignments=[[1, 2], [1, 2]]).error_code == 0
+    assert create_topic_at(c.brokers[1].bootstrap_servers, "away", assignments=[[2, 3]]).error_code == 0
     c.wait_for(lambda: c.image().partition("mv", 0).isr == (1, 2) and c.image().partition("away", 0).isr == (2, 3),
                what="full ISRs")
     produce(c, "mv", 2)

@@ -12,17 +12,13 @@ import pytest
 
 from broker.testing.local_cluster import LocalCluster, find_etcd
 from protocol.messages import REQUESTS
+from tests.support.cluster_support import FAST_GROUPS, commit_topic, coordinator_of, create_topic_at, one_broker
 from tests.support.rawclient import RawClient
-from tests.cluster.test_cluster import create_topic
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
 
-FAST = {"replica.fetch.wait.max.ms": "200", "replica.fetch.backoff.ms": "100", "log.cleaner.enable": "false",
-        "offsets.topic.num.partitions": "6", "group.initial.rebalance.delay.ms": "0",
-        "group.consumer.min.session.timeout.ms": "1000", "group.consumer.session.timeout.ms": "6000",
-        "group.consumer.min.heartbeat.interval.ms": "100", "group.consumer.heartbeat.interval.ms": "500"}
-CLUSTER = pytest.mark.parametrize("samsa_cluster", [{"overrides": FAST}], indirect=True, ids=["fast"])
+CLUSTER = pytest.mark.parametrize("samsa_cluster", [{"overrides": FAST_GROUPS}], indirect=True, ids=["fast"])
 DTP = 75
 OCT = REQUESTS[8].OffsetCommitRequestTopic
 OCP = OCT.OffsetCommitRequestPartition
@@ -30,39 +26,19 @@ OFG = REQUESTS[9].OffsetFetchRequestGroup
 ODT = REQUESTS[47].OffsetDeleteRequestTopic
 
 
-def commit_topic(partition: int, offset: int, metadata: str, name: str | None = None,
-                 topic_id: uuid.UUID | None = None) -> Any:
-    return OCT(name=name, topic_id=topic_id or uuid.UUID(int=0), partitions=[OCP(
-        partition_index=partition, committed_offset=offset, committed_leader_epoch=-1, committed_metadata=metadata)])
-
-
-def one(c: LocalCluster) -> str:
-    """One broker's address (a raw client talks to one broker; any of them answers these)."""
-    return c.brokers[min(c.brokers)].bootstrap_servers
-
-
-def coordinator_of(c: LocalCluster, group: str) -> int:
-    """The group's coordinator (FindCoordinator v3), once __consumer_offsets has a leader."""
-    def ask() -> int | None:
-        with RawClient(one(c)) as rc:
-            r = rc.request(10, 3, key=group, key_type=0)
-        return r.node_id if r.error_code == 0 else None
-    return c.wait_for(ask, timeout=30, what=f"a coordinator for {group}")
-
-
 def remote_topic(c: LocalCluster, group: str, name: str, partitions: int) -> tuple[int, int]:
     """Create ``name`` with RF=1, every partition on one broker that is not ``group``'s coordinator;
     returns (coordinator, host)."""
     coord = coordinator_of(c, group)
     host = min(b for b in c.brokers if b != coord)
-    r = create_topic(one(c), name, assignments=[[host]] * partitions)
+    r = create_topic_at(one_broker(c), name, assignments=[[host]] * partitions)
     assert r.error_code == 0, r
     c.wait_for(lambda: all(c.leader(name, p) == host for p in range(partitions)), what=f"{name} led by {host}")
     return coord, host
 
 
 def topic_id_of(c: LocalCluster, name: str) -> uuid.UUID:
-    with RawClient(one(c)) as rc:
+    with RawClient(one_broker(c)) as rc:
         r = rc.request(3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
     (tid,) = [t.topic_id for t in r.topics if t.name == name]
     assert tid != uuid.UUID(int=0)
@@ -128,8 +104,8 @@ def test_describe_topic_partitions_lists_every_topic_from_every_broker(samsa_clu
     c = samsa_cluster
     hosts = sorted(c.brokers)
     for i, b in enumerate(hosts):        # one RF=1 topic on each broker, one RF=3
-        assert create_topic(one(c), f"only{b}", assignments=[[b], [b]]).error_code == 0
-    assert create_topic(one(c), "all3", partitions=1, rf=3).error_code == 0
+        assert create_topic_at(one_broker(c), f"only{b}", assignments=[[b], [b]]).error_code == 0
+    assert create_topic_at(one_broker(c), "all3", partitions=1, rf=3).error_code == 0
     names = [f"only{b}" for b in hosts]
     c.wait_for(lambda: all(c.leader(n, p) >= 0 for n in names for p in (0, 1)) and c.leader("all3", 0) >= 0,
                what="leaders")
@@ -196,7 +172,7 @@ def test_transaction_with_offsets_on_a_topic_hosted_elsewhere(samsa_cluster: Loc
     group_coord = coordinator_of(c, group)
 
     def txn_coordinator(txn_id: str) -> int | None:
-        with RawClient(one(c)) as rc:
+        with RawClient(one_broker(c)) as rc:
             r = rc.request(10, 3, key=txn_id, key_type=1)
         return r.node_id if r.error_code == 0 else None
     txn_id = next(t for t in (f"tx-remote-{i}" for i in range(200))
@@ -205,7 +181,7 @@ def test_transaction_with_offsets_on_a_topic_hosted_elsewhere(samsa_cluster: Loc
     txn_coord = c.wait_for(lambda: txn_coordinator(txn_id), what="the transaction coordinator")
     assert (txn_coord == group_coord) == same_coordinator
     host = min(b for b in c.brokers if b not in (group_coord, txn_coord))
-    assert create_topic(one(c), "txremote", assignments=[[host]]).error_code == 0
+    assert create_topic_at(one_broker(c), "txremote", assignments=[[host]]).error_code == 0
     c.wait_for(lambda: c.leader("txremote", 0) == host, what="txremote led by its only replica")
 
     meta = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": group})
@@ -244,7 +220,7 @@ def test_deleting_a_topic_drops_its_committed_offsets_on_the_coordinator(samsa_c
     c = samsa_cluster
     group = "g-deleted"
     coord, host = remote_topic(c, group, "gone", 1)
-    assert create_topic(one(c), "stays", assignments=[[host]]).error_code == 0
+    assert create_topic_at(one_broker(c), "stays", assignments=[[host]]).error_code == 0
     with RawClient(c.brokers[coord].bootstrap_servers) as rc:
         r = rc.request(8, 8, group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
                        topics=[commit_topic(0, 9, "", name="gone"), commit_topic(0, 4, "", name="stays")])
@@ -262,6 +238,6 @@ def test_deleting_a_topic_drops_its_committed_offsets_on_the_coordinator(samsa_c
                        timeout_ms=10000)
         assert r.responses[0].error_code == 0
     c.wait_for(lambda: committed() == {("stays", 0): 4}, timeout=20, what="the offsets of 'gone' dropped")
-    assert create_topic(one(c), "gone", assignments=[[host]]).error_code == 0
+    assert create_topic_at(one_broker(c), "gone", assignments=[[host]]).error_code == 0
     c.wait_for(lambda: c.leader("gone", 0) == host, what="'gone' created again")
     assert committed() == {("stays", 0): 4}

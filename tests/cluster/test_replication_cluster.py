@@ -122,7 +122,7 @@ def test_kafka_python_idempotent_acks_all_across_leader_kills(cluster: LocalClus
 
 def test_isr_shrinks_on_a_hung_follower_and_min_insync(cluster: LocalCluster) -> None:
     from tests.support.rawclient import RawClient
-    from tests.broker.test_replication_inprocess import _batch
+    from tests.support.wire import value_batch
     from kafka.protocol.producer import ProduceRequest
     from protocol.errors import ErrorCode
 
@@ -133,7 +133,7 @@ def test_isr_shrinks_on_a_hung_follower_and_min_insync(cluster: LocalCluster) ->
 
     def produce(values: list[bytes], acks: int = -1) -> int:
         td = ProduceRequest.TopicProduceData(name="h", partition_data=[
-            ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(_batch(values)))])
+            ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(value_batch(values)))])
         with RawClient(c.brokers[leader].bootstrap_servers, timeout=30) as client:
             resp = client.request(0, 9, transactional_id=None, acks=acks, timeout_ms=15000, topic_data=[td])
         return resp.responses[0].partition_responses[0].error_code
@@ -161,7 +161,7 @@ def test_isr_shrinks_on_a_hung_follower_and_min_insync(cluster: LocalCluster) ->
 
 def test_hung_leader_truncates_its_uncommitted_tail(cluster: LocalCluster) -> None:
     from tests.support.rawclient import RawClient
-    from tests.broker.test_replication_inprocess import _batch
+    from tests.support.wire import value_batch
     from kafka.protocol.producer import ProduceRequest
 
     c = cluster
@@ -170,7 +170,7 @@ def test_hung_leader_truncates_its_uncommitted_tail(cluster: LocalCluster) -> No
 
     def produce(node: int, values: list[bytes], acks: int = -1):
         td = ProduceRequest.TopicProduceData(name="d", partition_data=[
-            ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(_batch(values)))])
+            ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(value_batch(values)))])
         with RawClient(c.brokers[node].bootstrap_servers, timeout=30) as client:
             resp = client.request(0, 9, transactional_id=None, acks=acks, timeout_ms=15000, topic_data=[td])
         return resp.responses[0].partition_responses[0]
@@ -428,7 +428,7 @@ def test_topic_config_changes_reach_every_replica(cluster: LocalCluster) -> None
 
     from protocol.errors import ErrorCode
     from tests.support.rawclient import RawClient
-    from tests.broker.test_replication_inprocess import _batch
+    from tests.support.wire import value_batch
     from kafka.protocol.producer import ProduceRequest
 
     c = cluster
@@ -439,7 +439,7 @@ def test_topic_config_changes_reach_every_replica(cluster: LocalCluster) -> None
     c.wait_for(lambda: all((c.data_dir / f"broker-{n}" / "samsa-topics.json").read_text().count('"min.insync.replicas": "4"')
                            for n in (1, 2, 3)), timeout=20, what="every broker's local topic config")
     td = ProduceRequest.TopicProduceData(name="cfg", partition_data=[
-        ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(_batch([b"x"])))])
+        ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=bytes(value_batch([b"x"])))])
     with RawClient(c.brokers[c.leader("cfg", 0)].bootstrap_servers) as client:
         resp = client.request(0, 9, transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[td])
     assert resp.responses[0].partition_responses[0].error_code == ErrorCode.NOT_ENOUGH_REPLICAS

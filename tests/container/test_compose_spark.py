@@ -26,9 +26,9 @@ from kafka import KafkaProducer
 
 from spark_jobs.sample_events import make_event
 from tests.support import sparkconnector
+from tests.support.container_support import read_all
 from tests.support.dockerhelpers import PREFIX, image_size_mb, report, requires_docker, sh, wait_for
 from tests.support.doc_pages import page
-from tests.container.test_container_image import read_all
 
 NO_CONNECTOR = sparkconnector.unavailable()
 pytestmark = [pytest.mark.container, requires_docker]

@@ -21,6 +21,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from broker.cli import healthcheck
 from broker.testing import free_port
 from tests.support.rawclient import RawClient
+from tests.support.container_support import BUILD, read_all
 from tests.support.dockerhelpers import (Resources, build_once, docker, health, inspect, logs, report, requires_docker, sh, wait_for)
 from tests.support.doc_pages import page
 
@@ -29,7 +30,6 @@ pytestmark = [pytest.mark.container, requires_docker]
 DOCS_PAGE = "containers.md"   # the page whose commands this module runs
 # The page's commands, with the container name, host port and volume as placeholders
 # (the page: samsa, 19092, samsa-data; the tests use fresh ones).
-BUILD = "docker build --network=host -t samsa ."
 RUN = ("docker run -d --name {name} -p {port}:9092 -e KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://localhost:{port} "
        "-v {volume}:/var/lib/samsa/data samsa")
 RUN_READ_ONLY = ("docker run -d --name {name} --read-only -p {port}:9092 "
@@ -79,24 +79,6 @@ def produce_kafka_python(bootstrap: str, topic: str, values: list[bytes]) -> Non
         producer.flush(timeout=20)
     finally:
         producer.close(timeout=5)
-
-
-def read_all(bootstrap: str, topic: str, partition: int = 0) -> list[tuple[int, bytes, bytes]]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
-                             auto_offset_reset="earliest")
-    try:
-        tp = TopicPartition(topic, partition)
-        consumer.assign([tp])
-        end = consumer.end_offsets([tp])[tp]
-        out: list[tuple[int, bytes, bytes]] = []
-        deadline = time.monotonic() + 20
-        while consumer.position(tp) < end:
-            assert time.monotonic() < deadline, f"read {len(out)} of {end} records in 20 s"
-            for recs in consumer.poll(timeout_ms=500).values():
-                out.extend((r.offset, r.key, r.value) for r in recs)
-        return out
-    finally:
-        consumer.close()
 
 
 def committed(bootstrap: str, group: str, topic: str) -> int | None:

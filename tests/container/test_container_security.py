@@ -29,7 +29,7 @@ from broker.testing import free_port
 from tests.support.dockerhelpers import (Resources, build_once, docker, health, inspect, logs, report, requires_docker, sh, wait_for)
 from tests.support.doc_pages import page
 from tests.support.security_support import Pki, consume_records as consume, make_pki
-from tests.container.test_container_image import BUILD
+from tests.support.container_support import BUILD
 
 pytestmark = [pytest.mark.container, requires_docker]
 

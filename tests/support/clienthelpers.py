@@ -1,7 +1,8 @@
 """Shared pieces of the real-client tests (confluent-kafka, aiokafka, kcat).
 
 Topics are made by auto-creation through Metadata (a raw request, so no client library
-decides for us), on brokers started with ``num.partitions=3``. ``fetch_batches`` reads the
+decides for us), on brokers started with ``num.partitions=3`` (the ``broker3`` fixtures in
+tests/clients/conftest.py). ``fetch_batches`` reads the
 batch headers exactly as the broker serves them, parsed here with ``struct`` rather than
 with the broker's own parser, so a test can check that batches are stored as sent
 (codec, record count, producer id and sequences) without trusting the code under test.
@@ -9,40 +10,22 @@ with the broker's own parser, so a test can check that batches are stored as sen
 from __future__ import annotations
 
 import struct
+import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterator
 
 import crc32c
 import kafka.errors
-import pytest
+from confluent_kafka import Consumer, Producer
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-from broker.testing import SamsaBroker, running_broker
 from tests.support.rawclient import RawClient
 
 PARTITIONS = 3
 # Kafka's codec ids in the batch attributes
 CODECS: dict[str, int] = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 OFFSET_OUT_OF_RANGE = kafka.errors.OffsetOutOfRangeError.errno
-
-
-@pytest.fixture(scope="module")
-def broker3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
-    """One broker per test module whose auto-created topics have 3 partitions; tests use
-    their own topics (``new_topic``)."""
-    with running_broker(tmp_path_factory.mktemp("samsa") / "data",
-                        overrides={"num.partitions": str(PARTITIONS)}) as broker:
-        yield broker
-
-
-@pytest.fixture
-def own_broker3(tmp_path: Path) -> Iterator[SamsaBroker]:
-    """A broker of the test's own, for tests that restart or kill it."""
-    with running_broker(tmp_path / "data", overrides={"num.partitions": str(PARTITIONS)}) as broker:
-        yield broker
 
 
 def new_topic(prefix: str = "t") -> str:
@@ -166,3 +149,29 @@ def librdkafka_codec_gate(version: tuple[int, ...], codec: str, apis: dict[int, 
                 f"supported before using {codec}; this broker advertises Produce {produce[0]}..{produce[1]} "
                 f"(as Kafka 4.x does; Kafka 3.9 advertises 0..11), so the client sends it uncompressed")
     return None
+
+
+def produce(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
+    """Records ``start``..``start + n - 1`` (key ``i``, value ``value-i``) spread round-robin over
+    ``PARTITIONS`` partitions by an idempotent confluent-kafka producer."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
+    for i in range(start, start + n):
+        p.produce(topic, key=str(i).encode(), value=f"value-{i}".encode(), partition=i % PARTITIONS)
+    assert p.flush(30) == 0
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str, n: int) -> Consumer:
+    """A subscribed group member that has consumed and committed exactly ``n`` records; returned
+    open, so the group keeps a member."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "client.id": "obs-consumer"})
+    c.subscribe([topic])
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < n and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got += 1
+    assert got == n
+    c.commit(asynchronous=False)
+    return c

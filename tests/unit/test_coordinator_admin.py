@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from coordinator.group.coordinator import (DescribedGroup, DescribedMember, Heartbeat, JoinGroup, JoinGroupResult, ListedGroup, SyncGroup, SyncGroupResult)
 from coordinator.group.offsets_records import GroupMetadataKey, OffsetCommitKey
-from tests.unit.test_coordinator_harness import RANGE, Harness, decode_records
+from tests.support.coordinator_harness import RANGE, Harness, decode_records
 
 META = RANGE[0][1]
 

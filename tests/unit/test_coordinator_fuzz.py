@@ -8,7 +8,7 @@ import random
 import pytest
 
 from coordinator.group.coordinator import (GroupState, Heartbeat, JoinGroupResult, OffsetFetch, OffsetFetchGroup)
-from tests.unit.test_coordinator_harness import Harness, subscription
+from tests.support.coordinator_harness import Harness, subscription
 
 GROUPS = ["g1", "g2"]
 CLIENTS = ["c1", "c2", "c3", "c4"]

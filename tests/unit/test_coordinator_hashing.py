@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.hashing import java_string_hash, kafka_abs, partition_for_group
-from tests.unit.test_coordinator_harness import Harness
+from tests.support.coordinator_harness import Harness
 
 
 @pytest.mark.parametrize("s, expected", [

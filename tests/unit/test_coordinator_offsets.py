@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from coordinator.group.coordinator import ClassicGroup, GroupState
 from coordinator.group.offsets_records import GroupMetadataKey, OffsetCommitKey, OffsetCommitValue
-from tests.unit.test_coordinator_harness import Harness, decode_records, subscription
+from tests.support.coordinator_harness import Harness, decode_records, subscription
 
 MINUTE = 60000
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from coordinator.group.coordinator import JoinGroupMember, JoinGroupResult, SyncGroupResult
 from coordinator.group.offsets_records import GroupMetadataKey, GroupMetadataValue, MemberMetadataValue
-from tests.unit.test_coordinator_harness import RANGE, Harness, decode_records, subscription
+from tests.support.coordinator_harness import RANGE, Harness, decode_records, subscription
 
 META = RANGE[0][1]
 

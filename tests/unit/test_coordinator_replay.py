@@ -6,7 +6,7 @@ import struct
 
 from coordinator.group.coordinator import (GroupCoordinator, GroupCoordinatorConfig, JoinGroupResult, SyncGroupResult)
 from coordinator.group.offsets_records import (GroupMetadataKey, GroupMetadataValue, MemberMetadataValue, decode_group_metadata_value, decode_key, encode_group_metadata_value, group_metadata_record)
-from tests.unit.test_coordinator_harness import RANGE, Harness, subscription
+from tests.support.coordinator_harness import RANGE, Harness, subscription
 
 META = RANGE[0][1]
 

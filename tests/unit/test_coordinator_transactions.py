@@ -19,7 +19,7 @@ from coordinator.hashing import partition_for_group
 from coordinator.group.offsets_records import OffsetCommitKey, OffsetCommitValue
 from coordinator.txn.records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
 from coordinator.txn.coordinator import (AddOffsetsToTxn, AddPartitionsToTxn, DescribeTransactions, EndTxn, InitProducerId, ListTransactions, MarkerJob, Step, TransactionCoordinator, TxnCoordinatorConfig, TxnState)
-from tests.unit.test_coordinator_harness import Driver, Harness, decode_records
+from tests.support.coordinator_harness import Driver, Harness, decode_records
 
 MINUTE = 60000
 

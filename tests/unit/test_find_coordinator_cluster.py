@@ -14,7 +14,7 @@ from coordinator.metadata.controller import create_topic_records
 from coordinator.metadata.image import replay_all
 from coordinator.metadata.records import FenceBrokerRecord
 from protocol.errors import ErrorCode
-from tests.unit.test_metadata_image import _cluster
+from tests.support.metadata_image import cluster_image
 
 
 def _ctx(image):
@@ -24,7 +24,7 @@ def _ctx(image):
 
 
 def test_a_fenced_leader_is_not_named_coordinator() -> None:
-    img = _cluster(3)
+    img = cluster_image(3)
     img, _ = replay_all(img, create_topic_records(img, "__consumer_offsets", "oid", [(1, 2, 3), (2, 3, 1)]))
     group = next(g for g in (f"g{i}" for i in range(100)) if partition_for_group(g, 2) == 0)
     live = trio.run(locate_coordinator, _ctx(img), GROUP_KEY, group)

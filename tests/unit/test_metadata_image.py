@@ -5,24 +5,14 @@ import trio
 
 from broker.metadata.local import LocalMetadataStore
 from coordinator.metadata.controller import (Rejection, alter_partition, broker_leaving_records, create_topic_records, leaderless_records, place_replicas)
-from coordinator.metadata.image import MetadataImage, PartitionRegistration, replay_all
-from coordinator.metadata.records import (AccessControlEntryRecord, BrokerEndpoint, ConfigRecord, FenceBrokerRecord, PartitionChangeRecord, ProducerIdsRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, UserScramCredentialRecord, decode_batch, decode_record, encode_batch, encode_record)
+from coordinator.metadata.image import PartitionRegistration, replay_all
+from coordinator.metadata.records import (AccessControlEntryRecord, ConfigRecord, FenceBrokerRecord, PartitionChangeRecord, ProducerIdsRecord, RemoveTopicRecord, TopicRecord, UserScramCredentialRecord, decode_batch, decode_record, encode_batch, encode_record)
 from protocol.errors import ErrorCode
-
-
-def _register(i: int, rack: str | None = None, epoch: int = 10) -> RegisterBrokerRecord:
-    return RegisterBrokerRecord(broker_id=i, incarnation_id=f"inc{i}", broker_epoch=epoch,
-                                end_points=(BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9090 + i),), rack=rack,
-                                fenced=False)
-
-
-def _cluster(n: int = 3, racks: list[str] | None = None) -> MetadataImage:
-    img, _ = replay_all(MetadataImage(), [_register(i, racks[i - 1] if racks else None) for i in range(1, n + 1)])
-    return img
+from tests.support.metadata_image import cluster_image, register_broker
 
 
 def test_records_round_trip_as_json() -> None:
-    recs = [_register(1, "r1"), TopicRecord("t", "id1"),
+    recs = [register_broker(1, "r1"), TopicRecord("t", "id1"),
             UserScramCredentialRecord("alice", 1, b"\x00salt", b"sk", b"svk", 4096),
             PartitionChangeRecord(partition_id=0, topic_id="id1", isr=(1, 2))]
     for r in recs:
@@ -31,7 +21,7 @@ def test_records_round_trip_as_json() -> None:
 
 
 def test_create_topic_places_replicas_and_partition_lookup() -> None:
-    img = _cluster(3)
+    img = cluster_image(3)
     assignments = place_replicas(img, 3, 3, start=0)
     assert assignments == [(1, 2, 3), (2, 3, 1), (3, 1, 2)]
     img2, delta = replay_all(img, create_topic_records(img, "t", "tid", assignments), offset=7)
@@ -43,7 +33,7 @@ def test_create_topic_places_replicas_and_partition_lookup() -> None:
 
 
 def test_replication_factor_above_live_brokers_is_rejected_with_kafkas_message() -> None:
-    img = _cluster(3)
+    img = cluster_image(3)
     rej = place_replicas(img, 1, 4)
     assert isinstance(rej, Rejection) and rej.code == ErrorCode.INVALID_REPLICATION_FACTOR
     assert "only 3 broker(s) are registered" in rej.message
@@ -52,14 +42,14 @@ def test_replication_factor_above_live_brokers_is_rejected_with_kafkas_message()
 
 
 def test_rack_aware_placement_spreads_replicas_over_racks() -> None:
-    img = _cluster(4, ["a", "a", "b", "b"])
+    img = cluster_image(4, ["a", "a", "b", "b"])
     for replicas in place_replicas(img, 8, 2, start=1):
         racks = {img.brokers[b].rack for b in replicas}
         assert racks == {"a", "b"}, replicas
 
 
 def test_partition_change_bumps_epochs_like_kafka() -> None:
-    img = _cluster(3)
+    img = cluster_image(3)
     img, _ = replay_all(img, create_topic_records(img, "t", "tid", [(1, 2, 3)]))
     img, _ = replay_all(img, [PartitionChangeRecord(partition_id=0, topic_id="tid", isr=(1, 2))])
     assert img.partition("t", 0) == PartitionRegistration((1, 2, 3), (1, 2), 1, 0, 1)   # ISR only: partition epoch
@@ -68,7 +58,7 @@ def test_partition_change_bumps_epochs_like_kafka() -> None:
 
 
 def test_fenced_leader_moves_to_the_isr_and_never_outside_it() -> None:
-    img = _cluster(3)
+    img = cluster_image(3)
     img, _ = replay_all(img, create_topic_records(img, "t", "tid", [(1, 2, 3), (2, 3, 1)]))
     img, _ = replay_all(img, [PartitionChangeRecord(partition_id=0, topic_id="tid", isr=(1, 3))])
     changes = broker_leaving_records(img, 1, unclean=lambda t: False)
@@ -87,13 +77,13 @@ def test_fenced_leader_moves_to_the_isr_and_never_outside_it() -> None:
                                 *broker_leaving_records(img3, 1, unclean=lambda t: True)])
     assert (img5.partition("t", 0).leader, img5.partition("t", 0).isr) == (2, (2,))
     # broker 1 comes back: it was the last ISR member, so it leads again
-    img6, _ = replay_all(img4, [_register(1, epoch=11)])
+    img6, _ = replay_all(img4, [register_broker(1, epoch=11)])
     img7, _ = replay_all(img6, leaderless_records(img6, unclean=lambda t: False))
     assert (img7.partition("t", 0).leader, img7.partition("t", 0).leader_epoch) == (1, 2)
 
 
 def test_alter_partition_checks_epochs_and_leader() -> None:
-    img = _cluster(3)
+    img = cluster_image(3)
     img, _ = replay_all(img, create_topic_records(img, "t", "tid", [(1, 2, 3)]))
     ok = alter_partition(img, "t", 0, 1, 0, 0, [1, 2])
     assert isinstance(ok, PartitionChangeRecord) and ok.isr == (1, 2)
@@ -107,7 +97,7 @@ def test_alter_partition_checks_epochs_and_leader() -> None:
 
 
 def test_remove_topic_configs_acls_and_producer_ids() -> None:
-    img = _cluster(1)
+    img = cluster_image(1)
     img, _ = replay_all(img, [*create_topic_records(img, "t", "tid", [(1,)]),
                               ConfigRecord(2, "t", "retention.ms", "10"), ProducerIdsRecord(1, 10, 1000),
                               AccessControlEntryRecord("a1", 2, "t", 3, "User:bob", "*", 3, 3)])
@@ -125,7 +115,7 @@ def test_local_store_appends_replays_and_refuses_stale_writes(tmp_path) -> None:
         seen = []
         store.subscribe(lambda old, new, delta: seen.append((old.offset, new.offset)))
         base = store.image
-        assert await store.append([_register(1)])
+        assert await store.append([register_broker(1)])
         assert await store.append(create_topic_records(store.image, "t", "tid", [(1,)]))
         change = PartitionChangeRecord(partition_id=0, topic_id="tid", leader=1)
         snapshot = store.image
@@ -162,7 +152,7 @@ def test_a_late_subscriber_first_sees_the_whole_image(tmp_path) -> None:
     async def main() -> None:
         store = LocalMetadataStore(str(tmp_path), 1)
         await store.start()
-        assert await store.append([_register(1), _register(2)])
+        assert await store.append([register_broker(1), register_broker(2)])
         assert await store.append(create_topic_records(store.image, "t", "tid", [(1, 2), (2, 1)]))
         calls = []
         store.subscribe(lambda old, new, delta: calls.append(delta.local_changes(1)), initial=True)

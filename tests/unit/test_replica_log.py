@@ -9,7 +9,7 @@ import pytest
 from broker.log.epoch_cache import LeaderEpochCache, read_checkpoint, write_checkpoint, UNDEFINED_EPOCH
 from protocol import records as rb
 from protocol.errors import ErrorCode
-from tests.unit.test_storage_log import Log, T0
+from tests.support.storage_log import Log, T0
 
 
 def _batch(n: int, base: int = 0, epoch: int = 0, pid: int = -1, seq: int = -1, value: bytes = b"v") -> bytearray:

@@ -13,7 +13,7 @@ from broker.log import cleaner
 from broker.log.partition import CONTROL_ABORT, CONTROL_COMMIT, control_marker
 from protocol import records as rb
 from protocol.errors import ErrorCode
-from tests.unit.test_storage_log import T0, Log, read_all
+from tests.support.storage_log import T0, Log, read_all
 
 COMPACT = dict(cleanup_policy="compact", min_cleanable_dirty_ratio=0.01, delete_retention_ms=1000)
 

@@ -14,7 +14,7 @@ from broker.common.config import BrokerConfig
 from broker.log import flush
 from broker.log.manager import LogManager
 from protocol import records as rb
-from tests.unit.test_storage_log import Log
+from tests.support.storage_log import Log
 
 
 class SyncCounter:
