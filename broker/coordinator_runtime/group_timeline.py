@@ -18,10 +18,11 @@ from typing import Any, Callable, Protocol
 
 import structlog
 
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+
 from coordinator.group import coordinator as g
 from coordinator.group.offsets_records import GroupMetadataKey, decode_group_metadata_value, decode_key
-
-from broker.observability.introspect import decode_assignment
+from coordinator.step import Step
 
 log = structlog.get_logger("samsa.groups")
 
@@ -30,6 +31,22 @@ class GroupQueries(Protocol):
     """What the timeline asks of the GroupShell (broker/coordinator_runtime/group_runtime.py), which owns it."""
 
     def query(self, partition: int, request: Any) -> Any: ...
+
+
+def decode_assignment(data: bytes, protocol_type: str) -> dict[str, list[int]]:
+    """A consumer-protocol member assignment as topic → partitions ({} for other protocols or
+    bytes that do not parse: a console must not fail on a custom assignor's bytes)."""
+    if protocol_type != "consumer" or not data:
+        return {}
+    try:
+        a = ConsumerProtocolAssignment.decode(bytes(data))
+    except Exception:
+        return {}
+    out: dict[str, list[int]] = {}
+    for tp in a.assigned_partitions:
+        out.setdefault(tp.topic, []).extend(tp.partitions)
+    return {t: sorted(ps) for t, ps in sorted(out.items())}
+
 
 TIMELINE_LENGTH = 50      # generations kept per group
 REBALANCING = ("PreparingRebalance", "CompletingRebalance")
@@ -114,7 +131,7 @@ class GroupTimeline:
             for m in request.members:
                 t.leaving[m.member_id] = m.reason or "the member left the group"
 
-    def after_step(self, partition: int, step: Any) -> None:
+    def after_step(self, partition: int, step: Step) -> None:
         if self._observing:
             return
         touched: dict[str, Any] = {}

@@ -478,7 +478,7 @@ class ClassicGroupHandlers:
 
     @staticmethod
     def _complete(step: Step, waiter: _Waiter, result: Any) -> None:
-        step.completions.append((waiter.token, result))
+        step.complete(waiter.token, result)
 
     def _complete_join(self, group: ClassicGroup, member: Member, result: JoinGroupResult, step: Step) -> bool:
         if member.join_waiter is None:
@@ -534,7 +534,7 @@ class ClassicGroupHandlers:
 
     def _handle_join(self, req: JoinGroup, step: Step) -> None:
         def answer(result: JoinGroupResult) -> None:
-            step.completions.append((req.token, result))
+            step.complete(req.token, result)
 
         if not req.group_id:
             return answer(JoinGroupResult(INVALID_GROUP_ID, req.member_id))
@@ -572,10 +572,10 @@ class ClassicGroupHandlers:
     def _join_new_member(self, group: ClassicGroup, req: JoinGroup, step: Step) -> None:
         names = [name for name, _ in req.protocols]
         if group.state == GroupState.DEAD:
-            step.completions.append((req.token, JoinGroupResult(COORDINATOR_NOT_AVAILABLE, UNKNOWN_MEMBER_ID)))
+            step.complete(req.token, JoinGroupResult(COORDINATOR_NOT_AVAILABLE, UNKNOWN_MEMBER_ID))
             return
         if not group.supports_protocols(req.protocol_type, names):
-            step.completions.append((req.token, JoinGroupResult(INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID)))
+            step.complete(req.token, JoinGroupResult(INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID))
             return
         new_id = self._new_member_id(req.client_id, req.group_instance_id)
         if req.group_instance_id is not None:
@@ -591,7 +591,7 @@ class ClassicGroupHandlers:
             gid = group.group_id
             self._schedule(("heartbeat", gid, new_id), req.session_timeout_ms,
                            lambda s: self._expire_heartbeat(gid, new_id, s))
-            step.completions.append((req.token, JoinGroupResult(MEMBER_ID_REQUIRED, new_id)))
+            step.complete(req.token, JoinGroupResult(MEMBER_ID_REQUIRED, new_id))
         else:
             self._add_member_and_rebalance(group, req, new_id, step)
 
@@ -600,7 +600,7 @@ class ClassicGroupHandlers:
         names = [name for name, _ in req.protocols]
 
         def answer(result: JoinGroupResult) -> None:
-            step.completions.append((req.token, result))
+            step.complete(req.token, result)
 
         if group.state == GroupState.DEAD:
             return answer(JoinGroupResult(COORDINATOR_NOT_AVAILABLE, member_id))
@@ -685,9 +685,9 @@ class ClassicGroupHandlers:
                     restored = group.replace_static_member(instance_id, new_id, old_id)
                     self._cancel(("heartbeat", group.group_id, new_id))
                     self._reschedule_heartbeat(group, restored)
-                    step.completions.append((req.token, JoinGroupResult(
+                    step.complete(req.token, JoinGroupResult(
                         UNKNOWN_SERVER_ERROR, UNKNOWN_MEMBER_ID, group.generation_id, group.protocol_type,
-                        group.protocol_name, current_leader or "")))
+                        group.protocol_name, current_leader or ""))
                     return
                 step.records.append(record)
                 if req.api_version >= 9:
@@ -855,7 +855,7 @@ class ClassicGroupHandlers:
 
     def _handle_sync(self, req: SyncGroup, step: Step) -> None:
         def answer(result: SyncGroupResult) -> None:
-            step.completions.append((req.token, result))
+            step.complete(req.token, result)
 
         if not req.group_id:
             return answer(SyncGroupResult(INVALID_GROUP_ID))
@@ -910,7 +910,7 @@ class ClassicGroupHandlers:
 
     def _handle_heartbeat(self, req: Heartbeat, step: Step) -> None:
         def answer(code: int) -> None:
-            step.completions.append((req.token, HeartbeatResult(code)))
+            step.complete(req.token, HeartbeatResult(code))
 
         if not req.group_id:
             return answer(INVALID_GROUP_ID)
@@ -937,7 +937,7 @@ class ClassicGroupHandlers:
 
     def _handle_leave(self, req: LeaveGroup, step: Step) -> None:
         def answer(result: LeaveGroupResult) -> None:
-            step.completions.append((req.token, result))
+            step.complete(req.token, result)
 
         if not req.group_id:
             return answer(LeaveGroupResult(INVALID_GROUP_ID))

@@ -14,9 +14,9 @@ import kafka.errors as Errors
 from kafka.record.util import size_of_varint
 
 from protocol.records import HEADER_SIZE
+from coordinator.step import Completion, Record, Step, TxnRecords
 from coordinator.group.offsets import (DEFAULT_RETENTION_TIME, OffsetCommitTopic, OffsetFetchTopic, TopicPartitionErrors, TopicPartitions)
 
-Record = tuple[bytes, "bytes | None"]
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 UNKNOWN_MEMBER_ID = ""
@@ -143,30 +143,6 @@ class GroupCoordinatorConfig:
     @property
     def offsets_retention_ms(self) -> int:
         return self.offsets_retention_minutes * 60 * 1000
-
-
-@dataclass(frozen=True, slots=True)
-class TxnRecords:
-    """Records that must be appended as one transactional batch of this producer (TxnOffsetCommit):
-    they count only once the producer's COMMIT marker follows them in the partition."""
-    producer_id: int
-    producer_epoch: int
-    records: tuple[Record, ...]
-
-
-@dataclass(slots=True)
-class Step:
-    """What one call produced: records to append to this ``__consumer_offsets`` partition first
-    (plain ``records``, then each transactional batch of ``txn_records``), then results to send,
-    each matched to the waiting request by its token."""
-    completions: list[tuple[Any, Any]] = field(default_factory=list)
-    records: list[Record] = field(default_factory=list)
-    txn_records: list[TxnRecords] = field(default_factory=list)
-
-    def extend(self, other: Step) -> None:
-        self.completions.extend(other.completions)
-        self.records.extend(other.records)
-        self.txn_records.extend(other.txn_records)
 
 
 # =========================================================================== requests

@@ -287,7 +287,7 @@ class ConsumerGroupHandlers:
             result = self._cg_heartbeat(req, step)
         except HeartbeatError as e:
             result = ConsumerGroupHeartbeatResult(e.code, e.message)
-        step.completions.append((req.token, result))
+        step.complete(req.token, result)
 
     def _validate_cg_heartbeat(self, req: ConsumerGroupHeartbeat) -> None:
         def bad(msg: str) -> HeartbeatError:
@@ -695,7 +695,7 @@ class ConsumerGroupHandlers:
                 out.append(DescribedConsumerGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group."))
             else:
                 out.append(DescribedConsumerGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} not found."))
-        step.completions.append((req.token, ConsumerGroupDescribeResult(out)))
+        step.complete(req.token, ConsumerGroupDescribeResult(out))
 
     # ------------------------------------------------------------------ offsets
 

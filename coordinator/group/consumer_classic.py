@@ -106,7 +106,7 @@ class ClassicMembersHandlers:
             result = self._cg_classic_join_member(group, req, step)
         except HeartbeatError as e:
             result = JoinGroupResult(e.code, req.member_id)
-        step.completions.append((req.token, result))
+        step.complete(req.token, result)
 
     def _cg_classic_join_member(self, group: ConsumerGroup, req: JoinGroup, step: Step) -> JoinGroupResult:
         cfg = self.config
@@ -199,13 +199,13 @@ class ClassicMembersHandlers:
                 raise HeartbeatError(INCONSISTENT_GROUP_PROTOCOL)
             self._cg_throw_if_rebalancing(group, member)
         except HeartbeatError as e:
-            step.completions.append((req.token, SyncGroupResult(e.code)))
+            step.complete(req.token, SyncGroupResult(e.code))
             return
         self._cancel(("cg-sync", group.group_id, member.member_id))
         self._cg_schedule_session(group, member)
         names = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
-        step.completions.append((req.token, SyncGroupResult(
-            NONE, req.protocol_type, req.protocol_name, encode_assignment(member.assigned, names, protocol[1]))))
+        step.complete(req.token, SyncGroupResult(
+            NONE, req.protocol_type, req.protocol_name, encode_assignment(member.assigned, names, protocol[1])))
 
     def _cg_throw_if_rebalancing(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         if group.group_epoch > member.member_epoch and member.state != UNREVOKED_PARTITIONS:
@@ -224,7 +224,7 @@ class ClassicMembersHandlers:
         try:
             member = self._cg_classic_member(group, req.member_id, req.group_instance_id, req.generation_id)
         except HeartbeatError as e:
-            step.completions.append((req.token, HeartbeatResult(e.code)))
+            step.complete(req.token, HeartbeatResult(e.code))
             return
         self._cg_schedule_session(group, member)
         error = NONE
@@ -232,7 +232,7 @@ class ClassicMembersHandlers:
                 member.state == UNRELEASED_PARTITIONS and not self._cg_waiting_on_unreleased(group, member)):
             error = REBALANCE_IN_PROGRESS
             self._cg_schedule_join_timeout(group, member)
-        step.completions.append((req.token, HeartbeatResult(error)))
+        step.complete(req.token, HeartbeatResult(error))
 
     @staticmethod
     def _cg_waiting_on_unreleased(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
@@ -268,7 +268,7 @@ class ClassicMembersHandlers:
                 continue
             self._cg_remove_member(group, member.member_id, step.records)
             results.append(LeaveMemberResult(member.member_id, identity.group_instance_id, NONE))
-        step.completions.append((req.token, LeaveGroupResult(NONE, results)))
+        step.complete(req.token, LeaveGroupResult(NONE, results))
 
     def _cancel_classic_timers(self, group_id: str, member_id: str) -> None:
         for kind in ("cg-session", "cg-revocation", "cg-join", "cg-sync"):

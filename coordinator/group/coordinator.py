@@ -93,7 +93,7 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
         if handler is None:
             raise TypeError(f"unsupported request {type(request).__name__}")
         if self._unloaded or self.loading:
-            step.completions.append((request.token, self._unavailable(request)))
+            step.complete(request.token, self.unavailable(request))
             return step
         self._advance(now_ms, step)
         if not self._consumer_group_answers_classic(request, step):
@@ -149,6 +149,10 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
             self._advance(now_ms, step)
         self.offsets.complete_transaction(producer_id, commit)
         return step
+
+    @property
+    def unloaded(self) -> bool:
+        return self._unloaded
 
     def load_complete(self, now_ms: int) -> Step:
         """End of loading: start member session timers and the offset-expiry timer; rebalance groups
@@ -219,7 +223,7 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
         if self._groups.pop(group_id, None) is not None:
             self._cancel_group_timers(group_id)
 
-    def _unavailable(self, request: Any, error: int | None = None) -> Any:
+    def unavailable(self, request: Any, error: int | None = None) -> Any:
         """The answer while loading (COORDINATOR_LOAD_IN_PROGRESS, with Kafka's per-API twists)
         or after ``unload`` (NOT_COORDINATOR); ``error`` overrides it (a cluster's shell answers a
         write that did not replicate with COORDINATOR_NOT_AVAILABLE, as Kafka does)."""
@@ -277,7 +281,7 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
 
     def _handle_offset_commit(self, req: OffsetCommit, step: Step) -> None:
         def answer(topics: list[TopicPartitionErrors]) -> None:
-            step.completions.append((req.token, OffsetCommitResult(topics)))
+            step.complete(req.token, OffsetCommitResult(topics))
 
         if req.group_id is None:
             return answer(errors_for_all(req.topics, INVALID_GROUP_ID))
@@ -326,7 +330,7 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
         (generation, member id or instance id, v3+); anyone may commit for an Empty or unknown
         group (which is created); the offsets stay pending until the transaction ends."""
         def answer(topics: list[TopicPartitionErrors]) -> None:
-            step.completions.append((req.token, TxnOffsetCommitResult(topics)))
+            step.complete(req.token, TxnOffsetCommitResult(topics))
 
         if not req.group_id:
             return answer(errors_for_all(req.topics, INVALID_GROUP_ID))
@@ -380,13 +384,13 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
                 out.append(OffsetFetchGroupResult(g.group_id, NONE,
                                                   self.offsets.fetch(g.group_id, g.topics, exists,
                                                                      req.require_stable)))
-        step.completions.append((req.token, OffsetFetchResult(out)))
+        step.complete(req.token, OffsetFetchResult(out))
 
     # ================================================================== OffsetDelete
 
     def _handle_offset_delete(self, req: OffsetDelete, step: Step) -> None:
         def answer(result: OffsetDeleteResult) -> None:
-            step.completions.append((req.token, result))
+            step.complete(req.token, result)
 
         if req.group_id is None:
             return answer(OffsetDeleteResult(INVALID_GROUP_ID))
@@ -442,7 +446,7 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
                            for m in group.members.values()]
                 out.append(DescribedGroup(gid, NONE, None, group.state.value, group.protocol_type or "",
                                           "", members))
-        step.completions.append((req.token, DescribeGroupsResult(out)))
+        step.complete(req.token, DescribeGroupsResult(out))
 
     def _handle_list(self, req: ListGroups, step: Step) -> None:
         states = {s.strip().lower() for s in req.states_filter}
@@ -453,7 +457,7 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
         groups += [ListedGroup(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state, GROUP_TYPE)
                    for g in self._consumer_groups.values()
                    if (not states or g.state.lower() in states) and (not types or GROUP_TYPE in types)]
-        step.completions.append((req.token, ListGroupsResult(NONE, groups)))
+        step.complete(req.token, ListGroupsResult(NONE, groups))
 
     # ================================================================== DeleteGroups
 
@@ -486,14 +490,14 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
                 group.transition_to(GroupState.DEAD, self._now_ms())
                 self._drop_group(gid)
                 out.append(DeletableGroupResult(gid, NONE))
-        step.completions.append((req.token, DeleteGroupsResult(out)))
+        step.complete(req.token, DeleteGroupsResult(out))
 
     # ================================================================== deleted topics
 
     def _handle_topics_deleted(self, req: TopicsDeleted, step: Step) -> None:
         records = self.offsets.delete_topics(set(req.topics))
         step.records.extend(records)
-        step.completions.append((req.token, TopicsDeletedResult(NONE, len(records))))
+        step.complete(req.token, TopicsDeletedResult(NONE, len(records)))
 
     # ================================================================== offset expiry
 
