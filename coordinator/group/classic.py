@@ -16,7 +16,7 @@ from typing import Any
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
 from coordinator.group.common import *  # noqa: F401,F403  (error codes, Step, shared requests)
-from coordinator.group.common import _Request
+from coordinator.group.common import GroupCoordinatorBase, _Request
 from coordinator.group.offsets import OffsetAndMetadata
 from coordinator.group.offsets_records import GroupMetadataValue, MemberMetadataValue, group_metadata_record
 
@@ -447,9 +447,8 @@ class ClassicGroup:
 
 
 
-class ClassicGroupHandlers:
-    """The classic protocol's part of the coordinator (a mixin of ``GroupCoordinator``)."""
-    _groups: dict
+class ClassicGroupHandlers(GroupCoordinatorBase):
+    """The classic protocol's part of the coordinator (its state: ``GroupCoordinatorBase``)."""
 
     def _reschedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int | None = None) -> None:
         gid, mid = group.group_id, member.member_id

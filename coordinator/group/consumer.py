@@ -30,13 +30,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kafka.errors as Errors
 
 from coordinator.group import consumer_records as rec
 from coordinator.group.assignors import ASSIGNORS, PartitionRacks, assign
-from coordinator.group.common import (COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE, NOT_COORDINATOR, UNKNOWN_MEMBER, Step, _Request)
+from coordinator.group.common import (COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE, NOT_COORDINATOR, UNKNOWN_MEMBER, GroupCoordinatorBase, Record, Step, _Request)
+
+if TYPE_CHECKING:
+    from coordinator.group.classic import ClassicGroup
 
 Assignment = dict[uuid.UUID, frozenset[int]]
 TopicsView = Mapping[str, tuple[uuid.UUID, int]]
@@ -275,10 +278,21 @@ def _same(a: Assignment, b: Assignment) -> bool:
 
 # =========================================================================== handlers
 
-class ConsumerGroupHandlers:
-    """The consumer protocol's part of the coordinator (a mixin of ``GroupCoordinator``)."""
-    _consumer_groups: dict[str, ConsumerGroup]
-    _regex_cache: dict[str, Any]
+class ConsumerGroupHandlers(GroupCoordinatorBase):
+    """The consumer protocol's part of the coordinator (its state: ``GroupCoordinatorBase``)."""
+
+    # ------------------------------------------------------------------ hooks (coordinator.group.consumer_classic)
+
+    def _cg_upgrade(self, classic: ClassicGroup, topics: TopicsView, step: Step) -> ConsumerGroup:
+        """Convert a classic group into a consumer group (a consumer-protocol member joined it)."""
+        raise NotImplementedError
+
+    def _cg_fence(self, group: ConsumerGroup, member_id: str, records: list[Record],
+                  topics: TopicsView | None = None, step: Step | None = None,
+                  partition_racks: PartitionRacks | None = None) -> None:
+        """Remove a member (left, fenced or expired), converting the group back when only classic
+        members remain."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ heartbeat
 

@@ -32,8 +32,8 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, Consume
 
 from coordinator.group import consumer_records as rec
 from coordinator.group.assignors import PartitionRacks
-from coordinator.group.classic import (ClassicGroup, GroupState, Heartbeat, HeartbeatResult, JoinGroup, JoinGroupResult, LeaveGroup, LeaveGroupResult, LeaveMemberResult, Member, SyncGroup, SyncGroupResult)
-from coordinator.group.consumer import (STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, Assignment, ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, HeartbeatError, TopicsView)
+from coordinator.group.classic import (ClassicGroup, ClassicGroupHandlers, GroupState, Heartbeat, HeartbeatResult, JoinGroup, JoinGroupResult, LeaveGroup, LeaveGroupResult, LeaveMemberResult, Member, SyncGroup, SyncGroupResult)
+from coordinator.group.consumer import (STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, Assignment, ClassicMemberMetadata, ConsumerGroup, ConsumerGroupHandlers, ConsumerGroupMember, HeartbeatError, TopicsView)
 from coordinator.group.common import (CONSUMER_PROTOCOL_TYPE, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER, UNKNOWN_MEMBER_ID, Step)
 from coordinator.group.offsets_records import group_metadata_record
 
@@ -90,10 +90,8 @@ def _owned_of(subscription: Any, topics: TopicsView) -> list[tuple[uuid.UUID, li
     return [(topics[tp.topic][0], list(tp.partitions)) for tp in owned if tp.topic in topics]
 
 
-class ClassicMembersHandlers:
-    """Classic requests to consumer groups, and the conversions (a mixin of ``GroupCoordinator``)."""
-    _groups: dict[str, ClassicGroup]
-    _consumer_groups: dict[str, ConsumerGroup]
+class ClassicMembersHandlers(ClassicGroupHandlers, ConsumerGroupHandlers):
+    """Classic requests to consumer groups, and the conversions (its state: ``GroupCoordinatorBase``)."""
 
     def _migration_allows(self, direction: str) -> bool:
         return self.config.consumer_group_migration_policy in (direction, "bidirectional")

@@ -21,14 +21,12 @@ case a client can provoke, a group metadata record over ``max_message_bytes``.
 """
 from __future__ import annotations
 
-import itertools
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 from coordinator.hashing import partition_for_group
 from coordinator.group.common import *  # noqa: F401,F403
-from coordinator.group.common import GroupTimers, Record
+from coordinator.group.common import GroupCoordinatorBase, Record
 from coordinator.group.classic import *  # noqa: F401,F403
 from coordinator.group.classic import ClassicGroupHandlers
 from coordinator.group.consumer import *  # noqa: F401,F403
@@ -58,7 +56,7 @@ __all__ = [
 
 
 
-class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembersHandlers, GroupTimers):
+class GroupCoordinator(ClassicMembersHandlers):
     """The classic group coordinator for the groups of one ``__consumer_offsets`` partition.
 
     ``partition`` (optional) enables Kafka's NOT_COORDINATOR answer for groups that hash elsewhere.
@@ -66,22 +64,6 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
     state, then call ``load_complete(now_ms)``. ``member_id_factory`` returns the random suffix of
     new member ids (Kafka: a UUID); tests inject a deterministic one.
     """
-
-    def __init__(self, config: GroupCoordinatorConfig | None = None, partition: int | None = None, *,
-                 loading: bool = False, member_id_factory: Callable[[], str] | None = None) -> None:
-        self.config = config or GroupCoordinatorConfig()
-        self.partition = partition
-        self.loading = loading
-        self.offsets = OffsetStore()
-        self._groups: dict[str, ClassicGroup] = {}
-        self._consumer_groups: dict[str, ConsumerGroup] = {}
-        self._regex_cache: dict[str, Any] = {}
-        self._member_id_factory = member_id_factory or (lambda: str(uuid.uuid4()))
-        self._timers: dict[tuple, _Timer] = {}
-        self._heap: list[tuple[int, int, tuple]] = []
-        self._seq = itertools.count()
-        self._now: int | None = None
-        self._unloaded = False
 
     # ------------------------------------------------------------------ public API
 
@@ -207,21 +189,6 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
                 self._prepare_rebalance(group, step)
 
     # ------------------------------------------------------------------ helpers
-
-    def _fits(self, record: Record) -> bool:
-        return batch_size_of(record) <= self.config.max_message_bytes
-
-    def _owns(self, group_id: str) -> bool:
-        return self.partition is None or partition_for_group(
-            group_id, self.config.offsets_topic_num_partitions) == self.partition
-
-    def _new_member_id(self, client_id: str, group_instance_id: str | None) -> str:
-        prefix = group_instance_id if group_instance_id is not None else client_id
-        return f"{prefix}-{self._member_id_factory()}"
-
-    def _drop_group(self, group_id: str) -> None:
-        if self._groups.pop(group_id, None) is not None:
-            self._cancel_group_timers(group_id)
 
     def unavailable(self, request: Any, error: int | None = None) -> Any:
         """The answer while loading (COORDINATOR_LOAD_IN_PROGRESS, with Kafka's per-API twists)
