@@ -31,21 +31,21 @@ NO_GENERATION = -1
 
 NONE = 0
 UNKNOWN_SERVER_ERROR = -1
-COORDINATOR_LOAD_IN_PROGRESS = Errors.CoordinatorLoadInProgressError.errno
-COORDINATOR_NOT_AVAILABLE = Errors.CoordinatorNotAvailableError.errno
-NOT_COORDINATOR = Errors.NotCoordinatorError.errno
-ILLEGAL_GENERATION = Errors.IllegalGenerationError.errno
-INCONSISTENT_GROUP_PROTOCOL = Errors.InconsistentGroupProtocolError.errno
-UNSUPPORTED_VERSION = Errors.UnsupportedVersionError.errno
-INVALID_GROUP_ID = Errors.InvalidGroupIdError.errno
-UNKNOWN_MEMBER = Errors.UnknownMemberIdError.errno
-INVALID_SESSION_TIMEOUT = Errors.InvalidSessionTimeoutError.errno
-REBALANCE_IN_PROGRESS = Errors.RebalanceInProgressError.errno
-NON_EMPTY_GROUP = Errors.NonEmptyGroupError.errno
-GROUP_ID_NOT_FOUND = Errors.GroupIdNotFoundError.errno
-MEMBER_ID_REQUIRED = Errors.MemberIdRequiredError.errno
-GROUP_MAX_SIZE_REACHED = Errors.GroupMaxSizeReachedError.errno
-FENCED_INSTANCE_ID = Errors.FencedInstanceIdError.errno
+COORDINATOR_LOAD_IN_PROGRESS: int = Errors.CoordinatorLoadInProgressError.errno
+COORDINATOR_NOT_AVAILABLE: int = Errors.CoordinatorNotAvailableError.errno
+NOT_COORDINATOR: int = Errors.NotCoordinatorError.errno
+ILLEGAL_GENERATION: int = Errors.IllegalGenerationError.errno
+INCONSISTENT_GROUP_PROTOCOL: int = Errors.InconsistentGroupProtocolError.errno
+UNSUPPORTED_VERSION: int = Errors.UnsupportedVersionError.errno
+INVALID_GROUP_ID: int = Errors.InvalidGroupIdError.errno
+UNKNOWN_MEMBER: int = Errors.UnknownMemberIdError.errno
+INVALID_SESSION_TIMEOUT: int = Errors.InvalidSessionTimeoutError.errno
+REBALANCE_IN_PROGRESS: int = Errors.RebalanceInProgressError.errno
+NON_EMPTY_GROUP: int = Errors.NonEmptyGroupError.errno
+GROUP_ID_NOT_FOUND: int = Errors.GroupIdNotFoundError.errno
+MEMBER_ID_REQUIRED: int = Errors.MemberIdRequiredError.errno
+GROUP_MAX_SIZE_REACHED: int = Errors.GroupMaxSizeReachedError.errno
+FENCED_INSTANCE_ID: int = Errors.FencedInstanceIdError.errno
 
 
 def _assignor_name(value: str) -> str:
@@ -326,8 +326,8 @@ def batch_size_of(record: Record) -> int:
     key, value = record
     klen = len(key)
     vlen = -1 if value is None else len(value)
-    body = (1 + 1 + 1 + size_of_varint(klen) + klen + size_of_varint(vlen) + max(vlen, 0) + 1)
-    return HEADER_SIZE + size_of_varint(body) + body
+    body: int = 1 + 1 + 1 + size_of_varint(klen) + klen + size_of_varint(vlen) + max(vlen, 0) + 1
+    return HEADER_SIZE + int(size_of_varint(body)) + body
 
 
 TimerKey = tuple[Any, ...]

@@ -34,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 import kafka.errors as Errors
 
+from coordinator.step import Record, Step
 from coordinator.group import consumer_records as rec
 from coordinator.group.assignors import ASSIGNORS, PartitionRacks, assign
-from coordinator.group.common import (COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE, NOT_COORDINATOR, UNKNOWN_MEMBER, GroupCoordinatorBase, Record, Step, _Request)
+from coordinator.group.common import (COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE, NOT_COORDINATOR, UNKNOWN_MEMBER, GroupCoordinatorBase, _Request)
 
 if TYPE_CHECKING:
     from coordinator.group.classic import ClassicGroup
@@ -44,12 +45,12 @@ if TYPE_CHECKING:
 Assignment = dict[uuid.UUID, frozenset[int]]
 TopicsView = Mapping[str, tuple[uuid.UUID, int]]
 
-INVALID_REQUEST = Errors.InvalidRequestError.errno
-FENCED_MEMBER_EPOCH = Errors.FencedMemberEpochError.errno
-UNRELEASED_INSTANCE_ID = Errors.UnreleasedInstanceIdError.errno
-UNSUPPORTED_ASSIGNOR = Errors.UnsupportedAssignorError.errno
-STALE_MEMBER_EPOCH = Errors.StaleMemberEpochError.errno
-FENCED_INSTANCE_ID = Errors.FencedInstanceIdError.errno
+INVALID_REQUEST: int = Errors.InvalidRequestError.errno
+FENCED_MEMBER_EPOCH: int = Errors.FencedMemberEpochError.errno
+UNRELEASED_INSTANCE_ID: int = Errors.UnreleasedInstanceIdError.errno
+UNSUPPORTED_ASSIGNOR: int = Errors.UnsupportedAssignorError.errno
+STALE_MEMBER_EPOCH: int = Errors.StaleMemberEpochError.errno
+FENCED_INSTANCE_ID: int = Errors.FencedInstanceIdError.errno
 INVALID_REGULAR_EXPRESSION = 128
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -166,14 +167,14 @@ class ConsumerGroupMember:
     pending_revocation: Assignment = field(default_factory=dict)
     classic: ClassicMemberMetadata | None = None     # set for a member of the classic protocol
 
-    def subscription(self) -> tuple:
+    def subscription(self) -> tuple[Any, ...]:
         return (self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor)
 
-    def metadata(self) -> tuple:
+    def metadata(self) -> tuple[Any, ...]:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscription(),
                 self.rebalance_timeout_ms, self.classic)
 
-    def current(self) -> tuple:
+    def current(self) -> tuple[Any, ...]:
         return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned,
                 self.pending_revocation)
 
@@ -397,7 +398,7 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
         joining = req.member_epoch == 0
         group = self._consumer_group_for(gid, joining, step, req.topics)
         member_id = req.member_id or self._member_id_factory()
-        records: list = []
+        records: list[Record] = []
         member = group.members.get(member_id)
         replaced = False
         if req.instance_id is not None:
@@ -413,7 +414,7 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
             else:
                 self._cg_known_static(group, req.instance_id, member_id)
         new_member = member is None
-        if new_member:
+        if member is None:
             if not joining:
                 raise HeartbeatError(UNKNOWN_MEMBER, f"Member {member_id} is not a member of group {gid}.")
             if len(group.members) >= self.config.consumer_group_max_size:
@@ -453,7 +454,7 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
 
     def _cg_apply_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
                          fresh: bool, owned: list[tuple[uuid.UUID, list[int]]] | None, topics: TopicsView,
-                         records: list, partition_racks: PartitionRacks | None = None) -> None:
+                         records: list[Record], partition_racks: PartitionRacks | None = None) -> None:
         """Kafka's heartbeat steps 1-3, shared by both protocols' members: store the member's new
         metadata (bumping the group epoch when its subscription or the subscribed topics changed),
         recompute the target assignment for a new group epoch, then reconcile ``updated`` (which
@@ -504,7 +505,7 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
                 out.add(tid)
         return frozenset(out)
 
-    def _cg_update_target(self, group: ConsumerGroup, records: list) -> None:
+    def _cg_update_target(self, group: ConsumerGroup, records: list[Record]) -> None:
         """Run the assignor for the new group epoch and record what changed (Kafka's
         TargetAssignmentBuilder: changed members, then the assignment epoch)."""
         topics = {tid: n for tid, n in group.subscription_metadata.values()}
@@ -615,7 +616,7 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
         self._cg_fence(group, member.member_id, step.records, req.topics, step, req.partition_racks)
         return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_MEMBER_EPOCH, hb)
 
-    def _cg_remove_member(self, group: ConsumerGroup, member_id: str, records: list,
+    def _cg_remove_member(self, group: ConsumerGroup, member_id: str, records: list[Record],
                           topics: TopicsView | None = None, partition_racks: PartitionRacks | None = None) -> None:
         """Fence a member (leave, session or revocation timeout): its records go, the group epoch is
         bumped so the others' targets are recomputed on their next heartbeat."""
@@ -641,7 +642,7 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
         records.append(rec.group_metadata(gid, group.group_epoch))
 
     def _cg_replace_static(self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str,
-                           records: list) -> ConsumerGroupMember:
+                           records: list[Record]) -> ConsumerGroupMember:
         """Kafka's replaceMember: the rejoining static member takes over the old one's assignment
         (member epoch 0 so that its first heartbeat answer carries the full assignment)."""
         gid = group.group_id
@@ -787,10 +788,11 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
             else:
                 group.target[k.member_id] = rec.assignment_of(v.topic_partitions)
         elif kind == rec.CURRENT_MEMBER_ASSIGNMENT:
-            m = group.members.get(k.member_id)
+            current = group.members.get(k.member_id)
             if v is not None:
-                if m is None:
-                    m = group.members[k.member_id] = ConsumerGroupMember(k.member_id)
+                if current is None:
+                    current = group.members[k.member_id] = ConsumerGroupMember(k.member_id)
+                m = current
                 m.member_epoch, m.previous_member_epoch, m.state = v.member_epoch, v.previous_member_epoch, v.state
                 m.assigned = rec.assignment_of(v.assigned_partitions)
                 m.pending_revocation = rec.assignment_of(v.partitions_pending_revocation)
@@ -802,7 +804,7 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
             for member in group.members.values():
                 self._cg_schedule_session(group, member)
 
-    def _cg_delete(self, group: ConsumerGroup, records: list) -> None:
+    def _cg_delete(self, group: ConsumerGroup, records: list[Record]) -> None:
         """DeleteGroups of an empty consumer group: its records are tombstoned (Kafka's
         createGroupTombstoneRecords)."""
         gid = group.group_id

@@ -30,11 +30,12 @@ from typing import Any
 
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
+from coordinator.step import Record, Step
 from coordinator.group import consumer_records as rec
 from coordinator.group.assignors import PartitionRacks
 from coordinator.group.classic import (ClassicGroup, ClassicGroupHandlers, GroupState, Heartbeat, HeartbeatResult, JoinGroup, JoinGroupResult, LeaveGroup, LeaveGroupResult, LeaveMemberResult, Member, SyncGroup, SyncGroupResult)
 from coordinator.group.consumer import (STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, Assignment, ClassicMemberMetadata, ConsumerGroup, ConsumerGroupHandlers, ConsumerGroupMember, HeartbeatError, TopicsView)
-from coordinator.group.common import (CONSUMER_PROTOCOL_TYPE, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER, UNKNOWN_MEMBER_ID, Step)
+from coordinator.group.common import (CONSUMER_PROTOCOL_TYPE, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER, UNKNOWN_MEMBER_ID)
 from coordinator.group.offsets_records import group_metadata_record
 
 # The newest ConsumerProtocolSubscription/Assignment version kafka-python's schemas know.
@@ -122,7 +123,7 @@ class ClassicMembersHandlers(ClassicGroupHandlers, ConsumerGroupHandlers):
             subscription = parse_subscription(req.protocols[0][1])
         except ValueError as e:
             raise HeartbeatError(INCONSISTENT_GROUP_PROTOCOL, str(e)) from None
-        records: list = []
+        records: list[Record] = []
         member = group.members.get(member_id)
         fresh = member is None
         if req.group_instance_id is not None:
@@ -307,21 +308,21 @@ class ClassicMembersHandlers(ClassicGroupHandlers, ConsumerGroupHandlers):
         step.records.append(group_metadata_record(gid, None))
         self._drop_group(gid)
         self._consumer_groups[gid] = group
-        for m in group.members.values():
-            step.records.append(rec.member_metadata(gid, m))
+        for cm in group.members.values():
+            step.records.append(rec.member_metadata(gid, cm))
         step.records.append(rec.group_metadata(gid, epoch))
         for mid, a in group.target.items():
             step.records.append(rec.target_assignment_member(gid, mid, a))
         step.records.append(rec.target_assignment_metadata(gid, epoch))
-        for m in group.members.values():
-            step.records.append(rec.current_member_assignment(gid, m))
-            group.set_current(m)
-            self._cg_schedule_session(group, m)
+        for cm in group.members.values():
+            step.records.append(rec.current_member_assignment(gid, cm))
+            group.set_current(cm)
+            self._cg_schedule_session(group, cm)
         return group
 
     # ------------------------------------------------------------------ downgrade
 
-    def _cg_fence(self, group: ConsumerGroup, member_id: str, records: list, topics: TopicsView | None = None,
+    def _cg_fence(self, group: ConsumerGroup, member_id: str, records: list[Record], topics: TopicsView | None = None,
                   step: Step | None = None, partition_racks: PartitionRacks | None = None) -> None:
         """Kafka's consumerGroupFenceMember: remove the member, or, when it is the last member of
         the consumer protocol and classic members remain, turn the group back into a classic one."""
@@ -363,7 +364,7 @@ class ClassicMembersHandlers(ClassicGroupHandlers, ConsumerGroupHandlers):
             self._reschedule_heartbeat(classic, cm)
         self._prepare_rebalance(classic, step)
 
-    def _cg_tombstones(self, group: ConsumerGroup, records: list) -> None:
+    def _cg_tombstones(self, group: ConsumerGroup, records: list[Record]) -> None:
         """Kafka's ConsumerGroup.createGroupTombstoneRecords: every record of the group goes."""
         gid = group.group_id
         for mid in group.members:

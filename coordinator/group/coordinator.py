@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from coordinator.step import Record, Step, TxnRecords
 from coordinator.hashing import partition_for_group
 from coordinator.group.common import *  # noqa: F401,F403
-from coordinator.group.common import GroupCoordinatorBase, Record
+from coordinator.group.common import GroupCoordinatorBase
 from coordinator.group.classic import *  # noqa: F401,F403
 from coordinator.group.classic import ClassicGroupHandlers
 from coordinator.group.consumer import *  # noqa: F401,F403

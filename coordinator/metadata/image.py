@@ -29,14 +29,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from coordinator.metadata.records import (BROKER_RESOURCE, TOPIC_RESOURCE, AccessControlEntryRecord, BrokerEndpoint, BrokerRegistrationChangeRecord, ConfigRecord, FenceBrokerRecord, MetadataRecord, NO_LEADER_CHANGE, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RemoveAccessControlEntryRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord, UserScramCredentialRecord)
 
-_EMPTY: Mapping = MappingProxyType({})
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
 
-def _empty() -> Mapping:
+def _empty() -> Mapping[Any, Any]:
     return _EMPTY
 
 
@@ -343,7 +343,7 @@ class MetadataDelta:
         return LocalReplicaChanges(leaders, followers, deletes)
 
 
-_HANDLERS = {
+_HANDLERS: dict[type, Callable[[MetadataDelta, Any], None]] = {
     RegisterBrokerRecord: MetadataDelta._register,
     UnregisterBrokerRecord: MetadataDelta._unregister,
     FenceBrokerRecord: MetadataDelta._fence,

@@ -26,7 +26,7 @@ import dataclasses
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import kafka.errors as Errors
 
@@ -36,13 +36,13 @@ Assignment = dict[uuid.UUID, frozenset[int]]
 TopicsView = Mapping[str, tuple[uuid.UUID, int]]
 
 NONE = 0
-INVALID_REQUEST = Errors.InvalidRequestError.errno
-UNKNOWN_MEMBER_ID = Errors.UnknownMemberIdError.errno
-FENCED_MEMBER_EPOCH = Errors.FencedMemberEpochError.errno
-GROUP_MAX_SIZE_REACHED = Errors.GroupMaxSizeReachedError.errno
-GROUP_ID_NOT_FOUND = Errors.GroupIdNotFoundError.errno
-NON_EMPTY_GROUP = Errors.NonEmptyGroupError.errno
-NOT_COORDINATOR = Errors.NotCoordinatorError.errno
+INVALID_REQUEST: int = Errors.InvalidRequestError.errno
+UNKNOWN_MEMBER_ID: int = Errors.UnknownMemberIdError.errno
+FENCED_MEMBER_EPOCH: int = Errors.FencedMemberEpochError.errno
+GROUP_MAX_SIZE_REACHED: int = Errors.GroupMaxSizeReachedError.errno
+GROUP_ID_NOT_FOUND: int = Errors.GroupIdNotFoundError.errno
+NON_EMPTY_GROUP: int = Errors.NonEmptyGroupError.errno
+NOT_COORDINATOR: int = Errors.NotCoordinatorError.errno
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 ASSIGNOR_NAME = "simple"
@@ -107,7 +107,7 @@ class ShareGroupConfig:
 
     @classmethod
     def from_properties(cls, props: Mapping[str, object]) -> "ShareGroupConfig":
-        return cls(**{field_name: int(props[name]) if props.get(name) is not None else default  # type: ignore[arg-type]
+        return cls(**{field_name: int(cast("str | int", props[name])) if props.get(name) is not None else default
                       for name, (field_name, default) in _KAFKA_NAMES.items()})
 
 

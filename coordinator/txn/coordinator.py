@@ -49,15 +49,15 @@ NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
 
 NONE = 0
-INVALID_REQUEST = Errors.InvalidRequestError.errno
-NOT_COORDINATOR = Errors.NotCoordinatorError.errno
-COORDINATOR_LOAD_IN_PROGRESS = Errors.CoordinatorLoadInProgressError.errno
-INVALID_PRODUCER_ID_MAPPING = Errors.InvalidProducerIdMappingError.errno
-INVALID_TXN_STATE = Errors.InvalidTxnStateError.errno
-INVALID_TRANSACTION_TIMEOUT = Errors.InvalidTransactionTimeoutError.errno
-CONCURRENT_TRANSACTIONS = Errors.ConcurrentTransactionsError.errno
-PRODUCER_FENCED = Errors.ProducerFencedError.errno
-TRANSACTIONAL_ID_NOT_FOUND = Errors.TransactionalIdNotFoundError.errno
+INVALID_REQUEST: int = Errors.InvalidRequestError.errno
+NOT_COORDINATOR: int = Errors.NotCoordinatorError.errno
+COORDINATOR_LOAD_IN_PROGRESS: int = Errors.CoordinatorLoadInProgressError.errno
+INVALID_PRODUCER_ID_MAPPING: int = Errors.InvalidProducerIdMappingError.errno
+INVALID_TXN_STATE: int = Errors.InvalidTxnStateError.errno
+INVALID_TRANSACTION_TIMEOUT: int = Errors.InvalidTransactionTimeoutError.errno
+CONCURRENT_TRANSACTIONS: int = Errors.ConcurrentTransactionsError.errno
+PRODUCER_FENCED: int = Errors.ProducerFencedError.errno
+TRANSACTIONAL_ID_NOT_FOUND: int = Errors.TransactionalIdNotFoundError.errno
 
 
 class TxnState(Enum):
@@ -596,9 +596,10 @@ class TransactionCoordinator:
         tv2 = req.api_version >= 5
 
         def answer(code: int, md: TxnMetadata | None = None) -> None:
-            ok = tv2 and code == NONE and md is not None
-            step.complete(req.token, EndTxnResult(
-                code, md.producer_id if ok else -1, md.producer_epoch if ok else -1))
+            if tv2 and code == NONE and md is not None:
+                step.complete(req.token, EndTxnResult(code, md.producer_id, md.producer_epoch))
+            else:
+                step.complete(req.token, EndTxnResult(code, -1, -1))
 
         commit = req.committed
         if tv2:
