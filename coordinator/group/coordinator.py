@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.step import Record, Step, TxnRecords
+from coordinator.step import Coordinator, Record, Step, TxnRecords
 from coordinator.hashing import partition_for_group
 from coordinator.group.common import *  # noqa: F401,F403
 from coordinator.group.common import GroupCoordinatorBase
@@ -570,3 +570,8 @@ class GroupCoordinator(ClassicMembersHandlers):
         ConsumerGroupDescribe: ConsumerGroupHandlers._handle_cg_describe,
     }
 
+
+
+def _implements_coordinator(coordinator: GroupCoordinator) -> Coordinator:
+    """Never called: mypy checks here that GroupCoordinator implements the Coordinator protocol."""
+    return coordinator

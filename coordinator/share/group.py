@@ -30,7 +30,7 @@ from typing import Any, cast
 
 import kafka.errors as Errors
 
-from coordinator.step import Step
+from coordinator.step import Coordinator, Step
 
 Assignment = dict[uuid.UUID, frozenset[int]]
 TopicsView = Mapping[str, tuple[uuid.UUID, int]]
@@ -401,3 +401,8 @@ class ShareGroupCoordinator:
                                            group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                                            members=tuple(group.members.values())))
         return out
+
+
+def _implements_coordinator(coordinator: ShareGroupCoordinator) -> Coordinator:
+    """Never called: mypy checks here that ShareGroupCoordinator implements the Coordinator protocol."""
+    return coordinator

@@ -31,7 +31,7 @@ from typing import Any
 import kafka.errors as Errors
 
 from coordinator.hashing import partition_for_group
-from coordinator.step import Completion, MarkerJob, Record, Step, TopicPartition
+from coordinator.step import Completion, Coordinator, MarkerJob, Record, Step, TopicPartition
 from coordinator.txn.records import (TransactionLogValue, decode_key, decode_value, group_partitions, transaction_record)
 
 __all__ = [
@@ -708,3 +708,8 @@ class TransactionCoordinator:
         DescribeTransactions: _handle_describe,
         ListTransactions: _handle_list,
     }
+
+
+def _implements_coordinator(coordinator: TransactionCoordinator) -> Coordinator:
+    """Never called: mypy checks here that TransactionCoordinator implements the Coordinator protocol."""
+    return coordinator
