@@ -290,9 +290,10 @@ class ClassicGroup:
     def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> Member:
         """Give a static member a new member id, keeping its place, protocols and assignment."""
         old = self.members[old_id]
-        member = Member(new_id, old.group_instance_id, old.client_id, old.client_host,
-                        old.rebalance_timeout_ms, old.session_timeout_ms, old.protocol_type,
-                        list(old.protocols), old.assignment)
+        member = Member(member_id=new_id, group_instance_id=old.group_instance_id, client_id=old.client_id,
+                        client_host=old.client_host, rebalance_timeout_ms=old.rebalance_timeout_ms,
+                        session_timeout_ms=old.session_timeout_ms, protocol_type=old.protocol_type,
+                        protocols=list(old.protocols), assignment=old.assignment)
         if old.awaiting_join:
             self.num_awaiting_join -= 1
         self.members = {(new_id if k == old_id else k): (member if k == old_id else v)
@@ -622,9 +623,10 @@ class ClassicGroupHandlers(GroupCoordinatorBase):
             if member.matches(req.protocols):
                 # The member lost the first answer: repeat the current generation's.
                 answer(JoinGroupResult(
-                    NONE, member_id, group.generation_id, group.protocol_type, group.protocol_name,
-                    group.leader_id or "", False,
-                    group.current_member_metadata() if group.is_leader(member_id) else []))
+                    error_code=NONE, member_id=member_id, generation_id=group.generation_id,
+                    protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                    leader=group.leader_id or "", skip_assignment=False,
+                    members=group.current_member_metadata() if group.is_leader(member_id) else []))
             else:
                 self._update_member_and_rebalance(group, member, req, step)
         elif state == GroupState.STABLE:
@@ -633,8 +635,9 @@ class ClassicGroupHandlers(GroupCoordinatorBase):
                 # (new partitions) that the member metadata does not show.
                 self._update_member_and_rebalance(group, member, req, step)
             else:
-                answer(JoinGroupResult(NONE, member_id, group.generation_id, group.protocol_type,
-                                       group.protocol_name, group.leader_id or "", False, []))
+                answer(JoinGroupResult(error_code=NONE, member_id=member_id, generation_id=group.generation_id,
+                                       protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                                       leader=group.leader_id or "", skip_assignment=False, members=[]))
         else:
             answer(JoinGroupResult(UNKNOWN_MEMBER, member_id))
 
@@ -686,22 +689,27 @@ class ClassicGroupHandlers(GroupCoordinatorBase):
                     self._cancel(("heartbeat", group.group_id, new_id))
                     self._reschedule_heartbeat(group, restored)
                     step.complete(req.token, JoinGroupResult(
-                        UNKNOWN_SERVER_ERROR, UNKNOWN_MEMBER_ID, group.generation_id, group.protocol_type,
-                        group.protocol_name, current_leader or ""))
+                        error_code=UNKNOWN_SERVER_ERROR, member_id=UNKNOWN_MEMBER_ID,
+                        generation_id=group.generation_id, protocol_type=group.protocol_type,
+                        protocol_name=group.protocol_name, leader=current_leader or ""))
                     return
                 step.records.append(record)
                 if req.api_version >= 9:
                     # v9+: the leader learns it leads but must skip the assignor (KIP-814).
                     is_leader = group.is_leader(new_id)
                     result = JoinGroupResult(
-                        NONE, new_id, group.generation_id, group.protocol_type, group.protocol_name,
-                        group.leader_id or "", is_leader,
-                        group.current_member_metadata() if is_leader else [])
+                        error_code=NONE, member_id=new_id, generation_id=group.generation_id,
+                        protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                        leader=group.leader_id or "", skip_assignment=is_leader,
+                        members=group.current_member_metadata() if is_leader else [])
                 else:
                     # Older clients get the old leader id so a restarted leader does not run a
                     # trivial assignment that a Stable group would never propagate.
-                    result = JoinGroupResult(NONE, new_id, group.generation_id, group.protocol_type,
-                                             group.protocol_name, current_leader or "", False, [])
+                    result = JoinGroupResult(error_code=NONE, member_id=new_id,
+                                             generation_id=group.generation_id,
+                                             protocol_type=group.protocol_type,
+                                             protocol_name=group.protocol_name, leader=current_leader or "",
+                                             skip_assignment=False, members=[])
                 self._complete_join(group, member, result, step)
             else:
                 self._maybe_prepare_rebalance_or_complete_join(group, step)
@@ -791,8 +799,10 @@ class ClassicGroupHandlers(GroupCoordinatorBase):
         for member in list(group.members.values()):
             is_leader = group.is_leader(member.member_id)
             self._complete_join(group, member, JoinGroupResult(
-                NONE, member.member_id, group.generation_id, group.protocol_type, group.protocol_name,
-                group.leader_id or "", False, list(members_for_leader) if is_leader else []), step)
+                error_code=NONE, member_id=member.member_id, generation_id=group.generation_id,
+                protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                leader=group.leader_id or "", skip_assignment=False,
+                members=list(members_for_leader) if is_leader else []), step)
             self._reschedule_heartbeat(group, member)
             member.is_new = False
             group.pending_sync_members.add(member.member_id)
@@ -847,7 +857,8 @@ class ClassicGroupHandlers(GroupCoordinatorBase):
     def _propagate_assignment(self, group: ClassicGroup, error: int, step: Step) -> None:
         ptype, pname = (group.protocol_type, group.protocol_name) if error == NONE else (None, None)
         for member in group.members.values():
-            if self._complete_sync(member, SyncGroupResult(error, ptype, pname, member.assignment), step):
+            if self._complete_sync(member, SyncGroupResult(error_code=error, protocol_type=ptype,
+                                                           protocol_name=pname, assignment=member.assignment), step):
                 # Sessions restart once a member has its assignment (it may have been waiting a while).
                 self._reschedule_heartbeat(group, member)
 
@@ -883,7 +894,8 @@ class ClassicGroupHandlers(GroupCoordinatorBase):
         member = group.members[req.member_id]
         if group.state == GroupState.STABLE:
             self._remove_pending_sync_member(group, req.member_id)
-            return answer(SyncGroupResult(NONE, group.protocol_type, group.protocol_name, member.assignment))
+            return answer(SyncGroupResult(error_code=NONE, protocol_type=group.protocol_type,
+                                          protocol_name=group.protocol_name, assignment=member.assignment))
         # CompletingRebalance: park until the leader's assignment is stored.
         if member.sync_waiter is not None:      # Deviation: see _park_join
             self._complete_sync(member, SyncGroupResult(REBALANCE_IN_PROGRESS), step)

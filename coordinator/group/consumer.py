@@ -449,8 +449,9 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
                            and req.topic_partitions is not None)
         changed = new_member or not _same(before_assigned, updated.assigned)
         return ConsumerGroupHeartbeatResult(
-            NONE, None, member_id, updated.member_epoch, self.config.consumer_group_heartbeat_interval_ms,
-            dict(updated.assigned) if (full or changed) else None)
+            error_code=NONE, error_message=None, member_id=member_id, member_epoch=updated.member_epoch,
+            heartbeat_interval_ms=self.config.consumer_group_heartbeat_interval_ms,
+            assignment=dict(updated.assigned) if (full or changed) else None)
 
     def _cg_apply_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
                          fresh: bool, owned: list[tuple[uuid.UUID, list[int]]] | None, topics: TopicsView,
@@ -612,9 +613,12 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
             group.set_current(member)
             step.records.append(rec.current_member_assignment(group.group_id, member))
             self._cancel(("cg-revocation", group.group_id, member.member_id))
-            return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, hb)
+            return ConsumerGroupHeartbeatResult(error_code=NONE, error_message=None, member_id=member.member_id,
+                                                member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                                heartbeat_interval_ms=hb)
         self._cg_fence(group, member.member_id, step.records, req.topics, step, req.partition_racks)
-        return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_MEMBER_EPOCH, hb)
+        return ConsumerGroupHeartbeatResult(error_code=NONE, error_message=None, member_id=member.member_id,
+                                            member_epoch=LEAVE_GROUP_MEMBER_EPOCH, heartbeat_interval_ms=hb)
 
     def _cg_remove_member(self, group: ConsumerGroup, member_id: str, records: list[Record],
                           topics: TopicsView | None = None, partition_racks: PartitionRacks | None = None) -> None:
@@ -699,13 +703,17 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
             elif gid in self._consumer_groups:
                 g = self._consumer_groups[gid]
                 members = [DescribedConsumerMember(
-                    m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
-                    list(m.subscribed_topic_names), m.subscribed_topic_regex, dict(m.assigned),
-                    dict(g.target.get(m.member_id, {})), 0 if m.classic is not None else 1)
+                    member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+                    member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
+                    subscribed_topic_names=list(m.subscribed_topic_names),
+                    subscribed_topic_regex=m.subscribed_topic_regex, assignment=dict(m.assigned),
+                    target_assignment=dict(g.target.get(m.member_id, {})),
+                    member_type=0 if m.classic is not None else 1)
                     for m in g.members.values()]
-                out.append(DescribedConsumerGroup(gid, NONE, None, g.state, g.group_epoch, g.assignment_epoch,
-                                                  g.preferred_assignor(self.config.consumer_group_assignors[0]),
-                                                  members))
+                out.append(DescribedConsumerGroup(
+                    group_id=gid, error_code=NONE, error_message=None, group_state=g.state,
+                    group_epoch=g.group_epoch, assignment_epoch=g.assignment_epoch,
+                    assignor_name=g.preferred_assignor(self.config.consumer_group_assignors[0]), members=members))
             elif gid in self._groups:
                 out.append(DescribedConsumerGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group."))
             else:

@@ -157,8 +157,9 @@ class ClassicMembersHandlers(ClassicGroupHandlers, ConsumerGroupHandlers):
         self._cg_schedule_session(group, updated)
         self._schedule(("cg-sync", gid, member_id), updated.rebalance_timeout_ms,
                        lambda s: self._cg_expire(gid, member_id, s))
-        return JoinGroupResult(NONE, member_id, updated.member_epoch, CONSUMER_PROTOCOL_TYPE, req.protocols[0][0],
-                               "", False, [])
+        return JoinGroupResult(error_code=NONE, member_id=member_id, generation_id=updated.member_epoch,
+                               protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=req.protocols[0][0],
+                               leader="", skip_assignment=False, members=[])
 
     @staticmethod
     def _cg_supports_classic(group: ConsumerGroup, protocol_type: str, names: list[str]) -> bool:
@@ -204,7 +205,8 @@ class ClassicMembersHandlers(ClassicGroupHandlers, ConsumerGroupHandlers):
         self._cg_schedule_session(group, member)
         names = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
         step.complete(req.token, SyncGroupResult(
-            NONE, req.protocol_type, req.protocol_name, encode_assignment(member.assigned, names, protocol[1])))
+            error_code=NONE, protocol_type=req.protocol_type, protocol_name=req.protocol_name,
+            assignment=encode_assignment(member.assigned, names, protocol[1])))
 
     def _cg_throw_if_rebalancing(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         if group.group_epoch > member.member_epoch and member.state != UNREVOKED_PARTITIONS:
@@ -350,8 +352,8 @@ class ClassicMembersHandlers(ClassicGroupHandlers, ConsumerGroupHandlers):
                 continue
             classic.add(Member(member_id=mid, group_instance_id=m.instance_id, client_id=m.client_id,
                                client_host=m.client_host, rebalance_timeout_ms=m.rebalance_timeout_ms,
-                               session_timeout_ms=m.classic.session_timeout_ms, protocol_type=CONSUMER_PROTOCOL_TYPE,
-                               protocols=list(m.classic.protocols)))
+                               session_timeout_ms=m.classic.session_timeout_ms,
+                               protocol_type=CONSUMER_PROTOCOL_TYPE, protocols=list(m.classic.protocols)))
         classic.protocol_type = CONSUMER_PROTOCOL_TYPE
         classic.protocol_name = classic.select_protocol()
         classic.subscribed_topics = classic.compute_subscribed_topics()

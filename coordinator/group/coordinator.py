@@ -397,23 +397,33 @@ class GroupCoordinator(ClassicMembersHandlers):
             group = self._groups.get(gid)
             if group is None or group.state == GroupState.DEAD:
                 if req.api_version >= 6:
-                    out.append(DescribedGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} not found.",
-                                              GroupState.DEAD.value))
+                    out.append(DescribedGroup(group_id=gid, error_code=GROUP_ID_NOT_FOUND,
+                                              error_message=f"Group {gid} not found.",
+                                              group_state=GroupState.DEAD.value))
                 else:
-                    out.append(DescribedGroup(gid, NONE, None, GroupState.DEAD.value))
+                    out.append(DescribedGroup(group_id=gid, error_code=NONE, error_message=None,
+                                              group_state=GroupState.DEAD.value))
                 continue
             if group.state == GroupState.STABLE:
-                members = [DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                           m.metadata(group.protocol_name), m.assignment)
+                members = [DescribedMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                           client_id=m.client_id, client_host=m.client_host,
+                                           member_metadata=m.metadata(group.protocol_name),
+                                           member_assignment=m.assignment)
                            for m in group.members.values()]
-                out.append(DescribedGroup(gid, NONE, None, group.state.value, group.protocol_type or "",
-                                          group.protocol_name or "", members))
+                out.append(DescribedGroup(group_id=gid, error_code=NONE, error_message=None,
+                                          group_state=group.state.value,
+                                          protocol_type=group.protocol_type or "",
+                                          protocol_data=group.protocol_name or "", members=members))
             else:
                 # Outside Stable the metadata/assignment are in flux: Kafka describes members only.
-                members = [DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", b"")
+                members = [DescribedMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                           client_id=m.client_id, client_host=m.client_host,
+                                           member_metadata=b"", member_assignment=b"")
                            for m in group.members.values()]
-                out.append(DescribedGroup(gid, NONE, None, group.state.value, group.protocol_type or "",
-                                          "", members))
+                out.append(DescribedGroup(group_id=gid, error_code=NONE, error_message=None,
+                                          group_state=group.state.value,
+                                          protocol_type=group.protocol_type or "", protocol_data="",
+                                          members=members))
         step.complete(req.token, DescribeGroupsResult(out))
 
     def _handle_list(self, req: ListGroups, step: Step) -> None:
@@ -422,7 +432,8 @@ class GroupCoordinator(ClassicMembersHandlers):
         groups = [ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
                   for g in self._groups.values()
                   if (not states or g.state.value.lower() in states) and (not types or "classic" in types)]
-        groups += [ListedGroup(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state, GROUP_TYPE)
+        groups += [ListedGroup(group_id=g.group_id, protocol_type=CONSUMER_PROTOCOL_TYPE, group_state=g.state,
+                               group_type=GROUP_TYPE)
                    for g in self._consumer_groups.values()
                    if (not states or g.state.lower() in states) and (not types or GROUP_TYPE in types)]
         step.complete(req.token, ListGroupsResult(NONE, groups))
@@ -548,10 +559,13 @@ class GroupCoordinator(ClassicMembersHandlers):
                      if tid in by_id]
             assignment = ConsumerProtocolAssignment(version=0, assigned_partitions=parts,
                                                     user_data=None).encode(version=0)
-            members.append(DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host,
-                                           bytes(sub), bytes(assignment)))
-        return DescribedGroup(group.group_id, NONE, None, group.state, CONSUMER_PROTOCOL_TYPE,
-                              group.preferred_assignor(self.config.consumer_group_assignors[0]), members)
+            members.append(DescribedMember(member_id=m.member_id, group_instance_id=m.instance_id,
+                                           client_id=m.client_id, client_host=m.client_host,
+                                           member_metadata=bytes(sub), member_assignment=bytes(assignment)))
+        return DescribedGroup(group_id=group.group_id, error_code=NONE, error_message=None,
+                              group_state=group.state, protocol_type=CONSUMER_PROTOCOL_TYPE,
+                              protocol_data=group.preferred_assignor(self.config.consumer_group_assignors[0]),
+                              members=members)
 
     _HANDLERS: dict[type, Callable[[GroupCoordinator, Any, Step], None]] = {
         JoinGroup: ClassicGroupHandlers._handle_join,

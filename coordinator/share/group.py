@@ -256,9 +256,11 @@ class ShareGroupCoordinator:
     def unavailable(self, request: Any, error: int | None = None) -> Any:
         err = NOT_COORDINATOR if error is None else error
         if isinstance(request, ShareGroupHeartbeat):
-            return ShareGroupHeartbeatResult(error_code=err, error_message=None, member_id=request.member_id or None,
+            return ShareGroupHeartbeatResult(error_code=err, error_message=None,
+                                             member_id=request.member_id or None,
                                              member_epoch=request.member_epoch,
-                                             heartbeat_interval_ms=self.config.heartbeat_interval_ms, assignment=None)
+                                             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+                                             assignment=None)
         if isinstance(request, ShareGroupDescribe):
             return [DescribedShareGroup(group_id=gid, error_code=err, error_message=None, group_state="",
                                         group_epoch=-1, assignment_epoch=-1, members=()) for gid in request.group_ids]
@@ -289,9 +291,9 @@ class ShareGroupCoordinator:
         interval = self.config.heartbeat_interval_ms
 
         def error(code: int, message: str) -> ShareGroupHeartbeatResult:
-            return ShareGroupHeartbeatResult(error_code=code, error_message=message, member_id=req.member_id or None,
-                                             member_epoch=req.member_epoch, heartbeat_interval_ms=interval,
-                                             assignment=None)
+            return ShareGroupHeartbeatResult(error_code=code, error_message=message,
+                                             member_id=req.member_id or None, member_epoch=req.member_epoch,
+                                             heartbeat_interval_ms=interval, assignment=None)
 
         if not req.group_id:
             return error(INVALID_REQUEST, "GroupId can't be empty.")
@@ -333,8 +335,10 @@ class ShareGroupCoordinator:
             if len(group.members) >= self.config.max_size:
                 return self._with_left(error(GROUP_MAX_SIZE_REACHED, f"The share group has reached its maximum "
                                              f"capacity of {self.config.max_size} members."), left)
-            member = ShareMember(req.member_id, 0, req.client_id, req.client_host, req.rack_id,
-                                 tuple(sorted(set(req.subscribed_topic_names or ()))), {}, 0)
+            member = ShareMember(member_id=req.member_id, member_epoch=0, client_id=req.client_id,
+                                 client_host=req.client_host, rack_id=req.rack_id,
+                                 subscribed=tuple(sorted(set(req.subscribed_topic_names or ()))), assignment={},
+                                 deadline_ms=0)
             group.members[req.member_id] = member
             bump = True
         elif req.subscribed_topic_names is not None:
@@ -397,8 +401,9 @@ class ShareGroupCoordinator:
                                                group_epoch=-1, assignment_epoch=-1, members=()))
                 continue
             self.expire(group, now_ms)
-            out.append(DescribedShareGroup(group_id=gid, error_code=NONE, error_message=None, group_state=group.state,
-                                           group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+            out.append(DescribedShareGroup(group_id=gid, error_code=NONE, error_message=None,
+                                           group_state=group.state, group_epoch=group.group_epoch,
+                                           assignment_epoch=group.assignment_epoch,
                                            members=tuple(group.members.values())))
         return out
 

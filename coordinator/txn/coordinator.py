@@ -482,8 +482,10 @@ class TransactionCoordinator:
         assert now is not None
         md = self._txns.get(tid)
         if md is None:
-            md = TxnMetadata(tid, self._allocate(), NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_PRODUCER_EPOCH,
-                             req.transaction_timeout_ms, TxnState.EMPTY, set(), -1, now)
+            md = TxnMetadata(transactional_id=tid, producer_id=self._allocate(),
+                             last_producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH,
+                             last_producer_epoch=NO_PRODUCER_EPOCH, timeout_ms=req.transaction_timeout_ms,
+                             state=TxnState.EMPTY, partitions=set(), start_ms=-1, last_update_ms=now)
             self._txns[tid] = md
 
         def valid_producer_id(pid: int, epoch: int) -> bool:
@@ -654,8 +656,9 @@ class TransactionCoordinator:
                 out.append(DescribedTransaction(tid, TRANSACTIONAL_ID_NOT_FOUND))
                 continue
             out.append(DescribedTransaction(
-                tid, NONE, md.state.display, md.timeout_ms, md.start_ms, md.producer_id, md.producer_epoch,
-                [(t, list(ps)) for t, ps in group_partitions(md.partitions)]))
+                transactional_id=tid, error_code=NONE, state=md.state.display, timeout_ms=md.timeout_ms,
+                start_time_ms=md.start_ms, producer_id=md.producer_id, producer_epoch=md.producer_epoch,
+                topics=[(t, list(ps)) for t, ps in group_partitions(md.partitions)]))
         step.complete(req.token, DescribeTransactionsResult(out))
 
     def _handle_list(self, req: ListTransactions, step: Step) -> None:

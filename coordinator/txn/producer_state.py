@@ -87,7 +87,9 @@ class ProducerStateTable:
             entry.epoch = epoch
             entry.batches.clear()
         if first_seq >= 0:
-            entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
+            entry.batches.append(BatchMetadata(first_seq=first_seq, last_seq=last_seq,
+                                               first_offset=first_offset, last_offset=last_offset,
+                                               timestamp=timestamp))
         entry.last_timestamp = timestamp
         if is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
