@@ -168,8 +168,7 @@ class GroupTimeline:
         was_rebalancing = t.current is not None
         for mid in members.keys() - t.members.keys():
             reason = t.joining_reason if t.joining_reason and t.joining_reason != "member rejoined" else "new member"
-            self._start(t, now, f"{mid} joined: {reason}")
-            t.current.joined.append(MemberChange(mid, members[mid][0], members[mid][1], reason))
+            self._start(t, now, f"{mid} joined: {reason}").joined.append(MemberChange(mid, members[mid][0], members[mid][1], reason))
             log.info("member joined", group=group_id, member_id=mid, client_id=members[mid][0],
                      client_host=members[mid][1], reason=reason)
         for mid in t.members.keys() - members.keys():
@@ -177,8 +176,7 @@ class GroupTimeline:
             reason = t.leaving.pop(mid, None) or (
                 "did not rejoin within the rebalance timeout" if t.state in REBALANCING
                 else "session timeout expired")
-            self._start(t, now, f"{mid} {'left' if left else 'expired'}: {reason}")
-            t.current.left.append(MemberChange(mid, *t.members[mid], reason=reason))
+            self._start(t, now, f"{mid} {'left' if left else 'expired'}: {reason}").left.append(MemberChange(mid, *t.members[mid], reason=reason))
             log.info("member left" if left else "member expired", group=group_id, member_id=mid,
                      client_id=t.members[mid][0], reason=reason)
         if d.group_state == "PreparingRebalance" and t.current is None:
@@ -192,10 +190,12 @@ class GroupTimeline:
         if record:          # a generation's assignment (or an emptied group) was written
             self._complete(group_id, t, record, now)
 
-    def _start(self, t: _Tracked, now: int, reason: str) -> None:
+    def _start(self, t: _Tracked, now: int, reason: str) -> Rebalance:
+        """The group's current rebalance (begun now if none is), with ``reason`` added."""
         if t.current is None:
             t.current = Rebalance(started_ms=now, previous_generation=t.generation)
         t.current.reasons.append(reason)
+        return t.current
 
     def _complete(self, group_id: str, t: _Tracked, value: Any, now: int) -> None:
         if value.generation <= t.generation:
