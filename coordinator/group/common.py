@@ -1,6 +1,7 @@
 """What Kafka's two group protocols share in one ``__consumer_offsets`` partition's coordinator:
-error codes, the broker settings, the coordinator's state and timer queue (``GroupCoordinatorBase``), and the requests
-and results of the offset, describe/list/delete APIs that classic and consumer groups both answer.
+error codes, the broker settings, the coordinator's state and timer queue
+(``GroupCoordinatorBase``), and the requests and results of the offset, describe/list/delete APIs
+that classic and consumer groups both answer.
 The protocols themselves live in ``coordinator.classic_group`` and ``coordinator.consumer_group``;
 ``coordinator.group`` puts them together as the ``GroupCoordinator``."""
 from __future__ import annotations
