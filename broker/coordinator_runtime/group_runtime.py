@@ -11,13 +11,12 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
-from coordinator.group.coordinator import GroupCoordinator, GroupCoordinatorConfig, Step, TopicsDeleted
+from coordinator.group.coordinator import GroupCoordinator, GroupCoordinatorConfig, TopicsDeleted
+from coordinator.step import Step
 from coordinator.txn.coordinator import OFFSETS_TOPIC
-from protocol import records as rb
 
 from broker.coordinator_runtime.runtime import CoordinatorShell
 from .group_timeline import GroupTimeline
-from broker.log.partition import CONTROL_COMMIT, control_marker
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
@@ -57,23 +56,6 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
     def after_step(self, partition: int, step: Step) -> None:
         self.timeline.after_step(partition, step)
 
-    def replay_batch(self, coord: GroupCoordinator, data: bytes, h: rb.BatchHeader) -> None:
-        if h.is_control:      # a transaction's COMMIT/ABORT: its pending offsets settle
-            coord.replay_marker(h.producer_id, control_marker(data, h) == CONTROL_COMMIT)
-            return
-        txn_producer = h.producer_id if h.is_transactional else None
-        for r in rb.iter_records(data, h):
-            if r.key is not None:
-                coord.replay(r.key, r.value, producer_id=txn_producer)
-
-    def write_step(self, partition: int, step: Step) -> None:
-        super().write_step(partition, step)
-        if step.txn_records:
-            part = self.broker.logs.partition(OFFSETS_TOPIC, partition)
-            for batch in step.txn_records:     # TxnOffsetCommit: a transactional batch of the producer
-                part.append_internal(list(batch.records), self.broker.now_ms(), producer_id=batch.producer_id,
-                                     producer_epoch=batch.producer_epoch, transactional=True)
-
     async def run_timers(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         cluster = self.broker.cluster
         if cluster is not None:   # cluster mode: a DeleteTopics answered by any broker reaches us here
@@ -94,7 +76,7 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
         super().become_leader(partition)
         coord = self.coordinators.get(partition)
         cluster = self.broker.cluster
-        if coord is None or cluster is None or getattr(coord, "_unloaded", False):
+        if coord is None or cluster is None or coord.unloaded:
             return
         gone = sorted(t for t in coord.offsets.topics() if t not in cluster.image.topics)
         if gone:
@@ -117,7 +99,7 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
         """Remove every group's offsets for deleted topics (tombstones written); returns how many."""
         removed = 0
         for p in list(self.coordinators):   # none yet: no group has ever committed anything
-            if getattr(self.coordinators[p], "_unloaded", False):
+            if self.coordinators[p].unloaded:
                 continue                    # cluster mode: led by another broker, which does it
             result = await self.call(p, TopicsDeleted(topics=topics))
             removed += result.offsets_removed

@@ -18,10 +18,11 @@ from typing import Any, Callable, Protocol
 
 import structlog
 
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+
 from coordinator.group import coordinator as g
 from coordinator.group.offsets_records import GroupMetadataKey, decode_group_metadata_value, decode_key
-
-from broker.observability.introspect import decode_assignment
+from coordinator.step import Step
 
 log = structlog.get_logger("samsa.groups")
 
@@ -30,6 +31,22 @@ class GroupQueries(Protocol):
     """What the timeline asks of the GroupShell (broker/coordinator_runtime/group_runtime.py), which owns it."""
 
     def query(self, partition: int, request: Any) -> Any: ...
+
+
+def decode_assignment(data: bytes, protocol_type: str) -> dict[str, list[int]]:
+    """A consumer-protocol member assignment as topic → partitions ({} for other protocols or
+    bytes that do not parse: a console must not fail on a custom assignor's bytes)."""
+    if protocol_type != "consumer" or not data:
+        return {}
+    try:
+        a = ConsumerProtocolAssignment.decode(bytes(data))
+    except Exception:
+        return {}
+    out: dict[str, list[int]] = {}
+    for tp in a.assigned_partitions:
+        out.setdefault(tp.topic, []).extend(tp.partitions)
+    return {t: sorted(ps) for t, ps in sorted(out.items())}
+
 
 TIMELINE_LENGTH = 50      # generations kept per group
 REBALANCING = ("PreparingRebalance", "CompletingRebalance")
@@ -114,7 +131,7 @@ class GroupTimeline:
             for m in request.members:
                 t.leaving[m.member_id] = m.reason or "the member left the group"
 
-    def after_step(self, partition: int, step: Any) -> None:
+    def after_step(self, partition: int, step: Step) -> None:
         if self._observing:
             return
         touched: dict[str, Any] = {}
@@ -151,8 +168,7 @@ class GroupTimeline:
         was_rebalancing = t.current is not None
         for mid in members.keys() - t.members.keys():
             reason = t.joining_reason if t.joining_reason and t.joining_reason != "member rejoined" else "new member"
-            self._start(t, now, f"{mid} joined: {reason}")
-            t.current.joined.append(MemberChange(mid, members[mid][0], members[mid][1], reason))
+            self._start(t, now, f"{mid} joined: {reason}").joined.append(MemberChange(mid, members[mid][0], members[mid][1], reason))
             log.info("member joined", group=group_id, member_id=mid, client_id=members[mid][0],
                      client_host=members[mid][1], reason=reason)
         for mid in t.members.keys() - members.keys():
@@ -160,8 +176,7 @@ class GroupTimeline:
             reason = t.leaving.pop(mid, None) or (
                 "did not rejoin within the rebalance timeout" if t.state in REBALANCING
                 else "session timeout expired")
-            self._start(t, now, f"{mid} {'left' if left else 'expired'}: {reason}")
-            t.current.left.append(MemberChange(mid, *t.members[mid], reason=reason))
+            self._start(t, now, f"{mid} {'left' if left else 'expired'}: {reason}").left.append(MemberChange(mid, *t.members[mid], reason=reason))
             log.info("member left" if left else "member expired", group=group_id, member_id=mid,
                      client_id=t.members[mid][0], reason=reason)
         if d.group_state == "PreparingRebalance" and t.current is None:
@@ -175,10 +190,12 @@ class GroupTimeline:
         if record:          # a generation's assignment (or an emptied group) was written
             self._complete(group_id, t, record, now)
 
-    def _start(self, t: _Tracked, now: int, reason: str) -> None:
+    def _start(self, t: _Tracked, now: int, reason: str) -> Rebalance:
+        """The group's current rebalance (begun now if none is), with ``reason`` added."""
         if t.current is None:
             t.current = Rebalance(started_ms=now, previous_generation=t.generation)
         t.current.reasons.append(reason)
+        return t.current
 
     def _complete(self, group_id: str, t: _Tracked, value: Any, now: int) -> None:
         if value.generation <= t.generation:

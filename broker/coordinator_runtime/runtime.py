@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import trio
 
 from coordinator.hashing import partition_for_group
+from coordinator.step import Completion, Coordinator, Step
 from protocol import records as rb
+
+from broker.log.partition import CONTROL_COMMIT, control_marker
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
 
-C = TypeVar("C")
+C = TypeVar("C", bound=Coordinator)
 
 
 class _Pending:
@@ -33,6 +36,9 @@ class _Pending:
 
 
 class CoordinatorShell(Generic[C]):
+    """The runtime of one kind of coordinator (Kafka's ``CoordinatorRuntime``): everything here is
+    generic over :class:`coordinator.step.Coordinator`; a subclass names the topic, makes the
+    coordinators and adds what its kind asks for after a step (``after_step``)."""
     topic: str = ""
     # the coordinators' config and its field holding the topic's partition count, which
     # places keys on partitions: an existing topic's count wins over the configured one
@@ -64,18 +70,30 @@ class CoordinatorShell(Generic[C]):
         raise NotImplementedError
 
     def replay_batch(self, coord: C, data: bytes, h: rb.BatchHeader) -> None:
-        """Feed one stored batch (``h.position`` is 0 in ``data``) to the coordinator."""
+        """Feed one stored batch (``h.position`` is 0 in ``data``) to the coordinator: a
+        transaction's COMMIT/ABORT marker settles what that producer's transactional batches
+        wrote; their records carry the producer id until then."""
         if h.is_control:
+            coord.replay_marker(h.producer_id, control_marker(data, h) == CONTROL_COMMIT)
             return
+        txn_producer = h.producer_id if h.is_transactional else None
         for r in rb.iter_records(data, h):
             if r.key is not None:
-                coord.replay(r.key, r.value)  # type: ignore[attr-defined]
+                coord.replay(r.key, r.value, producer_id=txn_producer)
 
-    def write_step(self, partition: int, step: Any) -> None:
+    def write_step(self, partition: int, step: Step) -> None:
+        """Append the step's records, then each of its transactional batches (TxnOffsetCommit:
+        a batch of that producer, counted once its COMMIT marker follows)."""
+        if not (step.records or step.txn_records):
+            return
+        part = self.broker.logs.partition(self.topic, partition)
         if step.records:
-            self.broker.logs.partition(self.topic, partition).append_internal(step.records, self.broker.now_ms())
+            part.append_internal(step.records, self.broker.now_ms())
+        for batch in step.txn_records:
+            part.append_internal(list(batch.records), self.broker.now_ms(), producer_id=batch.producer_id,
+                                 producer_epoch=batch.producer_epoch, transactional=True)
 
-    def after_step(self, partition: int, step: Any) -> None:
+    def after_step(self, partition: int, step: Step) -> None:
         """Work a step asks for once its records are written and its results released."""
 
     # -- start-up ------------------------------------------------------------------------
@@ -97,7 +115,7 @@ class CoordinatorShell(Generic[C]):
             self.coordinators[part.index] = coord
         now = self.broker.now_ms()
         for p, coord in self.coordinators.items():
-            self._apply(p, coord.load_complete(now))  # type: ignore[attr-defined]
+            self._apply(p, coord.load_complete(now))
         return topic.partition_count
 
     def ensure_topic(self) -> None:
@@ -111,7 +129,7 @@ class CoordinatorShell(Generic[C]):
         now = self.broker.now_ms()
         for p in range(self.num_partitions):
             coord = self.coordinators[p] = self.new_coordinator(p)
-            self._apply(p, coord.load_complete(now))  # type: ignore[attr-defined]
+            self._apply(p, coord.load_complete(now))
 
     # -- requests ------------------------------------------------------------------------
     def partition_for(self, key: str) -> int:
@@ -126,13 +144,13 @@ class CoordinatorShell(Generic[C]):
         """The partitions whose coordinator runs here (loaded or loading), as Kafka's List*
         APIs see them: not the placeholders answering NOT_COORDINATOR for partitions led
         elsewhere (made when a client asks the wrong broker), nor resigned ones."""
-        return sorted(p for p, c in self.coordinators.items() if not getattr(c, "_unloaded", False))
+        return sorted(p for p, c in self.coordinators.items() if not c.unloaded)
 
     def _coordinator(self, partition: int) -> C:
         coord = self.coordinators.get(partition)
         if coord is None:       # cluster mode, a partition not led here: it answers NOT_COORDINATOR
             coord = self.coordinators[partition] = self.new_coordinator(partition)
-            coord.unload()  # type: ignore[attr-defined]
+            coord.unload()
         return coord
 
     # -- cluster mode: leadership of the topic's partitions ----------------------------------
@@ -153,14 +171,14 @@ class CoordinatorShell(Generic[C]):
                 h.position = 0
                 self.replay_batch(coord, data, h)
         self.coordinators[partition] = coord
-        self._apply(partition, coord.load_complete(self.broker.now_ms()))  # type: ignore[attr-defined]
+        self._apply(partition, coord.load_complete(self.broker.now_ms()))
 
     def resign(self, partition: int) -> None:
         """Unload the partition's coordinator (Kafka's onResignation): waiting requests and
         later ones answer NOT_COORDINATOR."""
         coord = self.coordinators.get(partition)
-        if coord is not None and not getattr(coord, "_unloaded", False):
-            self._apply(partition, coord.unload())  # type: ignore[attr-defined]
+        if coord is not None and not coord.unloaded:
+            self._apply(partition, coord.unload())
 
     def _unavailable_answer(self, partition: int, request: Any, code: int) -> Any:
         """The request's own answer type for a write that did not commit, with Kafka's mapping:
@@ -170,7 +188,7 @@ class CoordinatorShell(Generic[C]):
 
         err = ErrorCode.NOT_COORDINATOR if code == ErrorCode.NOT_LEADER_OR_FOLLOWER \
             else ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return self.new_coordinator(partition)._unavailable(request, int(err))  # type: ignore[attr-defined]
+        return self.new_coordinator(partition).unavailable(request, int(err))
 
     async def call(self, partition: int, request: Any) -> Any:
         """Step ``request`` through the partition's coordinator and wait for its result."""
@@ -180,8 +198,7 @@ class CoordinatorShell(Generic[C]):
         pending = self._pending[token] = _Pending(request)
         request.token = token
         try:
-            self._apply(partition, self._coordinator(partition).handle(  # type: ignore[attr-defined]
-                request, self.broker.now_ms()))
+            self._apply(partition, self._coordinator(partition).handle(request, self.broker.now_ms()))
             if not pending.event.is_set():  # most requests are answered by their own step
                 await pending.event.wait()
             return pending.result
@@ -196,10 +213,14 @@ class CoordinatorShell(Generic[C]):
         coord = self.coordinators.get(partition)
         if coord is None:
             return None
+        return self.step_now(partition, coord, request)
+
+    def step_now(self, partition: int, coord: C, request: Any) -> Any:
+        """Step ``request`` and take its answer from its own step, without waiting for the
+        step's records to be committed; the rest of the step is applied as usual."""
         request.token = token = object()
         step = coord.handle(request, self.broker.now_ms())
-        result = next((r for t, r in step.completions if t is token), None)
-        step.completions = [(t, r) for t, r in step.completions if t is not token]
+        result = step.take(token)
         self._apply(partition, step)
         return result
 
@@ -207,7 +228,7 @@ class CoordinatorShell(Generic[C]):
         p, _ = self.coordinator_for(key or "")
         return await self.call(p, request)
 
-    def _apply(self, partition: int, step: Any) -> None:
+    def _apply(self, partition: int, step: Step) -> None:
         part = self.broker.logs.partition(self.topic, partition) if self.clustered else None
         end = part.log_end_offset if part is not None else 0
         self.write_step(partition, step)
@@ -223,11 +244,11 @@ class CoordinatorShell(Generic[C]):
         # later or removed one is found when it wakes anyway. (Waking it on every step made it
         # poll every partition's coordinator on every commit.)
         coord = self.coordinators.get(partition)
-        deadline = coord.next_deadline() if coord is not None else None  # type: ignore[attr-defined]
+        deadline = coord.next_deadline() if coord is not None else None
         if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
             self._deadline_changed.set()
 
-    def _release(self, completions: list, failed_partition: int | None = None, code: int = 0) -> None:
+    def _release(self, completions: list[Completion], failed_partition: int | None = None, code: int = 0) -> None:
         for token, result in completions:
             pending = self._pending.get(token)
             if pending is not None:
@@ -236,7 +257,8 @@ class CoordinatorShell(Generic[C]):
                 pending.result = result
                 pending.event.set()
 
-    async def _release_when_committed(self, partition: int, part: Any, required: int, completions: list) -> None:
+    async def _release_when_committed(self, partition: int, part: Any, required: int,
+                                      completions: list[Completion]) -> None:
         timeout_s = int(self.broker.config["offsets.commit.timeout.ms"]) / 1000
         (code,) = await self.broker.replicas.wait_for_acks([(part, required)], timeout_s)
         self._release(completions, None if code == 0 else partition, code)
@@ -254,10 +276,10 @@ class CoordinatorShell(Generic[C]):
             now = self.broker.now_ms()
             earliest: int | None = None
             for p, coord in list(self.coordinators.items()):
-                deadline = coord.next_deadline()  # type: ignore[attr-defined]
+                deadline = coord.next_deadline()
                 if deadline is not None and deadline <= now:
-                    self._apply(p, coord.tick(now))  # type: ignore[attr-defined]
-                    deadline = coord.next_deadline()  # type: ignore[attr-defined]
+                    self._apply(p, coord.tick(now))
+                    deadline = coord.next_deadline()
                 if deadline is not None and (earliest is None or deadline < earliest):
                     earliest = deadline
             if self._deadline_changed.is_set():

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from coordinator.txn import records as txr
-from coordinator.txn.coordinator import (OFFSETS_TOPIC, MarkerJob, Step, TransactionCoordinator, TxnCoordinatorConfig)
+from coordinator.step import MarkerJob, Step
+from coordinator.txn.coordinator import OFFSETS_TOPIC, TransactionCoordinator, TxnCoordinatorConfig
 
 from broker.coordinator_runtime.runtime import CoordinatorShell
 
@@ -67,12 +68,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         """A request answered within its own step, without yielding (verification before a
         TxnOffsetCommit, so nothing can end the transaction between the check and the append)."""
         p, coord = self.coordinator_for(transactional_id or "")
-        request.token = object()
-        step = coord.handle(request, self.broker.now_ms())
-        result = next((r for t, r in step.completions if t is request.token), None)
-        step.completions = [(t, r) for t, r in step.completions if t is not request.token]
-        self._apply(p, step)
-        return result
+        return self.step_now(p, coord, request)
 
     async def call(self, partition: int, request: Any) -> Any:
         self._request = request        # read by the request's own step (synchronous), then cleared
@@ -145,7 +141,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
             self._marker_sender = MarkerSender(self.broker)
         coord = self.coordinators.get(partition)
         if not await self._marker_sender.deliver(job, lambda: self.coordinators.get(partition) is coord and
-                                                 not coord._unloaded):
+                                                 not coord.unloaded):
             return
         self._apply(partition, coord.markers_written(job.transactional_id, job.producer_id,
                                                      job.producer_epoch, job.commit, self.broker.now_ms()))

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
-
 from coordinator.group import coordinator as g
+
+# the console's views read group state below them; decode_assignment is re-exported for cluster_view
+from broker.coordinator_runtime.group_timeline import decode_assignment as decode_assignment
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
@@ -111,21 +112,6 @@ def brokers(broker: BrokerServices) -> list[BrokerView]:
                        b.id == controller, not b.fenced,
                        "fenced" if b.fenced else "shutting down" if b.in_controlled_shutdown else "alive")
             for _, b in sorted(image.brokers.items())]
-
-
-def decode_assignment(data: bytes, protocol_type: str) -> dict[str, list[int]]:
-    """A consumer-protocol member assignment as topic → partitions ({} for other protocols or
-    bytes that do not parse: a console must not fail on a custom assignor's bytes)."""
-    if protocol_type != "consumer" or not data:
-        return {}
-    try:
-        a = ConsumerProtocolAssignment.decode(bytes(data))
-    except Exception:
-        return {}
-    out: dict[str, list[int]] = {}
-    for tp in a.assigned_partitions:
-        out.setdefault(tp.topic, []).extend(tp.partitions)
-    return {t: sorted(ps) for t, ps in sorted(out.items())}
 
 
 def partitions(broker: BrokerServices, include_internal: bool = True, cluster_wide: bool = False) -> list[PartitionView]:

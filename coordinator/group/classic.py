@@ -15,8 +15,9 @@ from typing import Any
 
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
+from coordinator.step import Record, Step
 from coordinator.group.common import *  # noqa: F401,F403  (error codes, Step, shared requests)
-from coordinator.group.common import _Request
+from coordinator.group.common import GroupCoordinatorBase, _Request
 from coordinator.group.offsets import OffsetAndMetadata
 from coordinator.group.offsets_records import GroupMetadataValue, MemberMetadataValue, group_metadata_record
 
@@ -289,9 +290,10 @@ class ClassicGroup:
     def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> Member:
         """Give a static member a new member id, keeping its place, protocols and assignment."""
         old = self.members[old_id]
-        member = Member(new_id, old.group_instance_id, old.client_id, old.client_host,
-                        old.rebalance_timeout_ms, old.session_timeout_ms, old.protocol_type,
-                        list(old.protocols), old.assignment)
+        member = Member(member_id=new_id, group_instance_id=old.group_instance_id, client_id=old.client_id,
+                        client_host=old.client_host, rebalance_timeout_ms=old.rebalance_timeout_ms,
+                        session_timeout_ms=old.session_timeout_ms, protocol_type=old.protocol_type,
+                        protocols=list(old.protocols), assignment=old.assignment)
         if old.awaiting_join:
             self.num_awaiting_join -= 1
         self.members = {(new_id if k == old_id else k): (member if k == old_id else v)
@@ -447,9 +449,8 @@ class ClassicGroup:
 
 
 
-class ClassicGroupHandlers:
-    """The classic protocol's part of the coordinator (a mixin of ``GroupCoordinator``)."""
-    _groups: dict
+class ClassicGroupHandlers(GroupCoordinatorBase):
+    """The classic protocol's part of the coordinator (its state: ``GroupCoordinatorBase``)."""
 
     def _reschedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int | None = None) -> None:
         gid, mid = group.group_id, member.member_id
@@ -478,7 +479,7 @@ class ClassicGroupHandlers:
 
     @staticmethod
     def _complete(step: Step, waiter: _Waiter, result: Any) -> None:
-        step.completions.append((waiter.token, result))
+        step.complete(waiter.token, result)
 
     def _complete_join(self, group: ClassicGroup, member: Member, result: JoinGroupResult, step: Step) -> bool:
         if member.join_waiter is None:
@@ -534,7 +535,7 @@ class ClassicGroupHandlers:
 
     def _handle_join(self, req: JoinGroup, step: Step) -> None:
         def answer(result: JoinGroupResult) -> None:
-            step.completions.append((req.token, result))
+            step.complete(req.token, result)
 
         if not req.group_id:
             return answer(JoinGroupResult(INVALID_GROUP_ID, req.member_id))
@@ -572,10 +573,10 @@ class ClassicGroupHandlers:
     def _join_new_member(self, group: ClassicGroup, req: JoinGroup, step: Step) -> None:
         names = [name for name, _ in req.protocols]
         if group.state == GroupState.DEAD:
-            step.completions.append((req.token, JoinGroupResult(COORDINATOR_NOT_AVAILABLE, UNKNOWN_MEMBER_ID)))
+            step.complete(req.token, JoinGroupResult(COORDINATOR_NOT_AVAILABLE, UNKNOWN_MEMBER_ID))
             return
         if not group.supports_protocols(req.protocol_type, names):
-            step.completions.append((req.token, JoinGroupResult(INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID)))
+            step.complete(req.token, JoinGroupResult(INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID))
             return
         new_id = self._new_member_id(req.client_id, req.group_instance_id)
         if req.group_instance_id is not None:
@@ -591,7 +592,7 @@ class ClassicGroupHandlers:
             gid = group.group_id
             self._schedule(("heartbeat", gid, new_id), req.session_timeout_ms,
                            lambda s: self._expire_heartbeat(gid, new_id, s))
-            step.completions.append((req.token, JoinGroupResult(MEMBER_ID_REQUIRED, new_id)))
+            step.complete(req.token, JoinGroupResult(MEMBER_ID_REQUIRED, new_id))
         else:
             self._add_member_and_rebalance(group, req, new_id, step)
 
@@ -600,7 +601,7 @@ class ClassicGroupHandlers:
         names = [name for name, _ in req.protocols]
 
         def answer(result: JoinGroupResult) -> None:
-            step.completions.append((req.token, result))
+            step.complete(req.token, result)
 
         if group.state == GroupState.DEAD:
             return answer(JoinGroupResult(COORDINATOR_NOT_AVAILABLE, member_id))
@@ -622,9 +623,10 @@ class ClassicGroupHandlers:
             if member.matches(req.protocols):
                 # The member lost the first answer: repeat the current generation's.
                 answer(JoinGroupResult(
-                    NONE, member_id, group.generation_id, group.protocol_type, group.protocol_name,
-                    group.leader_id or "", False,
-                    group.current_member_metadata() if group.is_leader(member_id) else []))
+                    error_code=NONE, member_id=member_id, generation_id=group.generation_id,
+                    protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                    leader=group.leader_id or "", skip_assignment=False,
+                    members=group.current_member_metadata() if group.is_leader(member_id) else []))
             else:
                 self._update_member_and_rebalance(group, member, req, step)
         elif state == GroupState.STABLE:
@@ -633,8 +635,9 @@ class ClassicGroupHandlers:
                 # (new partitions) that the member metadata does not show.
                 self._update_member_and_rebalance(group, member, req, step)
             else:
-                answer(JoinGroupResult(NONE, member_id, group.generation_id, group.protocol_type,
-                                       group.protocol_name, group.leader_id or "", False, []))
+                answer(JoinGroupResult(error_code=NONE, member_id=member_id, generation_id=group.generation_id,
+                                       protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                                       leader=group.leader_id or "", skip_assignment=False, members=[]))
         else:
             answer(JoinGroupResult(UNKNOWN_MEMBER, member_id))
 
@@ -685,23 +688,28 @@ class ClassicGroupHandlers:
                     restored = group.replace_static_member(instance_id, new_id, old_id)
                     self._cancel(("heartbeat", group.group_id, new_id))
                     self._reschedule_heartbeat(group, restored)
-                    step.completions.append((req.token, JoinGroupResult(
-                        UNKNOWN_SERVER_ERROR, UNKNOWN_MEMBER_ID, group.generation_id, group.protocol_type,
-                        group.protocol_name, current_leader or "")))
+                    step.complete(req.token, JoinGroupResult(
+                        error_code=UNKNOWN_SERVER_ERROR, member_id=UNKNOWN_MEMBER_ID,
+                        generation_id=group.generation_id, protocol_type=group.protocol_type,
+                        protocol_name=group.protocol_name, leader=current_leader or ""))
                     return
                 step.records.append(record)
                 if req.api_version >= 9:
                     # v9+: the leader learns it leads but must skip the assignor (KIP-814).
                     is_leader = group.is_leader(new_id)
                     result = JoinGroupResult(
-                        NONE, new_id, group.generation_id, group.protocol_type, group.protocol_name,
-                        group.leader_id or "", is_leader,
-                        group.current_member_metadata() if is_leader else [])
+                        error_code=NONE, member_id=new_id, generation_id=group.generation_id,
+                        protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                        leader=group.leader_id or "", skip_assignment=is_leader,
+                        members=group.current_member_metadata() if is_leader else [])
                 else:
                     # Older clients get the old leader id so a restarted leader does not run a
                     # trivial assignment that a Stable group would never propagate.
-                    result = JoinGroupResult(NONE, new_id, group.generation_id, group.protocol_type,
-                                             group.protocol_name, current_leader or "", False, [])
+                    result = JoinGroupResult(error_code=NONE, member_id=new_id,
+                                             generation_id=group.generation_id,
+                                             protocol_type=group.protocol_type,
+                                             protocol_name=group.protocol_name, leader=current_leader or "",
+                                             skip_assignment=False, members=[])
                 self._complete_join(group, member, result, step)
             else:
                 self._maybe_prepare_rebalance_or_complete_join(group, step)
@@ -791,8 +799,10 @@ class ClassicGroupHandlers:
         for member in list(group.members.values()):
             is_leader = group.is_leader(member.member_id)
             self._complete_join(group, member, JoinGroupResult(
-                NONE, member.member_id, group.generation_id, group.protocol_type, group.protocol_name,
-                group.leader_id or "", False, list(members_for_leader) if is_leader else []), step)
+                error_code=NONE, member_id=member.member_id, generation_id=group.generation_id,
+                protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                leader=group.leader_id or "", skip_assignment=False,
+                members=list(members_for_leader) if is_leader else []), step)
             self._reschedule_heartbeat(group, member)
             member.is_new = False
             group.pending_sync_members.add(member.member_id)
@@ -847,7 +857,8 @@ class ClassicGroupHandlers:
     def _propagate_assignment(self, group: ClassicGroup, error: int, step: Step) -> None:
         ptype, pname = (group.protocol_type, group.protocol_name) if error == NONE else (None, None)
         for member in group.members.values():
-            if self._complete_sync(member, SyncGroupResult(error, ptype, pname, member.assignment), step):
+            if self._complete_sync(member, SyncGroupResult(error_code=error, protocol_type=ptype,
+                                                           protocol_name=pname, assignment=member.assignment), step):
                 # Sessions restart once a member has its assignment (it may have been waiting a while).
                 self._reschedule_heartbeat(group, member)
 
@@ -855,7 +866,7 @@ class ClassicGroupHandlers:
 
     def _handle_sync(self, req: SyncGroup, step: Step) -> None:
         def answer(result: SyncGroupResult) -> None:
-            step.completions.append((req.token, result))
+            step.complete(req.token, result)
 
         if not req.group_id:
             return answer(SyncGroupResult(INVALID_GROUP_ID))
@@ -883,7 +894,8 @@ class ClassicGroupHandlers:
         member = group.members[req.member_id]
         if group.state == GroupState.STABLE:
             self._remove_pending_sync_member(group, req.member_id)
-            return answer(SyncGroupResult(NONE, group.protocol_type, group.protocol_name, member.assignment))
+            return answer(SyncGroupResult(error_code=NONE, protocol_type=group.protocol_type,
+                                          protocol_name=group.protocol_name, assignment=member.assignment))
         # CompletingRebalance: park until the leader's assignment is stored.
         if member.sync_waiter is not None:      # Deviation: see _park_join
             self._complete_sync(member, SyncGroupResult(REBALANCE_IN_PROGRESS), step)
@@ -910,7 +922,7 @@ class ClassicGroupHandlers:
 
     def _handle_heartbeat(self, req: Heartbeat, step: Step) -> None:
         def answer(code: int) -> None:
-            step.completions.append((req.token, HeartbeatResult(code)))
+            step.complete(req.token, HeartbeatResult(code))
 
         if not req.group_id:
             return answer(INVALID_GROUP_ID)
@@ -937,7 +949,7 @@ class ClassicGroupHandlers:
 
     def _handle_leave(self, req: LeaveGroup, step: Step) -> None:
         def answer(result: LeaveGroupResult) -> None:
-            step.completions.append((req.token, result))
+            step.complete(req.token, result)
 
         if not req.group_id:
             return answer(LeaveGroupResult(INVALID_GROUP_ID))

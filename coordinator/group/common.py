@@ -1,22 +1,30 @@
 """What Kafka's two group protocols share in one ``__consumer_offsets`` partition's coordinator:
-error codes, the broker settings, the ``Step`` a call returns, the timer queue, and the requests
-and results of the offset, describe/list/delete APIs that classic and consumer groups both answer.
+error codes, the broker settings, the coordinator's state and timer queue
+(``GroupCoordinatorBase``), and the requests and results of the offset, describe/list/delete APIs
+that classic and consumer groups both answer.
 The protocols themselves live in ``coordinator.classic_group`` and ``coordinator.consumer_group``;
 ``coordinator.group`` puts them together as the ``GroupCoordinator``."""
 from __future__ import annotations
 
 import heapq
+import itertools
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kafka.errors as Errors
 from kafka.record.util import size_of_varint
 
+from coordinator.hashing import partition_for_group
 from protocol.records import HEADER_SIZE
-from coordinator.group.offsets import (DEFAULT_RETENTION_TIME, OffsetCommitTopic, OffsetFetchTopic, TopicPartitionErrors, TopicPartitions)
+from coordinator.step import Completion, Record, Step, TxnRecords
+from coordinator.group.offsets import (DEFAULT_RETENTION_TIME, OffsetCommitTopic, OffsetFetchTopic, OffsetStore, TopicPartitionErrors, TopicPartitions)
 
-Record = tuple[bytes, "bytes | None"]
+if TYPE_CHECKING:
+    from coordinator.group.classic import ClassicGroup
+    from coordinator.group.consumer import ConsumerGroup
+
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 UNKNOWN_MEMBER_ID = ""
@@ -24,21 +32,21 @@ NO_GENERATION = -1
 
 NONE = 0
 UNKNOWN_SERVER_ERROR = -1
-COORDINATOR_LOAD_IN_PROGRESS = Errors.CoordinatorLoadInProgressError.errno
-COORDINATOR_NOT_AVAILABLE = Errors.CoordinatorNotAvailableError.errno
-NOT_COORDINATOR = Errors.NotCoordinatorError.errno
-ILLEGAL_GENERATION = Errors.IllegalGenerationError.errno
-INCONSISTENT_GROUP_PROTOCOL = Errors.InconsistentGroupProtocolError.errno
-UNSUPPORTED_VERSION = Errors.UnsupportedVersionError.errno
-INVALID_GROUP_ID = Errors.InvalidGroupIdError.errno
-UNKNOWN_MEMBER = Errors.UnknownMemberIdError.errno
-INVALID_SESSION_TIMEOUT = Errors.InvalidSessionTimeoutError.errno
-REBALANCE_IN_PROGRESS = Errors.RebalanceInProgressError.errno
-NON_EMPTY_GROUP = Errors.NonEmptyGroupError.errno
-GROUP_ID_NOT_FOUND = Errors.GroupIdNotFoundError.errno
-MEMBER_ID_REQUIRED = Errors.MemberIdRequiredError.errno
-GROUP_MAX_SIZE_REACHED = Errors.GroupMaxSizeReachedError.errno
-FENCED_INSTANCE_ID = Errors.FencedInstanceIdError.errno
+COORDINATOR_LOAD_IN_PROGRESS: int = Errors.CoordinatorLoadInProgressError.errno
+COORDINATOR_NOT_AVAILABLE: int = Errors.CoordinatorNotAvailableError.errno
+NOT_COORDINATOR: int = Errors.NotCoordinatorError.errno
+ILLEGAL_GENERATION: int = Errors.IllegalGenerationError.errno
+INCONSISTENT_GROUP_PROTOCOL: int = Errors.InconsistentGroupProtocolError.errno
+UNSUPPORTED_VERSION: int = Errors.UnsupportedVersionError.errno
+INVALID_GROUP_ID: int = Errors.InvalidGroupIdError.errno
+UNKNOWN_MEMBER: int = Errors.UnknownMemberIdError.errno
+INVALID_SESSION_TIMEOUT: int = Errors.InvalidSessionTimeoutError.errno
+REBALANCE_IN_PROGRESS: int = Errors.RebalanceInProgressError.errno
+NON_EMPTY_GROUP: int = Errors.NonEmptyGroupError.errno
+GROUP_ID_NOT_FOUND: int = Errors.GroupIdNotFoundError.errno
+MEMBER_ID_REQUIRED: int = Errors.MemberIdRequiredError.errno
+GROUP_MAX_SIZE_REACHED: int = Errors.GroupMaxSizeReachedError.errno
+FENCED_INSTANCE_ID: int = Errors.FencedInstanceIdError.errno
 
 
 def _assignor_name(value: str) -> str:
@@ -143,30 +151,6 @@ class GroupCoordinatorConfig:
     @property
     def offsets_retention_ms(self) -> int:
         return self.offsets_retention_minutes * 60 * 1000
-
-
-@dataclass(frozen=True, slots=True)
-class TxnRecords:
-    """Records that must be appended as one transactional batch of this producer (TxnOffsetCommit):
-    they count only once the producer's COMMIT marker follows them in the partition."""
-    producer_id: int
-    producer_epoch: int
-    records: tuple[Record, ...]
-
-
-@dataclass(slots=True)
-class Step:
-    """What one call produced: records to append to this ``__consumer_offsets`` partition first
-    (plain ``records``, then each transactional batch of ``txn_records``), then results to send,
-    each matched to the waiting request by its token."""
-    completions: list[tuple[Any, Any]] = field(default_factory=list)
-    records: list[Record] = field(default_factory=list)
-    txn_records: list[TxnRecords] = field(default_factory=list)
-
-    def extend(self, other: Step) -> None:
-        self.completions.extend(other.completions)
-        self.records.extend(other.records)
-        self.txn_records.extend(other.txn_records)
 
 
 # =========================================================================== requests
@@ -343,20 +327,69 @@ def batch_size_of(record: Record) -> int:
     key, value = record
     klen = len(key)
     vlen = -1 if value is None else len(value)
-    body = (1 + 1 + 1 + size_of_varint(klen) + klen + size_of_varint(vlen) + max(vlen, 0) + 1)
-    return HEADER_SIZE + size_of_varint(body) + body
+    body: int = 1 + 1 + 1 + size_of_varint(klen) + klen + size_of_varint(vlen) + max(vlen, 0) + 1
+    return HEADER_SIZE + int(size_of_varint(body)) + body
 
 
+TimerKey = tuple[Any, ...]
+"""A timer's key: its kind first (``"heartbeat"``, ``"cg-session"``, ...), then the group id."""
 _Timer = tuple[int, int, Callable[[Step], None]]
 
 
-class GroupTimers:
-    """The coordinator's timer queue (session expiry, join/sync deadlines, offset expiry): keyed
-    timers on a heap, fired in deadline order with the injected clock. Expects ``_timers``,
-    ``_heap``, ``_seq``, ``_now`` on the instance and an ``_on_loaded(step)`` hook."""
-    _timers: dict[tuple, _Timer]
-    _heap: list[tuple[int, int, tuple]]
-    _now: int | None
+class GroupCoordinatorBase:
+    """The state of one ``__consumer_offsets`` partition's group coordinator, declared and created
+    in one place, with the helpers over it that every part uses: the classic protocol
+    (``coordinator.group.classic``), the consumer protocol (``coordinator.group.consumer``), classic
+    members of consumer groups (``coordinator.group.consumer_classic``) and the offset/admin APIs
+    (``coordinator.group.coordinator``) all inherit from it, so none of them reaches into
+    attributes another file happens to create. Cross-part calls go through methods declared on
+    the part that defines them, which the parts inherit in order (classic, consumer, consumer
+    classic); the two a consumer group needs from the part after it are declared as hooks on
+    ``ConsumerGroupHandlers``.
+
+    The timer queue (session expiry, join/sync deadlines, offset expiry) is keyed timers on a heap,
+    fired in deadline order with the injected clock."""
+
+    def __init__(self, config: GroupCoordinatorConfig | None = None, partition: int | None = None, *,
+                 loading: bool = False, member_id_factory: Callable[[], str] | None = None) -> None:
+        self.config = config or GroupCoordinatorConfig()
+        self.partition = partition
+        self.loading = loading
+        self.offsets = OffsetStore()
+        self._groups: dict[str, ClassicGroup] = {}            # classic groups (and "simple" ones)
+        self._consumer_groups: dict[str, ConsumerGroup] = {}  # KIP-848 consumer groups
+        self._regex_cache: dict[str, Any] = {}                # compiled subscription regexes
+        self._member_id_factory = member_id_factory or (lambda: str(uuid.uuid4()))
+        self._timers: dict[TimerKey, _Timer] = {}
+        self._heap: list[tuple[int, int, TimerKey]] = []
+        self._seq = itertools.count()
+        self._now: int | None = None                          # None until loaded: the clock starts then
+        self._unloaded = False
+
+    # ------------------------------------------------------------------ hooks
+
+    def _on_loaded(self, step: Step) -> None:
+        """The clock starts (first ``_advance``): start the timers of replayed state."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ helpers
+
+    def _fits(self, record: Record) -> bool:
+        return batch_size_of(record) <= self.config.max_message_bytes
+
+    def _owns(self, group_id: str) -> bool:
+        return self.partition is None or partition_for_group(
+            group_id, self.config.offsets_topic_num_partitions) == self.partition
+
+    def _new_member_id(self, client_id: str, group_instance_id: str | None) -> str:
+        prefix = group_instance_id if group_instance_id is not None else client_id
+        return f"{prefix}-{self._member_id_factory()}"
+
+    def _drop_group(self, group_id: str) -> None:
+        if self._groups.pop(group_id, None) is not None:
+            self._cancel_group_timers(group_id)
+
+    # ------------------------------------------------------------------ timers
 
     def next_deadline(self) -> int | None:
         """When ``tick`` has work next (absolute ms), or None."""
@@ -368,14 +401,14 @@ class GroupTimers:
             heapq.heappop(self._heap)
         return None
 
-    def _schedule(self, key: tuple, delay_ms: int, fn: Callable[[Step], None]) -> None:
+    def _schedule(self, key: TimerKey, delay_ms: int, fn: Callable[[Step], None]) -> None:
         assert self._now is not None
         seq = next(self._seq)
         deadline = self._now + max(0, delay_ms)
         self._timers[key] = (deadline, seq, fn)
         heapq.heappush(self._heap, (deadline, seq, key))
 
-    def _cancel(self, key: tuple) -> None:
+    def _cancel(self, key: TimerKey) -> None:
         self._timers.pop(key, None)
 
     def _advance(self, now_ms: int, step: Step) -> None:
@@ -400,4 +433,3 @@ class GroupTimers:
     def _now_ms(self) -> int:
         assert self._now is not None
         return self._now
-

@@ -30,23 +30,27 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kafka.errors as Errors
 
+from coordinator.step import Record, Step
 from coordinator.group import consumer_records as rec
 from coordinator.group.assignors import ASSIGNORS, PartitionRacks, assign
-from coordinator.group.common import (COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE, NOT_COORDINATOR, UNKNOWN_MEMBER, Step, _Request)
+from coordinator.group.common import (COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE, NOT_COORDINATOR, UNKNOWN_MEMBER, GroupCoordinatorBase, _Request)
+
+if TYPE_CHECKING:
+    from coordinator.group.classic import ClassicGroup
 
 Assignment = dict[uuid.UUID, frozenset[int]]
 TopicsView = Mapping[str, tuple[uuid.UUID, int]]
 
-INVALID_REQUEST = Errors.InvalidRequestError.errno
-FENCED_MEMBER_EPOCH = Errors.FencedMemberEpochError.errno
-UNRELEASED_INSTANCE_ID = Errors.UnreleasedInstanceIdError.errno
-UNSUPPORTED_ASSIGNOR = Errors.UnsupportedAssignorError.errno
-STALE_MEMBER_EPOCH = Errors.StaleMemberEpochError.errno
-FENCED_INSTANCE_ID = Errors.FencedInstanceIdError.errno
+INVALID_REQUEST: int = Errors.InvalidRequestError.errno
+FENCED_MEMBER_EPOCH: int = Errors.FencedMemberEpochError.errno
+UNRELEASED_INSTANCE_ID: int = Errors.UnreleasedInstanceIdError.errno
+UNSUPPORTED_ASSIGNOR: int = Errors.UnsupportedAssignorError.errno
+STALE_MEMBER_EPOCH: int = Errors.StaleMemberEpochError.errno
+FENCED_INSTANCE_ID: int = Errors.FencedInstanceIdError.errno
 INVALID_REGULAR_EXPRESSION = 128
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -163,14 +167,14 @@ class ConsumerGroupMember:
     pending_revocation: Assignment = field(default_factory=dict)
     classic: ClassicMemberMetadata | None = None     # set for a member of the classic protocol
 
-    def subscription(self) -> tuple:
+    def subscription(self) -> tuple[Any, ...]:
         return (self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor)
 
-    def metadata(self) -> tuple:
+    def metadata(self) -> tuple[Any, ...]:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscription(),
                 self.rebalance_timeout_ms, self.classic)
 
-    def current(self) -> tuple:
+    def current(self) -> tuple[Any, ...]:
         return (self.member_epoch, self.previous_member_epoch, self.state, self.assigned,
                 self.pending_revocation)
 
@@ -275,10 +279,21 @@ def _same(a: Assignment, b: Assignment) -> bool:
 
 # =========================================================================== handlers
 
-class ConsumerGroupHandlers:
-    """The consumer protocol's part of the coordinator (a mixin of ``GroupCoordinator``)."""
-    _consumer_groups: dict[str, ConsumerGroup]
-    _regex_cache: dict[str, Any]
+class ConsumerGroupHandlers(GroupCoordinatorBase):
+    """The consumer protocol's part of the coordinator (its state: ``GroupCoordinatorBase``)."""
+
+    # ------------------------------------------------------------------ hooks (coordinator.group.consumer_classic)
+
+    def _cg_upgrade(self, classic: ClassicGroup, topics: TopicsView, step: Step) -> ConsumerGroup:
+        """Convert a classic group into a consumer group (a consumer-protocol member joined it)."""
+        raise NotImplementedError
+
+    def _cg_fence(self, group: ConsumerGroup, member_id: str, records: list[Record],
+                  topics: TopicsView | None = None, step: Step | None = None,
+                  partition_racks: PartitionRacks | None = None) -> None:
+        """Remove a member (left, fenced or expired), converting the group back when only classic
+        members remain."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ heartbeat
 
@@ -287,7 +302,7 @@ class ConsumerGroupHandlers:
             result = self._cg_heartbeat(req, step)
         except HeartbeatError as e:
             result = ConsumerGroupHeartbeatResult(e.code, e.message)
-        step.completions.append((req.token, result))
+        step.complete(req.token, result)
 
     def _validate_cg_heartbeat(self, req: ConsumerGroupHeartbeat) -> None:
         def bad(msg: str) -> HeartbeatError:
@@ -383,7 +398,7 @@ class ConsumerGroupHandlers:
         joining = req.member_epoch == 0
         group = self._consumer_group_for(gid, joining, step, req.topics)
         member_id = req.member_id or self._member_id_factory()
-        records: list = []
+        records: list[Record] = []
         member = group.members.get(member_id)
         replaced = False
         if req.instance_id is not None:
@@ -399,7 +414,7 @@ class ConsumerGroupHandlers:
             else:
                 self._cg_known_static(group, req.instance_id, member_id)
         new_member = member is None
-        if new_member:
+        if member is None:
             if not joining:
                 raise HeartbeatError(UNKNOWN_MEMBER, f"Member {member_id} is not a member of group {gid}.")
             if len(group.members) >= self.config.consumer_group_max_size:
@@ -434,12 +449,13 @@ class ConsumerGroupHandlers:
                            and req.topic_partitions is not None)
         changed = new_member or not _same(before_assigned, updated.assigned)
         return ConsumerGroupHeartbeatResult(
-            NONE, None, member_id, updated.member_epoch, self.config.consumer_group_heartbeat_interval_ms,
-            dict(updated.assigned) if (full or changed) else None)
+            error_code=NONE, error_message=None, member_id=member_id, member_epoch=updated.member_epoch,
+            heartbeat_interval_ms=self.config.consumer_group_heartbeat_interval_ms,
+            assignment=dict(updated.assigned) if (full or changed) else None)
 
     def _cg_apply_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
                          fresh: bool, owned: list[tuple[uuid.UUID, list[int]]] | None, topics: TopicsView,
-                         records: list, partition_racks: PartitionRacks | None = None) -> None:
+                         records: list[Record], partition_racks: PartitionRacks | None = None) -> None:
         """Kafka's heartbeat steps 1-3, shared by both protocols' members: store the member's new
         metadata (bumping the group epoch when its subscription or the subscribed topics changed),
         recompute the target assignment for a new group epoch, then reconcile ``updated`` (which
@@ -490,7 +506,7 @@ class ConsumerGroupHandlers:
                 out.add(tid)
         return frozenset(out)
 
-    def _cg_update_target(self, group: ConsumerGroup, records: list) -> None:
+    def _cg_update_target(self, group: ConsumerGroup, records: list[Record]) -> None:
         """Run the assignor for the new group epoch and record what changed (Kafka's
         TargetAssignmentBuilder: changed members, then the assignment epoch)."""
         topics = {tid: n for tid, n in group.subscription_metadata.values()}
@@ -597,11 +613,14 @@ class ConsumerGroupHandlers:
             group.set_current(member)
             step.records.append(rec.current_member_assignment(group.group_id, member))
             self._cancel(("cg-revocation", group.group_id, member.member_id))
-            return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, hb)
+            return ConsumerGroupHeartbeatResult(error_code=NONE, error_message=None, member_id=member.member_id,
+                                                member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                                heartbeat_interval_ms=hb)
         self._cg_fence(group, member.member_id, step.records, req.topics, step, req.partition_racks)
-        return ConsumerGroupHeartbeatResult(NONE, None, member.member_id, LEAVE_GROUP_MEMBER_EPOCH, hb)
+        return ConsumerGroupHeartbeatResult(error_code=NONE, error_message=None, member_id=member.member_id,
+                                            member_epoch=LEAVE_GROUP_MEMBER_EPOCH, heartbeat_interval_ms=hb)
 
-    def _cg_remove_member(self, group: ConsumerGroup, member_id: str, records: list,
+    def _cg_remove_member(self, group: ConsumerGroup, member_id: str, records: list[Record],
                           topics: TopicsView | None = None, partition_racks: PartitionRacks | None = None) -> None:
         """Fence a member (leave, session or revocation timeout): its records go, the group epoch is
         bumped so the others' targets are recomputed on their next heartbeat."""
@@ -627,7 +646,7 @@ class ConsumerGroupHandlers:
         records.append(rec.group_metadata(gid, group.group_epoch))
 
     def _cg_replace_static(self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str,
-                           records: list) -> ConsumerGroupMember:
+                           records: list[Record]) -> ConsumerGroupMember:
         """Kafka's replaceMember: the rejoining static member takes over the old one's assignment
         (member epoch 0 so that its first heartbeat answer carries the full assignment)."""
         gid = group.group_id
@@ -684,18 +703,22 @@ class ConsumerGroupHandlers:
             elif gid in self._consumer_groups:
                 g = self._consumer_groups[gid]
                 members = [DescribedConsumerMember(
-                    m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
-                    list(m.subscribed_topic_names), m.subscribed_topic_regex, dict(m.assigned),
-                    dict(g.target.get(m.member_id, {})), 0 if m.classic is not None else 1)
+                    member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+                    member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
+                    subscribed_topic_names=list(m.subscribed_topic_names),
+                    subscribed_topic_regex=m.subscribed_topic_regex, assignment=dict(m.assigned),
+                    target_assignment=dict(g.target.get(m.member_id, {})),
+                    member_type=0 if m.classic is not None else 1)
                     for m in g.members.values()]
-                out.append(DescribedConsumerGroup(gid, NONE, None, g.state, g.group_epoch, g.assignment_epoch,
-                                                  g.preferred_assignor(self.config.consumer_group_assignors[0]),
-                                                  members))
+                out.append(DescribedConsumerGroup(
+                    group_id=gid, error_code=NONE, error_message=None, group_state=g.state,
+                    group_epoch=g.group_epoch, assignment_epoch=g.assignment_epoch,
+                    assignor_name=g.preferred_assignor(self.config.consumer_group_assignors[0]), members=members))
             elif gid in self._groups:
                 out.append(DescribedConsumerGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group."))
             else:
                 out.append(DescribedConsumerGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} not found."))
-        step.completions.append((req.token, ConsumerGroupDescribeResult(out)))
+        step.complete(req.token, ConsumerGroupDescribeResult(out))
 
     # ------------------------------------------------------------------ offsets
 
@@ -773,10 +796,11 @@ class ConsumerGroupHandlers:
             else:
                 group.target[k.member_id] = rec.assignment_of(v.topic_partitions)
         elif kind == rec.CURRENT_MEMBER_ASSIGNMENT:
-            m = group.members.get(k.member_id)
+            current = group.members.get(k.member_id)
             if v is not None:
-                if m is None:
-                    m = group.members[k.member_id] = ConsumerGroupMember(k.member_id)
+                if current is None:
+                    current = group.members[k.member_id] = ConsumerGroupMember(k.member_id)
+                m = current
                 m.member_epoch, m.previous_member_epoch, m.state = v.member_epoch, v.previous_member_epoch, v.state
                 m.assigned = rec.assignment_of(v.assigned_partitions)
                 m.pending_revocation = rec.assignment_of(v.partitions_pending_revocation)
@@ -788,7 +812,7 @@ class ConsumerGroupHandlers:
             for member in group.members.values():
                 self._cg_schedule_session(group, member)
 
-    def _cg_delete(self, group: ConsumerGroup, records: list) -> None:
+    def _cg_delete(self, group: ConsumerGroup, records: list[Record]) -> None:
         """DeleteGroups of an empty consumer group: its records are tombstoned (Kafka's
         createGroupTombstoneRecords)."""
         gid = group.group_id

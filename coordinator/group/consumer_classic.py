@@ -30,11 +30,12 @@ from typing import Any
 
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
+from coordinator.step import Record, Step
 from coordinator.group import consumer_records as rec
 from coordinator.group.assignors import PartitionRacks
-from coordinator.group.classic import (ClassicGroup, GroupState, Heartbeat, HeartbeatResult, JoinGroup, JoinGroupResult, LeaveGroup, LeaveGroupResult, LeaveMemberResult, Member, SyncGroup, SyncGroupResult)
-from coordinator.group.consumer import (STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, Assignment, ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, HeartbeatError, TopicsView)
-from coordinator.group.common import (CONSUMER_PROTOCOL_TYPE, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER, UNKNOWN_MEMBER_ID, Step)
+from coordinator.group.classic import (ClassicGroup, ClassicGroupHandlers, GroupState, Heartbeat, HeartbeatResult, JoinGroup, JoinGroupResult, LeaveGroup, LeaveGroupResult, LeaveMemberResult, Member, SyncGroup, SyncGroupResult)
+from coordinator.group.consumer import (STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, Assignment, ClassicMemberMetadata, ConsumerGroup, ConsumerGroupHandlers, ConsumerGroupMember, HeartbeatError, TopicsView)
+from coordinator.group.common import (CONSUMER_PROTOCOL_TYPE, FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER, UNKNOWN_MEMBER_ID)
 from coordinator.group.offsets_records import group_metadata_record
 
 # The newest ConsumerProtocolSubscription/Assignment version kafka-python's schemas know.
@@ -90,10 +91,8 @@ def _owned_of(subscription: Any, topics: TopicsView) -> list[tuple[uuid.UUID, li
     return [(topics[tp.topic][0], list(tp.partitions)) for tp in owned if tp.topic in topics]
 
 
-class ClassicMembersHandlers:
-    """Classic requests to consumer groups, and the conversions (a mixin of ``GroupCoordinator``)."""
-    _groups: dict[str, ClassicGroup]
-    _consumer_groups: dict[str, ConsumerGroup]
+class ClassicMembersHandlers(ClassicGroupHandlers, ConsumerGroupHandlers):
+    """Classic requests to consumer groups, and the conversions (its state: ``GroupCoordinatorBase``)."""
 
     def _migration_allows(self, direction: str) -> bool:
         return self.config.consumer_group_migration_policy in (direction, "bidirectional")
@@ -106,7 +105,7 @@ class ClassicMembersHandlers:
             result = self._cg_classic_join_member(group, req, step)
         except HeartbeatError as e:
             result = JoinGroupResult(e.code, req.member_id)
-        step.completions.append((req.token, result))
+        step.complete(req.token, result)
 
     def _cg_classic_join_member(self, group: ConsumerGroup, req: JoinGroup, step: Step) -> JoinGroupResult:
         cfg = self.config
@@ -124,7 +123,7 @@ class ClassicMembersHandlers:
             subscription = parse_subscription(req.protocols[0][1])
         except ValueError as e:
             raise HeartbeatError(INCONSISTENT_GROUP_PROTOCOL, str(e)) from None
-        records: list = []
+        records: list[Record] = []
         member = group.members.get(member_id)
         fresh = member is None
         if req.group_instance_id is not None:
@@ -158,8 +157,9 @@ class ClassicMembersHandlers:
         self._cg_schedule_session(group, updated)
         self._schedule(("cg-sync", gid, member_id), updated.rebalance_timeout_ms,
                        lambda s: self._cg_expire(gid, member_id, s))
-        return JoinGroupResult(NONE, member_id, updated.member_epoch, CONSUMER_PROTOCOL_TYPE, req.protocols[0][0],
-                               "", False, [])
+        return JoinGroupResult(error_code=NONE, member_id=member_id, generation_id=updated.member_epoch,
+                               protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=req.protocols[0][0],
+                               leader="", skip_assignment=False, members=[])
 
     @staticmethod
     def _cg_supports_classic(group: ConsumerGroup, protocol_type: str, names: list[str]) -> bool:
@@ -199,13 +199,14 @@ class ClassicMembersHandlers:
                 raise HeartbeatError(INCONSISTENT_GROUP_PROTOCOL)
             self._cg_throw_if_rebalancing(group, member)
         except HeartbeatError as e:
-            step.completions.append((req.token, SyncGroupResult(e.code)))
+            step.complete(req.token, SyncGroupResult(e.code))
             return
         self._cancel(("cg-sync", group.group_id, member.member_id))
         self._cg_schedule_session(group, member)
         names = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
-        step.completions.append((req.token, SyncGroupResult(
-            NONE, req.protocol_type, req.protocol_name, encode_assignment(member.assigned, names, protocol[1]))))
+        step.complete(req.token, SyncGroupResult(
+            error_code=NONE, protocol_type=req.protocol_type, protocol_name=req.protocol_name,
+            assignment=encode_assignment(member.assigned, names, protocol[1])))
 
     def _cg_throw_if_rebalancing(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         if group.group_epoch > member.member_epoch and member.state != UNREVOKED_PARTITIONS:
@@ -224,7 +225,7 @@ class ClassicMembersHandlers:
         try:
             member = self._cg_classic_member(group, req.member_id, req.group_instance_id, req.generation_id)
         except HeartbeatError as e:
-            step.completions.append((req.token, HeartbeatResult(e.code)))
+            step.complete(req.token, HeartbeatResult(e.code))
             return
         self._cg_schedule_session(group, member)
         error = NONE
@@ -232,7 +233,7 @@ class ClassicMembersHandlers:
                 member.state == UNRELEASED_PARTITIONS and not self._cg_waiting_on_unreleased(group, member)):
             error = REBALANCE_IN_PROGRESS
             self._cg_schedule_join_timeout(group, member)
-        step.completions.append((req.token, HeartbeatResult(error)))
+        step.complete(req.token, HeartbeatResult(error))
 
     @staticmethod
     def _cg_waiting_on_unreleased(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
@@ -268,7 +269,7 @@ class ClassicMembersHandlers:
                 continue
             self._cg_remove_member(group, member.member_id, step.records)
             results.append(LeaveMemberResult(member.member_id, identity.group_instance_id, NONE))
-        step.completions.append((req.token, LeaveGroupResult(NONE, results)))
+        step.complete(req.token, LeaveGroupResult(NONE, results))
 
     def _cancel_classic_timers(self, group_id: str, member_id: str) -> None:
         for kind in ("cg-session", "cg-revocation", "cg-join", "cg-sync"):
@@ -309,21 +310,21 @@ class ClassicMembersHandlers:
         step.records.append(group_metadata_record(gid, None))
         self._drop_group(gid)
         self._consumer_groups[gid] = group
-        for m in group.members.values():
-            step.records.append(rec.member_metadata(gid, m))
+        for cm in group.members.values():
+            step.records.append(rec.member_metadata(gid, cm))
         step.records.append(rec.group_metadata(gid, epoch))
         for mid, a in group.target.items():
             step.records.append(rec.target_assignment_member(gid, mid, a))
         step.records.append(rec.target_assignment_metadata(gid, epoch))
-        for m in group.members.values():
-            step.records.append(rec.current_member_assignment(gid, m))
-            group.set_current(m)
-            self._cg_schedule_session(group, m)
+        for cm in group.members.values():
+            step.records.append(rec.current_member_assignment(gid, cm))
+            group.set_current(cm)
+            self._cg_schedule_session(group, cm)
         return group
 
     # ------------------------------------------------------------------ downgrade
 
-    def _cg_fence(self, group: ConsumerGroup, member_id: str, records: list, topics: TopicsView | None = None,
+    def _cg_fence(self, group: ConsumerGroup, member_id: str, records: list[Record], topics: TopicsView | None = None,
                   step: Step | None = None, partition_racks: PartitionRacks | None = None) -> None:
         """Kafka's consumerGroupFenceMember: remove the member, or, when it is the last member of
         the consumer protocol and classic members remain, turn the group back into a classic one."""
@@ -351,8 +352,8 @@ class ClassicMembersHandlers:
                 continue
             classic.add(Member(member_id=mid, group_instance_id=m.instance_id, client_id=m.client_id,
                                client_host=m.client_host, rebalance_timeout_ms=m.rebalance_timeout_ms,
-                               session_timeout_ms=m.classic.session_timeout_ms, protocol_type=CONSUMER_PROTOCOL_TYPE,
-                               protocols=list(m.classic.protocols)))
+                               session_timeout_ms=m.classic.session_timeout_ms,
+                               protocol_type=CONSUMER_PROTOCOL_TYPE, protocols=list(m.classic.protocols)))
         classic.protocol_type = CONSUMER_PROTOCOL_TYPE
         classic.protocol_name = classic.select_protocol()
         classic.subscribed_topics = classic.compute_subscribed_topics()
@@ -365,7 +366,7 @@ class ClassicMembersHandlers:
             self._reschedule_heartbeat(classic, cm)
         self._prepare_rebalance(classic, step)
 
-    def _cg_tombstones(self, group: ConsumerGroup, records: list) -> None:
+    def _cg_tombstones(self, group: ConsumerGroup, records: list[Record]) -> None:
         """Kafka's ConsumerGroup.createGroupTombstoneRecords: every record of the group goes."""
         gid = group.group_id
         for mid in group.members:

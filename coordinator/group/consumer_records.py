@@ -22,7 +22,7 @@ GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_ASSIGNMENT_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT = 6, 7, 8
 RECORD_TYPES = frozenset(range(3, 9))
 
-_KEYS = {
+_KEYS: dict[int, Any] = {
     GROUP_METADATA: m.ConsumerGroupMetadataKey,
     PARTITION_METADATA: m.ConsumerGroupPartitionMetadataKey,
     MEMBER_METADATA: m.ConsumerGroupMemberMetadataKey,
@@ -30,7 +30,7 @@ _KEYS = {
     TARGET_ASSIGNMENT_MEMBER: m.ConsumerGroupTargetAssignmentMemberKey,
     CURRENT_MEMBER_ASSIGNMENT: m.ConsumerGroupCurrentMemberAssignmentKey,
 }
-_VALUES = {
+_VALUES: dict[int, Any] = {
     GROUP_METADATA: m.ConsumerGroupMetadataValue,
     PARTITION_METADATA: m.ConsumerGroupPartitionMetadataValue,
     MEMBER_METADATA: m.ConsumerGroupMemberMetadataValue,

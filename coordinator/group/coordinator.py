@@ -21,14 +21,13 @@ case a client can provoke, a group metadata record over ``max_message_bytes``.
 """
 from __future__ import annotations
 
-import itertools
-import uuid
 from collections.abc import Callable
 from typing import Any
 
+from coordinator.step import Coordinator, Record, Step, TxnRecords
 from coordinator.hashing import partition_for_group
 from coordinator.group.common import *  # noqa: F401,F403
-from coordinator.group.common import GroupTimers, Record
+from coordinator.group.common import GroupCoordinatorBase
 from coordinator.group.classic import *  # noqa: F401,F403
 from coordinator.group.classic import ClassicGroupHandlers
 from coordinator.group.consumer import *  # noqa: F401,F403
@@ -58,7 +57,7 @@ __all__ = [
 
 
 
-class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembersHandlers, GroupTimers):
+class GroupCoordinator(ClassicMembersHandlers):
     """The classic group coordinator for the groups of one ``__consumer_offsets`` partition.
 
     ``partition`` (optional) enables Kafka's NOT_COORDINATOR answer for groups that hash elsewhere.
@@ -66,22 +65,6 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
     state, then call ``load_complete(now_ms)``. ``member_id_factory`` returns the random suffix of
     new member ids (Kafka: a UUID); tests inject a deterministic one.
     """
-
-    def __init__(self, config: GroupCoordinatorConfig | None = None, partition: int | None = None, *,
-                 loading: bool = False, member_id_factory: Callable[[], str] | None = None) -> None:
-        self.config = config or GroupCoordinatorConfig()
-        self.partition = partition
-        self.loading = loading
-        self.offsets = OffsetStore()
-        self._groups: dict[str, ClassicGroup] = {}
-        self._consumer_groups: dict[str, ConsumerGroup] = {}
-        self._regex_cache: dict[str, Any] = {}
-        self._member_id_factory = member_id_factory or (lambda: str(uuid.uuid4()))
-        self._timers: dict[tuple, _Timer] = {}
-        self._heap: list[tuple[int, int, tuple]] = []
-        self._seq = itertools.count()
-        self._now: int | None = None
-        self._unloaded = False
 
     # ------------------------------------------------------------------ public API
 
@@ -93,7 +76,7 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
         if handler is None:
             raise TypeError(f"unsupported request {type(request).__name__}")
         if self._unloaded or self.loading:
-            step.completions.append((request.token, self._unavailable(request)))
+            step.complete(request.token, self.unavailable(request))
             return step
         self._advance(now_ms, step)
         if not self._consumer_group_answers_classic(request, step):
@@ -150,6 +133,10 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
         self.offsets.complete_transaction(producer_id, commit)
         return step
 
+    @property
+    def unloaded(self) -> bool:
+        return self._unloaded
+
     def load_complete(self, now_ms: int) -> Step:
         """End of loading: start member session timers and the offset-expiry timer; rebalance groups
         larger than group.max.size (Kafka's onLoaded). A coordinator that was never put in loading
@@ -204,22 +191,7 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
 
     # ------------------------------------------------------------------ helpers
 
-    def _fits(self, record: Record) -> bool:
-        return batch_size_of(record) <= self.config.max_message_bytes
-
-    def _owns(self, group_id: str) -> bool:
-        return self.partition is None or partition_for_group(
-            group_id, self.config.offsets_topic_num_partitions) == self.partition
-
-    def _new_member_id(self, client_id: str, group_instance_id: str | None) -> str:
-        prefix = group_instance_id if group_instance_id is not None else client_id
-        return f"{prefix}-{self._member_id_factory()}"
-
-    def _drop_group(self, group_id: str) -> None:
-        if self._groups.pop(group_id, None) is not None:
-            self._cancel_group_timers(group_id)
-
-    def _unavailable(self, request: Any, error: int | None = None) -> Any:
+    def unavailable(self, request: Any, error: int | None = None) -> Any:
         """The answer while loading (COORDINATOR_LOAD_IN_PROGRESS, with Kafka's per-API twists)
         or after ``unload`` (NOT_COORDINATOR); ``error`` overrides it (a cluster's shell answers a
         write that did not replicate with COORDINATOR_NOT_AVAILABLE, as Kafka does)."""
@@ -277,7 +249,7 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
 
     def _handle_offset_commit(self, req: OffsetCommit, step: Step) -> None:
         def answer(topics: list[TopicPartitionErrors]) -> None:
-            step.completions.append((req.token, OffsetCommitResult(topics)))
+            step.complete(req.token, OffsetCommitResult(topics))
 
         if req.group_id is None:
             return answer(errors_for_all(req.topics, INVALID_GROUP_ID))
@@ -326,7 +298,7 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
         (generation, member id or instance id, v3+); anyone may commit for an Empty or unknown
         group (which is created); the offsets stay pending until the transaction ends."""
         def answer(topics: list[TopicPartitionErrors]) -> None:
-            step.completions.append((req.token, TxnOffsetCommitResult(topics)))
+            step.complete(req.token, TxnOffsetCommitResult(topics))
 
         if not req.group_id:
             return answer(errors_for_all(req.topics, INVALID_GROUP_ID))
@@ -380,13 +352,13 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
                 out.append(OffsetFetchGroupResult(g.group_id, NONE,
                                                   self.offsets.fetch(g.group_id, g.topics, exists,
                                                                      req.require_stable)))
-        step.completions.append((req.token, OffsetFetchResult(out)))
+        step.complete(req.token, OffsetFetchResult(out))
 
     # ================================================================== OffsetDelete
 
     def _handle_offset_delete(self, req: OffsetDelete, step: Step) -> None:
         def answer(result: OffsetDeleteResult) -> None:
-            step.completions.append((req.token, result))
+            step.complete(req.token, result)
 
         if req.group_id is None:
             return answer(OffsetDeleteResult(INVALID_GROUP_ID))
@@ -425,24 +397,34 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
             group = self._groups.get(gid)
             if group is None or group.state == GroupState.DEAD:
                 if req.api_version >= 6:
-                    out.append(DescribedGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} not found.",
-                                              GroupState.DEAD.value))
+                    out.append(DescribedGroup(group_id=gid, error_code=GROUP_ID_NOT_FOUND,
+                                              error_message=f"Group {gid} not found.",
+                                              group_state=GroupState.DEAD.value))
                 else:
-                    out.append(DescribedGroup(gid, NONE, None, GroupState.DEAD.value))
+                    out.append(DescribedGroup(group_id=gid, error_code=NONE, error_message=None,
+                                              group_state=GroupState.DEAD.value))
                 continue
             if group.state == GroupState.STABLE:
-                members = [DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                           m.metadata(group.protocol_name), m.assignment)
+                members = [DescribedMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                           client_id=m.client_id, client_host=m.client_host,
+                                           member_metadata=m.metadata(group.protocol_name),
+                                           member_assignment=m.assignment)
                            for m in group.members.values()]
-                out.append(DescribedGroup(gid, NONE, None, group.state.value, group.protocol_type or "",
-                                          group.protocol_name or "", members))
+                out.append(DescribedGroup(group_id=gid, error_code=NONE, error_message=None,
+                                          group_state=group.state.value,
+                                          protocol_type=group.protocol_type or "",
+                                          protocol_data=group.protocol_name or "", members=members))
             else:
                 # Outside Stable the metadata/assignment are in flux: Kafka describes members only.
-                members = [DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", b"")
+                members = [DescribedMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                           client_id=m.client_id, client_host=m.client_host,
+                                           member_metadata=b"", member_assignment=b"")
                            for m in group.members.values()]
-                out.append(DescribedGroup(gid, NONE, None, group.state.value, group.protocol_type or "",
-                                          "", members))
-        step.completions.append((req.token, DescribeGroupsResult(out)))
+                out.append(DescribedGroup(group_id=gid, error_code=NONE, error_message=None,
+                                          group_state=group.state.value,
+                                          protocol_type=group.protocol_type or "", protocol_data="",
+                                          members=members))
+        step.complete(req.token, DescribeGroupsResult(out))
 
     def _handle_list(self, req: ListGroups, step: Step) -> None:
         states = {s.strip().lower() for s in req.states_filter}
@@ -450,10 +432,11 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
         groups = [ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
                   for g in self._groups.values()
                   if (not states or g.state.value.lower() in states) and (not types or "classic" in types)]
-        groups += [ListedGroup(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state, GROUP_TYPE)
+        groups += [ListedGroup(group_id=g.group_id, protocol_type=CONSUMER_PROTOCOL_TYPE, group_state=g.state,
+                               group_type=GROUP_TYPE)
                    for g in self._consumer_groups.values()
                    if (not states or g.state.lower() in states) and (not types or GROUP_TYPE in types)]
-        step.completions.append((req.token, ListGroupsResult(NONE, groups)))
+        step.complete(req.token, ListGroupsResult(NONE, groups))
 
     # ================================================================== DeleteGroups
 
@@ -486,14 +469,14 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
                 group.transition_to(GroupState.DEAD, self._now_ms())
                 self._drop_group(gid)
                 out.append(DeletableGroupResult(gid, NONE))
-        step.completions.append((req.token, DeleteGroupsResult(out)))
+        step.complete(req.token, DeleteGroupsResult(out))
 
     # ================================================================== deleted topics
 
     def _handle_topics_deleted(self, req: TopicsDeleted, step: Step) -> None:
         records = self.offsets.delete_topics(set(req.topics))
         step.records.extend(records)
-        step.completions.append((req.token, TopicsDeletedResult(NONE, len(records))))
+        step.complete(req.token, TopicsDeletedResult(NONE, len(records)))
 
     # ================================================================== offset expiry
 
@@ -576,10 +559,13 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
                      if tid in by_id]
             assignment = ConsumerProtocolAssignment(version=0, assigned_partitions=parts,
                                                     user_data=None).encode(version=0)
-            members.append(DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host,
-                                           bytes(sub), bytes(assignment)))
-        return DescribedGroup(group.group_id, NONE, None, group.state, CONSUMER_PROTOCOL_TYPE,
-                              group.preferred_assignor(self.config.consumer_group_assignors[0]), members)
+            members.append(DescribedMember(member_id=m.member_id, group_instance_id=m.instance_id,
+                                           client_id=m.client_id, client_host=m.client_host,
+                                           member_metadata=bytes(sub), member_assignment=bytes(assignment)))
+        return DescribedGroup(group_id=group.group_id, error_code=NONE, error_message=None,
+                              group_state=group.state, protocol_type=CONSUMER_PROTOCOL_TYPE,
+                              protocol_data=group.preferred_assignor(self.config.consumer_group_assignors[0]),
+                              members=members)
 
     _HANDLERS: dict[type, Callable[[GroupCoordinator, Any, Step], None]] = {
         JoinGroup: ClassicGroupHandlers._handle_join,
@@ -598,3 +584,8 @@ class GroupCoordinator(ClassicGroupHandlers, ConsumerGroupHandlers, ClassicMembe
         ConsumerGroupDescribe: ConsumerGroupHandlers._handle_cg_describe,
     }
 
+
+
+def _implements_coordinator(coordinator: GroupCoordinator) -> Coordinator:
+    """Never called: mypy checks here that GroupCoordinator implements the Coordinator protocol."""
+    return coordinator

@@ -272,8 +272,9 @@ class OffsetStore:
 
         def fetched(topic: str, partition: int) -> OffsetFetchPartition:
             if unstable and self.is_pending(group_id, topic, partition):
-                return OffsetFetchPartition(partition, INVALID_OFFSET, NO_LEADER_EPOCH, "",
-                                            Errors.UnstableOffsetCommitError.errno)
+                return OffsetFetchPartition(partition_index=partition, committed_offset=INVALID_OFFSET,
+                                            committed_leader_epoch=NO_LEADER_EPOCH, metadata="",
+                                            error_code=Errors.UnstableOffsetCommitError.errno)
             return self._fetched(partition, offsets.get((topic, partition)))
 
         if topics is None:
@@ -289,11 +290,12 @@ class OffsetStore:
     @staticmethod
     def _fetched(partition: int, oam: OffsetAndMetadata | None) -> OffsetFetchPartition:
         if oam is None:
-            return OffsetFetchPartition(partition, INVALID_OFFSET, NO_LEADER_EPOCH, "", NO_ERROR)
+            return OffsetFetchPartition(partition_index=partition, committed_offset=INVALID_OFFSET,
+                                        committed_leader_epoch=NO_LEADER_EPOCH, metadata="", error_code=NO_ERROR)
         return OffsetFetchPartition(
-            partition, oam.committed_offset,
-            NO_LEADER_EPOCH if oam.leader_epoch is None else oam.leader_epoch,
-            oam.metadata, NO_ERROR)
+            partition_index=partition, committed_offset=oam.committed_offset,
+            committed_leader_epoch=NO_LEADER_EPOCH if oam.leader_epoch is None else oam.leader_epoch,
+            metadata=oam.metadata, error_code=NO_ERROR)
 
     # ----------------------------------------------------------------- OffsetDelete / DeleteGroups
 

@@ -159,13 +159,16 @@ class _Reader:
         return out
 
     def int16(self) -> int:
-        return struct.unpack(">h", self._take(2))[0]
+        value: int = struct.unpack(">h", self._take(2))[0]
+        return value
 
     def int32(self) -> int:
-        return struct.unpack(">i", self._take(4))[0]
+        value: int = struct.unpack(">i", self._take(4))[0]
+        return value
 
     def int64(self) -> int:
-        return struct.unpack(">q", self._take(8))[0]
+        value: int = struct.unpack(">q", self._take(8))[0]
+        return value
 
     def uvarint(self) -> int:
         shift = 0

@@ -29,14 +29,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from coordinator.metadata.records import (BROKER_RESOURCE, TOPIC_RESOURCE, AccessControlEntryRecord, BrokerEndpoint, BrokerRegistrationChangeRecord, ConfigRecord, FenceBrokerRecord, MetadataRecord, NO_LEADER_CHANGE, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RemoveAccessControlEntryRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord, UserScramCredentialRecord)
 
-_EMPTY: Mapping = MappingProxyType({})
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
 
-def _empty() -> Mapping:
+def _empty() -> Mapping[Any, Any]:
     return _EMPTY
 
 
@@ -182,9 +182,10 @@ class MetadataDelta:
         handler(self, record)
 
     def _register(self, r: RegisterBrokerRecord) -> None:
-        self._brokers_w()[r.broker_id] = BrokerRegistration(r.broker_id, r.incarnation_id, r.broker_epoch,
-                                                            tuple(r.end_points), r.rack, r.fenced,
-                                                            r.in_controlled_shutdown)
+        self._brokers_w()[r.broker_id] = BrokerRegistration(id=r.broker_id, incarnation_id=r.incarnation_id,
+                                                            epoch=r.broker_epoch, endpoints=tuple(r.end_points),
+                                                            rack=r.rack, fenced=r.fenced,
+                                                            in_controlled_shutdown=r.in_controlled_shutdown)
         self.changed_brokers.add(r.broker_id)
 
     def _unregister(self, r: UnregisterBrokerRecord) -> None:
@@ -240,8 +241,10 @@ class MetadataDelta:
         t = self._topic_by_id(r.topic_id)
         if t is None:
             raise ValueError(f"PartitionRecord for unknown topic id {r.topic_id}")
-        reg = PartitionRegistration(tuple(r.replicas), tuple(r.isr), r.leader, r.leader_epoch, r.partition_epoch,
-                                    tuple(r.removing_replicas), tuple(r.adding_replicas))
+        reg = PartitionRegistration(replicas=tuple(r.replicas), isr=tuple(r.isr), leader=r.leader,
+                                    leader_epoch=r.leader_epoch, partition_epoch=r.partition_epoch,
+                                    removing_replicas=tuple(r.removing_replicas),
+                                    adding_replicas=tuple(r.adding_replicas))
         self._set_partition(t, r.partition_id, reg)
 
     def _partition_change(self, r: PartitionChangeRecord) -> None:
@@ -343,7 +346,7 @@ class MetadataDelta:
         return LocalReplicaChanges(leaders, followers, deletes)
 
 
-_HANDLERS = {
+_HANDLERS: dict[type, Callable[[MetadataDelta, Any], None]] = {
     RegisterBrokerRecord: MetadataDelta._register,
     UnregisterBrokerRecord: MetadataDelta._unregister,
     FenceBrokerRecord: MetadataDelta._fence,

@@ -224,7 +224,8 @@ def record_from_dict(data: dict[str, Any]) -> MetadataRecord:
         elif isinstance(v, list):
             v = tuple(v)
         kwargs[f.name] = v
-    return cls(**kwargs)
+    record: MetadataRecord = cls(**kwargs)
+    return record
 
 
 def encode_record(record: MetadataRecord) -> bytes:

@@ -22,22 +22,27 @@ GROUP_ID_NOT_FOUND across kinds, as Kafka's GroupMetadataManager does.
 """
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import kafka.errors as Errors
+
+from coordinator.step import Coordinator, Step
 
 Assignment = dict[uuid.UUID, frozenset[int]]
 TopicsView = Mapping[str, tuple[uuid.UUID, int]]
 
 NONE = 0
-INVALID_REQUEST = Errors.InvalidRequestError.errno
-UNKNOWN_MEMBER_ID = Errors.UnknownMemberIdError.errno
-FENCED_MEMBER_EPOCH = Errors.FencedMemberEpochError.errno
-GROUP_MAX_SIZE_REACHED = Errors.GroupMaxSizeReachedError.errno
-GROUP_ID_NOT_FOUND = Errors.GroupIdNotFoundError.errno
-NON_EMPTY_GROUP = Errors.NonEmptyGroupError.errno
+INVALID_REQUEST: int = Errors.InvalidRequestError.errno
+UNKNOWN_MEMBER_ID: int = Errors.UnknownMemberIdError.errno
+FENCED_MEMBER_EPOCH: int = Errors.FencedMemberEpochError.errno
+GROUP_MAX_SIZE_REACHED: int = Errors.GroupMaxSizeReachedError.errno
+GROUP_ID_NOT_FOUND: int = Errors.GroupIdNotFoundError.errno
+NON_EMPTY_GROUP: int = Errors.NonEmptyGroupError.errno
+NOT_COORDINATOR: int = Errors.NotCoordinatorError.errno
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 ASSIGNOR_NAME = "simple"
@@ -102,7 +107,7 @@ class ShareGroupConfig:
 
     @classmethod
     def from_properties(cls, props: Mapping[str, object]) -> "ShareGroupConfig":
-        return cls(**{field_name: int(props[name]) if props.get(name) is not None else default  # type: ignore[arg-type]
+        return cls(**{field_name: int(cast("str | int", props[name])) if props.get(name) is not None else default
                       for name, (field_name, default) in _KAFKA_NAMES.items()})
 
 
@@ -142,6 +147,13 @@ class ShareGroupHeartbeat:
     client_id: str
     client_host: str
     topics: TopicsView
+    token: Any = None
+
+
+@dataclass(frozen=True)
+class ShareGroupDescribe:
+    group_ids: list[str]
+    token: Any = None
 
 
 @dataclass(frozen=True)
@@ -192,12 +204,67 @@ def simple_assign(subscriptions: Mapping[str, tuple[str, ...]], topics: TopicsVi
 
 
 class ShareGroupCoordinator:
-    """Every share group of this broker (in memory)."""
+    """Every share group of this broker (in memory). Implements :class:`coordinator.step.Coordinator`
+    (``handle`` steps a ShareGroupHeartbeat or ShareGroupDescribe); since nothing is persisted its
+    steps carry answers only, it has no timers (expiry is lazy) and nothing to replay. The API
+    layer may also call ``heartbeat``/``describe`` directly: the same answers, without a Step."""
 
     def __init__(self, config: ShareGroupConfig | None = None) -> None:
         self.config = config or ShareGroupConfig()
         self.groups: dict[str, ShareGroup] = {}
         self.departed: list[tuple[str, str]] = []   # (group, member) that left or expired, for the shell
+        self._unloaded = False
+
+    # -- the Coordinator protocol ------------------------------------------------------------------
+    def handle(self, request: Any, now_ms: int) -> Step:
+        step = Step()
+        if self._unloaded:
+            step.complete(request.token, self.unavailable(request))
+        elif isinstance(request, ShareGroupHeartbeat):
+            step.complete(request.token, self.heartbeat(request, now_ms))
+        elif isinstance(request, ShareGroupDescribe):
+            step.complete(request.token, self.describe(request.group_ids, now_ms))
+        else:
+            raise TypeError(f"unsupported request {type(request).__name__}")
+        return step
+
+    def tick(self, now_ms: int) -> Step:
+        """No timers: a member's session expiry is evaluated when its group is next touched."""
+        return Step()
+
+    def next_deadline(self) -> int | None:
+        return None
+
+    def replay(self, key: bytes, value: bytes | None, producer_id: int | None = None) -> None:
+        """Nothing to replay: share-group records (Kafka's types 10-15) are not written."""
+
+    def replay_marker(self, producer_id: int, commit: bool) -> None:
+        """Nothing to replay (see ``replay``)."""
+
+    def load_complete(self, now_ms: int) -> Step:
+        return Step()
+
+    def unload(self) -> Step:
+        self.groups.clear()
+        self._unloaded = True
+        return Step()
+
+    @property
+    def unloaded(self) -> bool:
+        return self._unloaded
+
+    def unavailable(self, request: Any, error: int | None = None) -> Any:
+        err = NOT_COORDINATOR if error is None else error
+        if isinstance(request, ShareGroupHeartbeat):
+            return ShareGroupHeartbeatResult(error_code=err, error_message=None,
+                                             member_id=request.member_id or None,
+                                             member_epoch=request.member_epoch,
+                                             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+                                             assignment=None)
+        if isinstance(request, ShareGroupDescribe):
+            return [DescribedShareGroup(group_id=gid, error_code=err, error_message=None, group_state="",
+                                        group_epoch=-1, assignment_epoch=-1, members=()) for gid in request.group_ids]
+        raise TypeError(type(request).__name__)
 
     def take_departed(self) -> list[tuple[str, str]]:
         """Members gone since the last call (their share sessions and records are the shell's)."""
@@ -224,7 +291,9 @@ class ShareGroupCoordinator:
         interval = self.config.heartbeat_interval_ms
 
         def error(code: int, message: str) -> ShareGroupHeartbeatResult:
-            return ShareGroupHeartbeatResult(code, message, req.member_id or None, req.member_epoch, interval, None)
+            return ShareGroupHeartbeatResult(error_code=code, error_message=message,
+                                             member_id=req.member_id or None, member_epoch=req.member_epoch,
+                                             heartbeat_interval_ms=interval, assignment=None)
 
         if not req.group_id:
             return error(INVALID_REQUEST, "GroupId can't be empty.")
@@ -248,8 +317,9 @@ class ShareGroupCoordinator:
                 left.append(req.member_id)
                 self.departed.append((group.group_id, req.member_id))
                 self._retarget(group, req.topics)
-            return ShareGroupHeartbeatResult(NONE, None, req.member_id, LEAVE_GROUP_MEMBER_EPOCH, interval, None,
-                                             tuple(left))
+            return ShareGroupHeartbeatResult(error_code=NONE, error_message=None, member_id=req.member_id,
+                                             member_epoch=LEAVE_GROUP_MEMBER_EPOCH, heartbeat_interval_ms=interval,
+                                             assignment=None, left=tuple(left))
         if req.member_epoch > 0:
             if member is None:
                 return self._with_left(error(UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group "
@@ -265,8 +335,10 @@ class ShareGroupCoordinator:
             if len(group.members) >= self.config.max_size:
                 return self._with_left(error(GROUP_MAX_SIZE_REACHED, f"The share group has reached its maximum "
                                              f"capacity of {self.config.max_size} members."), left)
-            member = ShareMember(req.member_id, 0, req.client_id, req.client_host, req.rack_id,
-                                 tuple(sorted(set(req.subscribed_topic_names or ()))), {}, 0)
+            member = ShareMember(member_id=req.member_id, member_epoch=0, client_id=req.client_id,
+                                 client_host=req.client_host, rack_id=req.rack_id,
+                                 subscribed=tuple(sorted(set(req.subscribed_topic_names or ()))), assignment={},
+                                 deadline_ms=0)
             group.members[req.member_id] = member
             bump = True
         elif req.subscribed_topic_names is not None:
@@ -286,13 +358,13 @@ class ShareGroupCoordinator:
             member.member_epoch = group.assignment_epoch
             member.assignment = group.target.get(member.member_id, {})
         send = member.member_epoch != previous_epoch or req.member_epoch == 0 or req.subscribed_topic_names is not None
-        return ShareGroupHeartbeatResult(NONE, None, member.member_id, member.member_epoch, interval,
-                                         dict(member.assignment) if send else None, tuple(left))
+        return ShareGroupHeartbeatResult(error_code=NONE, error_message=None, member_id=member.member_id,
+                                         member_epoch=member.member_epoch, heartbeat_interval_ms=interval,
+                                         assignment=dict(member.assignment) if send else None, left=tuple(left))
 
     @staticmethod
     def _with_left(result: ShareGroupHeartbeatResult, left: list[str]) -> ShareGroupHeartbeatResult:
-        return ShareGroupHeartbeatResult(result.error_code, result.error_message, result.member_id,
-                                         result.member_epoch, result.heartbeat_interval_ms, None, tuple(left))
+        return dataclasses.replace(result, assignment=None, left=tuple(left))
 
     def _retarget(self, group: ShareGroup, topics: TopicsView) -> None:
         """Recompute the target assignment when the group epoch moved or the subscribed topics'
@@ -324,9 +396,18 @@ class ShareGroupCoordinator:
         for gid in group_ids:
             group = self.groups.get(gid)
             if group is None:
-                out.append(DescribedShareGroup(gid, GROUP_ID_NOT_FOUND, f"Group {gid} not found.", "Dead", -1, -1, ()))
+                out.append(DescribedShareGroup(group_id=gid, error_code=GROUP_ID_NOT_FOUND,
+                                               error_message=f"Group {gid} not found.", group_state="Dead",
+                                               group_epoch=-1, assignment_epoch=-1, members=()))
                 continue
             self.expire(group, now_ms)
-            out.append(DescribedShareGroup(gid, NONE, None, group.state, group.group_epoch, group.assignment_epoch,
-                                           tuple(group.members.values())))
+            out.append(DescribedShareGroup(group_id=gid, error_code=NONE, error_message=None,
+                                           group_state=group.state, group_epoch=group.group_epoch,
+                                           assignment_epoch=group.assignment_epoch,
+                                           members=tuple(group.members.values())))
         return out
+
+
+def _implements_coordinator(coordinator: ShareGroupCoordinator) -> Coordinator:
+    """Never called: mypy checks here that ShareGroupCoordinator implements the Coordinator protocol."""
+    return coordinator

@@ -30,10 +30,10 @@ from enum import IntEnum
 import kafka.errors as Errors
 
 NONE = 0
-INVALID_REQUEST = Errors.InvalidRequestError.errno
-INVALID_RECORD_STATE = Errors.InvalidRecordStateError.errno
-SHARE_SESSION_NOT_FOUND = Errors.ShareSessionNotFoundError.errno
-INVALID_SHARE_SESSION_EPOCH = Errors.InvalidShareSessionEpochError.errno
+INVALID_REQUEST: int = Errors.InvalidRequestError.errno
+INVALID_RECORD_STATE: int = Errors.InvalidRecordStateError.errno
+SHARE_SESSION_NOT_FOUND: int = Errors.ShareSessionNotFoundError.errno
+INVALID_SHARE_SESSION_EPOCH: int = Errors.InvalidShareSessionEpochError.errno
 
 INITIAL_SESSION_EPOCH = 0
 FINAL_SESSION_EPOCH = -1
@@ -244,9 +244,10 @@ class ShareSessions:
         if epoch == INITIAL_SESSION_EPOCH:
             session = self.sessions[key] = ShareSession(set(added))
             return NONE, session
-        session = self.sessions.get(key)
-        if session is None:
+        existing = self.sessions.get(key)
+        if existing is None:
             return SHARE_SESSION_NOT_FOUND, None
+        session = existing
         if epoch == FINAL_SESSION_EPOCH:
             del self.sessions[key]
             return NONE, None

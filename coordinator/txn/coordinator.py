@@ -31,6 +31,7 @@ from typing import Any
 import kafka.errors as Errors
 
 from coordinator.hashing import partition_for_group
+from coordinator.step import Completion, Coordinator, MarkerJob, Record, Step, TopicPartition
 from coordinator.txn.records import (TransactionLogValue, decode_key, decode_value, group_partitions, transaction_record)
 
 __all__ = [
@@ -41,8 +42,6 @@ __all__ = [
     "OFFSETS_TOPIC",
 ]
 
-Record = tuple[bytes, "bytes | None"]
-TopicPartition = tuple[str, int]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 NO_PRODUCER_ID = -1
@@ -50,15 +49,15 @@ NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
 
 NONE = 0
-INVALID_REQUEST = Errors.InvalidRequestError.errno
-NOT_COORDINATOR = Errors.NotCoordinatorError.errno
-COORDINATOR_LOAD_IN_PROGRESS = Errors.CoordinatorLoadInProgressError.errno
-INVALID_PRODUCER_ID_MAPPING = Errors.InvalidProducerIdMappingError.errno
-INVALID_TXN_STATE = Errors.InvalidTxnStateError.errno
-INVALID_TRANSACTION_TIMEOUT = Errors.InvalidTransactionTimeoutError.errno
-CONCURRENT_TRANSACTIONS = Errors.ConcurrentTransactionsError.errno
-PRODUCER_FENCED = Errors.ProducerFencedError.errno
-TRANSACTIONAL_ID_NOT_FOUND = Errors.TransactionalIdNotFoundError.errno
+INVALID_REQUEST: int = Errors.InvalidRequestError.errno
+NOT_COORDINATOR: int = Errors.NotCoordinatorError.errno
+COORDINATOR_LOAD_IN_PROGRESS: int = Errors.CoordinatorLoadInProgressError.errno
+INVALID_PRODUCER_ID_MAPPING: int = Errors.InvalidProducerIdMappingError.errno
+INVALID_TXN_STATE: int = Errors.InvalidTxnStateError.errno
+INVALID_TRANSACTION_TIMEOUT: int = Errors.InvalidTransactionTimeoutError.errno
+CONCURRENT_TRANSACTIONS: int = Errors.ConcurrentTransactionsError.errno
+PRODUCER_FENCED: int = Errors.ProducerFencedError.errno
+TRANSACTIONAL_ID_NOT_FOUND: int = Errors.TransactionalIdNotFoundError.errno
 
 
 class TxnState(Enum):
@@ -254,36 +253,6 @@ class ListTransactionsResult:
     transactions: list[ListedTransaction] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class MarkerJob:
-    """Write a COMMIT (``commit``) or ABORT marker for this producer id/epoch to each partition,
-    then report back with :meth:`TransactionCoordinator.markers_written`."""
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    commit: bool
-    coordinator_epoch: int
-    partitions: tuple[TopicPartition, ...]
-
-
-@dataclass(slots=True)
-class Step:
-    """What one call produced: records to append to this ``__transaction_state`` partition first,
-    then completions to release, then marker jobs to carry out."""
-    completions: list[tuple[Any, Any]] = field(default_factory=list)
-    records: list[Record] = field(default_factory=list)
-    markers: list[MarkerJob] = field(default_factory=list)
-    # the state records among ``records`` as values, (transactional id, value), in order: what
-    # the shell logs (begun/committed/aborted) without decoding the bytes it was just given
-    transitions: list[tuple[str, TransactionLogValue]] = field(default_factory=list)
-
-    def extend(self, other: Step) -> None:
-        self.completions.extend(other.completions)
-        self.records.extend(other.records)
-        self.markers.extend(other.markers)
-        self.transitions.extend(other.transitions)
-
-
 # =========================================================================== metadata
 
 @dataclass(slots=True)
@@ -350,7 +319,7 @@ class TransactionCoordinator:
             raise TypeError(f"unsupported request {type(request).__name__}")
         step = Step()
         if self.loading:
-            step.completions.append((request.token, self._unavailable(request)))
+            step.complete(request.token, self.unavailable(request))
             return step
         self._advance(now_ms, step)
         handler(self, request, step)
@@ -372,8 +341,9 @@ class TransactionCoordinator:
             deadlines.append(self._next_expiry_check)
         return min(deadlines, default=None)
 
-    def replay(self, key: bytes, value: bytes | None) -> None:
-        """Apply one record of this partition's log (start-up)."""
+    def replay(self, key: bytes, value: bytes | None, producer_id: int | None = None) -> None:
+        """Apply one record of this partition's log (start-up). ``__transaction_state`` holds no
+        transactional batches, so ``producer_id`` is always None here."""
         tid = decode_key(key)
         if value is None:
             self._txns.pop(tid, None)
@@ -386,6 +356,13 @@ class TransactionCoordinator:
             timeout_ms=v.transaction_timeout_ms, state=state,
             partitions=set() if state == TxnState.EMPTY else v.partitions,
             start_ms=v.transaction_start_timestamp_ms, last_update_ms=v.transaction_last_update_timestamp_ms)
+
+    def replay_marker(self, producer_id: int, commit: bool) -> None:
+        """``__transaction_state`` holds no COMMIT/ABORT markers: nothing to do."""
+
+    @property
+    def unloaded(self) -> bool:
+        return self._unloaded
 
     def load_complete(self, now_ms: int) -> Step:
         """End of loading: transactions caught between PREPARE and COMPLETE get their markers
@@ -458,8 +435,9 @@ class TransactionCoordinator:
         step.transitions.append((md.transactional_id, value))
 
     def _marker_job(self, md: TxnMetadata) -> MarkerJob:
-        return MarkerJob(md.transactional_id, md.producer_id, md.producer_epoch,
-                         md.state == TxnState.PREPARE_COMMIT, self.coordinator_epoch, tuple(sorted(md.partitions)))
+        return MarkerJob(transactional_id=md.transactional_id, producer_id=md.producer_id,
+                         producer_epoch=md.producer_epoch, commit=md.state == TxnState.PREPARE_COMMIT,
+                         coordinator_epoch=self.coordinator_epoch, partitions=tuple(sorted(md.partitions)))
 
     def unload(self) -> Step:
         """Resign this partition (its leadership moved to another broker): all state is dropped
@@ -469,7 +447,7 @@ class TransactionCoordinator:
         self._unloaded = True
         return Step()
 
-    def _unavailable(self, request: Any, error: int | None = None) -> Any:
+    def unavailable(self, request: Any, error: int | None = None) -> Any:
         err = error if error is not None else NOT_COORDINATOR if self._unloaded else COORDINATOR_LOAD_IN_PROGRESS
         if isinstance(request, InitProducerId):
             return InitProducerIdResult(err)
@@ -487,7 +465,7 @@ class TransactionCoordinator:
 
     def _handle_init(self, req: InitProducerId, step: Step) -> None:
         def answer(result: InitProducerIdResult) -> None:
-            step.completions.append((req.token, result))
+            step.complete(req.token, result)
 
         tid = req.transactional_id
         if not tid:
@@ -504,8 +482,10 @@ class TransactionCoordinator:
         assert now is not None
         md = self._txns.get(tid)
         if md is None:
-            md = TxnMetadata(tid, self._allocate(), NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_PRODUCER_EPOCH,
-                             req.transaction_timeout_ms, TxnState.EMPTY, set(), -1, now)
+            md = TxnMetadata(transactional_id=tid, producer_id=self._allocate(),
+                             last_producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH,
+                             last_producer_epoch=NO_PRODUCER_EPOCH, timeout_ms=req.transaction_timeout_ms,
+                             state=TxnState.EMPTY, partitions=set(), start_ms=-1, last_update_ms=now)
             self._txns[tid] = md
 
         def valid_producer_id(pid: int, epoch: int) -> bool:
@@ -589,7 +569,7 @@ class TransactionCoordinator:
             return self._handle_verify(req, step)
         err = self._add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
                                    req.partitions, step)
-        step.completions.append((req.token, AddPartitionsResult(err)))
+        step.complete(req.token, AddPartitionsResult(err))
 
     def _handle_verify(self, req: AddPartitionsToTxn, step: Step) -> None:
         """KIP-890 verification: is each partition part of the ongoing transaction?"""
@@ -597,16 +577,16 @@ class TransactionCoordinator:
         if md is not None and md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             err, md = CONCURRENT_TRANSACTIONS, None
         if md is None:
-            step.completions.append((req.token, AddPartitionsResult(err)))
+            step.complete(req.token, AddPartitionsResult(err))
             return
         ongoing = md.state == TxnState.ONGOING
         errors = {tp: NONE if ongoing and tp in md.partitions else INVALID_TXN_STATE for tp in req.partitions}
-        step.completions.append((req.token, AddPartitionsResult(NONE, errors)))
+        step.complete(req.token, AddPartitionsResult(NONE, errors))
 
     def _handle_add_offsets(self, req: AddOffsetsToTxn, step: Step) -> None:
         err = self._add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
                                    [(OFFSETS_TOPIC, req.offsets_partition)], step)
-        step.completions.append((req.token, AddPartitionsResult(err)))
+        step.complete(req.token, AddPartitionsResult(err))
 
     # ================================================================== EndTxn
 
@@ -618,9 +598,10 @@ class TransactionCoordinator:
         tv2 = req.api_version >= 5
 
         def answer(code: int, md: TxnMetadata | None = None) -> None:
-            ok = tv2 and code == NONE and md is not None
-            step.completions.append((req.token, EndTxnResult(
-                code, md.producer_id if ok else -1, md.producer_epoch if ok else -1)))
+            if tv2 and code == NONE and md is not None:
+                step.complete(req.token, EndTxnResult(code, md.producer_id, md.producer_epoch))
+            else:
+                step.complete(req.token, EndTxnResult(code, -1, -1))
 
         commit = req.committed
         if tv2:
@@ -675,9 +656,10 @@ class TransactionCoordinator:
                 out.append(DescribedTransaction(tid, TRANSACTIONAL_ID_NOT_FOUND))
                 continue
             out.append(DescribedTransaction(
-                tid, NONE, md.state.display, md.timeout_ms, md.start_ms, md.producer_id, md.producer_epoch,
-                [(t, list(ps)) for t, ps in group_partitions(md.partitions)]))
-        step.completions.append((req.token, DescribeTransactionsResult(out)))
+                transactional_id=tid, error_code=NONE, state=md.state.display, timeout_ms=md.timeout_ms,
+                start_time_ms=md.start_ms, producer_id=md.producer_id, producer_epoch=md.producer_epoch,
+                topics=[(t, list(ps)) for t, ps in group_partitions(md.partitions)]))
+        step.complete(req.token, DescribeTransactionsResult(out))
 
     def _handle_list(self, req: ListTransactions, step: Step) -> None:
         unknown = []
@@ -705,7 +687,7 @@ class TransactionCoordinator:
             if pattern is not None and not pattern.fullmatch(tid):
                 continue
             listed.append(ListedTransaction(tid, md.producer_id, md.state.display))
-        step.completions.append((req.token, ListTransactionsResult(NONE, unknown, listed)))
+        step.complete(req.token, ListTransactionsResult(NONE, unknown, listed))
 
     # ================================================================== expiry
 
@@ -729,3 +711,8 @@ class TransactionCoordinator:
         DescribeTransactions: _handle_describe,
         ListTransactions: _handle_list,
     }
+
+
+def _implements_coordinator(coordinator: TransactionCoordinator) -> Coordinator:
+    """Never called: mypy checks here that TransactionCoordinator implements the Coordinator protocol."""
+    return coordinator

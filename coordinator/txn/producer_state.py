@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from protocol.errors import ErrorCode
 
@@ -27,7 +28,7 @@ class BatchMetadata:
 @dataclass(slots=True)
 class ProducerEntry:
     epoch: int = NO_PRODUCER_EPOCH
-    batches: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     last_timestamp: int = -1
     current_txn_first_offset: int = -1  # first offset of the open transaction, if any
     coordinator_epoch: int = -1  # of the transaction coordinator that wrote the last marker
@@ -86,7 +87,9 @@ class ProducerStateTable:
             entry.epoch = epoch
             entry.batches.clear()
         if first_seq >= 0:
-            entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
+            entry.batches.append(BatchMetadata(first_seq=first_seq, last_seq=last_seq,
+                                               first_offset=first_offset, last_offset=last_offset,
+                                               timestamp=timestamp))
         entry.last_timestamp = timestamp
         if is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
@@ -102,7 +105,7 @@ class ProducerStateTable:
         entry.current_txn_first_offset = -1
         entry.coordinator_epoch = coordinator_epoch
 
-    def to_snapshot(self) -> list[dict]:
+    def to_snapshot(self) -> list[dict[str, Any]]:
         return [{"pid": pid, "epoch": e.epoch, "ts": e.last_timestamp, "txn": e.current_txn_first_offset,
                  "ce": e.coordinator_epoch,
                  "batches": [[b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp]
@@ -110,7 +113,7 @@ class ProducerStateTable:
                 for pid, e in self.producers.items()]
 
     @classmethod
-    def from_snapshot(cls, rows: list[dict]) -> "ProducerStateTable":
+    def from_snapshot(cls, rows: list[dict[str, Any]]) -> "ProducerStateTable":
         table = cls()
         for row in rows:
             entry = ProducerEntry(epoch=row["epoch"], last_timestamp=row["ts"],
