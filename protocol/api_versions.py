@@ -75,7 +75,3 @@ SHARE_GROUP_APIS: dict[ApiKey, tuple[int, int]] = {
 }
 SUPPORTED_WITH_SHARE_GROUPS: dict[ApiKey, tuple[int, int]] = {**SUPPORTED, **SHARE_GROUP_APIS}
 
-
-def supported(api_key: int, version: int) -> bool:
-    rng = SUPPORTED.get(api_key)
-    return rng is not None and rng[0] <= version <= rng[1]

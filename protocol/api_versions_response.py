@@ -7,17 +7,18 @@ from typing import Any
 
 from kafka.protocol.metadata import ApiVersionsResponse
 
+from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED
 from protocol.errors import ErrorCode
 
 
-def api_keys(table: dict[int, tuple[int, int]] = SUPPORTED) -> list[Any]:
+def api_keys(table: dict[ApiKey, tuple[int, int]] = SUPPORTED) -> list[Any]:
     """The table as ApiVersionsResponse.ApiVersion items (kafka-python data classes), by API key."""
     return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(table.items())]
 
 
-def unsupported_version_response(correlation_id: int, table: dict[int, tuple[int, int]] = SUPPORTED) -> bytes:
+def unsupported_version_response(correlation_id: int, table: dict[ApiKey, tuple[int, int]] = SUPPORTED) -> bytes:
     resp = ApiVersionsResponse(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_keys(table))
     resp.with_header(correlation_id=correlation_id)
     return bytes(resp.encode(header=True, framed=True))

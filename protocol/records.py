@@ -8,7 +8,7 @@ cleaner recompresses (``compress``, ``assemble_batch``).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import cramjam
@@ -385,7 +385,7 @@ def _records(buf: bytes | bytearray | memoryview, h: BatchHeader) -> Iterator[Re
         yield RecordInfo(h.base_offset + off_delta, ts, key, value, headers)
 
 
-def build_batch(records: list[tuple[bytes | None, bytes | None]], base_offset: int = 0,
+def build_batch(records: Sequence[tuple[bytes | None, bytes | None]], base_offset: int = 0,
                 timestamp_ms: int = 0, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1,
                 base_sequence: int = NO_SEQUENCE, transactional: bool = False,
                 control: bool = False) -> bytearray:

@@ -28,7 +28,7 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
     topic = OFFSETS_TOPIC
     partition_count_field = "offsets_topic_num_partitions"
 
-    def __init__(self, broker: "BrokerServices") -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         cfg = broker.config
         super().__init__(broker, int(cfg["offsets.topic.num.partitions"]))
         self.coordinator_config = GroupCoordinatorConfig.from_properties(

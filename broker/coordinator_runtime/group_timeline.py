@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
+from collections.abc import Callable
 
 import structlog
 
@@ -107,7 +108,7 @@ class _Tracked:
 
 
 class GroupTimeline:
-    def __init__(self, shell: "GroupQueries", clock: Callable[[], int]) -> None:
+    def __init__(self, shell: GroupQueries, clock: Callable[[], int]) -> None:
         self.shell = shell
         self.clock = clock
         self.groups: dict[str, _Tracked] = {}
@@ -173,7 +174,7 @@ class GroupTimeline:
                      client_host=members[mid][1], reason=reason)
         for mid in t.members.keys() - members.keys():
             left = mid in t.leaving
-            reason = t.leaving.pop(mid, None) or (
+            reason = t.leaving.pop(mid, "") or (
                 "did not rejoin within the rebalance timeout" if t.state in REBALANCING
                 else "session timeout expired")
             self._start(t, now, f"{mid} {'left' if left else 'expired'}: {reason}").left.append(MemberChange(mid, *t.members[mid], reason=reason))

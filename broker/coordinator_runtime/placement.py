@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
-async def locate_coordinator(ctx: "RequestContext", key_type: int, key: str) -> tuple[int, str | None, int, str, int]:
+async def locate_coordinator(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str | None, int, str, int]:
     """(error, message, node id, host, port) of the coordinator for ``key``."""
     broker = ctx.broker
     if key_type == GROUP_KEY:

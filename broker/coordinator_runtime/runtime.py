@@ -45,7 +45,7 @@ class CoordinatorShell(Generic[C]):
     coordinator_config: Any = None
     partition_count_field: str = ""
 
-    def __init__(self, broker: "BrokerServices", num_partitions: int) -> None:
+    def __init__(self, broker: BrokerServices, num_partitions: int) -> None:
         self.broker = broker
         self.num_partitions = num_partitions
         self.coordinators: dict[int, C] = {}
@@ -87,6 +87,7 @@ class CoordinatorShell(Generic[C]):
         if not (step.records or step.txn_records):
             return
         part = self.broker.logs.partition(self.topic, partition)
+        assert part is not None, f"{self.topic}-{partition}: a coordinator runs only where its partition's log is"
         if step.records:
             part.append_internal(step.records, self.broker.now_ms())
         for batch in step.txn_records:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class ShareGroups:
-    def __init__(self, broker: "BrokerServices") -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         cfg = broker.config
         config = ShareGroupConfig.from_properties({k: cfg.get(k) for k in SHARE_GROUP_PROPERTIES})
         self.coordinator = ShareGroupCoordinator(config)
@@ -33,7 +33,7 @@ class ShareGroups:
         self.max_record_locks = config.partition_max_record_locks
         self.auto_offset_reset = str(cfg.get("samsa.share.auto.offset.reset") or "latest").lower()
 
-    def partition(self, group_id: str, topic_id: uuid.UUID, index: int, part: "Partition") -> SharePartition:
+    def partition(self, group_id: str, topic_id: uuid.UUID, index: int, part: Partition) -> SharePartition:
         """The group's state for a partition, initialised at ``share.auto.offset.reset`` on first use."""
         key = (group_id, topic_id, index)
         sp = self.partitions.get(key)

@@ -37,7 +37,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
     topic = TXN_TOPIC
     partition_count_field = "transaction_state_log_num_partitions"
 
-    def __init__(self, broker: "BrokerServices") -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         cfg = broker.config
         super().__init__(broker, int(cfg.get("transaction.state.log.num.partitions") or 50))
         self._marker_sender: Any = None   # cluster mode: WriteTxnMarkers to the partitions' leaders
@@ -49,7 +49,12 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
 
     def new_coordinator(self, partition: int) -> TransactionCoordinator:
         return TransactionCoordinator(self.coordinator_config, partition, loading=True,
-                                      allocate_producer_id=lambda: self.broker.producer_ids.allocate())
+                                      allocate_producer_id=self._allocate_producer_id)
+
+    def _allocate_producer_id(self) -> int:
+        ids = self.broker.producer_ids
+        assert ids is not None, "the broker allocates producer ids once it serves"
+        return ids.allocate()
 
     def topic_configs(self) -> dict[str, str]:
         segment_bytes = self.broker.config.get("transaction.state.log.segment.bytes") or DEFAULT_SEGMENT_BYTES
@@ -140,6 +145,8 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         if self._marker_sender is None:
             self._marker_sender = MarkerSender(self.broker)
         coord = self.coordinators.get(partition)
+        if coord is None:   # unloaded before its markers went out: the next coordinator sends them
+            return
         if not await self._marker_sender.deliver(job, lambda: self.coordinators.get(partition) is coord and
                                                  not coord.unloaded):
             return

@@ -20,7 +20,7 @@ import struct
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import structlog
 
@@ -500,7 +500,7 @@ class Partition:
         """Aborted transactions overlapping [start, end): what a read_committed fetch needs."""
         return [a for a in self.aborted_txns if a.last_offset >= start and a.first_offset < end]
 
-    def append_internal(self, records: list[tuple[bytes | None, bytes | None]], now_ms: int, **kw: Any) -> int:
+    def append_internal(self, records: Sequence[tuple[bytes | None, bytes | None]], now_ms: int, **kw: Any) -> int:
         """Append broker-written records (internal topics, markers); returns the base offset."""
         data = rb.build_batch(records, timestamp_ms=now_ms, **kw)
         h = rb.parse_header(data)

@@ -15,7 +15,7 @@ from typing import Any
 
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
-from coordinator.step import Record, Step
+from coordinator.step import Step
 from coordinator.group.common import *  # noqa: F401,F403  (error codes, Step, shared requests)
 from coordinator.group.common import GroupCoordinatorBase, _Request
 from coordinator.group.offsets import OffsetAndMetadata

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import kafka.errors as Errors
 from kafka.record.util import size_of_varint
 
 from coordinator.hashing import partition_for_group
+from protocol.errors import ErrorCode
 from protocol.records import HEADER_SIZE
-from coordinator.step import Completion, Record, Step, TxnRecords
+from coordinator.step import Record, Step
 from coordinator.group.offsets import (DEFAULT_RETENTION_TIME, OffsetCommitTopic, OffsetFetchTopic, OffsetStore, TopicPartitionErrors, TopicPartitions)
 
 if TYPE_CHECKING:
@@ -32,21 +32,21 @@ NO_GENERATION = -1
 
 NONE = 0
 UNKNOWN_SERVER_ERROR = -1
-COORDINATOR_LOAD_IN_PROGRESS: int = Errors.CoordinatorLoadInProgressError.errno
-COORDINATOR_NOT_AVAILABLE: int = Errors.CoordinatorNotAvailableError.errno
-NOT_COORDINATOR: int = Errors.NotCoordinatorError.errno
-ILLEGAL_GENERATION: int = Errors.IllegalGenerationError.errno
-INCONSISTENT_GROUP_PROTOCOL: int = Errors.InconsistentGroupProtocolError.errno
-UNSUPPORTED_VERSION: int = Errors.UnsupportedVersionError.errno
-INVALID_GROUP_ID: int = Errors.InvalidGroupIdError.errno
-UNKNOWN_MEMBER: int = Errors.UnknownMemberIdError.errno
-INVALID_SESSION_TIMEOUT: int = Errors.InvalidSessionTimeoutError.errno
-REBALANCE_IN_PROGRESS: int = Errors.RebalanceInProgressError.errno
-NON_EMPTY_GROUP: int = Errors.NonEmptyGroupError.errno
-GROUP_ID_NOT_FOUND: int = Errors.GroupIdNotFoundError.errno
-MEMBER_ID_REQUIRED: int = Errors.MemberIdRequiredError.errno
-GROUP_MAX_SIZE_REACHED: int = Errors.GroupMaxSizeReachedError.errno
-FENCED_INSTANCE_ID: int = Errors.FencedInstanceIdError.errno
+COORDINATOR_LOAD_IN_PROGRESS: int = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+COORDINATOR_NOT_AVAILABLE: int = ErrorCode.COORDINATOR_NOT_AVAILABLE
+NOT_COORDINATOR: int = ErrorCode.NOT_COORDINATOR
+ILLEGAL_GENERATION: int = ErrorCode.ILLEGAL_GENERATION
+INCONSISTENT_GROUP_PROTOCOL: int = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+UNSUPPORTED_VERSION: int = ErrorCode.UNSUPPORTED_VERSION
+INVALID_GROUP_ID: int = ErrorCode.INVALID_GROUP_ID
+UNKNOWN_MEMBER: int = ErrorCode.UNKNOWN_MEMBER_ID
+INVALID_SESSION_TIMEOUT: int = ErrorCode.INVALID_SESSION_TIMEOUT
+REBALANCE_IN_PROGRESS: int = ErrorCode.REBALANCE_IN_PROGRESS
+NON_EMPTY_GROUP: int = ErrorCode.NON_EMPTY_GROUP
+GROUP_ID_NOT_FOUND: int = ErrorCode.GROUP_ID_NOT_FOUND
+MEMBER_ID_REQUIRED: int = ErrorCode.MEMBER_ID_REQUIRED
+GROUP_MAX_SIZE_REACHED: int = ErrorCode.GROUP_MAX_SIZE_REACHED
+FENCED_INSTANCE_ID: int = ErrorCode.FENCED_INSTANCE_ID
 
 
 def _assignor_name(value: str) -> str:

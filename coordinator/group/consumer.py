@@ -27,12 +27,12 @@ client-side assignors (KIP-848's ``ConsumerGroupPrepareAssignment``, dropped by 
 """
 from __future__ import annotations
 
+from protocol.errors import ErrorCode
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import kafka.errors as Errors
 
 from coordinator.step import Record, Step
 from coordinator.group import consumer_records as rec
@@ -45,12 +45,12 @@ if TYPE_CHECKING:
 Assignment = dict[uuid.UUID, frozenset[int]]
 TopicsView = Mapping[str, tuple[uuid.UUID, int]]
 
-INVALID_REQUEST: int = Errors.InvalidRequestError.errno
-FENCED_MEMBER_EPOCH: int = Errors.FencedMemberEpochError.errno
-UNRELEASED_INSTANCE_ID: int = Errors.UnreleasedInstanceIdError.errno
-UNSUPPORTED_ASSIGNOR: int = Errors.UnsupportedAssignorError.errno
-STALE_MEMBER_EPOCH: int = Errors.StaleMemberEpochError.errno
-FENCED_INSTANCE_ID: int = Errors.FencedInstanceIdError.errno
+INVALID_REQUEST: int = ErrorCode.INVALID_REQUEST
+FENCED_MEMBER_EPOCH: int = ErrorCode.FENCED_MEMBER_EPOCH
+UNRELEASED_INSTANCE_ID: int = ErrorCode.UNRELEASED_INSTANCE_ID
+UNSUPPORTED_ASSIGNOR: int = ErrorCode.UNSUPPORTED_ASSIGNOR
+STALE_MEMBER_EPOCH: int = ErrorCode.STALE_MEMBER_EPOCH
+FENCED_INSTANCE_ID: int = ErrorCode.FENCED_INSTANCE_ID
 INVALID_REGULAR_EXPRESSION = 128
 
 LEAVE_GROUP_MEMBER_EPOCH = -1

@@ -24,10 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.step import Coordinator, Record, Step, TxnRecords
-from coordinator.hashing import partition_for_group
+from coordinator.step import Coordinator, Step, TxnRecords
 from coordinator.group.common import *  # noqa: F401,F403
-from coordinator.group.common import GroupCoordinatorBase
 from coordinator.group.classic import *  # noqa: F401,F403
 from coordinator.group.classic import ClassicGroupHandlers
 from coordinator.group.consumer import *  # noqa: F401,F403
@@ -508,7 +506,7 @@ class GroupCoordinator(ClassicMembersHandlers):
                 subscribed.update(m.subscribed_topic_names)
             if self.offsets.has_offsets(gid):
                 records, all_expired = self.offsets.expire(gid, lambda oam: oam.commit_timestamp_ms,
-                                                           lambda t: t in subscribed, now, retention)
+                                                           subscribed.__contains__, now, retention)
                 step.records.extend(records)
             else:
                 all_expired = True

@@ -13,11 +13,11 @@ each record this store produces or replays).
 """
 from __future__ import annotations
 
+from protocol.errors import ErrorCode
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-import kafka.errors as Errors
 
 from coordinator.group.offsets_records import OffsetCommitValue, offset_commit_record
 
@@ -245,7 +245,7 @@ class OffsetStore:
                 metadata = p.committed_metadata
                 if metadata is not None and utf16_length(metadata) > metadata_max_bytes:
                     tres.partitions.append(PartitionError(p.partition_index,
-                                                          Errors.OffsetMetadataTooLargeError.errno))
+                                                          ErrorCode.OFFSET_METADATA_TOO_LARGE))
                     continue
                 oam = OffsetAndMetadata(
                     committed_offset=p.committed_offset,
@@ -274,7 +274,7 @@ class OffsetStore:
             if unstable and self.is_pending(group_id, topic, partition):
                 return OffsetFetchPartition(partition_index=partition, committed_offset=INVALID_OFFSET,
                                             committed_leader_epoch=NO_LEADER_EPOCH, metadata="",
-                                            error_code=Errors.UnstableOffsetCommitError.errno)
+                                            error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT)
             return self._fetched(partition, offsets.get((topic, partition)))
 
         if topics is None:
@@ -310,7 +310,7 @@ class OffsetStore:
             tres = TopicPartitionErrors(t.name)
             results.append(tres)
             if is_subscribed(t.name):
-                tres.partitions = [PartitionError(p, Errors.GroupSubscribedToTopicError.errno)
+                tres.partitions = [PartitionError(p, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
                                    for p in t.partitions]
                 continue
             for p in t.partitions:

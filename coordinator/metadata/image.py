@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping
 
 from coordinator.metadata.records import (BROKER_RESOURCE, TOPIC_RESOURCE, AccessControlEntryRecord, BrokerEndpoint, BrokerRegistrationChangeRecord, ConfigRecord, FenceBrokerRecord, MetadataRecord, NO_LEADER_CHANGE, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RemoveAccessControlEntryRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord, UserScramCredentialRecord)
 
@@ -65,7 +66,7 @@ class PartitionRegistration:
     removing_replicas: tuple[int, ...] = ()
     adding_replicas: tuple[int, ...] = ()
 
-    def merge(self, change: PartitionChangeRecord) -> "PartitionRegistration":
+    def merge(self, change: PartitionChangeRecord) -> PartitionRegistration:
         leader, epoch = self.leader, self.leader_epoch
         if change.leader != NO_LEADER_CHANGE:
             leader, epoch = change.leader, self.leader_epoch + 1

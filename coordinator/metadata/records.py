@@ -181,7 +181,7 @@ class RemoveUserScramCredentialRecord:
     mechanism: int
 
 
-MetadataRecord = Union[
+MetadataRecord = Union[  # noqa: UP007  (read at run time: RECORD_TYPES below lists its __args__)
     RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord, UnfenceBrokerRecord,
     BrokerRegistrationChangeRecord, TopicRecord, RemoveTopicRecord, PartitionRecord,
     PartitionChangeRecord, ConfigRecord, ProducerIdsRecord, AccessControlEntryRecord,

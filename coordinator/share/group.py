@@ -22,13 +22,13 @@ GROUP_ID_NOT_FOUND across kinds, as Kafka's GroupMetadataManager does.
 """
 from __future__ import annotations
 
+from protocol.errors import ErrorCode
 import dataclasses
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import kafka.errors as Errors
 
 from coordinator.step import Coordinator, Step
 
@@ -36,13 +36,13 @@ Assignment = dict[uuid.UUID, frozenset[int]]
 TopicsView = Mapping[str, tuple[uuid.UUID, int]]
 
 NONE = 0
-INVALID_REQUEST: int = Errors.InvalidRequestError.errno
-UNKNOWN_MEMBER_ID: int = Errors.UnknownMemberIdError.errno
-FENCED_MEMBER_EPOCH: int = Errors.FencedMemberEpochError.errno
-GROUP_MAX_SIZE_REACHED: int = Errors.GroupMaxSizeReachedError.errno
-GROUP_ID_NOT_FOUND: int = Errors.GroupIdNotFoundError.errno
-NON_EMPTY_GROUP: int = Errors.NonEmptyGroupError.errno
-NOT_COORDINATOR: int = Errors.NotCoordinatorError.errno
+INVALID_REQUEST: int = ErrorCode.INVALID_REQUEST
+UNKNOWN_MEMBER_ID: int = ErrorCode.UNKNOWN_MEMBER_ID
+FENCED_MEMBER_EPOCH: int = ErrorCode.FENCED_MEMBER_EPOCH
+GROUP_MAX_SIZE_REACHED: int = ErrorCode.GROUP_MAX_SIZE_REACHED
+GROUP_ID_NOT_FOUND: int = ErrorCode.GROUP_ID_NOT_FOUND
+NON_EMPTY_GROUP: int = ErrorCode.NON_EMPTY_GROUP
+NOT_COORDINATOR: int = ErrorCode.NOT_COORDINATOR
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 ASSIGNOR_NAME = "simple"
@@ -106,7 +106,7 @@ class ShareGroupConfig:
             raise ValueError("group.share.max.size must be at least 1")
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, object]) -> "ShareGroupConfig":
+    def from_properties(cls, props: Mapping[str, object]) -> ShareGroupConfig:
         return cls(**{field_name: int(cast("str | int", props[name])) if props.get(name) is not None else default
                       for name, (field_name, default) in _KAFKA_NAMES.items()})
 

@@ -23,17 +23,17 @@ memory and lost on restart (the group then starts again at ``share.auto.offset.r
 """
 from __future__ import annotations
 
+from protocol.errors import ErrorCode
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-import kafka.errors as Errors
 
 NONE = 0
-INVALID_REQUEST: int = Errors.InvalidRequestError.errno
-INVALID_RECORD_STATE: int = Errors.InvalidRecordStateError.errno
-SHARE_SESSION_NOT_FOUND: int = Errors.ShareSessionNotFoundError.errno
-INVALID_SHARE_SESSION_EPOCH: int = Errors.InvalidShareSessionEpochError.errno
+INVALID_REQUEST: int = ErrorCode.INVALID_REQUEST
+INVALID_RECORD_STATE: int = ErrorCode.INVALID_RECORD_STATE
+SHARE_SESSION_NOT_FOUND: int = ErrorCode.SHARE_SESSION_NOT_FOUND
+INVALID_SHARE_SESSION_EPOCH: int = ErrorCode.INVALID_SHARE_SESSION_EPOCH
 
 INITIAL_SESSION_EPOCH = 0
 FINAL_SESSION_EPOCH = -1

@@ -22,16 +22,16 @@ the epoch fence, which is immediately followed by PrepareAbort in the same step.
 """
 from __future__ import annotations
 
+from protocol.errors import ErrorCode
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-import kafka.errors as Errors
 
 from coordinator.hashing import partition_for_group
-from coordinator.step import Completion, Coordinator, MarkerJob, Record, Step, TopicPartition
+from coordinator.step import Coordinator, MarkerJob, Step, TopicPartition
 from coordinator.txn.records import (TransactionLogValue, decode_key, decode_value, group_partitions, transaction_record)
 
 __all__ = [
@@ -49,15 +49,15 @@ NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
 
 NONE = 0
-INVALID_REQUEST: int = Errors.InvalidRequestError.errno
-NOT_COORDINATOR: int = Errors.NotCoordinatorError.errno
-COORDINATOR_LOAD_IN_PROGRESS: int = Errors.CoordinatorLoadInProgressError.errno
-INVALID_PRODUCER_ID_MAPPING: int = Errors.InvalidProducerIdMappingError.errno
-INVALID_TXN_STATE: int = Errors.InvalidTxnStateError.errno
-INVALID_TRANSACTION_TIMEOUT: int = Errors.InvalidTransactionTimeoutError.errno
-CONCURRENT_TRANSACTIONS: int = Errors.ConcurrentTransactionsError.errno
-PRODUCER_FENCED: int = Errors.ProducerFencedError.errno
-TRANSACTIONAL_ID_NOT_FOUND: int = Errors.TransactionalIdNotFoundError.errno
+INVALID_REQUEST: int = ErrorCode.INVALID_REQUEST
+NOT_COORDINATOR: int = ErrorCode.NOT_COORDINATOR
+COORDINATOR_LOAD_IN_PROGRESS: int = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+INVALID_PRODUCER_ID_MAPPING: int = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+INVALID_TXN_STATE: int = ErrorCode.INVALID_TXN_STATE
+INVALID_TRANSACTION_TIMEOUT: int = ErrorCode.INVALID_TRANSACTION_TIMEOUT
+CONCURRENT_TRANSACTIONS: int = ErrorCode.CONCURRENT_TRANSACTIONS
+PRODUCER_FENCED: int = ErrorCode.PRODUCER_FENCED
+TRANSACTIONAL_ID_NOT_FOUND: int = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
 
 
 class TxnState(Enum):

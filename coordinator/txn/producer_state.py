@@ -113,7 +113,7 @@ class ProducerStateTable:
                 for pid, e in self.producers.items()]
 
     @classmethod
-    def from_snapshot(cls, rows: list[dict[str, Any]]) -> "ProducerStateTable":
+    def from_snapshot(cls, rows: list[dict[str, Any]]) -> ProducerStateTable:
         table = cls()
         for row in rows:
             entry = ProducerEntry(epoch=row["epoch"], last_timestamp=row["ts"],

@@ -32,13 +32,6 @@ def _run(*argv: str, timeout: float = 600) -> None:
     assert proc.returncode == 0, f"`{command}` exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
 
 
-def _error_code_is_static() -> bool:
-    """protocol/errors.py defines ``class ErrorCode`` (written out) rather than building the enum at
-    run time, which hides its members from mypy."""
-    tree = ast.parse((ROOT / "protocol" / "errors.py").read_text())
-    return any(isinstance(node, ast.ClassDef) and node.name == "ErrorCode" for node in tree.body)
-
-
 def test_ruff() -> None:
     _run(_tool("ruff"), "check", "--no-fix", ".")
 
@@ -66,16 +59,12 @@ def _findings(report: str, *packages: str) -> list[str]:
             if line.startswith(own) or (": error:" in line and not line.startswith(anywhere))]
 
 
-@pytest.mark.xfail(not _error_code_is_static(),
-                   reason="ErrorCode is built at run time until the protocol branch writes it out statically "
-                          "(mypy cannot see its members)", strict=True)
 def test_mypy_broker(mypy_report: str) -> None:
     """broker/ under the default checks (some areas waived in pyproject.toml, marked TODO(lead))."""
     findings = _findings(mypy_report, "broker")
     assert not findings, "mypy on broker/:\n" + "\n".join(findings)
 
 
-@pytest.mark.xfail(reason="strict typing of protocol/ and coordinator/ lands with the protocol/coord branches")
 def test_mypy_strict(mypy_report: str) -> None:
     """protocol/ and coordinator/ under the strict flags pyproject.toml sets for them."""
     findings = _findings(mypy_report, "protocol", "coordinator")
