@@ -43,7 +43,8 @@ class BrokerServices(Protocol):
     share_groups: Any   # broker.share_shell.ShareGroups (KIP-932, in memory)
     replicas: Any    # broker.replica.manager.ReplicaManager
     metrics: Any     # broker.metrics.BrokerMetrics, or None
-    cluster: Any     # broker.metadata.cluster.ClusterMetadata; None on a single node
+    cluster: Any     # broker.metadata.cluster_mode.ClusterMetadata (etcd, controller); None on a single node
+    topology: Any    # broker.metadata.topology.Topology: brokers, topics and their changes, in either mode
     authorizer: Authorizer | None   # None unless authorizer.class.name is set
 
     def now_ms(self) -> int: ...
