@@ -3,7 +3,7 @@ delayed operations (long-poll fetches) wait on."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import trio
 
@@ -16,6 +16,7 @@ from broker.coordinator_runtime.group_runtime import GroupShell
 from broker.log import cleaner, flush, retention
 from broker.log.manager import LogManager
 from broker.common.notifier import Notifier
+from broker.common.services import ProducerIds
 from broker.metadata.single_node import SingleNodeTopology
 from broker.metadata.topology import Topology
 from broker.replica.manager import ReplicaManager
@@ -63,7 +64,7 @@ class Broker:
         self.clock = clock or Clock()
         self.logs.clock = self.clock  # segments, retention and the cleaner use the broker's clock
         self.stopping = trio.Event()
-        self.producer_ids: ProducerIdAllocator | None = None
+        self.producer_ids: ProducerIds | None = None   # the single node's, or the cluster's blocks
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
         self.share_groups = ShareGroups(self)   # KIP-932, in memory (broker/coordinator_runtime/share_runtime.py)
@@ -76,7 +77,7 @@ class Broker:
         # cluster metadata (broker/metadata/): ClusterMetadata when an etcd endpoint is set, else None;
         # ``metadata`` is the MetadataStore either way (the etcd one, or the single node's local file)
         self.cluster: "ClusterMetadata | None" = None
-        self._metadata = None
+        self._metadata: Any = None
         # the brokers, topics and topic changes as the handlers see them, in either mode: the
         # single node's until start_cluster chooses the cluster's (broker/metadata/topology.py)
         self.topology: Topology = SingleNodeTopology(self)
