@@ -4,35 +4,29 @@ Kafka's rules (its KRaft controller's order of checks and messages): a name give
 INVALID_REQUEST "Duplicate topic name." once; INVALID_PARTITIONS unless the count grows;
 assignments must match the number of new partitions and name registered brokers; internal topics
 (``__consumer_offsets``, ``__transaction_state``) may not grow (Samsa's rule: the broker owns
-their layout). A cluster places the new replicas rack-aware and writes them to the metadata log.
+their layout). The checks are the same in both modes; the broker's Topology
+(broker/metadata/topology.py) places the new replicas (a cluster rack-aware) and adds them.
 Authorization: ALTER on each topic.
 """
 from __future__ import annotations
 
 from typing import Any
 
-import structlog
 from kafka.protocol.admin import CreatePartitionsRequest, CreatePartitionsResponse
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from broker.apis.shared.cluster_configs import while_unavailable
 from broker.apis.shared.topic_rules import (CP, MAX_PARTITIONS_PER_REQUEST, UNKNOWN_TOPIC_MESSAGE, TopicRejected,
-                                            check_single_node_assignment, duplicate_results, duplicated_names)
-from broker.log.manager import INTERNAL_TOPICS
+                                            duplicate_results, duplicated_names)
+from broker.metadata.topology import Rejection, check_manual_assignment
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
 from broker.security.authz import TOPIC_DENIED, Handler, authorizes, response_class, topics_allowed
 
-log = structlog.get_logger("samsa.topics")
-
-
 @handles(ApiKey.CREATE_PARTITIONS)
 async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
-    if ctx.broker.cluster is not None:
-        return await cluster_create_partitions(ctx, req)
-    logs = ctx.broker.logs
+    topology = ctx.broker.topology
     duplicated = duplicated_names(req.topics)
     results: list[CP] = []
     for t in req.topics:
@@ -40,7 +34,7 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
         if name in duplicated:
             continue
         try:
-            topic = logs.topics.get(name)
+            topic = topology.topic(name)
             if topic is None:
                 raise TopicRejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
             have = topic.partition_count
@@ -48,81 +42,40 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
                 raise TopicRejected(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partition(s).")
             if t.count < have:
                 raise TopicRejected(ErrorCode.INVALID_PARTITIONS, f"The topic {name} currently has {have} partition(s); "
-                                                            f"{t.count} would not be an increase.")
+                                                                  f"{t.count} would not be an increase.")
             additional = t.count - have
+            partitions = topology.partitions(name)
+            rf = len(partitions[0].replicas) if partitions else 1
+            assignments: list[tuple[int, ...]] | None = None
             if t.assignments is not None:
                 if len(t.assignments) != additional:
                     raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                                  f"Attempted to add {additional} additional partition(s), but only "
-                                  f"{len(t.assignments)} assignment(s) were specified.")
-                for a in t.assignments:
-                    check_single_node_assignment(ctx, list(a.broker_ids), 1)
+                                        f"Attempted to add {additional} additional partition(s), but only "
+                                        f"{len(t.assignments)} assignment(s) were specified.")
+                registered = frozenset(b.id for b in topology.brokers())
+                assignments = [tuple(a.broker_ids) for a in t.assignments]
+                for a in assignments:
+                    bad = check_manual_assignment(registered, a, rf)
+                    if bad is not None:
+                        raise TopicRejected(bad.code, bad.message)
             if additional > MAX_PARTITIONS_PER_REQUEST:
                 raise TopicRejected(ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
             if topic.internal:
                 raise TopicRejected(ErrorCode.INVALID_REQUEST,
-                              f"Cannot change the number of partitions of internal topic {name}")
+                                    f"Cannot change the number of partitions of internal topic {name}")
+            if assignments is None:
+                placed = topology.place(additional, rf)
+                if isinstance(placed, Rejection):
+                    raise TopicRejected(placed.code, placed.message)
+                assignments = placed
+            if not req.validate_only:
+                rej = await topology.create_partitions(name, assignments, req.timeout_ms)
+                if rej is not None:
+                    raise TopicRejected(rej.code, rej.message)
         except TopicRejected as rej:
             results.append(CP(name=name, error_code=rej.code, error_message=rej.message))
             continue
-        if not req.validate_only:
-            logs.add_partitions(name, t.count)
-            log.info("partitions added", topic=name, partitions=t.count)
         results.append(CP(name=name, error_code=0, error_message=None))
-    results.extend(duplicate_results(CP, duplicated))
-    return ctx.response(throttle_time_ms=0, results=results)
-
-
-async def cluster_create_partitions(ctx: RequestContext, req: Any) -> Any:
-    from coordinator.metadata.controller import Rejection, check_assignment
-
-    from broker.metadata.store import MetadataUnavailable
-
-    cluster = ctx.broker.cluster
-    duplicated = duplicated_names(req.topics)
-    results = []
-    for t in req.topics:
-        name = t.name
-        if name in duplicated:
-            continue
-        image = cluster.image
-        topic = image.topics.get(name)
-        rej: Rejection | None = None
-        assignments: Any = None
-        if topic is None:
-            rej = Rejection(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
-        else:
-            have = len(topic.partitions)
-            rf = len(topic.partitions[0].replicas) if topic.partitions else 1
-            if t.count == have:
-                rej = Rejection(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partition(s).")
-            elif t.count < have:
-                rej = Rejection(ErrorCode.INVALID_PARTITIONS, f"The topic {name} currently has {have} partition(s); "
-                                                              f"{t.count} would not be an increase.")
-            elif name in INTERNAL_TOPICS:
-                rej = Rejection(ErrorCode.INVALID_REQUEST, f"Cannot change the number of partitions of internal "
-                                                           f"topic {name}")
-            elif t.assignments is not None:
-                if len(t.assignments) != t.count - have:
-                    rej = Rejection(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                                    f"Attempted to add {t.count - have} additional partition(s), but only "
-                                    f"{len(t.assignments)} assignment(s) were specified.")
-                else:
-                    assignments = [tuple(a.broker_ids) for a in t.assignments]
-                    for a in assignments:
-                        rej = rej or check_assignment(image, a)
-            else:
-                placed = cluster.place(t.count - have, rf)
-                if isinstance(placed, Rejection):
-                    rej = placed
-                else:
-                    assignments = placed
-        if rej is None and not req.validate_only:
-            try:
-                rej = await while_unavailable(req.timeout_ms, cluster.create_partitions, name, assignments)
-            except MetadataUnavailable as exc:
-                rej = Rejection(ErrorCode.REQUEST_TIMED_OUT, str(exc))
-        results.append(CP(name=name, error_code=rej.code if rej else 0, error_message=rej.message if rej else None))
     results.extend(duplicate_results(CP, duplicated))
     return ctx.response(throttle_time_ms=0, results=results)
 

@@ -12,7 +12,9 @@ refuses a factor above its usable brokers the same way, requires explicit assign
 registered brokers, each once, with one replication factor for all partitions, and places
 replicas rack-aware when racks are set. v5+ answers with the partition count, replication
 factor and every effective config with its source; v7 with the id. validate_only runs every
-check and creates nothing (the id answered is then zero).
+check and creates nothing (the id answered is then zero). The broker's Topology
+(broker/metadata/topology.py) knows the registered brokers, places replicas and creates the
+topic; the checks here are the same in both modes.
 Samsa's own rule: the internal topics (``__consumer_offsets``, ``__transaction_state``) are
 created by the broker with its own layout, so clients may not create, delete, grow or
 truncate them (Kafka itself does not stop a client from creating them).
@@ -21,7 +23,6 @@ DESCRIBE_CONFIGS on the topic.
 """
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import structlog
@@ -30,14 +31,13 @@ from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from broker.apis.shared.cluster_configs import while_unavailable
 from broker.apis.shared.common import ZERO_UUID
-from broker.apis.shared.topic_rules import (CLUSTER_METADATA_TOPIC, CT, CTC, TopicRejected,
-                                            check_single_node_assignment, duplicate_results, duplicated_names,
-                                            too_many_partitions, unify_collision_chars)
+from broker.apis.shared.topic_rules import (CLUSTER_METADATA_TOPIC, CT, CTC, TopicRejected, duplicate_results,
+                                            duplicated_names, too_many_partitions, unify_collision_chars)
 from broker.common.config import ConfigError
 from broker.common.config_defs import creation_config_entries, validate_topic_configs
 from broker.log.manager import INTERNAL_TOPICS, topic_name_error
+from broker.metadata.topology import Rejection, check_manual_assignment
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
 from broker.security.authz import TOPIC_DENIED, Handler, allowed, authorizes, cluster, response_class, split_topics
@@ -45,54 +45,57 @@ from broker.security.authz import TOPIC_DENIED, Handler, allowed, authorizes, cl
 log = structlog.get_logger("samsa.topics")
 
 
-def _partition_count(ctx: RequestContext, t: Any) -> int:
-    """Partitions the topic would get, or TopicRejected with Kafka's error."""
+def _assignments(ctx: RequestContext, t: Any) -> list[tuple[int, ...]]:
+    """The topic's replica lists (manual, or placed by the broker's topology), or TopicRejected
+    with Kafka's error, in its order of checks."""
+    topology = ctx.broker.topology
     if t.assignments:
         if t.replication_factor != -1:
             raise TopicRejected(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
-                                                     "replication factor was not set to -1.")
+                                                           "replication factor was not set to -1.")
         if t.num_partitions != -1:
             raise TopicRejected(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
-                                                     "numPartitions was not set to -1.")
-        seen: set[int] = set()
+                                                           "numPartitions was not set to -1.")
+        registered = frozenset(b.id for b in topology.brokers())
+        by_index: dict[int, tuple[int, ...]] = {}
         rf: int | None = None
         for a in t.assignments:
-            if a.partition_index in seen:
+            if a.partition_index in by_index:
                 raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                              f"Found multiple manual partition assignments for partition {a.partition_index}")
-            check_single_node_assignment(ctx, list(a.broker_ids), rf)
+                                    f"Found multiple manual partition assignments for partition {a.partition_index}")
+            bad = check_manual_assignment(registered, list(a.broker_ids), rf)
+            if bad is not None:
+                raise TopicRejected(bad.code, bad.message)
             rf = len(a.broker_ids)
-            seen.add(a.partition_index)
-        if seen != set(range(len(seen))):
+            by_index[a.partition_index] = tuple(a.broker_ids)
+        if set(by_index) != set(range(len(by_index))):
             raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                          "partitions should be a consecutive 0-based integer sequence")
-        return len(seen)
+                                "partitions should be a consecutive 0-based integer sequence")
+        return [by_index[i] for i in range(len(by_index))]
     if t.replication_factor < -1 or t.replication_factor == 0:
         raise TopicRejected(ErrorCode.INVALID_REPLICATION_FACTOR,
-                      "Replication factor must be larger than 0, or -1 to use the default value.")
+                            "Replication factor must be larger than 0, or -1 to use the default value.")
     if t.num_partitions < -1 or t.num_partitions == 0:
         raise TopicRejected(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
     config = ctx.broker.config
     count = int(config["num.partitions"]) if t.num_partitions == -1 else t.num_partitions
     rf = int(config["default.replication.factor"]) if t.replication_factor == -1 else t.replication_factor
-    if rf > 1:
-        raise TopicRejected(ErrorCode.INVALID_REPLICATION_FACTOR,
-                      f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
-                      f"cannot be reached because only 1 broker(s) are registered.")
-    return count
+    placed = topology.place(count, rf)
+    if isinstance(placed, Rejection):
+        raise TopicRejected(placed.code, placed.message)
+    return placed
 
 
 @handles(ApiKey.CREATE_TOPICS)
 async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
-    if ctx.broker.cluster is not None:  # cluster mode: placed on the brokers, written to the metadata log
-        return await cluster_create_topics(ctx, req)
-    logs = ctx.broker.logs
+    topology = ctx.broker.topology
     validate_only = bool(req.validate_only)
     refused = too_many_partitions(ctx, req)
     if refused is not None:
         return refused
     duplicated = duplicated_names(req.topics)
-    collisions = {unify_collision_chars(name): name for name in logs.topics}
+    # as Kafka's validateNewTopicNames: collisions with the topics that existed before this request
+    collisions = {unify_collision_chars(name): name for name in topology.topics()}
     results: list[CT] = []
     for t in req.topics:
         name = t.name
@@ -102,139 +105,35 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
             err = topic_name_error(name)
             if err:
                 raise TopicRejected(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
-            if name not in logs.topics:
+            exists = topology.topic(name) is not None
+            if not exists:
                 clash = collisions.get(unify_collision_chars(name))
                 if clash is not None and clash != name:
                     raise TopicRejected(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                  f"Topic '{name}' collides with existing topic: {clash}")
-            if name in logs.topics:
+                                        f"Topic '{name}' collides with existing topic: {clash}")
+            if exists:
                 raise TopicRejected(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
             if name in INTERNAL_TOPICS:
                 raise TopicRejected(ErrorCode.INVALID_REQUEST,
-                              f"Topic '{name}' is an internal topic: the broker creates it when it is first needed.")
+                                    f"Topic '{name}' is an internal topic: the broker creates it when it is first needed.")
             configs = {c.name: c.value for c in t.configs}
             try:
                 validate_topic_configs(configs, ctx.broker.config)
             except ConfigError as exc:
                 raise TopicRejected(ErrorCode.INVALID_CONFIG, str(exc)) from None
-            count = _partition_count(ctx, t)
+            assignments = _assignments(ctx, t)
+            overrides: dict[str, str] = {k: v for k, v in configs.items() if v is not None}
+            topic_id = ZERO_UUID
+            if not validate_only:
+                created = await topology.create_topic(name, assignments, overrides, req.timeout_ms)
+                if isinstance(created, Rejection):
+                    raise TopicRejected(created.code, created.message)
+                topic_id = created
         except TopicRejected as rej:
             results.append(CT(name=name, error_code=rej.code, error_message=rej.message))
             continue
-        overrides: dict[str, str] = {k: v for k, v in configs.items() if v is not None}
-        topic_id = ZERO_UUID
-        if not validate_only:
-            topic = logs.create_topic(name, count, overrides)
-            topic_id = topic.topic_id
         entries = [CTC(name=n, value=v, read_only=False, config_source=src, is_sensitive=False)
                    for n, v, src in creation_config_entries(ctx.broker.config, overrides)]
-        results.append(CT(name=name, topic_id=topic_id, error_code=0, error_message=None, topic_config_error_code=0,
-                          num_partitions=count, replication_factor=1, configs=entries))
-    results.extend(duplicate_results(CT, duplicated))
-    return ctx.response(throttle_time_ms=0, topics=results)
-
-
-async def cluster_create_topics(ctx: RequestContext, req: Any) -> Any:
-    from coordinator.metadata.controller import Rejection, check_assignment
-
-    from broker.metadata.store import MetadataUnavailable
-
-    cluster = ctx.broker.cluster
-    config = ctx.broker.config
-    validate_only = bool(req.validate_only)
-    refused = too_many_partitions(ctx, req)
-    if refused is not None:
-        return refused
-    duplicated = duplicated_names(req.topics)
-    results = []
-    for t in req.topics:
-        name = t.name
-        if name in duplicated or name == CLUSTER_METADATA_TOPIC:
-            continue
-        image = cluster.image
-        collisions = {unify_collision_chars(n): n for n in image.topics}
-
-        def reject(code: int, message: str | None) -> None:
-            results.append(CT(name=name, error_code=code, error_message=message))
-
-        err = topic_name_error(name)
-        if err:
-            reject(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
-            continue
-        if name in image.topics:
-            reject(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-            continue
-        clash = collisions.get(unify_collision_chars(name))
-        if clash is not None:
-            reject(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {clash}")
-            continue
-        if name in INTERNAL_TOPICS:
-            reject(ErrorCode.INVALID_REQUEST,
-                   f"Topic '{name}' is an internal topic: the broker creates it when it is first needed.")
-            continue
-        configs = {c.name: c.value for c in t.configs}
-        try:
-            validate_topic_configs(configs, config)
-        except ConfigError as exc:
-            reject(ErrorCode.INVALID_CONFIG, str(exc))
-            continue
-        if t.assignments:
-            if t.replication_factor != -1 or t.num_partitions != -1:
-                which = "replication factor" if t.replication_factor != -1 else "numPartitions"
-                reject(ErrorCode.INVALID_REQUEST,
-                       f"A manual partition assignment was specified, but {which} was not set to -1.")
-                continue
-            by_index = {}
-            bad: Rejection | None = None
-            for a in t.assignments:
-                if a.partition_index in by_index:
-                    bad = Rejection(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                                    f"Found multiple manual partition assignments for partition {a.partition_index}")
-                    break
-                bad = check_assignment(image, list(a.broker_ids))
-                if bad is None and by_index and len(a.broker_ids) != len(next(iter(by_index.values()))):
-                    bad = Rejection(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                                    f"The manual partition assignment includes a partition with {len(a.broker_ids)} "
-                                    f"replica(s), but this is not consistent with previous partitions, which have "
-                                    f"{len(next(iter(by_index.values())))} replica(s).")
-                if bad is not None:
-                    break
-                by_index[a.partition_index] = tuple(a.broker_ids)
-            if bad is None and set(by_index) != set(range(len(by_index))):
-                bad = Rejection(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                                "partitions should be a consecutive 0-based integer sequence")
-            if bad is not None:
-                reject(bad.code, bad.message)
-                continue
-            assignments: Any = [by_index[i] for i in range(len(by_index))]
-        else:
-            if t.replication_factor < -1 or t.replication_factor == 0:
-                reject(ErrorCode.INVALID_REPLICATION_FACTOR,
-                       "Replication factor must be larger than 0, or -1 to use the default value.")
-                continue
-            if t.num_partitions < -1 or t.num_partitions == 0:
-                reject(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
-                continue
-            count = int(config["num.partitions"]) if t.num_partitions == -1 else t.num_partitions
-            rf = int(config["default.replication.factor"]) if t.replication_factor == -1 else t.replication_factor
-            assignments = cluster.place(count, rf)
-            if isinstance(assignments, Rejection):
-                reject(assignments.code, assignments.message)
-                continue
-        overrides = {k: v for k, v in configs.items() if v is not None}
-        topic_id = ZERO_UUID
-        if not validate_only:
-            try:
-                created = await while_unavailable(req.timeout_ms, cluster.create_topic, name, assignments, overrides)
-            except MetadataUnavailable as exc:
-                reject(ErrorCode.REQUEST_TIMED_OUT, f"the cluster metadata store is unavailable: {exc}")
-                continue
-            if isinstance(created, Rejection):
-                reject(created.code, created.message)
-                continue
-            topic_id = uuid.UUID(created)
-        entries = [CTC(name=n, value=v, read_only=False, config_source=src, is_sensitive=False)
-                   for n, v, src in creation_config_entries(config, overrides)]
         results.append(CT(name=name, topic_id=topic_id, error_code=0, error_message=None, topic_config_error_code=0,
                           num_partitions=len(assignments), replication_factor=len(assignments[0]), configs=entries))
     results.extend(duplicate_results(CT, duplicated))

@@ -1,13 +1,13 @@
 """DescribeCluster v0-v2.
 
-Kafka's rules: this node is the only broker and the controller; the broker entry is the
-advertised listener of the connection (as in Metadata), never fenced; v1+ asks for an endpoint type and
+Kafka's rules: the brokers and controller of the broker's Topology (broker/metadata/topology.py;
+a single node is the only broker and the controller, never fenced), each with its endpoint on
+the listener of the connection (as in Metadata); v1+ asks for an endpoint type and
 a broker answers only BROKERS (1): CONTROLLERS (2) is MISMATCHED_ENDPOINT_TYPE, anything
 else UNSUPPORTED_ENDPOINT_TYPE (both INVALID_REQUEST in v0). Cluster authorized operations
 are -2147483648 (not computed) unless asked for; when asked, a broker without an
 authorizer grants every operation a cluster supports, as Kafka does.
-In a cluster: the unfenced brokers of the metadata image (v2's ``include_fenced_brokers`` adds
-the fenced) and its controller.
+The unfenced brokers are answered (v2's ``include_fenced_brokers`` adds the fenced).
 Authorization: none beyond KIP-430's authorized operations (0 without DESCRIBE on the cluster).
 """
 from __future__ import annotations
@@ -46,33 +46,20 @@ async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> 
                                           f"an endpoint of type {_ENDPOINT_NAMES[endpoint]}",
                             endpoint_type=BROKERS, cluster_id="", controller_id=-1, brokers=[],
                             authorized_operations=None)
-    broker = ctx.broker
-    if broker.cluster is not None:  # cluster mode: every broker and the controller, from the image
-        return cluster_describe_cluster(ctx, req, set(CLUSTER_OPERATIONS) if req.include_cluster_authorized_operations
-                                else None)
-    adv = ctx.advertised
-    node = DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.node_id, host=adv.host, port=adv.port,
-                                                         rack=broker.config.get("broker.rack"), is_fenced=False)
-    ops = set(CLUSTER_OPERATIONS) if req.include_cluster_authorized_operations else None
-    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=BROKERS,
-                        cluster_id=broker.cluster_id, controller_id=broker.node_id, brokers=[node],
-                        authorized_operations=ops)
-
-
-def cluster_describe_cluster(ctx: RequestContext, req: Any, ops: Any) -> Any:
-    cluster = ctx.broker.cluster
+    topology = ctx.broker.topology
     include_fenced = bool(getattr(req, "include_fenced_brokers", False))
     brokers = []
-    for b in sorted(cluster.image.brokers.values(), key=lambda b: b.id):
+    for b in topology.brokers():
         if b.fenced and not include_fenced:
             continue
-        ep = b.endpoint(ctx.listener) or (b.endpoints[0] if b.endpoints else None)
+        ep = b.endpoint(ctx.listener)
         if ep is None:
             continue
         brokers.append(DescribeClusterResponse.DescribeClusterBroker(broker_id=b.id, host=ep.host, port=ep.port,
                                                                      rack=b.rack, is_fenced=b.fenced))
-    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
-                        cluster_id=ctx.broker.cluster_id, controller_id=cluster.controller_id, brokers=brokers,
+    ops = set(CLUSTER_OPERATIONS) if req.include_cluster_authorized_operations else None
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=BROKERS,
+                        cluster_id=ctx.broker.cluster_id, controller_id=topology.controller_id, brokers=brokers,
                         authorized_operations=ops)
 
 

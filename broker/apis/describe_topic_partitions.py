@@ -7,14 +7,15 @@ its partition; at most min(ResponsePartitionLimit, ``max.request.partition.size.
 first partition not returned, and when it is reached just before a further topic, NextCursor is
 that topic's partition 0. A named topic that does not exist answers UNKNOWN_TOPIC_OR_PARTITION
 (INVALID_TOPIC_EXCEPTION for an invalid name); a cursor outside the requested topics, or with a
-negative partition, is INVALID_REQUEST for every requested topic. This single node leads every
-partition, its only replica and ISR; ELR lists are empty; a topic's authorized operations are all
+negative partition, is INVALID_REQUEST for every requested topic. Topics and partition states are
+the broker's Topology's (broker/metadata/topology.py: a single node leads every partition, its
+only replica and ISR; a cluster answers every topic of its metadata image, hosted here or not,
+with each partition's leader (-1 and LEADER_NOT_AVAILABLE when it is not live), leader epoch,
+replicas, ISR and offline replicas (on fenced or unknown brokers), as Metadata answers them);
+ELR lists are empty; a topic's authorized operations are all
 of them, as Kafka's AuthHelper answers without an authorizer (with one, the rule below
 answers the principal's own).
 
-Cluster mode: every topic of the metadata image (broker/metadata/topic_catalog.py), hosted here or not,
-with each partition's leader (-1 and LEADER_NOT_AVAILABLE when it is not live), leader epoch,
-replicas, ISR and offline replicas (on fenced or unknown brokers), as Metadata answers them.
 Authorization: DESCRIBE on each topic (see the rule below).
 """
 from __future__ import annotations
@@ -37,23 +38,17 @@ _ALL_TOPIC_OPERATIONS = sum(1 << op for op in TOPIC_OPERATIONS)   # Kafka's bit 
 
 
 def _partitions(ctx: RequestContext, P: Any, name: str, start: int, upper: int) -> list:
-    broker = ctx.broker
-    if broker.cluster is None:   # a single node: leader, sole replica and ISR of every partition
-        node = broker.node_id
-        return [P(error_code=0, partition_index=p.index, leader_id=node, leader_epoch=p.leader_epoch,
-                  replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[], last_known_elr=[],
-                  offline_replicas=[]) for p in broker.logs.topics[name].partitions[start:upper]]
-    image = broker.cluster.image
-    live = {b.id for b in image.live_brokers()}
-    t = image.topics[name]
+    """Partitions start..upper-1 as Metadata answers them: a leader that is not live is -1 with
+    LEADER_NOT_AVAILABLE, replicas on brokers that are not live are offline."""
+    topology = ctx.broker.topology
+    live = topology.live_broker_ids()
     out = []
-    for index in range(start, upper):
-        reg = t.partitions[index]
-        has_leader = reg.leader in live
-        out.append(P(error_code=0 if has_leader else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index,
-                     leader_id=reg.leader if has_leader else -1, leader_epoch=reg.leader_epoch,
-                     replica_nodes=list(reg.replicas), isr_nodes=list(reg.isr), eligible_leader_replicas=[],
-                     last_known_elr=[], offline_replicas=[b for b in reg.replicas if b not in live]))
+    for p in topology.partitions(name)[start:upper]:
+        has_leader = p.leader in live
+        out.append(P(error_code=0 if has_leader else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p.index,
+                     leader_id=p.leader if has_leader else -1, leader_epoch=p.leader_epoch,
+                     replica_nodes=list(p.replicas), isr_nodes=list(p.isr), eligible_leader_replicas=[],
+                     last_known_elr=[], offline_replicas=[b for b in p.replicas if b not in live]))
     return out
 
 

@@ -7,9 +7,10 @@ left out of the answer. Per partition: UNKNOWN_TOPIC_OR_PARTITION, ELECTION_NOT_
 preferred replica already leads / the partition has a live leader),
 PREFERRED_LEADER_NOT_AVAILABLE (the first replica is not live or not in the ISR),
 ELIGIBLE_LEADERS_NOT_AVAILABLE (unclean: no live replica).
-A single node leads every partition it has, so every election there is not needed. In a cluster
-the decisions are coordinator/metadata/controller.py's, written with the partition epoch they
-were decided on (a lost race is decided again on the new image).
+The broker's Topology (broker/metadata/topology.py) decides each partition: a single node leads
+every partition it has, so every election there is not needed; in a cluster the decisions are
+coordinator/metadata/controller.py's, written with the partition epoch they were decided on (a
+lost race is decided again on the new image).
 Authorization: ALTER on the cluster.
 """
 from __future__ import annotations
@@ -21,28 +22,18 @@ from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-from broker.metadata.partition_change import write_decision
 from broker.network.dispatch import RequestContext, handles
 from broker.security.authz import Handler, alter_cluster_allowed, authorizes
 
 R = ElectLeadersResponse.ReplicaElectionResult
 PR = R.PartitionResult
-NOT_NEEDED = "Leader election not needed for topic partition."
 
 
 def _requested(ctx: RequestContext, req: Any) -> tuple[list[tuple[str, int]], bool]:
     if req.topic_partitions is not None:
         return [(tp.topic, p) for tp in req.topic_partitions for p in tp.partitions], False
-    cluster = ctx.broker.cluster
-    if cluster is not None:
-        return [(t.name, p) for t in cluster.image.topics.values() for p in sorted(t.partitions)], True
-    return [(t.name, p.index) for t in ctx.broker.logs.topics.values() for p in t.partitions], True
-
-
-async def _decide_cluster(ctx: RequestContext, topic: str, partition: int, election_type: int) -> tuple[int, str | None]:
-    from coordinator.metadata.controller import elect_leaders_decision
-
-    return await write_decision(ctx, lambda image: elect_leaders_decision(image, topic, partition, election_type))
+    topics = ctx.broker.topology.topics()
+    return [(name, p) for name, t in list(topics.items()) for p in range(t.partition_count)], True
 
 
 @handles(ApiKey.ELECT_LEADERS)
@@ -54,14 +45,7 @@ async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectL
     wanted, everything = _requested(ctx, req)
     by_topic: dict[str, list[PR]] = {}
     for topic, partition in wanted:
-        if ctx.broker.cluster is not None:
-            code, message = await _decide_cluster(ctx, topic, partition, election_type)
-        else:
-            t = ctx.broker.logs.topics.get(topic)
-            if t is None or not 0 <= partition < len(t.partitions):
-                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The partition {topic}-{partition} does not exist."
-            else:
-                code, message = ErrorCode.ELECTION_NOT_NEEDED, NOT_NEEDED
+        code, message = await ctx.broker.topology.elect_leader(topic, partition, election_type)
         if everything and code == ErrorCode.ELECTION_NOT_NEEDED:
             continue
         by_topic.setdefault(topic, []).append(PR(partition_id=partition, error_code=code, error_message=message))

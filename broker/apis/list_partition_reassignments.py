@@ -1,7 +1,8 @@
 """ListPartitionReassignments v0 (KIP-455).
 
 Kafka's rules: answers the ongoing reassignments (all with null topics), leaving out partitions
-not being moved; on a single node nothing is ever ongoing.
+not being moved, as the broker's Topology (broker/metadata/topology.py) has them (on a single
+node nothing is ever ongoing).
 Authorization: DESCRIBE on the cluster.
 """
 from __future__ import annotations
@@ -23,11 +24,7 @@ LP = LT.OngoingPartitionReassignment
 
 @handles(ApiKey.LIST_PARTITION_REASSIGNMENTS)
 async def list_partition_reassignments(ctx: RequestContext, req: ListPartitionReassignmentsRequest) -> Any:
-    if ctx.broker.cluster is None:
-        return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, topics=[])
-    from coordinator.metadata.controller import ongoing_reassignments
-
-    ongoing = ongoing_reassignments(ctx.broker.cluster.image)
+    ongoing = ctx.broker.topology.ongoing_reassignments()
     wanted = (None if req.topics is None else {t.name: set(t.partition_indexes) for t in req.topics})
     topics = []
     for name, parts in ongoing.items():

@@ -48,8 +48,8 @@ def _verify_transaction(ctx: RequestContext, transactional_id: str | None, topic
     Produce v12 (transactions v2 clients, KIP-890 part 2) the partition is added instead."""
     if not transactional_id:
         return ErrorCode.NONE        # Kafka verifies only requests that name their transaction
-    if ctx.broker.cluster is not None and getattr(ctx.broker.txns.coordinator_for(transactional_id)[1], "_unloaded", False):
-        return ErrorCode.NONE        # a cluster: the coordinator is another broker (not asked over the network)
+    if getattr(ctx.broker.txns.coordinator_for(transactional_id)[1], "_unloaded", False):
+        return ErrorCode.NONE        # the coordinator is another broker of the cluster (not asked over the network)
     r: tx.AddPartitionsResult = ctx.broker.txns.call_now(transactional_id, tx.AddPartitionsToTxn(
         transactional_id=transactional_id, producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
         partitions=[(topic, partition)], verify_only=ctx.api_version < 12))

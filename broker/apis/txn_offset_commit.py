@@ -24,6 +24,7 @@ from broker.apis.shared.common import coordinator_fields
 from broker.apis.shared.transactions import PRODUCER_FENCED
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
+from broker.replica.txn_verify import remote_transaction_coordinator, verify_remotely
 from broker.security.acl import Operation as Op, ResourceType as RT
 from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, TXN_DENIED, Handler, allowed, authorizes,
                                    denied_offset_topics, topics_allowed)
@@ -71,12 +72,8 @@ async def _verify_offsets_partition(ctx: RequestContext, req: Any,
     offsets_partition = partition_for_group(req.group_id, ctx.broker.groups.num_partitions)
     ctx.broker.groups.ensure_topic()
     add = ctx.api_version >= 5    # v5 (transactions v2): no AddOffsetsToTxn before, the partition is added here
-    remote = None
-    if ctx.broker.cluster is not None:
-        from broker.replica.txn_verify import remote_transaction_coordinator
-        remote = remote_transaction_coordinator(ctx.broker, req.transactional_id or "")
+    remote = remote_transaction_coordinator(ctx.broker, req.transactional_id or "")
     if remote is not None:
-        from broker.replica.txn_verify import verify_remotely
         code = await verify_remotely(ctx.broker, remote, req.transactional_id, req.producer_id, req.producer_epoch,
                                      tx.OFFSETS_TOPIC, offsets_partition, add)
     else:

@@ -22,13 +22,14 @@ if TYPE_CHECKING:   # types only: broker.common sits below broker.log and broker
     from broker.coordinator_runtime.txn_runtime import TxnShell
     from broker.log.manager import LogManager
     from broker.metadata.cluster_mode import ClusterMetadata
+    from broker.metadata.topology import Topology
     from broker.observability.metrics import BrokerMetrics
     from broker.replica.manager import ReplicaManager
     from broker.security.acl import Authorizer
 
 
 class AppendWaker(Protocol):
-    """broker.notifier.Notifier (Broker.appends): wakes fetches waiting for a partition to grow."""
+    """broker.common.notifier.Notifier (Broker.appends): wakes fetches waiting for a partition to grow."""
 
     def notify(self) -> None: ...
 
@@ -50,6 +51,7 @@ class BrokerServices(Protocol):
     replicas: ReplicaManager
     metrics: BrokerMetrics | None       # None until samsa.http.listener serves /metrics
     cluster: ClusterMetadata | None     # None on a single node
+    topology: Topology              # brokers, topics and their changes, in either mode
     authorizer: Authorizer | None   # None unless authorizer.class.name is set
 
     # read-only to the parts: properties, so that the Broker's concrete Notifier and allocator match

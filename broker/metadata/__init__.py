@@ -6,6 +6,11 @@
   log as keys under a prefix in etcd v3, ordered by etcd's revision, watched from the last
   applied revision; broker liveness as leases, the controller as an election.
 
-The interface both implement is ``store.MetadataStore``. Importing this package imports
+The interface both implement is ``store.MetadataStore``.
+
+What the API handlers see of either mode is ``topology.Topology`` (the brokers, the controller,
+the topics and their changes): ``single_node.SingleNodeTopology`` over the log manager, or
+``cluster_topology.ClusterTopology`` over the metadata image, chosen once by the composition
+root (broker/server/broker_server.py). Importing this package imports
 nothing else: the single node loads only what it uses.
 """

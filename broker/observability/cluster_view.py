@@ -29,11 +29,9 @@ from . import introspect
 from broker.coordinator_runtime.group_timeline import Rebalance, timeline_from_json
 from .introspect import GroupView, MemberView, OffsetView
 from broker.replica.client import BrokerConnection, BrokerConnectionError
-from broker.replica.manager import endpoint_of
 
 if TYPE_CHECKING:
     from broker.server.broker_server import Broker
-    from coordinator.metadata.image import MetadataImage
 
 # How long a page load waits for one other broker (all its requests); a console refreshes every 2 s.
 PEER_TIMEOUT_S = 2.0
@@ -79,9 +77,11 @@ class ClusterView:
         return -1 if o is None else o.high_watermark
 
 
-def _image(broker: Broker) -> MetadataImage | None:
-    cluster = getattr(broker, "cluster", None)
-    return None if cluster is None else cluster.image
+def _endpoint(broker: Broker, node: int) -> tuple[str, int] | None:
+    """(host, port) of a registered broker on the replication listener (else its first one)."""
+    b = next((b for b in broker.topology.brokers() if b.id == node), None)
+    ep = b.endpoint(broker.replicas.listener) if b is not None else None
+    return None if ep is None else (ep.host, ep.port)
 
 
 def local_view(broker: Broker, group: str | None = None, everything: bool = True) -> ClusterView:
@@ -91,9 +91,8 @@ def local_view(broker: Broker, group: str | None = None, everything: bool = True
                        transactions=[] if not everything or group is not None else [TxnView(d.transactional_id, d.state, d.producer_id, d.producer_epoch,
                                              d.start_time_ms, d.timeout_ms, list(d.topics), broker.node_id)
                                      for d in introspect.transactions(broker)])
-    image = _image(broker)
     for p in introspect.partitions(broker):
-        if image is None or p.leader == broker.node_id:
+        if p.leader == broker.node_id:
             view.offsets[(p.topic, p.partition)] = LeaderOffsets(p.log_start_offset, p.high_watermark,
                                                                  p.last_stable_offset, p.log_end_offset, p.size_bytes)
     for g in view.groups:
@@ -106,25 +105,27 @@ async def gather(broker: Broker, group: str | None = None, everything: bool = Tr
     (only the offsets without ``everything``): this broker's part read locally, every other
     registered broker's asked in parallel."""
     view = local_view(broker, group, everything)
-    image = _image(broker)
-    if image is None:
-        return view
-    peers = [b for b in sorted(image.brokers) if b != broker.node_id]
-    for b in peers:
-        if image.brokers[b].fenced:
+    topology = broker.topology
+    others = [b for b in topology.brokers() if b.id != broker.node_id]
+    if not others:
+        return view     # one broker: its own part is the whole view
+    peers = [b.id for b in others]
+    for peer in others:
+        if peer.fenced:
+            b = peer.id
             view.missing[b] = f"broker {b} is fenced (not registered alive): its groups, transactions and " \
                               f"partitions are not shown"
     asked = [b for b in peers if b not in view.missing]
 
     async def one(node: int) -> None:
-        endpoint = endpoint_of(image, node, broker.replicas.listener)
+        endpoint = _endpoint(broker, node)
         if endpoint is None:
             view.missing[node] = f"broker {node} has no endpoint"
             return
         conn = BrokerConnection(*endpoint, f"samsa-console-{broker.node_id}", timeout_s=PEER_TIMEOUT_S)
         try:
             with trio.move_on_after(PEER_TIMEOUT_S) as scope:
-                await _ask(conn, node, image, view, group, everything)
+                await _ask(conn, node, topology, view, group, everything)
             if scope.cancelled_caught:
                 view.missing[node] = f"broker {node} did not answer within {PEER_TIMEOUT_S:g} s"
         except BrokerConnectionError as exc:
@@ -156,7 +157,7 @@ def http_url_of(broker: Broker, node: int) -> str | None:
         return None
     parts = urlsplit(url)
     if parts.hostname in (None, "", "0.0.0.0", "::"):
-        endpoint = endpoint_of(cluster.image, node, broker.replicas.listener)
+        endpoint = _endpoint(broker, node)
         if endpoint is None:
             return None
         host = f"[{endpoint[0]}]" if ":" in endpoint[0] else endpoint[0]
@@ -185,14 +186,14 @@ async def remote_timeline(broker: Broker, node: int, group_id: str) -> tuple[lis
     return None, f"broker {node}'s console at {base} did not answer within {PEER_TIMEOUT_S:g} s"
 
 
-async def _ask(conn: BrokerConnection, node: int, image: MetadataImage, view: ClusterView, group: str | None,
+async def _ask(conn: BrokerConnection, node: int, topology: Any, view: ClusterView, group: str | None,
                everything: bool) -> None:
     """One broker's part, appended to ``view`` only once all of it arrived (a half answer from a
     broker that then hangs is not shown as if complete)."""
     groups = await _groups(conn, node, group, view) if everything else []
     txns = await _transactions(conn, node, view) if everything and group is None else []
-    led = await _offsets(conn, [(name, index) for name, t in image.topics.items()
-                                    for index, reg in t.partitions.items() if reg.leader == node])
+    led = await _offsets(conn, [(name, p.index) for name in list(topology.topics())
+                                    for p in topology.partitions(name) if p.leader == node])
     view.groups.extend(groups)
     view.transactions.extend(txns)
     view.offsets.update(led)

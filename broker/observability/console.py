@@ -24,9 +24,7 @@ from ..log.manager import INTERNAL_TOPICS
 from broker.network.http_serve import ASGIApp, Receive, Scope, Send, respond, respond_json
 
 if TYPE_CHECKING:
-    import uuid
 
-    from broker.metadata.cluster_mode import ClusterMetadata
     from broker.server.broker_server import Broker
 
 RECORD_PREVIEW_BYTES = 200
@@ -158,18 +156,12 @@ def _transactions(broker: Broker, view: ClusterView) -> str:
 
 
 def topic_page(broker: Broker, name: str, view: ClusterView) -> str | None:
-    topic = broker.logs.topics.get(name)
-    cluster: ClusterMetadata | None = getattr(broker, "cluster", None)
-    in_image = cluster.image.topics.get(name) if cluster is not None else None
-    if topic is None and in_image is None:
+    known = broker.topology.topic(name)   # the cluster's view: a topic may have no replica here
+    if known is None:
         return None
     parts = [p for p in introspect.partitions(broker, cluster_wide=True) if p.topic == name]
-    topic_id: str | uuid.UUID     # the image keeps ids as text, the log manager as UUIDs
-    if cluster is not None and in_image is not None:   # the cluster's id and configs (a topic may have no replica here)
-        topic_id, configs = in_image.topic_id, dict(cluster.image.topic_configs(name))
-    else:
-        assert topic is not None    # (None when both are: answered above)
-        topic_id, configs = topic.topic_id, topic.configs
+    described = broker.topology.topic_configs(name)
+    topic_id, configs = known.topic_id, dict(described.configs) if described is not None else {}
     cfg = ", ".join(f"{k}={v}" for k, v in sorted(configs.items())) or "(broker defaults)"
 
     def offsets(p: introspect.PartitionView) -> list[str]:

@@ -17,7 +17,6 @@ from broker.coordinator_runtime.group_timeline import decode_assignment as decod
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
-    from coordinator.metadata.image import MetadataImage
 
 
 @dataclass(slots=True)
@@ -91,78 +90,64 @@ class BrokerView:
     state: str = "alive"      # cluster mode: alive, fenced or shutting down (controlled shutdown)
 
 
-def _cluster_image(broker: BrokerServices) -> MetadataImage | None:
-    """The metadata image in cluster mode, else None (a single node has none)."""
-    cluster = getattr(broker, "cluster", None)
-    return None if cluster is None else cluster.image
-
-
 def brokers(broker: BrokerServices) -> list[BrokerView]:
-    """The brokers DescribeCluster (with fenced brokers) would name. A single node: itself, the
-    controller and alive by definition. A cluster: every broker registered in the metadata image,
-    alive unless fenced, and the active controller as this broker last saw it (etcd's
-    controller key)."""
-    image = _cluster_image(broker)
-    if image is None or broker.cluster is None:     # (both None or neither)
-        adv = broker.config.advertised_listeners
-        return [BrokerView(broker.node_id, [f"{a.name}://{a.host}:{a.port}" for a in adv],
-                           broker.config.get("broker.rack"), True, True)]
-    controller = broker.cluster.controller_id
+    """The brokers DescribeCluster (with fenced brokers) would name, from the broker's Topology:
+    every registered broker (a single node: itself), alive unless fenced, and the active
+    controller as this broker last saw it."""
+    topology = broker.topology
+    controller = topology.controller_id
     return [BrokerView(b.id, [f"{e.name}://{e.host}:{e.port}" for e in b.endpoints], b.rack,
                        b.id == controller, not b.fenced,
                        "fenced" if b.fenced else "shutting down" if b.in_controlled_shutdown else "alive")
-            for _, b in sorted(image.brokers.items())]
+            for b in topology.brokers()]
 
 
 def partitions(broker: BrokerServices, include_internal: bool = True, cluster_wide: bool = False) -> list[PartitionView]:
-    """The partitions whose log is on this broker, with their offsets and sizes. In cluster mode
-    leader, replicas and ISR come from the metadata image, a local log of a partition this broker
-    is no replica of is left out, and with ``cluster_wide`` every other partition of the image is
-    added with ``hosted=False`` and offsets of -1 (the console names every partition's leader)."""
+    """The partitions whose log is on this broker, with their offsets and sizes; leader, replicas
+    and ISR as the broker's Topology records them (a single node leads every partition, its only
+    replica and ISR). A local log of a partition this broker is no replica of is left out, and with
+    ``cluster_wide`` every other partition of the topology is added with ``hosted=False`` and
+    offsets of -1 (the console names every partition's leader)."""
     node = broker.node_id
-    image = _cluster_image(broker)
+    topology = broker.topology
     out = []
     for name in sorted(broker.logs.topics):
         topic = broker.logs.topics[name]
         if topic.internal and not include_internal:
             continue
+        states = {p.index: p for p in topology.partitions(name)}
         for part in topic.partitions:
-            view = PartitionView(name, part.index, node, [node], [node], part.log_start_offset,
-                                 part.high_watermark, part.last_stable_offset, part.log_end_offset,
-                                 part.size_bytes, len(part.segments), part.leader_epoch)
-            if image is not None:
-                reg = image.partition(name, part.index)
-                if reg is None or node not in reg.replicas:
-                    continue
-                view.leader, view.replicas, view.isr = reg.leader, list(reg.replicas), list(reg.isr)
-                view.leader_epoch = reg.leader_epoch
-            out.append(view)
-    if image is not None and cluster_wide:
-        from broker.log.manager import INTERNAL_TOPICS
-
-        local = {(v.topic, v.partition) for v in out}
-        for name, t in image.topics.items():
-            if name in INTERNAL_TOPICS and not include_internal:
+            st = states.get(part.index)
+            if st is None or node not in st.replicas:
                 continue
-            for index, reg in t.partitions.items():
-                if (name, index) not in local:
-                    out.append(PartitionView(name, index, reg.leader, list(reg.replicas), list(reg.isr),
-                                             -1, -1, -1, -1, 0, 0, reg.leader_epoch, hosted=False))
-        out.sort(key=lambda v: (v.topic, v.partition))
+            out.append(PartitionView(name, part.index, st.leader, list(st.replicas), list(st.isr),
+                                     part.log_start_offset, part.high_watermark, part.last_stable_offset,
+                                     part.log_end_offset, part.size_bytes, len(part.segments), st.leader_epoch))
+    if cluster_wide:
+        local = {(v.topic, v.partition) for v in out}
+        added = False
+        for name, t in list(topology.topics().items()):
+            if t.internal and not include_internal:
+                continue
+            for st in topology.partitions(name):
+                if (name, st.index) not in local:
+                    added = True
+                    out.append(PartitionView(name, st.index, st.leader, list(st.replicas), list(st.isr),
+                                             -1, -1, -1, -1, 0, 0, st.leader_epoch, hosted=False))
+        if added:
+            out.sort(key=lambda v: (v.topic, v.partition))
     return out
 
 
 def _high_watermark(broker: BrokerServices, topic: str, partition: int) -> int:
     """The partition's high watermark as this broker knows it (a follower's trails the leader's by
-    a fetch); -1 when the partition does not exist or, in cluster mode, has no replica here."""
+    a fetch); -1 when the partition does not exist or has no replica here."""
     part = broker.logs.partition(topic, partition)
     if part is None:
         return -1
-    image = _cluster_image(broker)
-    if image is not None:
-        reg = image.partition(topic, partition)
-        if reg is None or broker.node_id not in reg.replicas:
-            return -1
+    st = next((p for p in broker.topology.partitions(topic) if p.index == partition), None)
+    if st is None or broker.node_id not in st.replicas:
+        return -1
     return part.high_watermark
 
 

@@ -21,6 +21,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.utils import floatToGoString
 from prometheus_client.registry import Collector
 
+from broker.metadata import topic_catalog
+
 from . import introspect
 
 if TYPE_CHECKING:
@@ -213,12 +215,11 @@ class _ScrapeCollector(Collector):
                      len(parts))
         yield _gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads", len(led))
         yield _gauge("kafka_server_replicamanager_offlinereplicacount", "Offline replicas", 0)
-        cluster = getattr(broker, "cluster", None)
-        is_controller = cluster.store.is_controller if cluster is not None else True
+        is_controller = broker.topology.is_active_controller
         yield _gauge("kafka_controller_kafkacontroller_activecontrollercount",
                      "1 on the broker that is the active controller", 1 if is_controller else 0)
         # as Kafka, the cluster-wide counts are the active controller's (0 elsewhere: dashboards sum them)
-        topic_count, partition_count, offline = _global_counts(broker, parts, counts) if is_controller else (0, 0, 0)
+        topic_count, partition_count, offline = _global_counts(broker) if is_controller else (0, 0, 0)
         yield _gauge("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a leader",
                      offline)
         yield _gauge("kafka_controller_kafkacontroller_globaltopiccount", "Topics in the cluster", topic_count)
@@ -251,14 +252,14 @@ class _ScrapeCollector(Collector):
                                     labels=["consumergroup", "topic"])
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of the group",
                                     labels=["consumergroup"])
-        cluster_mode = getattr(broker, "cluster", None) is not None
         for view in introspect.groups(broker):
             members.add_metric([view.group_id], len(view.members))
             sums: dict[str, int] = {}
             unknown: set[str] = set()
             for o in view.offsets:
-                if cluster_mode and o.high_watermark < 0:
-                    # no replica on the coordinator's broker: no lag (nor a topic sum) rather than a wrong one
+                if o.high_watermark < 0 and topic_catalog.has_partition(broker, o.topic, o.partition):
+                    # the partition exists but has no replica on the coordinator's broker (a cluster):
+                    # no lag (nor a topic sum) rather than a wrong one
                     current.add_metric([view.group_id, o.topic, str(o.partition)], o.committed)
                     unknown.add(o.topic)
                     continue
@@ -282,16 +283,13 @@ def _replicas(parts: list[introspect.PartitionView]) -> GaugeMetricFamily:
     return fam
 
 
-def _global_counts(broker: BrokerServices, parts: list[introspect.PartitionView],
-                   counts: dict[str, int]) -> tuple[int, int, int]:
+def _global_counts(broker: BrokerServices) -> tuple[int, int, int]:
     """(topics, partitions, partitions without a live leader) of the whole cluster."""
-    cluster = getattr(broker, "cluster", None)
-    if cluster is None:
-        return len(counts), len(parts), 0
-    image = cluster.image
-    live = {b.id for b in image.live_brokers()}
-    regs = [reg for t in image.topics.values() for reg in t.partitions.values()]
-    return len(image.topics), len(regs), sum(1 for reg in regs if reg.leader not in live)
+    topology = broker.topology
+    live = topology.live_broker_ids()
+    topics = topology.topics()
+    states = [p for name in list(topics) for p in topology.partitions(name)]
+    return len(topics), len(states), sum(1 for p in states if p.leader not in live)
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:

@@ -80,6 +80,10 @@ class ReplicaManager:
         self.node_id = broker.node_id
         self.image: Any = None
         self.alter_partition: AlterPartition | None = None   # set by the control plane
+        # the cluster's MetadataStore to follow, handed over by the composition root in cluster
+        # mode (a single node has no other broker to replicate with); ``attached`` once followed
+        self.follows: Any = None
+        self.attached: Any = None
         self.hw_moved = Notifier()
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.led: dict[tuple[str, int], Partition] = {}      # partitions led here that have followers
@@ -106,14 +110,14 @@ class ReplicaManager:
                 nursery.start_soon(fetcher.run)
             nursery.start_soon(self._isr_expiration)
             nursery.start_soon(self._hw_checkpointer)
-            cluster = getattr(self.broker, "cluster", None)
-            if cluster is not None:
-                self.attach(cluster.store)
+            if self.follows is not None:
+                self.attach(self.follows)
             task_status.started()
 
     def attach(self, store: MetadataStore) -> None:
         """Follow a MetadataStore (broker/metadata/store.py): every published image is applied in
         order, ISR changes go through its alter_partition; the current image is applied now."""
+        self.attached = store
         self.alter_partition = store.alter_partition
         self.role_listeners.append(self._coordinator_roles)
         store.subscribe(self._on_metadata)
@@ -208,7 +212,7 @@ class ReplicaManager:
         changed: list[tuple[Partition, bool]] = []
         strays: list[Partition] = []
         topics = list(topics_of(image))
-        if getattr(self.broker, "cluster", None) is not None:   # the real store's image: every topic
+        if self.attached is not None:   # the followed store's image names every topic
             self._drop_stray_topics({name: topic_id for name, topic_id, _, _ in topics})
         for name, topic_id, configs, regs in topics:
             local = self._local_topic(name, topic_id, configs, regs)

@@ -14,7 +14,6 @@ from kafka.protocol.producer import AddPartitionsToTxnRequest
 from protocol.errors import ErrorCode
 
 from .client import BrokerConnection, BrokerConnectionError
-from .manager import endpoint_of
 
 if TYPE_CHECKING:
     from broker.server.broker_server import Broker
@@ -25,15 +24,14 @@ T = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
 
 
 def remote_transaction_coordinator(broker: Broker, transactional_id: str) -> int | None:
-    """The broker leading the transactional id's partition when it is not this one (cluster mode)."""
-    cluster = broker.cluster
-    if cluster is None:
-        return None
+    """The broker leading the transactional id's partition when it is not this one (in a cluster;
+    -1 while it has no leader)."""
     shell = broker.txns
-    reg = cluster.image.partition(shell.topic, shell.partition_for(transactional_id))
-    if reg is None or reg.leader == broker.node_id:
-        return None
-    return reg.leader
+    index = shell.partition_for(transactional_id)
+    state = next((p for p in broker.topology.partitions(shell.topic) if p.index == index), None)
+    if state is None or state.leader == broker.node_id:
+        return None     # led here (a single node leads every partition), or not created yet
+    return state.leader
 
 
 async def verify_remotely(broker: Broker, leader: int, transactional_id: str, producer_id: int,
@@ -41,8 +39,9 @@ async def verify_remotely(broker: Broker, leader: int, transactional_id: str, pr
     """The transaction coordinator's error for ``topic``/``partition`` in the transaction."""
     if leader < 0:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    assert broker.cluster is not None      # a leader elsewhere: cluster mode
-    endpoint = endpoint_of(broker.cluster.image, leader, broker.replicas.listener)
+    node = next((b for b in broker.topology.brokers() if b.id == leader), None)
+    ep = node.endpoint(broker.replicas.listener) if node is not None else None
+    endpoint = None if ep is None else (ep.host, ep.port)
     if endpoint is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     conn = BrokerConnection(*endpoint, f"samsa-txn-verify-{broker.node_id}", timeout_s=10.0)

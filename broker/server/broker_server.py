@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -16,6 +17,9 @@ from broker.coordinator_runtime.group_runtime import GroupShell
 from broker.log import cleaner, flush, retention
 from broker.log.manager import LogManager
 from broker.common.notifier import Notifier
+from broker.common.services import ProducerIds
+from broker.metadata.single_node import SingleNodeTopology
+from broker.metadata.topology import Topology
 from broker.replica.manager import ReplicaManager
 from broker.security.setup import Security
 from broker.coordinator_runtime.txn_runtime import TxnShell
@@ -63,7 +67,7 @@ class Broker:
         self.clock = clock or Clock()
         self.logs.clock = self.clock  # segments, retention and the cleaner use the broker's clock
         self.stopping = trio.Event()
-        self.producer_ids: ProducerIds | None = None
+        self.producer_ids: ProducerIds | None = None   # the single node's, or the cluster's blocks
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
         self.share_groups = ShareGroups(self)   # KIP-932, in memory (broker/coordinator_runtime/share_runtime.py)
@@ -77,6 +81,12 @@ class Broker:
         # ``metadata`` is the MetadataStore either way (the etcd one, or the single node's local file)
         self.cluster: ClusterMetadata | None = None
         self._metadata: MetadataStore | None = None
+        # the brokers, topics and topic changes as the handlers see them, in either mode: the
+        # single node's until start_cluster chooses the cluster's (broker/metadata/topology.py)
+        self.topology: Topology = SingleNodeTopology(self)
+        # cluster-only machinery start_cluster composes in (a single node has none)
+        self._cluster_services: tuple[Callable[..., Awaitable[None]], ...] = ()
+        self._controlled_shutdown: Callable[[], Awaitable[None]] | None = None
 
     @property
     def cluster_id(self) -> str:
@@ -88,10 +98,16 @@ class Broker:
         imports nothing of this."""
         if self.config.get("samsa.metadata.etcd.endpoints"):
             from broker.metadata.cluster_mode import ClusterMetadata
+            from broker.metadata.cluster_topology import ClusterTopology
 
             cluster = self.cluster = ClusterMetadata(self)
             await cluster.start()
             self._metadata = cluster.store
+            self.topology = ClusterTopology(cluster)
+            self.replicas.follows = cluster.store       # followers fetch from leaders
+            self.producer_ids = cluster.producer_ids    # blocks from the metadata log
+            self._cluster_services = (cluster.run,)     # etcd session, controller loop
+            self._controlled_shutdown = cluster.controlled_shutdown
 
     @property
     def metadata(self) -> MetadataStore:
@@ -106,8 +122,10 @@ class Broker:
         return self._metadata
 
     async def controlled_shutdown(self) -> None:
-        if self.cluster is not None:
-            await self.cluster.controlled_shutdown()
+        """Kafka's controlled shutdown when this broker is in a cluster (set by start_cluster);
+        a single node has no leadership to hand over."""
+        if self._controlled_shutdown is not None:
+            await self._controlled_shutdown()
 
     def start(self) -> None:
         self.logs.load()
@@ -115,8 +133,8 @@ class Broker:
             _ = self.metadata  # replay the single node's metadata log (ACLs, credentials) now
         elif self._metadata is None and self.security.uses_metadata:
             _ = self.metadata  # ACLs and SCRAM credentials live in the metadata log
-        self.producer_ids = (self.cluster.producer_ids if self.cluster is not None  # blocks from the metadata log
-                             else ProducerIdAllocator(self.logs.log_dir))
+        if self.producer_ids is None:     # a single node's, unless start_cluster set the cluster's
+            self.producer_ids = ProducerIdAllocator(self.logs.log_dir)
         self.groups.load()
         self.txns.load()      # after the groups: finishing a transaction may settle their offsets
 
@@ -124,8 +142,8 @@ class Broker:
         """Background work that lives as long as the broker: group and transaction coordinator
         timers, retention, flushing, compaction and delayed file deletion."""
         async with trio.open_nursery() as nursery:
-            if self.cluster is not None:
-                await nursery.start(self.cluster.run)
+            for service in self._cluster_services:
+                await nursery.start(service)
             await nursery.start(self.groups.run_timers)
             await nursery.start(self.txns.run_timers)
             # storage: retention, flush.ms, log compaction (broker/log/)

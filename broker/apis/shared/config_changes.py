@@ -1,5 +1,5 @@
-"""What DescribeConfigs, AlterConfigs and IncrementalAlterConfigs share: a topic's configs as this
-mode sees them (the local log's, or the metadata image's in a cluster), Kafka's answers for
+"""What DescribeConfigs, AlterConfigs and IncrementalAlterConfigs share: a topic's configs as the
+broker's Topology holds them (broker/metadata/topology.py), Kafka's answers for
 resources that cannot be altered, and validating and storing a topic's new overrides.
 """
 from __future__ import annotations
@@ -10,10 +10,10 @@ import structlog
 
 from protocol.errors import ErrorCode
 
-from broker.apis.shared.cluster_configs import alter_topic_configs, topic_config_view
 from broker.common.config import ConfigError
 from broker.common.config_defs import BROKER, BROKER_LOGGER, RESOURCE_NAMES, validate_topic_configs
 from broker.log.manager import topic_name_error
+from broker.metadata.topology import TopicConfigs
 from broker.network.dispatch import RequestContext
 
 log = structlog.get_logger("samsa.configs")
@@ -26,12 +26,10 @@ DYNAMIC_LOG_LEVELS_UNSUPPORTED = (
     "Samsa does not support changing broker log levels at runtime: set SAMSA_LOG_LEVEL and restart.")
 
 
-def config_topic(ctx: RequestContext, name: str) -> Any:
-    """The topic (``.name``, ``.configs``, ``.internal``): the local log's, or in cluster mode
-    the metadata image's (its ConfigRecords)."""
-    if ctx.broker.cluster is not None:
-        return topic_config_view(ctx, name)
-    return ctx.broker.logs.topics.get(name)
+def config_topic(ctx: RequestContext, name: str) -> TopicConfigs | None:
+    """The topic's name, overrides and internal flag, as the broker's Topology holds them (the
+    log manager's on a single node, the image's ConfigRecords in a cluster)."""
+    return ctx.broker.topology.topic_configs(name)
 
 
 # -- AlterConfigs and IncrementalAlterConfigs ---------------------------------------------
@@ -70,13 +68,10 @@ async def apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str
     topic = config_topic(ctx, name)
     if topic is None:
         raise ConfigRejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-    if not validate_only and new != topic.configs and ctx.broker.cluster is not None:   # ConfigRecords
-        error = await alter_topic_configs(ctx, name, {k: v for k, v in new.items() if v is not None})
-        if error is not None:
-            raise ConfigRejected(*error)
-    elif not validate_only and new != topic.configs:
-        ctx.broker.logs.alter_configs(name, {k: v for k, v in new.items() if v is not None})
-        log.info("topic configs altered", topic=name, configs=new)
+    if not validate_only and new != topic.configs:
+        rej = await ctx.broker.topology.alter_topic_configs(name, {k: v for k, v in new.items() if v is not None})
+        if rej is not None:
+            raise ConfigRejected(rej.code, rej.message)
 
 
 def resource_response(cls: type, rtype: int, name: str, code: int = 0, message: str | None = None) -> Any:

@@ -71,22 +71,3 @@ class TopicRejected(Exception):
         self.message = message
 
 
-def check_single_node_assignment(ctx: RequestContext, broker_ids: list[int], replication_factor: int | None) -> None:
-    """Kafka's validateManualPartitionAssignment for a cluster of one broker."""
-    if not broker_ids:
-        raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                      "The manual partition assignment includes an empty replica list.")
-    prev = None
-    for b in sorted(broker_ids):
-        if b != ctx.broker.node_id:
-            raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                          f"The manual partition assignment includes broker {b}, but no such broker is registered.")
-        if b == prev:
-            raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                          f"The manual partition assignment includes the broker {prev} more than once.")
-        prev = b
-    if replication_factor is not None and len(broker_ids) != replication_factor:
-        raise TopicRejected(ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                      f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), "
-                      f"but this is not consistent with previous partitions, which have "
-                      f"{replication_factor} replica(s).")
