@@ -12,7 +12,8 @@ request, the others OPERATION_NOT_ATTEMPTED); v4+ needs CLUSTER_ACTION.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey

@@ -17,7 +17,8 @@ Authorization: DESCRIBE_CONFIGS on each topic (or group), on the cluster for bro
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 import structlog
 from kafka.protocol.admin import DescribeConfigsRequest, DescribeConfigsResponse

@@ -55,7 +55,7 @@ async def find_coordinator(ctx: RequestContext, req: Any) -> Any:
                         port=adv.port if ok else -1)
 
 
-async def cluster_find_coordinator(ctx: "RequestContext", req: Any) -> Any:
+async def cluster_find_coordinator(ctx: RequestContext, req: Any) -> Any:
     key_type = req.key_type or GROUP_KEY
     if ctx.api_version >= 4:
         from kafka.protocol.metadata import FindCoordinatorResponse

@@ -3,7 +3,8 @@ handler, encode the response with the request's version and correlation id."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
 
 import structlog
 from kafka.protocol.api_message import ApiMessage
@@ -29,21 +30,21 @@ log = structlog.get_logger("samsa.dispatch")
 
 @dataclass(slots=True)
 class RequestContext:
-    broker: "Broker"
+    broker: Broker
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None
     client_host: str
     listener: str = ""
-    session: "Session | None" = None   # the connection's security state (broker/security/session.py)
+    session: Session | None = None   # the connection's security state (broker/security/session.py)
 
     @property
     def principal(self) -> str:
         return self.session.principal if self.session is not None else "User:ANONYMOUS"
 
     @property
-    def advertised(self) -> "Listener":
+    def advertised(self) -> Listener:
         """This broker's address as advertised on the listener the request arrived on."""
         advertised = self.broker.config.advertised_listeners
         return next((a for a in advertised if a.name == self.listener), advertised[0])
@@ -86,8 +87,8 @@ def check_handlers() -> None:
         raise RuntimeError(f"advertised APIs without a handler: {missing}")
 
 
-async def dispatch(broker: "Broker", frame: bytes, client_host: str,
-                   listener: str = "", session: "Session | None" = None) -> bytes | bytearray | Parts | None:
+async def dispatch(broker: Broker, frame: bytes, client_host: str,
+                   listener: str = "", session: Session | None = None) -> bytes | bytearray | Parts | None:
     """Answer one request frame. Returns the framed response (or its parts, when records
     are sent from files), None when none is due (acks=0), or raises FrameError when Kafka
     would close the connection."""

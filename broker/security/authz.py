@@ -12,7 +12,8 @@ security.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -50,15 +51,15 @@ def authorizes(*api_keys: ApiKey) -> Callable[[Rule], Rule]:
     return register
 
 
-async def authorized(ctx: "RequestScope", request: Any, handler: Handler) -> Any:
+async def authorized(ctx: RequestScope, request: Any, handler: Handler) -> Any:
     return await RULES[ApiKey(ctx.api_key)](ctx, request, handler)
 
 
-def allowed(ctx: "RequestScope", op: int, rtype: int, name: str) -> bool:
+def allowed(ctx: RequestScope, op: int, rtype: int, name: str) -> bool:
     return ctx.broker.authorizer.authorize(ctx.principal, ctx.client_host, op, rtype, name)
 
 
-def cluster(ctx: "RequestScope", op: int) -> bool:
+def cluster(ctx: RequestScope, op: int) -> bool:
     return allowed(ctx, op, RT.CLUSTER, CLUSTER_NAME)
 
 
@@ -75,14 +76,14 @@ def answer_message(response: Any) -> Any:
     return getattr(response, "message", response)
 
 
-def topic_name(ctx: "RequestScope", name: str | None, topic_id: Any) -> str | None:
+def topic_name(ctx: RequestScope, name: str | None, topic_id: Any) -> str | None:
     if name:
         return name
     topic = topic_catalog.topic_by_id(ctx.broker, topic_id) if topic_id is not None else None
     return topic.name if topic is not None else None
 
 
-def split_topics(ctx: "RequestScope", items: list, op: int, name_of: Callable[[Any], str | None]) -> tuple[list, list]:
+def split_topics(ctx: RequestScope, items: list, op: int, name_of: Callable[[Any], str | None]) -> tuple[list, list]:
     """(allowed, denied) items by ``op`` on each item's topic; unknown topics stay allowed so
     the handler answers them as Kafka would (Kafka checks DESCRIBE before existence; an
     unresolvable topic id has no name to check)."""
@@ -93,7 +94,7 @@ def split_topics(ctx: "RequestScope", items: list, op: int, name_of: Callable[[A
     return ok, denied
 
 
-async def answer_allowed(ctx: "RequestScope", req: Any, handler: Handler, attr: str, ok: list, denied: list,
+async def answer_allowed(ctx: RequestScope, req: Any, handler: Handler, attr: str, ok: list, denied: list,
                           out: str, denied_answers: Callable[[list], Any], **empty: Any) -> Any:
     """The handler answers the allowed items (``req.<attr>`` narrowed to ``ok``; none left: an
     empty answer with ``empty``'s fields, the handler not called), then Kafka's answers for the
@@ -106,7 +107,7 @@ async def answer_allowed(ctx: "RequestScope", req: Any, handler: Handler, attr: 
     return response
 
 
-def topics_allowed(ctx: "RequestScope", req: Any, handler: Handler, op: int, denied_answers: Callable[[list], Any],
+def topics_allowed(ctx: RequestScope, req: Any, handler: Handler, op: int, denied_answers: Callable[[list], Any],
                     name_of: Callable[[Any], str | None] = lambda t: t.name, out: str = "topics",
                     **empty: Any) -> Awaitable[Any]:
     """answer_allowed for the common shape: ``req.topics`` split by ``op`` on each topic."""
@@ -114,7 +115,7 @@ def topics_allowed(ctx: "RequestScope", req: Any, handler: Handler, op: int, den
     return answer_allowed(ctx, req, handler, "topics", ok, denied, out, denied_answers, **empty)
 
 
-def unchecked(ctx: "RequestScope", req: Any, handler: Handler) -> Awaitable[Any]:
+def unchecked(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     """The rule of the APIs Kafka does not authorize (beyond authentication): ApiVersions, SASL."""
     return handler(ctx, req)
 

@@ -41,13 +41,13 @@ def find_topic(broker: BrokerServices, name: str | None, topic_id: uuid.UUID | N
     return broker.logs.topics.get(name)
 
 
-def coordinator_fields(ctx: "RequestContext") -> dict[str, Any]:
+def coordinator_fields(ctx: RequestContext) -> dict[str, Any]:
     """What every coordinator request carries about its client (Kafka's client id and
     "/host" as DescribeGroups shows them)."""
     return {"api_version": ctx.api_version, "client_id": ctx.client_id or "", "client_host": "/" + ctx.client_host}
 
 
-def topics_view(ctx: "RequestContext") -> dict[str, tuple[uuid.UUID, int]]:
+def topics_view(ctx: RequestContext) -> dict[str, tuple[uuid.UUID, int]]:
     """The cluster's non-internal topics as the group coordinator's server-side assignment sees
     them, name -> (id, partition count) (the metadata image in cluster mode, not only the ones
     hosted here)."""
@@ -55,12 +55,12 @@ def topics_view(ctx: "RequestContext") -> dict[str, tuple[uuid.UUID, int]]:
             if not t.internal}
 
 
-def partition_racks_view(ctx: "RequestContext") -> Any:
+def partition_racks_view(ctx: RequestContext) -> Any:
     """The replica racks of the cluster's partitions (rack-aware group assignment)."""
     return topic_catalog.partition_racks(ctx.broker)
 
 
-def group_heartbeat_answer(ctx: "RequestContext", r: Any) -> Any:
+def group_heartbeat_answer(ctx: RequestContext, r: Any) -> Any:
     """ConsumerGroupHeartbeat's and ShareGroupHeartbeat's answer (the same fields): the member's
     epoch and, when it changed, its assignment as topic id -> partitions (empty topics left out)."""
     resp = ctx.response(throttle_time_ms=0, error_code=r.error_code, error_message=r.error_message,
@@ -73,7 +73,7 @@ def group_heartbeat_answer(ctx: "RequestContext", r: Any) -> Any:
     return resp
 
 
-def other_group_type_answer(ctx: "RequestContext", group_id: str, member_epoch: int, kind: str) -> Any:
+def other_group_type_answer(ctx: RequestContext, group_id: str, member_epoch: int, kind: str) -> Any:
     """GROUP_ID_NOT_FOUND for a heartbeat naming a group of the other type: consumer and share
     groups share one id space (KIP-932)."""
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_ID_NOT_FOUND,

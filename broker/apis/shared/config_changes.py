@@ -4,7 +4,8 @@ resources that cannot be altered, and validating and storing a topic's new overr
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 import structlog
 
