@@ -44,14 +44,14 @@ _PREFIX_CLASSIC = _INT32.pack(PLACEHOLDER_SIZE)                   # nullable byt
 _PREFIX_COMPACT = UnsignedVarInt32.encode(PLACEHOLDER_SIZE + 1)  # compact bytes: uvarint(length + 1)
 
 
-def splice(frame: bytes, regions: Sequence[R], flexible: bool) -> list[bytes | R]:
+def splice(frame: bytes | bytearray, regions: Sequence[R], flexible: bool) -> list[bytes | bytearray | R]:
     """Replace the placeholders of a size-prefixed frame by ``regions`` (in order).
 
     ``frame`` must hold placeholder(0) … placeholder(len(regions) - 1) in that order, each as
     the whole value of a records field. Returns the parts to send, in order."""
     if not regions:
         return [frame]
-    parts: list[bytes | R] = []
+    parts: list[bytes | bytearray | R] = []
     prefix = _PREFIX_COMPACT if flexible else _PREFIX_CLASSIC
     pos = 4  # after the frame's own size prefix
     body = len(frame) - 4

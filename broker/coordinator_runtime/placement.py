@@ -26,11 +26,13 @@ async def locate_coordinator(ctx: RequestContext, key_type: int, key: str) -> tu
         topic_name = broker.txns.topic
     else:
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}", -1, "", -1
-    image = broker.cluster.image
+    cluster = broker.cluster
+    assert cluster is not None, "placement serves FindCoordinator in cluster mode only"
+    image = cluster.image
     topic = image.topics.get(topic_name)
     if topic is None:
         err = await auto_create(broker, topic_name)
-        image = broker.cluster.image
+        image = cluster.image
         topic = image.topics.get(topic_name)
         if err or topic is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
@@ -47,4 +49,5 @@ async def locate_coordinator(ctx: RequestContext, key_type: int, key: str) -> tu
         ep = b.endpoints[0]
     if ep is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
+    assert reg is not None   # a leader broker (hence an endpoint) is found only for a registered partition
     return ErrorCode.NONE, "NONE", reg.leader, ep.host, ep.port

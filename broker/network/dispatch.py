@@ -94,7 +94,11 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
     would close the connection."""
     prefix = peek_header(frame)
     key, version = prefix.api_key, prefix.api_version
-    advertised = broker.api_versions.get(key)  # SUPPORTED, or narrower when emulating an old Kafka
+    try:
+        api_key = ApiKey(key)
+    except ValueError:   # a key Kafka never defined: Kafka cannot parse such a request and closes the connection
+        raise FrameError(f"unsupported api key {key} version {version}") from None
+    advertised = broker.api_versions.get(api_key)  # SUPPORTED, or narrower when emulating an old Kafka
     is_advertised = advertised is not None and advertised[0] <= version <= advertised[1]
     if key == ApiKey.API_VERSIONS and not is_advertised:
         # KIP-511: answer in v0 with UNSUPPORTED_VERSION and our table
@@ -121,8 +125,8 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
         return None
     if isinstance(response, Spliced):
         message = response.message
-        frame = encode_response(message, prefix.correlation_id)
+        encoded = encode_response(message, prefix.correlation_id)
         if not response.regions:
-            return frame
-        return splice(frame, response.regions, message.flexible_version_q(version))
+            return encoded
+        return splice(encoded, response.regions, message.flexible_version_q(version))
     return encode_response(response, prefix.correlation_id)

@@ -56,7 +56,9 @@ async def authorized(ctx: RequestScope, request: Any, handler: Handler) -> Any:
 
 
 def allowed(ctx: RequestScope, op: int, rtype: int, name: str) -> bool:
-    return ctx.broker.authorizer.authorize(ctx.principal, ctx.client_host, op, rtype, name)
+    auth = ctx.broker.authorizer
+    assert auth is not None, "rules run only when an authorizer is configured (dispatch)"
+    return auth.authorize(ctx.principal, ctx.client_host, op, rtype, name)
 
 
 def cluster(ctx: RequestScope, op: int) -> bool:
@@ -87,7 +89,8 @@ def split_topics(ctx: RequestScope, items: list, op: int, name_of: Callable[[Any
     """(allowed, denied) items by ``op`` on each item's topic; unknown topics stay allowed so
     the handler answers them as Kafka would (Kafka checks DESCRIBE before existence; an
     unresolvable topic id has no name to check)."""
-    ok, denied = [], []
+    ok: list[Any] = []
+    denied: list[Any] = []
     for item in items or []:
         name = name_of(item)
         (ok if name is None or allowed(ctx, op, RT.TOPIC, name) else denied).append(item)
