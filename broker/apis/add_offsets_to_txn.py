@@ -12,6 +12,7 @@ from typing import Any
 from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.apis.shared.transactions import fenced_for
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
@@ -30,7 +31,7 @@ async def add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.ADD_OFFSETS_TO_TXN)
-async def authorize_add_offsets_to_txn(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_add_offsets_to_txn(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
         return ctx.response(throttle_time_ms=0, error_code=TXN_DENIED)
     if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):

@@ -19,6 +19,7 @@ from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.transactions import fenced_for
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
@@ -72,7 +73,7 @@ async def add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.ADD_PARTITIONS_TO_TXN)
-async def authorize_add_partitions_to_txn(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_add_partitions_to_txn(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     if ctx.api_version >= 4:   # the broker-to-broker verification form
         if cluster(ctx, Op.CLUSTER_ACTION):
             return await handler(ctx, req)

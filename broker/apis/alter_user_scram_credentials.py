@@ -19,6 +19,7 @@ from coordinator.metadata.records import RemoveUserScramCredentialRecord, UserSc
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.metadata.store import MetadataUnavailable
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
@@ -83,7 +84,7 @@ async def alter_scram(ctx: RequestContext, req: AlterUserScramCredentialsRequest
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
-def authorize_alter_user_scram_credentials(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_alter_user_scram_credentials(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     R = response_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentialsResult")
     return on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
         R(user=u, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE)

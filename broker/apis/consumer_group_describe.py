@@ -14,6 +14,7 @@ from typing import Any
 from coordinator.group import consumer as cg
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import coordinator_fields
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
@@ -65,7 +66,7 @@ async def consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.CONSUMER_GROUP_DESCRIBE)   # ConsumerGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
-async def authorize_consumer_group_describe(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_consumer_group_describe(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     response = await handler(ctx, req)
     G = response_class(ApiKey.CONSUMER_GROUP_DESCRIBE, "DescribedGroup")
     response.groups = [g if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id) else

@@ -15,6 +15,7 @@ from typing import Any
 from coordinator.group import consumer as cg
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import (coordinator_fields, group_heartbeat_answer, other_group_type_answer,
                                        partition_racks_view, topics_view)
 from broker.network.dispatch import RequestContext, handles
@@ -44,5 +45,5 @@ async def consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.CONSUMER_GROUP_HEARTBEAT)   # ConsumerGroupHeartbeat: READ on the group
-def authorize_consumer_group_heartbeat(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_consumer_group_heartbeat(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     return whole_request(ctx, req, handler, allowed(ctx, Op.READ, RT.GROUP, req.group_id), GROUP_DENIED)

@@ -19,6 +19,7 @@ from kafka.protocol.admin import CreateAclsRequest, CreateAclsResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.acls import SECURITY_DISABLED_MESSAGE, WRITE_TIMEOUT_MS
 from broker.metadata.store import MetadataUnavailable
 from broker.network.dispatch import RequestContext, handles
@@ -85,7 +86,7 @@ async def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAcls
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.CREATE_ACLS)
-def authorize_create_acls(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_create_acls(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     R = response_class(ApiKey.CREATE_ACLS, "AclCreationResult")
     return on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
         R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE) for _ in req.creations]))

@@ -17,6 +17,7 @@ from kafka.protocol.admin import CreatePartitionsRequest, CreatePartitionsRespon
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.topic_rules import (CP, MAX_PARTITIONS_PER_REQUEST, UNKNOWN_TOPIC_MESSAGE, TopicRejected,
                                             duplicate_results, duplicated_names)
 from broker.metadata.topology import Rejection, check_manual_assignment
@@ -82,7 +83,7 @@ async def create_partitions(ctx: RequestContext, req: CreatePartitionsRequest) -
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.CREATE_PARTITIONS)
-async def authorize_create_partitions(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_create_partitions(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     R = response_class(ApiKey.CREATE_PARTITIONS, "CreatePartitionsTopicResult")
     return await topics_allowed(ctx, req, handler, Op.ALTER, lambda denied: (
         R(name=t.name, error_code=TOPIC_DENIED, error_message=None) for t in denied), out="results")

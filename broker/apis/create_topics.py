@@ -31,6 +31,7 @@ from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID
 from broker.apis.shared.topic_rules import (CLUSTER_METADATA_TOPIC, CT, CTC, TopicRejected, duplicate_results,
                                             duplicated_names, too_many_partitions, unify_collision_chars)
@@ -142,7 +143,7 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.CREATE_TOPICS)
-async def authorize_create_topics(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_create_topics(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     """ControllerApis.createTopics: CREATE on the cluster or on each topic (a denied one answers
     TOPIC_AUTHORIZATION_FAILED, "Authorization failed."); a created topic's configs, partition
     count and replication factor are returned only with DESCRIBE_CONFIGS on it, else its

@@ -16,6 +16,7 @@ from coordinator.metadata.records import RemoveAccessControlEntryRecord
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.acls import SECURITY_DISABLED_MESSAGE, WRITE_TIMEOUT_MS
 from broker.metadata.store import MetadataUnavailable
 from broker.network.dispatch import RequestContext, handles
@@ -62,7 +63,7 @@ async def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAcls
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DELETE_ACLS)
-def authorize_delete_acls(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_delete_acls(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     R = response_class(ApiKey.DELETE_ACLS, "DeleteAclsFilterResult")
     return on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, filter_results=[
         R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, matching_acls=[]) for _ in req.filters]))

@@ -9,6 +9,7 @@ from typing import Any
 from coordinator.group import coordinator as g
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import call_per_coordinator_partition, coordinator_fields
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
@@ -29,7 +30,7 @@ async def delete_groups(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DELETE_GROUPS)
-async def authorize_delete_groups(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_delete_groups(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     denied = [g for g in req.groups_names if not allowed(ctx, Op.DELETE, RT.GROUP, g)]
     R = response_class(ApiKey.DELETE_GROUPS, "DeletableGroupResult")
     return await answer_allowed(ctx, req, handler, "groups_names", [g for g in req.groups_names if g not in denied],

@@ -17,6 +17,7 @@ from kafka.protocol.admin import DeleteRecordsRequest, DeleteRecordsResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import absent_partition_error
 from broker.log.manager import INTERNAL_TOPICS
 from broker.network.dispatch import RequestContext, handles
@@ -72,7 +73,7 @@ async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Dele
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DELETE_RECORDS)
-async def authorize_delete_records(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_delete_records(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     TR = response_class(ApiKey.DELETE_RECORDS, "DeleteRecordsTopicResult")
     P = TR.DeleteRecordsPartitionResult
     return await topics_allowed(ctx, req, handler, Op.DELETE, lambda denied: (TR(name=t.name, partitions=[

@@ -18,6 +18,7 @@ from kafka.protocol.admin import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID
 from broker.apis.shared.topic_rules import DT, UNKNOWN_TOPIC_ID_MESSAGE, UNKNOWN_TOPIC_MESSAGE
 from broker.log.manager import INTERNAL_TOPICS
@@ -101,7 +102,7 @@ async def delete_topics(ctx: RequestContext, req: DeleteTopicsRequest) -> Delete
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DELETE_TOPICS)
-async def authorize_delete_topics(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_delete_topics(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     """ControllerApis.deleteTopics: DELETE on the cluster allows every topic; otherwise a topic
     needs DELETE on it. A denied topic answers TOPIC_AUTHORIZATION_FAILED, named only when the
     principal may DESCRIBE it (one asked for by id) and checked before it is looked up (one asked

@@ -13,6 +13,7 @@ from kafka.protocol.admin import DescribeAclsRequest, DescribeAclsResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.acls import SECURITY_DISABLED_MESSAGE
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import AclBinding, Operation as Op, acl_filter_matches
@@ -40,5 +41,5 @@ async def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> Descri
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_ACLS)
-def authorize_describe_acls(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_describe_acls(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     return on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: cluster_denied(ctx, resources=[]))

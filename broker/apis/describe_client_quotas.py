@@ -17,6 +17,7 @@ from kafka.protocol.admin import DescribeClientQuotasRequest, DescribeClientQuot
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
 from broker.security.authz import Handler, authorizes, cluster_denied, on_cluster
@@ -53,5 +54,5 @@ async def describe_client_quotas(ctx: RequestContext, req: DescribeClientQuotasR
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_CLIENT_QUOTAS)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster; denied: null entries (getErrorResponse)
-def authorize_describe_client_quotas(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_describe_client_quotas(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     return on_cluster(ctx, req, handler, Op.DESCRIBE_CONFIGS, lambda: cluster_denied(ctx, entries=None))

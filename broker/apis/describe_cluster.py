@@ -19,6 +19,7 @@ from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.network.dispatch import RequestContext, handles
 from broker.security.authz import Handler, authorizes, with_authorized_operations
 
@@ -65,5 +66,5 @@ async def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> 
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_CLUSTER)
-async def authorize_describe_cluster(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_describe_cluster(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     return with_authorized_operations(ctx, req, await handler(ctx, req))

@@ -26,6 +26,7 @@ from kafka.protocol.admin import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.config_changes import config_topic
 from broker.common.config import BROKER_DEFAULTS, TOPIC_CONFIG_DEFS, TOPIC_CONFIGS, BrokerConfig
 from broker.common.config_defs import (BROKER, BROKER_DOCS, BROKER_LOGGER, CONFIG_TYPE_IDS, DEFAULT_CONFIG,
@@ -165,7 +166,7 @@ async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> 
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_CONFIGS)
-async def authorize_describe_configs(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_describe_configs(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     R = response_class(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigsResult")
     return await configs_allowed(ctx, req, handler, Op.DESCRIBE_CONFIGS, "results", lambda denied: (
         R(error_code=config_denied_code(r), error_message=DENIED_MESSAGES[config_denied_code(r)],

@@ -12,6 +12,7 @@ from typing import Any
 from coordinator.group import coordinator as g
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import call_per_coordinator_partition, coordinator_fields
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import GROUP_OPERATIONS, Operation as Op, ResourceType as RT
@@ -42,7 +43,7 @@ async def describe_groups(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_GROUPS)
-async def authorize_describe_groups(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_describe_groups(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     denied = [grp for grp in req.groups if not allowed(ctx, Op.DESCRIBE, RT.GROUP, grp)]
     req.groups = [grp for grp in req.groups if grp not in denied]
     response = await handler(ctx, req) if req.groups else ctx.response(throttle_time_ms=0, groups=[])

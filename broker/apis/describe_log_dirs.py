@@ -18,6 +18,7 @@ from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
 
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
 from broker.security.authz import CLUSTER_DENIED, Handler, authorizes, on_cluster
@@ -60,6 +61,6 @@ async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) ->
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_LOG_DIRS)   # DescribeLogDirs: DESCRIBE on the cluster; denied: no results (KafkaApis)
-def authorize_describe_log_dirs(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_describe_log_dirs(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     return on_cluster(ctx, req, handler, Op.DESCRIBE,
                        lambda: ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results=[]))

@@ -12,6 +12,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import absent_partition_error
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
@@ -44,7 +45,7 @@ async def describe_producers(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_PRODUCERS)
-async def authorize_describe_producers(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_describe_producers(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     TR = response_class(ApiKey.DESCRIBE_PRODUCERS, "TopicResponse")
     P = TR.PartitionResponse
     return await topics_allowed(ctx, req, handler, Op.READ, lambda denied: (TR(name=t.name, partitions=[

@@ -26,6 +26,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID
 from broker.log.manager import topic_name_error
 from broker.metadata import topic_catalog
@@ -107,7 +108,7 @@ UNDISCLOSED_TOPIC_ID = uuid.UUID(int=0)   # the topic id Kafka answers when it d
 
 
 @authorizes(ApiKey.DESCRIBE_TOPIC_PARTITIONS)   # DescribeTopicPartitions: DESCRIBE on each topic; unnamed ones are left out, named ones denied
-async def authorize_describe_topic_partitions(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_describe_topic_partitions(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     """DescribeTopicPartitionsRequestHandler: a named topic without DESCRIBE answers
     TOPIC_AUTHORIZATION_FAILED with the zero topic id (existence not disclosed), a listed one is
     left out, and the next cursor never names a hidden topic (it moves to the next visible one:

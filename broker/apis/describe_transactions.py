@@ -11,6 +11,7 @@ from typing import Any
 from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
 from broker.security.authz import TXN_DENIED, Handler, allowed, authorizes, response_class
@@ -41,7 +42,7 @@ async def describe_transactions(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_TRANSACTIONS)
-async def authorize_describe_transactions(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_describe_transactions(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     denied = [t for t in req.transactional_ids if not allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, t)]
     req.transactional_ids = [t for t in req.transactional_ids if t not in denied]
     response = await handler(ctx, req) if req.transactional_ids else ctx.response(throttle_time_ms=0,

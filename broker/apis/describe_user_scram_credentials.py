@@ -15,6 +15,7 @@ from kafka.protocol.admin import DescribeUserScramCredentialsRequest, DescribeUs
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
 from broker.security.authz import Handler, authorizes, cluster_denied, on_cluster
@@ -50,5 +51,5 @@ async def describe_scram(ctx: RequestContext, req: DescribeUserScramCredentialsR
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
-def authorize_describe_user_scram_credentials(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_describe_user_scram_credentials(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     return on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: cluster_denied(ctx, results=[]))

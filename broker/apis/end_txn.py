@@ -14,6 +14,7 @@ from typing import Any
 from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.apis.shared.transactions import fenced_for
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
@@ -31,7 +32,7 @@ async def end_txn(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.END_TXN)
-async def authorize_end_txn(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_end_txn(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
         return ctx.response(throttle_time_ms=0, error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1)
     return await handler(ctx, req)

@@ -20,6 +20,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.splice import placeholder
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID, absent_partition_error, check_leader_epoch, find_topic
 from broker.log.region import FileRegion
 from broker.log.segment import Segment
@@ -154,7 +155,7 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> Spliced:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.FETCH)
-async def authorize_fetch(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_fetch(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     replica = getattr(req, "replica_id", None)
     state = getattr(req, "replica_state", None)
     if state is not None and getattr(state, "replica_id", None) is not None:

@@ -15,6 +15,7 @@ from kafka.protocol.metadata import FindCoordinatorResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.coordinator_runtime.placement import GROUP_KEY, TRANSACTION_KEY, locate_coordinator
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
@@ -72,7 +73,7 @@ async def cluster_find_coordinator(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.FIND_COORDINATOR)
-async def authorize_find_coordinator(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_find_coordinator(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     rtype, code = (RT.TRANSACTIONAL_ID, TXN_DENIED) if req.key_type == 1 else (RT.GROUP, GROUP_DENIED)
     if ctx.api_version < 4:
         if allowed(ctx, Op.DESCRIBE, rtype, req.key):

@@ -19,6 +19,7 @@ from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.transactions import fenced_for
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
@@ -58,7 +59,7 @@ async def init_transactional_producer_id(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.INIT_PRODUCER_ID)
-async def authorize_init_producer_id(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_init_producer_id(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     txn_id = req.transactional_id
     if txn_id:
         ok, code = allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id), TXN_DENIED

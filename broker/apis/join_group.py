@@ -14,6 +14,7 @@ from kafka.protocol.consumer import JoinGroupResponse
 from coordinator.group import coordinator as g
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import coordinator_fields, partition_racks_view, topics_view
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
@@ -42,6 +43,6 @@ async def join_group(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.JOIN_GROUP)
-def authorize_join_group(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_join_group(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     return group_allowed(ctx, req, handler, Op.READ, generation_id=-1, protocol_type=None, protocol_name=None,
                         leader="", skip_assignment=False, member_id=req.member_id or "", members=[])

@@ -10,6 +10,7 @@ from typing import Any
 from coordinator.group import coordinator as g
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import coordinator_fields
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
@@ -35,5 +36,5 @@ async def leave_group(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.LEAVE_GROUP)
-def authorize_leave_group(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_leave_group(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     return group_allowed(ctx, req, handler, Op.READ, members=[])

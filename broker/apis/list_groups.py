@@ -11,6 +11,7 @@ from coordinator.group import coordinator as g
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import coordinator_fields
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
@@ -38,7 +39,7 @@ async def list_groups(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.LIST_GROUPS)
-async def authorize_list_groups(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_list_groups(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     response = await handler(ctx, req)
     if not cluster(ctx, Op.DESCRIBE):
         response.groups = [g for g in response.groups if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id)]

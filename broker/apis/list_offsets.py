@@ -20,6 +20,7 @@ from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import leader_partition
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
@@ -80,7 +81,7 @@ def hw_lagging(part) -> bool:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.LIST_OFFSETS)
-async def authorize_list_offsets(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_list_offsets(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     TR = response_class(ApiKey.LIST_OFFSETS, "ListOffsetsTopicResponse")
     P = TR.ListOffsetsPartitionResponse
     return await topics_allowed(ctx, req, handler, Op.DESCRIBE, lambda denied: (TR(name=t.name, partitions=[

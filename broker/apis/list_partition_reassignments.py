@@ -13,6 +13,7 @@ from kafka.protocol.admin import ListPartitionReassignmentsRequest, ListPartitio
 
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
 from broker.security.authz import Handler, authorizes, cluster_denied, on_cluster, response_class
@@ -40,7 +41,7 @@ async def list_partition_reassignments(ctx: RequestContext, req: ListPartitionRe
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.LIST_PARTITION_REASSIGNMENTS)   # ListPartitionReassignments: DESCRIBE on the cluster; denied: the asked partitions echoed
-def authorize_list_partition_reassignments(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_list_partition_reassignments(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     T = response_class(ApiKey.LIST_PARTITION_REASSIGNMENTS, "OngoingTopicReassignment")
     P = T.OngoingPartitionReassignment
     return on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: cluster_denied(ctx, topics=[

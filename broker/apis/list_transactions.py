@@ -14,6 +14,7 @@ from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
 from broker.security.authz import Handler, allowed, authorizes
@@ -49,7 +50,7 @@ async def list_transactions(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.LIST_TRANSACTIONS)
-async def authorize_list_transactions(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_list_transactions(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     response = await handler(ctx, req)
     response.transaction_states = [s for s in response.transaction_states
                                    if allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, s.transactional_id)]

@@ -22,6 +22,7 @@ from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID
 from broker.log.manager import topic_name_error
 from broker.metadata import topic_catalog
@@ -120,7 +121,7 @@ async def _metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespon
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.METADATA)
-async def authorize_metadata(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_metadata(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     return with_authorized_operations(ctx, req, await _metadata_topics_allowed(ctx, req, handler))
 
 

@@ -17,6 +17,7 @@ from coordinator.group.offsets import OffsetCommitPartition, OffsetCommitTopic
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID, coordinator_fields, topic_name_for
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
@@ -66,7 +67,7 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.OFFSET_COMMIT)
-async def authorize_offset_commit(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_offset_commit(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
         return ctx.response(throttle_time_ms=0, topics=denied_offset_topics(
             ApiKey.OFFSET_COMMIT, req.topics, GROUP_DENIED, "OffsetCommitResponseTopic", "OffsetCommitResponsePartition"))

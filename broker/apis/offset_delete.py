@@ -13,6 +13,7 @@ from coordinator.group.offsets import TopicPartitions
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import coordinator_fields
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
@@ -50,7 +51,7 @@ async def offset_delete(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.OFFSET_DELETE)
-async def authorize_offset_delete(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_offset_delete(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     if not allowed(ctx, Op.DELETE, RT.GROUP, req.group_id):
         return ctx.response(error_code=GROUP_DENIED, throttle_time_ms=0, topics=[])
     TR = response_class(ApiKey.OFFSET_DELETE, "OffsetDeleteResponseTopic")

@@ -12,6 +12,7 @@ from coordinator.group import coordinator as g
 from coordinator.group.offsets import TopicPartitions
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID, coordinator_fields, topic_name_for
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
@@ -88,7 +89,7 @@ def _describable(ctx, topics: list) -> list:
 
 
 @authorizes(ApiKey.OFFSET_FETCH)
-async def authorize_offset_fetch(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_offset_fetch(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     """KafkaApis.handleOffsetFetchRequest: DESCRIBE on each group (else the group answers
     GROUP_AUTHORIZATION_FAILED); named topics the principal may not DESCRIBE are not fetched and
     answer TOPIC_AUTHORIZATION_FAILED per partition; with all topics requested (null) they are

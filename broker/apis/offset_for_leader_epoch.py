@@ -14,6 +14,7 @@ from kafka.protocol.consumer import OffsetForLeaderEpochRequest, OffsetForLeader
 
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import leader_partition
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
@@ -47,7 +48,7 @@ async def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpoch
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.OFFSET_FOR_LEADER_EPOCH)
-async def authorize_offset_for_leader_epoch(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_offset_for_leader_epoch(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     TR = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH, "OffsetForLeaderTopicResult")
     E = TR.EpochEndOffset
     return await topics_allowed(ctx, req, handler, Op.DESCRIBE, lambda denied: (TR(topic=t.topic, partitions=[

@@ -23,6 +23,7 @@ from protocol import records as rb
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID, absent_partition_error, find_topic
 from broker.common.connection_close import CloseConnection
 from broker.log.manager import INTERNAL_TOPICS
@@ -155,7 +156,7 @@ def _first_batch_transactional(records: Any) -> bool:
 
 
 @authorizes(ApiKey.PRODUCE)
-async def authorize_produce(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_produce(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     """KafkaApis.handleProduceRequest: a request with transactional records (first batch of any
     partition) needs WRITE on its transactional id (none named: denied), else every partition
     answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then WRITE on each topic."""

@@ -13,6 +13,7 @@ from coordinator.share.partition import FINAL_SESSION_EPOCH
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.share_partitions import acknowledge, current_leader, node_endpoints
 from broker.network.dispatch import RequestContext, handles
 from broker.security.authz import Handler, authorizes, share_records_allowed
@@ -47,5 +48,5 @@ async def share_acknowledge(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SHARE_ACKNOWLEDGE)   # ShareAcknowledge: READ on the group and on each topic
-def authorize_share_acknowledge(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_share_acknowledge(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     return share_records_allowed(ctx, req, handler, ApiKey.SHARE_ACKNOWLEDGE, "ShareAcknowledgeTopicResponse", {})

@@ -23,6 +23,7 @@ from protocol import records as rb
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.share_partitions import acknowledge, current_leader, local_partition, node_endpoints
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation, ResourceType
@@ -151,5 +152,5 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SHARE_FETCH)   # ShareFetch: READ on the group and on each topic
-def authorize_share_fetch(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_share_fetch(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     return share_records_allowed(ctx, req, handler, ApiKey.SHARE_FETCH, "ShareFetchableTopicResponse", {"acquisition_lock_timeout_ms": 0})

@@ -10,6 +10,7 @@ from typing import Any
 from coordinator.share.group import ASSIGNOR_NAME
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
@@ -45,7 +46,7 @@ async def share_group_describe(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SHARE_GROUP_DESCRIBE)   # ShareGroupDescribe: DESCRIBE on each group; denied ones answer GROUP_AUTHORIZATION_FAILED
-async def authorize_share_group_describe(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_share_group_describe(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     response = await handler(ctx, req)
     G = response_class(ApiKey.SHARE_GROUP_DESCRIBE, "DescribedGroup")
     response.groups = [g if allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id) else

@@ -12,6 +12,7 @@ from typing import Any
 from coordinator.share.group import ShareGroupHeartbeat
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import coordinator_fields, group_heartbeat_answer, other_group_type_answer
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
@@ -43,7 +44,7 @@ async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SHARE_GROUP_HEARTBEAT)   # ShareGroupHeartbeat: READ on the group, DESCRIBE on every subscribed topic (v1)
-def authorize_share_group_heartbeat(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_share_group_heartbeat(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
         return whole_request(ctx, req, handler, False, GROUP_DENIED)
     topics = req.subscribed_topic_names or []

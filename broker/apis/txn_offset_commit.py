@@ -20,6 +20,7 @@ from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.common import coordinator_fields
 from broker.apis.shared.transactions import PRODUCER_FENCED
 from broker.metadata import topic_catalog
@@ -90,7 +91,7 @@ async def _verify_offsets_partition(ctx: RequestContext, req: Any,
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.TXN_OFFSET_COMMIT)
-async def authorize_txn_offset_commit(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+async def authorize_txn_offset_commit(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     code = None
     if not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, req.transactional_id):
         code = TXN_DENIED

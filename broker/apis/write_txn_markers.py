@@ -15,6 +15,7 @@ from kafka.protocol.producer import WriteTxnMarkersResponse
 
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.network.dispatch import RequestContext, handles
 from broker.replica.marker_writes import write_markers
 from broker.security.acl import Operation as Op
@@ -40,5 +41,5 @@ async def write_txn_markers(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.WRITE_TXN_MARKERS)   # WriteTxnMarkers (between brokers): CLUSTER_ACTION on the cluster
-def authorize_write_txn_markers(ctx: RequestContext, req: Any, handler: Handler) -> Any:
+def authorize_write_txn_markers(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     return whole_request(ctx, req, handler, cluster(ctx, Op.CLUSTER_ACTION), CLUSTER_DENIED)
