@@ -17,6 +17,7 @@ from kafka.protocol.admin import AlterConfigsRequest, AlterConfigsResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.config_changes import (ConfigRejected, apply_topic_configs, check_topic_resource, each_resource,
                                                non_topic_error, resource_response)
 from broker.common.config_defs import TOPIC
@@ -45,6 +46,6 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
 
 # -- authorization ----------------------------------------------------------------------------
 @authorizes(ApiKey.ALTER_CONFIGS)
-def authorize_alter_configs(ctx: Any, req: Any, handler: Handler) -> Any:
+def authorize_alter_configs(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     """ALTER_CONFIGS on each topic (or group), or on the cluster for broker resources."""
     return alter_configs_allowed(ctx, req, handler)

@@ -20,6 +20,7 @@ from kafka.protocol.admin import AlterPartitionReassignmentsRequest, AlterPartit
 
 from protocol.api_keys import ApiKey
 
+from broker.common.services import RequestScope
 from broker.network.dispatch import RequestContext, handles
 from broker.security.authz import Handler, alter_cluster_allowed, authorizes
 
@@ -44,6 +45,6 @@ async def alter_partition_reassignments(ctx: RequestContext, req: AlterPartition
 
 # -- authorization ----------------------------------------------------------------------------
 @authorizes(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
-def authorize_alter_partition_reassignments(ctx: Any, req: Any, handler: Handler) -> Any:
+def authorize_alter_partition_reassignments(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     """ALTER on the cluster (else every partition answers CLUSTER_AUTHORIZATION_FAILED)."""
     return alter_cluster_allowed(ctx, req, handler)

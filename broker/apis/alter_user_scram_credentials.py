@@ -53,10 +53,10 @@ async def alter_scram(ctx: RequestContext, req: AlterUserScramCredentialsRequest
                             f"Too few iterations: {op.iterations}")
         elif upsert and (not op.salt or not op.salted_password):
             errors[name] = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty")
-        elif not upsert and (name, op.mechanism) not in image.scram:
+        elif not upsert and (name, op.mechanism) not in image.scram_credentials:
             errors[name] = (ErrorCode.RESOURCE_NOT_FOUND,
                             "Attempt to delete a user credential that does not exist")
-    records = []
+    records: list[UserScramCredentialRecord | RemoveUserScramCredentialRecord] = []
     for name, op, upsert in ops:
         if name in errors:
             continue

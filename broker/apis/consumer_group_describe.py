@@ -19,7 +19,7 @@ from broker.apis.shared.common import coordinator_fields
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import GROUP_OPERATIONS, Operation as Op, ResourceType as RT
-from broker.security.authz import GROUP_DENIED, Handler, allowed, authorizes, response_class
+from broker.security.authz import GROUP_DENIED, Handler, allowed, authorizer_of, authorizes, response_class
 
 _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
@@ -75,7 +75,7 @@ async def authorize_consumer_group_describe(ctx: RequestScope, req: Any, handler
                          authorized_operations=-2147483648)
                        for g in response.groups]
     if getattr(req, "include_authorized_operations", False):   # KafkaApis: the allowed groups' own
-        auth = ctx.broker.authorizer
+        auth = authorizer_of(ctx)
         for g in response.groups:
             if g.error_code == 0:
                 ops = auth.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP, g.group_id,

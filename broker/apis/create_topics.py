@@ -148,6 +148,7 @@ async def authorize_create_topics(ctx: RequestScope, req: Any, handler: Handler)
     TOPIC_AUTHORIZATION_FAILED, "Authorization failed."); a created topic's configs, partition
     count and replication factor are returned only with DESCRIBE_CONFIGS on it, else its
     topic_config_error_code is TOPIC_AUTHORIZATION_FAILED (ReplicationControlManager)."""
+    denied: list[Any]
     if cluster(ctx, Op.CREATE):
         ok, denied = list(req.topics), []
     else:

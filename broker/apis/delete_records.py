@@ -46,7 +46,7 @@ async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Dele
             idx = rp.partition_index
             # Kafka's order: internal topic, no local replica, not the leader, then the cleanup policy
             if rt.name in INTERNAL_TOPICS:
-                code = ErrorCode.INVALID_TOPIC_EXCEPTION
+                code: int = ErrorCode.INVALID_TOPIC_EXCEPTION
             elif (part := topic.partitions.get(idx) if topic is not None else None) is None:
                 code = absent_partition_error(broker, rt.name, idx)
             elif part.replica is not None and not part.replica.is_leader:
@@ -58,6 +58,7 @@ async def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Dele
                 if offset < 0 or offset > part.high_watermark:
                     code = ErrorCode.OFFSET_OUT_OF_RANGE
                 else:
+                    assert topic is not None   # a partition was found in it
                     if offset > part.log_start_offset:
                         part.delete_records_before(offset)
                         moved = True

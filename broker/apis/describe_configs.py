@@ -54,7 +54,7 @@ def _wanted(keys: list[str] | None, names: Iterable[str]) -> list[str]:
     return [n for n in names if n in want]
 
 
-def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> DR:
+def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> Any:
     logs = ctx.broker.logs
     topic = config_topic(ctx, name)
     if topic is None:
@@ -74,14 +74,14 @@ def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, syno
     return DR(error_code=0, error_message=None, resource_type=TOPIC, resource_name=name, configs=configs)
 
 
-def _broker_entry(config: BrokerConfig, name: str, synonyms: bool, docs: bool) -> DC:
+def _broker_entry(config: BrokerConfig, name: str, synonyms: bool, docs: bool) -> Any:
     kind = broker_kind(name)
     if kind is None or kind == "password":
         # Kafka treats properties it does not know as possibly sensitive
         syns = [(name, None, STATIC_BROKER_CONFIG)] if name in config.raw else []
         return DC(name=name, value=None, read_only=True, config_source=syns[0][2] if syns else DEFAULT_CONFIG,
                   is_sensitive=True, synonyms=[DS(name=a, value=b, source=c) for a, b, c in syns] if synonyms else [],
-                  config_type=CONFIG_TYPE_IDS.get(kind, 0), documentation=None)
+                  config_type=CONFIG_TYPE_IDS.get(kind, 0) if kind is not None else 0, documentation=None)
     value = config.raw[name] if name in config.raw and kind == "string" else \
         render_config(kind, broker_value(config, name))
     chain = synonym_chain(config, name)
@@ -90,7 +90,7 @@ def _broker_entry(config: BrokerConfig, name: str, synonyms: bool, docs: bool) -
               config_type=CONFIG_TYPE_IDS.get(kind, 0), documentation=BROKER_DOCS.get(name) if docs else None)
 
 
-def _describe_broker(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> DR:
+def _describe_broker(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> Any:
     config = ctx.broker.config
     if name == "":
         # cluster-wide dynamic defaults: Samsa has none
@@ -112,7 +112,7 @@ def _log_level_name() -> str:
     return {10: "DEBUG", 20: "INFO", 30: "WARN", 40: "ERROR", 50: "FATAL"}.get(level, "INFO")
 
 
-def _describe_broker_logger(ctx: RequestContext, name: str, keys: list[str] | None) -> DR:
+def _describe_broker_logger(ctx: RequestContext, name: str, keys: list[str] | None) -> Any:
     if not name:
         return DR(error_code=ErrorCode.INVALID_REQUEST, error_message="Broker id must not be empty",
                   resource_type=BROKER_LOGGER, resource_name=name, configs=[])

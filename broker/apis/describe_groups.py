@@ -16,7 +16,7 @@ from broker.common.services import RequestScope
 from broker.apis.shared.common import call_per_coordinator_partition, coordinator_fields
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import GROUP_OPERATIONS, Operation as Op, ResourceType as RT
-from broker.security.authz import GROUP_DENIED, Handler, allowed, authorizes, response_class
+from broker.security.authz import GROUP_DENIED, Handler, allowed, authorizer_of, authorizes, response_class
 
 
 @handles(ApiKey.DESCRIBE_GROUPS)
@@ -48,7 +48,7 @@ async def authorize_describe_groups(ctx: RequestScope, req: Any, handler: Handle
     req.groups = [grp for grp in req.groups if grp not in denied]
     response = await handler(ctx, req) if req.groups else ctx.response(throttle_time_ms=0, groups=[])
     if getattr(req, "include_authorized_operations", False):
-        auth = ctx.broker.authorizer
+        auth = authorizer_of(ctx)
         for grp in response.groups:
             if not grp.error_code:   # KafkaApis: described groups only
                 grp.authorized_operations = auth.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP,

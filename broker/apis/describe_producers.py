@@ -34,6 +34,7 @@ async def describe_producers(ctx: RequestContext, req: Any) -> Any:
             if err:
                 parts.append(PR(partition_index=idx, error_code=err, error_message=None, active_producers=[]))
                 continue
+            assert part is not None   # an absent partition answers an error
             producers = [PR.ProducerState(
                 producer_id=pid, producer_epoch=e.epoch, last_sequence=e.last_seq, last_timestamp=e.last_timestamp,
                 coordinator_epoch=e.coordinator_epoch, current_txn_start_offset=part.ongoing_txns.get(pid, -1))

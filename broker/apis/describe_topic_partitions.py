@@ -32,7 +32,7 @@ from broker.log.manager import topic_name_error
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import TOPIC_OPERATIONS, Operation as Op, ResourceType as RT
-from broker.security.authz import TOPIC_DENIED, Handler, allowed, authorizes
+from broker.security.authz import TOPIC_DENIED, Handler, allowed, authorizer_of, authorizes
 
 _NOT_REQUESTED = -2147483648
 _ALL_TOPIC_OPERATIONS = sum(1 << op for op in TOPIC_OPERATIONS)   # Kafka's bit field, an int32 here
@@ -116,7 +116,7 @@ async def authorize_describe_topic_partitions(ctx: RequestScope, req: Any, handl
     authorized operations, which Kafka always fills in."""
     response = await handler(ctx, req)
     named = bool(req.topics)
-    auth = ctx.broker.authorizer
+    auth = authorizer_of(ctx)
     out = []
     for t in response.topics:
         if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name):

@@ -22,6 +22,7 @@ from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.network.dispatch import RequestContext, handles
 from broker.security.authz import Handler, alter_cluster_allowed, authorizes
 
@@ -43,7 +44,7 @@ async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectL
     if election_type not in (0, 1):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, replica_election_results=[])
     wanted, everything = _requested(ctx, req)
-    by_topic: dict[str, list[PR]] = {}
+    by_topic: dict[str, list[Any]] = {}   # PR messages
     for topic, partition in wanted:
         code, message = await ctx.broker.topology.elect_leader(topic, partition, election_type)
         if everything and code == ErrorCode.ELECTION_NOT_NEEDED:
@@ -55,6 +56,6 @@ async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectL
 
 # -- authorization ----------------------------------------------------------------------------
 @authorizes(ApiKey.ELECT_LEADERS)
-def authorize_elect_leaders(ctx: Any, req: Any, handler: Handler) -> Any:
+def authorize_elect_leaders(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     """ALTER on the cluster (else every partition answers CLUSTER_AUTHORIZATION_FAILED)."""
     return alter_cluster_allowed(ctx, req, handler)

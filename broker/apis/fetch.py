@@ -83,6 +83,7 @@ def _collect(ctx: RequestContext, req: FetchRequest,
                     log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1,
                     records=b"")))   # empty, as Kafka sends (librdkafka fails on null at v16)
                 continue
+            assert topic is not None   # a partition was found in it
             if by_topic is not None and topic.name not in by_topic:
                 by_topic[topic.name] = 0
             hw = part.high_watermark
@@ -109,7 +110,7 @@ def _collect(ctx: RequestContext, req: FetchRequest,
                         total += size
                         if by_topic is not None:
                             by_topic[topic.name] = by_topic.get(topic.name, 0) + size
-            aborted = [] if req.isolation_level == 1 else None
+            aborted: list[Any] | None = [] if req.isolation_level == 1 else None
             if aborted is not None and records:
                 aborted = [FT.PartitionData.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
                            for a in part.aborted_in_range(fp.fetch_offset, upper)]
@@ -147,6 +148,7 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> Spliced:
                 if total >= min_bytes or _has_error(topics):
                     break
     if by_topic is not None:   # the bytes of the answer that goes out, per topic
+        assert broker.metrics is not None   # by_topic is kept only when there are metrics
         broker.metrics.fetched(by_topic)
     endpoints = leader_endpoints(ctx, topics, "partitions", FetchResponse) if broker.replicas.active else []
     return Spliced(ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=topics,

@@ -16,11 +16,12 @@ from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlte
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+from broker.common.services import RequestScope
 from broker.apis.shared.config_changes import (ConfigRejected, apply_topic_configs, check_topic_resource, config_topic,
                                                each_resource, non_topic_error, resource_response)
 from broker.common.config import TOPIC_CONFIG_DEFS
 from broker.common.config_defs import TOPIC, render_config
-from broker.log.manager import Topic
+from broker.metadata.topology import TopicConfigs
 from broker.network.dispatch import RequestContext, handles
 from broker.security.authz import Handler, alter_configs_allowed, authorizes
 
@@ -34,7 +35,7 @@ def _list_parts(value: str | None) -> list[str]:
     return [p for p in (value or "").split(",") if p]
 
 
-def _incremental(topic: Topic | None, configs: list) -> dict[str, str | None]:
+def _incremental(topic: TopicConfigs | None, configs: list) -> dict[str, str | None]:
     """The overrides after applying SET/DELETE/APPEND/SUBTRACT (Kafka's incrementalAlterConfigResource)."""
     current = dict(topic.configs) if topic is not None else {}
     new: dict[str, str | None] = dict(current)
@@ -91,6 +92,6 @@ async def incremental_alter_configs(ctx: RequestContext,
 
 # -- authorization ----------------------------------------------------------------------------
 @authorizes(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-def authorize_incremental_alter_configs(ctx: Any, req: Any, handler: Handler) -> Any:
+def authorize_incremental_alter_configs(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     """ALTER_CONFIGS on each topic (or group), or on the cluster for broker resources."""
     return alter_configs_allowed(ctx, req, handler)

@@ -23,19 +23,21 @@ from broker.common.services import RequestScope
 from broker.apis.shared.transactions import fenced_for
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import CLUSTER_DENIED, TXN_DENIED, Handler, allowed, authorizes, cluster
+from broker.security.authz import CLUSTER_DENIED, TXN_DENIED, Handler, allowed, authorizer_of, authorizes, cluster
 
 
 @handles(ApiKey.INIT_PRODUCER_ID)
 async def init_producer_id(ctx: RequestContext, req: InitProducerIdRequest) -> InitProducerIdResponse:
     if req.transactional_id is not None:
         return await init_transactional_producer_id(ctx, req)
+    producer_ids = ctx.broker.producer_ids
+    assert producer_ids is not None   # set at start-up, before the listeners open
     if req.producer_id is not None and req.producer_id >= 0:
         # KIP-360 epoch bump for an idempotent producer: same id, next epoch
         epoch = (req.producer_epoch + 1) if 0 <= req.producer_epoch < 32767 else 0
-        pid = req.producer_id if epoch else ctx.broker.producer_ids.allocate()
+        pid = req.producer_id if epoch else producer_ids.allocate()
         return ctx.response(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch)
-    pid = ctx.broker.producer_ids.allocate()
+    pid = producer_ids.allocate()
     return ctx.response(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
 
 
@@ -64,7 +66,7 @@ async def authorize_init_producer_id(ctx: RequestScope, req: Any, handler: Handl
     if txn_id:
         ok, code = allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id), TXN_DENIED
     else:
-        auth = ctx.broker.authorizer
+        auth = authorizer_of(ctx)
         ok = cluster(ctx, Op.IDEMPOTENT_WRITE) or auth.authorize_any(ctx.principal, ctx.client_host, Op.WRITE,
                                                                       RT.TOPIC)
         code = CLUSTER_DENIED

@@ -22,7 +22,7 @@ from broker.security.authz import Handler, allowed, authorizes, cluster
 async def list_groups(ctx: RequestContext, req: Any) -> Any:
     shell = ctx.broker.groups
     listed = []
-    error = ErrorCode.NONE
+    error: int = ErrorCode.NONE
     for p in shell.owned_partitions():
         r: g.ListGroupsResult = await shell.call(p, g.ListGroups(
             states_filter=list(req.states_filter or []), types_filter=list(req.types_filter or []),

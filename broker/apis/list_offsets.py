@@ -46,6 +46,7 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
                 parts.append(LP(partition_index=rp.partition_index, error_code=err, timestamp=-1, offset=-1,
                                 leader_epoch=-1))
                 continue
+            assert part is not None   # no error: the partition was found
             ts = rp.timestamp
             epoch = part.leader_epoch
             # a non-consumer replica id (a follower, or -2 for debugging tools) gets no isolation
@@ -57,9 +58,11 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
             elif ts in (EARLIEST, EARLIEST_LOCAL):
                 found = (part.log_start_offset, -1)
             else:
-                found = part.max_timestamp_offset() if ts == MAX_TIMESTAMP else part.offset_for_timestamp(ts)
-                if found is None or found[0] >= fetchable:
+                at = part.max_timestamp_offset() if ts == MAX_TIMESTAMP else part.offset_for_timestamp(ts)
+                if at is None or at[0] >= fetchable:
                     found, epoch = (-1, -1), -1   # Kafka answers only offsets below the last fetchable one
+                else:
+                    found = at
             if req.replica_id == CONSUMER_REPLICA_ID and hw_lagging(part) and (ts in (LATEST, LATEST_TIERED) or found[0] < 0):
                 parts.append(LP(partition_index=rp.partition_index, error_code=ErrorCode.OFFSET_NOT_AVAILABLE,
                                 timestamp=-1, offset=-1, leader_epoch=-1))

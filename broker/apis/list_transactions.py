@@ -34,7 +34,7 @@ async def list_transactions(ctx: RequestContext, req: Any) -> Any:
             return ctx.response(throttle_time_ms=0, error_code=INVALID_REGULAR_EXPRESSION,
                                 unknown_state_filters=[], transaction_states=[])
     listed: list[tx.ListedTransaction] = []
-    error = ErrorCode.NONE
+    error: int = ErrorCode.NONE
     for p in shell.owned_partitions():
         r: tx.ListTransactionsResult = await shell.call(p, tx.ListTransactions(
             state_filters=list(req.state_filters or []), producer_id_filters=list(req.producer_id_filters or []),

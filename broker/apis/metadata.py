@@ -48,7 +48,7 @@ def broker_entries(ctx: RequestContext) -> list:
     return out
 
 
-def topic_entry(ctx: RequestContext, topic: CatalogTopic) -> T:
+def topic_entry(ctx: RequestContext, topic: CatalogTopic) -> Any:   # a T
     """The topic's partitions as the topology records them: a leader that is not live answers -1
     with LEADER_NOT_AVAILABLE, replicas on brokers that are not live are offline."""
     topology = ctx.broker.topology
@@ -85,7 +85,7 @@ def with_all_operations(ctx: RequestContext, req: MetadataRequest, response: Met
 async def _metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     topology = ctx.broker.topology
     v = ctx.api_version
-    topics: list[T] = []
+    topics: list[Any] = []   # T messages
     if req.topics is None or (v == 0 and not req.topics):
         topics = [topic_entry(ctx, t) for t in list(topology.topics().values())]
     else:

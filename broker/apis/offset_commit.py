@@ -45,8 +45,10 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
             keep.append(OffsetCommitPartition(p.partition_index, p.committed_offset,
                                               getattr(p, "committed_leader_epoch", -1), p.committed_metadata))
         if keep:
+            assert name is not None   # partitions are kept only in a topic found by its name
             topics.append(OffsetCommitTopic(name, keep))
-    errors: dict[tuple[str, int], int] = {}
+    # by (name, partition); a topic without a name had every partition rejected, its lookups miss
+    errors: dict[tuple[str | None, int], int] = {}
     if topics:
         r: g.OffsetCommitResult = await ctx.broker.groups.call_for(req.group_id, g.OffsetCommit(
             group_id=req.group_id, topics=topics, generation_id=req.generation_id_or_member_epoch,

@@ -37,7 +37,7 @@ async def offset_fetch(ctx: RequestContext, req: Any) -> Any:
         topics = None if req.topics is None else [TopicPartitions(t.name, list(t.partition_indexes))
                                                   for t in req.topics]
         wanted = [g.OffsetFetchGroup(req.group_id, topics)]
-    results: dict[str, g.OffsetFetchGroupResult] = {}
+    results: dict[int, g.OffsetFetchGroupResult] = {}   # by id() of the wanted group (a group id may repeat)
     by_partition: dict[int, list[g.OffsetFetchGroup]] = {}
     for w in wanted:
         by_partition.setdefault(ctx.broker.groups.coordinator_for(w.group_id or "")[0], []).append(w)
@@ -109,11 +109,11 @@ async def authorize_offset_fetch(ctx: RequestScope, req: Any, handler: Handler) 
                 grp.topics, denied_topics[-1] = ok, denied
         response = await handler(ctx, req) if req.groups else ctx.response(throttle_time_ms=0, groups=[])
         T = G.OffsetFetchResponseTopics
-        for grp, denied in zip(response.groups, denied_topics):
-            if denied is None:     # all topics were asked for: the undescribable are hidden
+        for grp, group_denied in zip(response.groups, denied_topics):
+            if group_denied is None:     # all topics were asked for: the undescribable are hidden
                 grp.topics = _describable(ctx, grp.topics)
             elif not grp.error_code:
-                grp.topics.extend(_denied_fetch_topics(T, denied))
+                grp.topics.extend(_denied_fetch_topics(T, group_denied))
         response.groups.extend(G(group_id=grp.group_id, topics=[], error_code=GROUP_DENIED) for grp in denied_groups)
         return response
     if not allowed(ctx, Op.DESCRIBE, RT.GROUP, req.group_id):

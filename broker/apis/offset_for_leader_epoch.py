@@ -40,6 +40,7 @@ async def offset_for_leader_epoch(ctx: RequestContext, req: OffsetForLeaderEpoch
             if err:
                 parts.append(OP(error_code=err, partition=rp.partition, leader_epoch=-1, end_offset=-1))
                 continue
+            assert part is not None   # no error: the partition was found
             epoch, end = part.epochs.end_offset_for(rp.leader_epoch, part.log_end_offset)
             parts.append(OP(error_code=0, partition=rp.partition, leader_epoch=epoch, end_offset=end))
         topics.append(OT(topic=rt.topic, partitions=parts))

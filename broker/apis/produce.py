@@ -37,7 +37,7 @@ TR = ProduceResponse.TopicProduceResponse
 PR = TR.PartitionProduceResponse
 
 
-def _error(index: int, code: int, message: str | None = None) -> PR:
+def _error(index: int, code: int, message: str | None = None) -> Any:   # a PR
     return PR(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1,
               record_errors=[], error_message=message)
 
@@ -94,6 +94,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 err = absent_partition_error(broker, name, pd.index, topic_id)
                 parts.append(absent_leader_answer(ctx, name, topic_id, pd.index, _error(pd.index, err)))
                 continue
+            assert topic is not None   # a partition was found in it
             if part.replica is not None:      # a cluster: only the leader appends (broker/replica/)
                 err = broker.replicas.check_produce(part, acks)
                 if err:
@@ -165,7 +166,8 @@ async def authorize_produce(ctx: RequestScope, req: Any, handler: Handler) -> An
     txn_id = getattr(req, "transactional_id", None)
     transactional = any(_first_batch_transactional(p.records) for t in req.topic_data for p in t.partition_data)
     if transactional and (txn_id is None or not allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, txn_id)):
-        ok, denied, code = [], list(req.topic_data), TXN_DENIED
+        ok: list[Any] = []
+        denied, code = list(req.topic_data), TXN_DENIED
     else:
         ok, denied = split_topics(ctx, req.topic_data, Op.WRITE, lambda t: topic_name(ctx, t.name, getattr(t, "topic_id", None)))
         code = TOPIC_DENIED

@@ -14,7 +14,7 @@ Authorization: READ on the group and on each topic.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import trio
 
@@ -121,7 +121,8 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
     if session is None:          # epoch -1: the session is closed; what the member still holds goes back
         shares.release(group_id, member_id)
     else:
-        tps = sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1]))
+        # the coordinator keeps topic ids opaque; the ones this broker put there are the requests' UUIDs
+        tps = cast(list[tuple[uuid.UUID, int]], sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1])))
         max_records = req.max_records if req.max_records and req.max_records > 0 else 0x7FFFFFFF
         fetched, count = _acquire(ctx, group_id, member_id, tps, req.max_bytes, max_records)
         if count == 0 and req.max_wait_ms > 0 and not acks and not any(e for e, *_ in fetched.values()):

@@ -20,7 +20,8 @@ from protocol.errors import ErrorCode
 from protocol.messages import RESPONSES
 
 from broker.metadata import topic_catalog  # the cluster's topics (the metadata image in cluster mode)
-from .acl import (CLUSTER_NAME, CLUSTER_OPERATIONS, TOPIC_OPERATIONS, Operation as Op, ResourceType as RT)
+from .acl import (CLUSTER_NAME, CLUSTER_OPERATIONS, TOPIC_OPERATIONS, Authorizer, Operation as Op,
+                  ResourceType as RT)
 
 if TYPE_CHECKING:
     from broker.common.services import RequestScope
@@ -55,10 +56,16 @@ async def authorized(ctx: RequestScope, request: Any, handler: Handler) -> Any:
     return await RULES[ApiKey(ctx.api_key)](ctx, request, handler)
 
 
-def allowed(ctx: RequestScope, op: int, rtype: int, name: str) -> bool:
+def authorizer_of(ctx: RequestScope) -> Authorizer:
+    """The broker's authorizer: the rules and what they call run only when one is configured
+    (dispatch checks ``broker.authorizer is None`` first)."""
     auth = ctx.broker.authorizer
-    assert auth is not None, "rules run only when an authorizer is configured (dispatch)"
-    return auth.authorize(ctx.principal, ctx.client_host, op, rtype, name)
+    assert auth is not None, "authorization rules run only when an authorizer is configured"
+    return auth
+
+
+def allowed(ctx: RequestScope, op: int, rtype: int, name: str) -> bool:
+    return authorizer_of(ctx).authorize(ctx.principal, ctx.client_host, op, rtype, name)
 
 
 def cluster(ctx: RequestScope, op: int) -> bool:
@@ -174,7 +181,7 @@ def config_allowed(ctx, op: int, resource: Any) -> bool:
     return cluster(ctx, op)
 
 
-def config_denied_code(resource: Any) -> int:
+def config_denied_code(resource: Any) -> ErrorCode:
     return {_TOPIC_RESOURCE: TOPIC_DENIED, _GROUP_RESOURCE: GROUP_DENIED}.get(resource.resource_type, CLUSTER_DENIED)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
@@ -81,12 +82,14 @@ def other_group_type_answer(ctx: RequestContext, group_id: str, member_epoch: in
                         member_epoch=member_epoch, heartbeat_interval_ms=0, assignment=None)
 
 
-async def call_per_coordinator_partition(ctx: RequestContext, group_ids: list[str], make: Any) -> dict[str, Any]:
-    """Split a multi-group request by coordinator partition; results by group id."""
-    by_partition: dict[int, list[str]] = defaultdict(list)
+async def call_per_coordinator_partition(ctx: RequestContext, group_ids: list[str | None],
+                                         make: Callable[[list[str | None]], Any]) -> dict[int, Any]:
+    """Split a multi-group request by coordinator partition; each partition's result (its
+    groups' answers), by coordinator partition."""
+    by_partition: dict[int, list[str | None]] = defaultdict(list)   # a null group id is ""'s
     for gid in group_ids:
         by_partition[ctx.broker.groups.coordinator_for(gid or "")[0]].append(gid)
-    results: dict[str, Any] = {}
+    results: dict[int, Any] = {}
     for p, gids in by_partition.items():
         results[p] = await ctx.broker.groups.call(p, make(gids))
     return results
@@ -99,10 +102,10 @@ def topic_name_for(ctx: RequestContext, name: str | None, topic_id: Any) -> str 
     return name
 
 
-def leader_partition(ctx: RequestContext, topic, name: str, index: int, rp,
-                     any_replica: bool = False) -> tuple[object | None, int]:
+def leader_partition(ctx: RequestContext, topic: Topic | None, name: str, index: int, rp: Any,
+                     any_replica: bool = False) -> tuple[Partition | None, int]:
     """(the partition, 0) when this broker leads it at the request's leader epoch, else (None or
-    the partition, the error it answers): unknown partition, fenced/unknown leader epoch, or
+    the partition, the error it answers; None only with an error): unknown partition, fenced/unknown leader epoch, or
     NOT_LEADER_OR_FOLLOWER on a follower — the checks ListOffsets and OffsetForLeaderEpoch share.
     ``any_replica``: Kafka answers debugging tools (replica id -2) from any replica."""
     part = topic.partitions.get(index) if topic is not None else None

@@ -75,7 +75,7 @@ async def apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str
             raise ConfigRejected(rej.code, rej.message)
 
 
-def resource_response(cls: type, rtype: int, name: str, code: int = 0, message: str | None = None) -> Any:
+def resource_response(cls: Any, rtype: int, name: str, code: int = 0, message: str | None = None) -> Any:
     return cls.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=rtype,
                                             resource_name=name)
 
