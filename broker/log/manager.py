@@ -24,8 +24,8 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
-from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Mapping
 
 import structlog
 import trio
@@ -37,6 +37,9 @@ from .flush import after_append
 from .partition import LogCorrupt, Partition
 from .partition_map import PartitionMap
 from .segment import fsync_dir
+
+if TYPE_CHECKING:   # types only: broker.metadata sits above broker.log
+    from broker.metadata.topology import TopicConfigs
 
 log = structlog.get_logger("samsa.log")
 
@@ -237,7 +240,7 @@ class LogManager:
         os.replace(path + ".tmp", path)
 
     # -- configs -------------------------------------------------------------------------
-    def topic_config_value(self, topic: Topic, name: str) -> Any:
+    def topic_config_value(self, topic: Topic | TopicConfigs, name: str) -> Any:
         """The topic's value, else the broker's default for it. Resolved once per topic and name
         (every append asks for several); broker properties are static (Samsa has no dynamic
         broker configs) and a topic's configs are replaced whole when altered. Anything else with
@@ -254,7 +257,7 @@ class LogManager:
         value = topic.resolved[name] = self._resolve_config(topic.configs, name)
         return value
 
-    def _resolve_config(self, configs: dict[str, str], name: str) -> Any:
+    def _resolve_config(self, configs: Mapping[str, str], name: str) -> Any:
         if name in configs:
             return parse_value(TOPIC_CONFIGS[name][0], configs[name])
         broker_key = TOPIC_CONFIGS[name][1]
