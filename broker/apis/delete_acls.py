@@ -12,6 +12,7 @@ from typing import Any
 
 from kafka.protocol.admin import DeleteAclsRequest, DeleteAclsResponse
 
+from coordinator.metadata.image import MetadataImage
 from coordinator.metadata.records import RemoveAccessControlEntryRecord
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -35,9 +36,10 @@ async def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAcls
             FR(error_code=ErrorCode.SECURITY_DISABLED, error_message=SECURITY_DISABLED_MESSAGE, matching_acls=[])
             for _ in req.filters])
 
-    def decide(image):
+    def decide(image: MetadataImage) -> tuple[list[RemoveAccessControlEntryRecord], list[Any]]:
         removed: set[str] = set()
-        results, records = [], []
+        results: list[Any] = []   # FR messages
+        records: list[RemoveAccessControlEntryRecord] = []
         for f in req.filters:
             matches = []
             for acl_id, acl in image.acls.items():
