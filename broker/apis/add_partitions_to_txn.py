@@ -82,7 +82,7 @@ async def authorize_add_partitions_to_txn(ctx: RequestScope, req: Any, handler: 
     P = TR.AddPartitionsToTxnPartitionResult
     topics = req.v3_and_below_topics
 
-    def answer(code_of: Callable[[str], int]):
+    def answer(code_of: Callable[[str], int]) -> Any:
         return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=[
             TR(name=t.name, results_by_partition=[P(partition_index=p, partition_error_code=code_of(t.name))
                                                   for p in t.partitions]) for t in topics])

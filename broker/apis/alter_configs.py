@@ -11,6 +11,7 @@ Authorization: ALTER_CONFIGS on each topic (or group), on the cluster for broker
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.admin import AlterConfigsRequest, AlterConfigsResponse
 
@@ -46,6 +47,6 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
 
 # -- authorization ----------------------------------------------------------------------------
 @authorizes(ApiKey.ALTER_CONFIGS)
-def authorize_alter_configs(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_alter_configs(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     """ALTER_CONFIGS on each topic (or group), or on the cluster for broker resources."""
     return alter_configs_allowed(ctx, req, handler)

@@ -15,6 +15,7 @@ Authorization: ALTER on the cluster.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
 
@@ -45,6 +46,6 @@ async def alter_partition_reassignments(ctx: RequestContext, req: AlterPartition
 
 # -- authorization ----------------------------------------------------------------------------
 @authorizes(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
-def authorize_alter_partition_reassignments(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_alter_partition_reassignments(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     """ALTER on the cluster (else every partition answers CLUSTER_AUTHORIZATION_FAILED)."""
     return alter_cluster_allowed(ctx, req, handler)

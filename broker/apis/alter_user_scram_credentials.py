@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.admin import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 
+from coordinator.metadata.image import MetadataImage
 from coordinator.metadata.records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -30,7 +32,7 @@ from broker.security.writes import write_decided
 
 
 @handles(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
-async def alter_scram(ctx: RequestContext, req: AlterUserScramCredentialsRequest):
+async def alter_scram(ctx: RequestContext, req: AlterUserScramCredentialsRequest) -> Any:
     R = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
     image = ctx.broker.metadata.image
     ops = [(d.name, d, False) for d in req.deletions] + [(u.name, u, True) for u in req.upsertions]
@@ -67,7 +69,7 @@ async def alter_scram(ctx: RequestContext, req: AlterUserScramCredentialsRequest
         else:
             records.append(RemoveUserScramCredentialRecord(name, op.mechanism))
 
-    def decide(current):
+    def decide(current: MetadataImage) -> tuple[list[UserScramCredentialRecord | RemoveUserScramCredentialRecord], None]:
         # a deletion decided on ``image`` whose credential is gone meanwhile is dropped (it is gone)
         return [r for r in records if not isinstance(r, RemoveUserScramCredentialRecord)
                 or (r.name, r.mechanism) in current.scram_credentials], None
@@ -84,7 +86,7 @@ async def alter_scram(ctx: RequestContext, req: AlterUserScramCredentialsRequest
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
-def authorize_alter_user_scram_credentials(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_alter_user_scram_credentials(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     R = response_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentialsResult")
     return on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
         R(user=u, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE)

@@ -11,6 +11,7 @@ Authorization: READ on the group.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from coordinator.group import consumer as cg
 from protocol.api_keys import ApiKey
@@ -45,5 +46,5 @@ async def consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.CONSUMER_GROUP_HEARTBEAT)   # ConsumerGroupHeartbeat: READ on the group
-def authorize_consumer_group_heartbeat(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_consumer_group_heartbeat(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return whole_request(ctx, req, handler, allowed(ctx, Op.READ, RT.GROUP, req.group_id), GROUP_DENIED)

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.admin import CreateAclsRequest, CreateAclsResponse
 
+from coordinator.metadata.image import MetadataImage
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -64,9 +66,9 @@ async def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAcls
                        c.host, c.operation, c.permission_type) for c in req.creations]
     errors = [_creation_error(acl) for acl in acls]
 
-    def decide(image):
+    def decide(image: MetadataImage) -> tuple[list[AclBinding], None]:
         existing = {a.binding() for a in image.acls.values()}
-        records = []
+        records: list[AclBinding] = []
         for acl, err in zip(acls, errors):
             if err is None and acl.binding() not in existing:
                 existing.add(acl.binding())
@@ -86,7 +88,7 @@ async def create_acls(ctx: RequestContext, req: CreateAclsRequest) -> CreateAcls
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.CREATE_ACLS)
-def authorize_create_acls(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_create_acls(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     R = response_class(ApiKey.CREATE_ACLS, "AclCreationResult")
     return on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, results=[
         R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE) for _ in req.creations]))

@@ -9,6 +9,7 @@ Authorization: ALTER on the cluster.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.admin import DeleteAclsRequest, DeleteAclsResponse
 
@@ -65,7 +66,7 @@ async def delete_acls(ctx: RequestContext, req: DeleteAclsRequest) -> DeleteAcls
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DELETE_ACLS)
-def authorize_delete_acls(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_delete_acls(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     R = response_class(ApiKey.DELETE_ACLS, "DeleteAclsFilterResult")
     return on_cluster(ctx, req, handler, Op.ALTER, lambda: ctx.response(throttle_time_ms=0, filter_results=[
         R(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, matching_acls=[]) for _ in req.filters]))

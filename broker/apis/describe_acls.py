@@ -7,6 +7,7 @@ Authorization: DESCRIBE on the cluster.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.admin import DescribeAclsRequest, DescribeAclsResponse
 
@@ -41,5 +42,5 @@ async def describe_acls(ctx: RequestContext, req: DescribeAclsRequest) -> Descri
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_ACLS)
-def authorize_describe_acls(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_describe_acls(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: cluster_denied(ctx, resources=[]))

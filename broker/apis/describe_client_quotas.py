@@ -11,6 +11,7 @@ Authorization: DESCRIBE_CONFIGS on the cluster.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.admin import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 
@@ -54,5 +55,5 @@ async def describe_client_quotas(ctx: RequestContext, req: DescribeClientQuotasR
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_CLIENT_QUOTAS)   # DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster; denied: null entries (getErrorResponse)
-def authorize_describe_client_quotas(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_describe_client_quotas(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return on_cluster(ctx, req, handler, Op.DESCRIBE_CONFIGS, lambda: cluster_denied(ctx, entries=None))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
 
@@ -61,6 +62,6 @@ async def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) ->
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_LOG_DIRS)   # DescribeLogDirs: DESCRIBE on the cluster; denied: no results (KafkaApis)
-def authorize_describe_log_dirs(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_describe_log_dirs(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return on_cluster(ctx, req, handler, Op.DESCRIBE,
                        lambda: ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, results=[]))

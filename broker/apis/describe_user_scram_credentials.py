@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.admin import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
 
@@ -22,7 +23,7 @@ from broker.security.authz import Handler, authorizes, cluster_denied, on_cluste
 
 
 @handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
-async def describe_scram(ctx: RequestContext, req: DescribeUserScramCredentialsRequest):
+async def describe_scram(ctx: RequestContext, req: DescribeUserScramCredentialsRequest) -> Any:
     R = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
     CI = R.CredentialInfo
     scram = ctx.broker.metadata.image.scram_credentials
@@ -51,5 +52,5 @@ async def describe_scram(ctx: RequestContext, req: DescribeUserScramCredentialsR
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
-def authorize_describe_user_scram_credentials(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_describe_user_scram_credentials(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: cluster_denied(ctx, results=[]))

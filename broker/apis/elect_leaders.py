@@ -16,6 +16,7 @@ Authorization: ALTER on the cluster.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 
@@ -56,6 +57,6 @@ async def elect_leaders(ctx: RequestContext, req: ElectLeadersRequest) -> ElectL
 
 # -- authorization ----------------------------------------------------------------------------
 @authorizes(ApiKey.ELECT_LEADERS)
-def authorize_elect_leaders(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_elect_leaders(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     """ALTER on the cluster (else every partition answers CLUSTER_AUTHORIZATION_FAILED)."""
     return alter_cluster_allowed(ctx, req, handler)

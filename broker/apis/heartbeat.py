@@ -5,6 +5,7 @@ Authorization: READ on the group.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from coordinator.group import coordinator as g
 from protocol.api_keys import ApiKey
@@ -26,5 +27,5 @@ async def heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.HEARTBEAT)
-def authorize_heartbeat(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_heartbeat(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return group_allowed(ctx, req, handler, Op.READ)

@@ -10,6 +10,7 @@ Authorization: ALTER_CONFIGS on each topic (or group), on the cluster for broker
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
@@ -92,6 +93,6 @@ async def incremental_alter_configs(ctx: RequestContext,
 
 # -- authorization ----------------------------------------------------------------------------
 @authorizes(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-def authorize_incremental_alter_configs(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_incremental_alter_configs(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     """ALTER_CONFIGS on each topic (or group), or on the cluster for broker resources."""
     return alter_configs_allowed(ctx, req, handler)

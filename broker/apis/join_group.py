@@ -8,6 +8,7 @@ Authorization: READ on the group.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.consumer import JoinGroupResponse
 
@@ -43,6 +44,6 @@ async def join_group(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.JOIN_GROUP)
-def authorize_join_group(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_join_group(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return group_allowed(ctx, req, handler, Op.READ, generation_id=-1, protocol_type=None, protocol_name=None,
                         leader="", skip_assignment=False, member_id=req.member_id or "", members=[])

@@ -6,6 +6,7 @@ Authorization: READ on the group.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from coordinator.group import coordinator as g
 from protocol.api_keys import ApiKey
@@ -36,5 +37,5 @@ async def leave_group(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.LEAVE_GROUP)
-def authorize_leave_group(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_leave_group(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return group_allowed(ctx, req, handler, Op.READ, members=[])

@@ -22,6 +22,7 @@ from protocol.errors import ErrorCode
 
 from broker.common.services import RequestScope
 from broker.apis.shared.common import leader_partition
+from broker.log.partition import Partition
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
 from broker.security.authz import TOPIC_DENIED, Handler, authorizes, response_class, topics_allowed
@@ -73,7 +74,7 @@ async def list_offsets(ctx: RequestContext, req: ListOffsetsRequest) -> ListOffs
     return ctx.response(throttle_time_ms=0, topics=topics)
 
 
-def hw_lagging(part) -> bool:
+def hw_lagging(part: Partition) -> bool:
     """A new leader's high watermark below the offset its leader epoch started at: the ISR has
     not confirmed what the previous leader committed yet, so "latest" (and a lookup finding
     nothing below it) is not known. Kafka's Partition.fetchOffsetForTimestamp answers the

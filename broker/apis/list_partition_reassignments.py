@@ -8,6 +8,7 @@ Authorization: DESCRIBE on the cluster.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.admin import ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
 
@@ -41,7 +42,7 @@ async def list_partition_reassignments(ctx: RequestContext, req: ListPartitionRe
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.LIST_PARTITION_REASSIGNMENTS)   # ListPartitionReassignments: DESCRIBE on the cluster; denied: the asked partitions echoed
-def authorize_list_partition_reassignments(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_list_partition_reassignments(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     T = response_class(ApiKey.LIST_PARTITION_REASSIGNMENTS, "OngoingTopicReassignment")
     P = T.OngoingPartitionReassignment
     return on_cluster(ctx, req, handler, Op.DESCRIBE, lambda: cluster_denied(ctx, topics=[

@@ -125,7 +125,7 @@ async def authorize_metadata(ctx: RequestScope, req: Any, handler: Handler) -> A
     return with_authorized_operations(ctx, req, await _metadata_topics_allowed(ctx, req, handler))
 
 
-async def _metadata_topics_allowed(ctx, req, handler):
+async def _metadata_topics_allowed(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     T = response_class(ApiKey.METADATA, "MetadataResponseTopic")
     if req.topics is None or (ctx.api_version == 0 and not req.topics):
         response = await handler(ctx, req)

@@ -84,7 +84,7 @@ def _denied_fetch_topics(T: Any, topics: list) -> list:
         for i in t.partition_indexes]) for t in topics]
 
 
-def _describable(ctx, topics: list) -> list:
+def _describable(ctx: RequestScope, topics: list[Any]) -> list[Any]:
     return [t for t in topics if allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
 
 

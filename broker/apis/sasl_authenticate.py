@@ -7,6 +7,8 @@ Authorization: none (it is how a connection authenticates).
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.sasl import SaslAuthenticateRequest
 
 from protocol.api_keys import ApiKey
@@ -18,7 +20,7 @@ from broker.security.sasl import AuthenticationFailed
 
 
 @handles(ApiKey.SASL_AUTHENTICATE)
-async def sasl_authenticate(ctx: RequestContext, req: SaslAuthenticateRequest):
+async def sasl_authenticate(ctx: RequestContext, req: SaslAuthenticateRequest) -> Any:
     session = ctx.session
     if session is None or not session.listener.listener.sasl or session.exchange is None:
         # KafkaApis' answer on a non-SASL or already authenticated connection (which stays open;

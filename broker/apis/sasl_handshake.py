@@ -8,6 +8,8 @@ Authorization: none (it is how a connection authenticates).
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kafka.protocol.sasl import SaslHandshakeRequest
 
 from protocol.api_keys import ApiKey
@@ -20,7 +22,7 @@ from broker.security.sasl import AuthenticationFailed
 
 
 @handles(ApiKey.SASL_HANDSHAKE)
-async def sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest):
+async def sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest) -> Any:
     session = ctx.session
     if session is None or not session.listener.listener.sasl:
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from collections.abc import Awaitable
 
 from coordinator.share.partition import FINAL_SESSION_EPOCH
 from protocol.api_keys import ApiKey
@@ -48,5 +49,5 @@ async def share_acknowledge(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SHARE_ACKNOWLEDGE)   # ShareAcknowledge: READ on the group and on each topic
-def authorize_share_acknowledge(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_share_acknowledge(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return share_records_allowed(ctx, req, handler, ApiKey.SHARE_ACKNOWLEDGE, "ShareAcknowledgeTopicResponse", {})

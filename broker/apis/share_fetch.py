@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from typing import Any, cast
+from collections.abc import Awaitable
 
 import trio
 
@@ -153,5 +154,5 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SHARE_FETCH)   # ShareFetch: READ on the group and on each topic
-def authorize_share_fetch(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_share_fetch(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return share_records_allowed(ctx, req, handler, ApiKey.SHARE_FETCH, "ShareFetchableTopicResponse", {"acquisition_lock_timeout_ms": 0})

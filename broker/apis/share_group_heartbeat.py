@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from collections.abc import Awaitable
 
 from coordinator.share.group import ShareGroupHeartbeat
 from protocol.api_keys import ApiKey
@@ -44,7 +45,7 @@ async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SHARE_GROUP_HEARTBEAT)   # ShareGroupHeartbeat: READ on the group, DESCRIBE on every subscribed topic (v1)
-def authorize_share_group_heartbeat(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_share_group_heartbeat(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     if not allowed(ctx, Op.READ, RT.GROUP, req.group_id):
         return whole_request(ctx, req, handler, False, GROUP_DENIED)
     topics = req.subscribed_topic_names or []

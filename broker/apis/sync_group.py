@@ -6,6 +6,7 @@ Authorization: READ on the group.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from coordinator.group import coordinator as g
 from protocol.api_keys import ApiKey
@@ -32,5 +33,5 @@ async def sync_group(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.SYNC_GROUP)
-def authorize_sync_group(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_sync_group(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return group_allowed(ctx, req, handler, Op.READ, protocol_type=None, protocol_name=None, assignment=b"")

@@ -10,6 +10,7 @@ Authorization: CLUSTER_ACTION on the cluster.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Awaitable
 
 from kafka.protocol.producer import WriteTxnMarkersResponse
 
@@ -41,5 +42,5 @@ async def write_txn_markers(ctx: RequestContext, req: Any) -> Any:
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.WRITE_TXN_MARKERS)   # WriteTxnMarkers (between brokers): CLUSTER_ACTION on the cluster
-def authorize_write_txn_markers(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+def authorize_write_txn_markers(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return whole_request(ctx, req, handler, cluster(ctx, Op.CLUSTER_ACTION), CLUSTER_DENIED)

@@ -130,9 +130,9 @@ def unchecked(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     return handler(ctx, req)
 
 
-def with_authorized_operations(ctx, req, response):
+def with_authorized_operations(ctx: RequestScope, req: Any, response: Any) -> Any:
     """KIP-430: the operations the principal may perform, when the request asks for them."""
-    auth = ctx.broker.authorizer
+    auth = authorizer_of(ctx)
     if getattr(req, "include_topic_authorized_operations", False):
         for t in response.topics:   # Kafka: every topic answered for a describable name, errors included
             if t.name and t.error_code != TOPIC_DENIED:
@@ -147,13 +147,13 @@ def with_authorized_operations(ctx, req, response):
 
 
 # -- groups and offsets ------------------------------------------------------------------------
-def group_allowed(ctx, req, handler, op: int, **fields):
+def group_allowed(ctx: RequestScope, req: Any, handler: Handler, op: int, **fields: Any) -> Awaitable[Any]:
     """JoinGroup, SyncGroup, Heartbeat, LeaveGroup: ``op`` on the request's group, else the answer
     with GROUP_AUTHORIZATION_FAILED and ``fields``."""
     if allowed(ctx, op, RT.GROUP, req.group_id):
         return handler(ctx, req)
 
-    async def denied():
+    async def denied() -> Any:
         return ctx.response(throttle_time_ms=0, error_code=GROUP_DENIED, **fields)
     return denied()
 
@@ -171,7 +171,7 @@ _TOPIC_RESOURCE, _GROUP_RESOURCE = 2, 32   # ConfigResource types
 BROKER_LOGGER_RESOURCE = 8   # altered on the broker itself (KafkaApis); the other types go to the controller (ControllerApis)
 
 
-def config_allowed(ctx, op: int, resource: Any) -> bool:
+def config_allowed(ctx: RequestScope, op: int, resource: Any) -> bool:
     """Topic and group configs are checked on the topic or group; broker, broker-logger and
     client-metrics configs on the cluster (KafkaApis/ConfigHelper)."""
     if resource.resource_type == _TOPIC_RESOURCE:
@@ -185,13 +185,13 @@ def config_denied_code(resource: Any) -> ErrorCode:
     return {_TOPIC_RESOURCE: TOPIC_DENIED, _GROUP_RESOURCE: GROUP_DENIED}.get(resource.resource_type, CLUSTER_DENIED)
 
 
-def configs_allowed(ctx, req, handler, op: int, out: str, denied_answers: Callable[[list], Any]) -> Awaitable[Any]:
+def configs_allowed(ctx: RequestScope, req: Any, handler: Handler, op: int, out: str, denied_answers: Callable[[list], Any]) -> Awaitable[Any]:
     denied = [r for r in req.resources if not config_allowed(ctx, op, r)]
     return answer_allowed(ctx, req, handler, "resources", [r for r in req.resources if r not in denied], denied,
                            out, denied_answers)
 
 
-async def alter_configs_allowed(ctx, req, handler):
+async def alter_configs_allowed(ctx: RequestScope, req: Any, handler: Handler) -> Any:
     """AlterConfigs and IncrementalAlterConfigs: ALTER_CONFIGS on each resource (a broker logger's
     denial carries no message, as KafkaApis answers it)."""
     R = response_class(ctx.api_key, "AlterConfigsResourceResponse")
@@ -202,7 +202,7 @@ async def alter_configs_allowed(ctx, req, handler):
 
 
 # -- cluster-level APIs --------------------------------------------------------------------------
-async def on_cluster(ctx, req, handler, op: int, denied: Callable[[], Any]) -> Any:
+async def on_cluster(ctx: RequestScope, req: Any, handler: Handler, op: int, denied: Callable[[], Any]) -> Any:
     """The handler's answer when the principal may ``op`` the cluster, else ``denied()``: Kafka's
     answer for that API with CLUSTER_AUTHORIZATION_FAILED, nothing applied."""
     if cluster(ctx, op):
@@ -210,37 +210,38 @@ async def on_cluster(ctx, req, handler, op: int, denied: Callable[[], Any]) -> A
     return denied()
 
 
-def cluster_denied(ctx, **fields: Any) -> Any:
+def cluster_denied(ctx: RequestScope, **fields: Any) -> Any:
     """A whole answer that is CLUSTER_AUTHORIZATION_FAILED with Kafka's message."""
     return ctx.response(throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE, **fields)
 
 
 # -- whole requests -------------------------------------------------------------------------------
-def whole_request(ctx, req, handler, ok: bool, code: int):
+def whole_request(ctx: RequestScope, req: Any, handler: Handler, ok: bool, code: int) -> Awaitable[Any]:
     """The handler's answer when ``ok``, else the request answered with ``code`` in every item
     (protocol/error_response.py walks the request's shape), nothing applied."""
     if ok:
         return handler(ctx, req)
     from protocol.error_response import error_response
 
-    async def denied():
+    async def denied() -> Any:
         message = CLUSTER_DENIED_MESSAGE if code == CLUSTER_DENIED else None
         return error_response(RESPONSES[ctx.api_key], req, ctx.api_version, code, message)
     return denied()
 
 
-def alter_cluster_allowed(ctx, req, handler):
+def alter_cluster_allowed(ctx: RequestScope, req: Any, handler: Handler) -> Awaitable[Any]:
     """ElectLeaders and AlterPartitionReassignments: ALTER on the cluster."""
     return whole_request(ctx, req, handler, cluster(ctx, Op.ALTER), CLUSTER_DENIED)
 
 
-def _share_topics_denied(ctx, topics) -> list:
+def _share_topics_denied(ctx: RequestScope, topics: list[Any]) -> list[Any]:
     """The request's topics (by id) the principal may not READ; unknown ids are left to the handler."""
     return [t for t in topics if (name := topic_name(ctx, None, t.topic_id)) is not None
             and not allowed(ctx, Op.READ, RT.TOPIC, name)]
 
 
-async def share_records_allowed(ctx, req, handler, api_key: int, topic_cls: str, empty: dict):
+async def share_records_allowed(ctx: RequestScope, req: Any, handler: Handler, api_key: int, topic_cls: str,
+                                empty: dict[str, Any]) -> Any:
     """ShareFetch/ShareAcknowledge: READ on the group (else the whole request fails), READ on each
     topic (denied ones answer TOPIC_AUTHORIZATION_FAILED and are neither fetched nor acknowledged)."""
     if not allowed(ctx, Op.READ, RT.GROUP, req.group_id or ""):
