@@ -181,6 +181,19 @@ def test_acl_admin_api_and_restart(acl_broker) -> None:
         assert len(f.result(10)) == 1
     assert [e.code() for e in produce_errors(plain_conf(acl_broker, "bob"), topic, 1)] == \
         [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    # a SCRAM credential deleted through the admin API is gone (a second deletion: RESOURCE_NOT_FOUND)
+    from kafka.admin._users import UserScramCredentialDeletion
+    ka = KafkaAdminClient(bootstrap_servers=acl_broker.bootstrap("SASL_PLAINTEXT"), security_protocol="SASL_PLAINTEXT",
+                          sasl_mechanism="PLAIN", sasl_plain_username="admin", sasl_plain_password="admin-secret")
+    try:
+        deletion = UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_512)
+        assert ka.alter_user_scram_credentials([deletion]) == {"carol": None}
+        assert ka.describe_user_scram_credentials(["carol"])["carol"]["error"] == \
+            "Attempt to describe a user credential that does not exist: carol"
+        assert ka.alter_user_scram_credentials([deletion]) == \
+            {"carol": "Attempt to delete a user credential that does not exist"}
+    finally:
+        ka.close()
 
 
 def test_describe_acls_without_authorizer_is_security_disabled(samsa_broker) -> None:
