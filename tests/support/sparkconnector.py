@@ -102,10 +102,16 @@ def kafka_jars() -> str:
 
 @contextmanager
 def local_session(app: str, master: str, conf: dict[str, str]) -> Iterator[Any]:
-    """A quiet local SparkSession for tests (no UI, no progress bar, ERROR logs) with ``conf``,
-    stopped when the block ends."""
+    """A quiet local SparkSession for tests (no UI, no progress bar, ERROR logs) with ``conf`` and
+    the Kafka connector's jars when they are available, stopped when the block ends."""
     from pyspark.sql import SparkSession
 
+    if "spark.jars" not in conf and unavailable() is None:
+        # The first session of a test process starts the JVM, and only the jars it names reach the
+        # driver's class path: a later session's spark.jars cannot add format("kafka") to that JVM
+        # ("Failed to find data source: kafka"). So every session carries the connector, whichever
+        # tier's module happens to start Spark first.
+        conf = {**conf, "spark.jars": kafka_jars()}
     builder = (SparkSession.builder.master(master).appName(app)
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
     for key, value in conf.items():
