@@ -6,7 +6,6 @@ import inspect
 import struct
 from typing import TypeGuard
 
-from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_header import ResponseHeader
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.schemas.fields.codecs.encode_buffer import EncodeBufferPool
@@ -129,4 +128,4 @@ def encode_response(message: ApiMessage, correlation_id: int) -> bytes | bytearr
         return frame
 
 
-__all__ = ["ApiKey", "REQUESTS", "RESPONSES", "decode_request", "encode_response"]
+__all__ = ["REQUESTS", "RESPONSES", "decode_request", "encode_response"]

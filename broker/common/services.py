@@ -6,8 +6,8 @@ cluster metadata and metrics, handing each itself. Those parts type their ``brok
 broker_server.py). This module imports at run time only what sits beside it in broker.common
 (the clock, the config); the log manager and the ACL authorizer it names for the type checker only.
 
-The broker's other parts (``groups``, ``txns``, ``replicas``, ``metrics``, ``cluster``) are built
-on these same services, so they are typed loosely here; their classes say what they are.
+The broker's other parts (``groups``, ``txns``, ``replicas``, ``metrics``, ``cluster``,
+``topology``) are named for the type checker only, so importing this module imports none of them.
 """
 from __future__ import annotations
 
