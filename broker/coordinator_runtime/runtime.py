@@ -1,27 +1,54 @@
 """What the group and transaction shells share: one pure coordinator per partition of an
-internal, compacted topic, stepped by requests and by a timer task.
+internal, compacted topic, stepped by requests and by a timer task (Kafka's ``CoordinatorRuntime``).
 
-A request is stepped through its partition's coordinator; the step's records are appended
-to that partition *before* any completion is released, so nobody hears of an assignment,
-commit or transaction state that a crash could lose. Parked requests wait on an event until
-a later step completes them. The timer task sleeps until the earliest deadline any
-coordinator reports. Start-up replays the topic, then ends each coordinator's loading.
+A request is stepped through its partition's coordinator, which decides on the latest state; the
+step's records are appended to that partition, and the step's answers (and what it asks for
+afterwards, such as transaction markers) are released only once the partition's high watermark
+has passed *everything written to it so far* — the step's own records and any still pending
+before them. So nobody hears of an assignment, offset or transaction state that a failover could
+lose, and a step that wrote nothing (a read, a retry answered from state) waits for the writes
+pending before it, as Kafka's runtime treats it ("a read operation after all"). On a single node
+and on a partition whose ISR is the leader alone the high watermark is the log end, so the
+answer leaves at once; the code path is the same.
+
+Deviation from Kafka: Kafka answers read operations (OffsetFetch, DescribeGroups, ...) at once
+from a snapshot of the state as of the last committed offset (``SnapshotRegistry``). Here a read
+is computed on the latest state and held until that state is committed. Both never show a client
+state that is not committed; here a read waits for the pending writes (a few ms in a cluster),
+and the state machines stay free of snapshot bookkeeping.
+
+When a write fails before it is appended (this broker no longer leads, or fewer in-sync replicas
+than ``min.insync.replicas``) its answers carry Kafka's error and the coordinator is rebuilt from
+the partition's log, which is its state without that write. When leadership is lost the waiting
+answers get NOT_COORDINATOR (the records may be truncated; the next leader's coordinator decides).
+An answer not committed within ``offsets.commit.timeout.ms`` gets COORDINATOR_NOT_AVAILABLE; its
+records stay in the log and count if they commit later, as in Kafka.
+
+Parked requests wait on an event until a later step completes them. The timer task sleeps until
+the earliest deadline any coordinator reports. Start-up replays the topic, then ends each
+coordinator's loading.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections import deque
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+import structlog
 import trio
 
 from coordinator.hashing import partition_for_group
 from coordinator.step import Completion, Coordinator, Step
 from protocol import records as rb
+from protocol.errors import ErrorCode
 
 from broker.log.partition import CONTROL_COMMIT, control_marker
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
+
+log = structlog.get_logger("samsa.coordinator")
 
 C = TypeVar("C", bound=Coordinator)
 
@@ -33,6 +60,19 @@ class _Pending:
         self.event = trio.Event()
         self.result: Any = None
         self.request = request
+
+
+class _Write:
+    """A step whose answers (and follow-up) wait until the high watermark reaches ``required``
+    (the partition's log end just after the step), on the leadership term ``replica``."""
+    __slots__ = ("required", "step", "replica", "deadline", "answered")
+
+    def __init__(self, required: int, step: Step, replica: Any, deadline: float) -> None:
+        self.required = required
+        self.step = step
+        self.replica = replica
+        self.deadline = deadline
+        self.answered = False      # timed out: its answers went out with an error
 
 
 class CoordinatorShell(Generic[C]):
@@ -53,7 +93,8 @@ class CoordinatorShell(Generic[C]):
         self._next_token = 0
         self._deadline_changed = trio.Event()
         self._sleep_until: int | None = None  # the timer task's wake-up deadline; None = none
-        self._tasks: trio.Nursery | None = None  # cluster mode: answers waiting for the HW
+        self._tasks: trio.Nursery | None = None  # the release tasks of answers waiting for the HW
+        self._waiting: dict[int, deque[_Write]] = {}   # per partition, in log order
 
     @property
     def clustered(self) -> bool:
@@ -180,6 +221,7 @@ class CoordinatorShell(Generic[C]):
         coord = self.coordinators.get(partition)
         if coord is not None and not coord.unloaded:
             self._apply(partition, coord.unload())
+        self._fail_waiting(partition, ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     def _unavailable_answer(self, partition: int, request: Any, code: int) -> Any:
         """The request's own answer type for a write that did not commit, with Kafka's mapping:
@@ -230,17 +272,28 @@ class CoordinatorShell(Generic[C]):
         return await self.call(p, request)
 
     def _apply(self, partition: int, step: Step) -> None:
-        part = self.broker.logs.partition(self.topic, partition) if self.clustered else None
-        end = part.log_end_offset if part is not None else 0
+        coord = self.coordinators.get(partition)
+        part = self.broker.logs.partition(self.topic, partition)
+        if (step.records or step.txn_records) and part is not None and part.replica is not None:
+            code = self.broker.replicas.check_produce(part, -1)
+            if code:
+                self._write_failed(partition, step, code)
+                return
         self.write_step(partition, step)
-        if part is not None and part.replica is not None and part.replica.followers and \
-                part.log_end_offset > end and step.completions and self._tasks is not None:
-            # replicated: answer once the records are committed (the HW passed them)
-            self._tasks.start_soon(self._release_when_committed, partition, part, part.log_end_offset,
-                                   list(step.completions))
+        waiting = self._waiting.get(partition)
+        if part is None or coord is None or coord.unloaded or self._tasks is None or \
+                (not waiting and part.high_watermark >= part.log_end_offset):
+            # committed already (a single node, an ISR of the leader alone, nothing pending), or
+            # an answer that carries no state (NOT_COORDINATOR from a coordinator that does not
+            # lead the partition); before the runtime's task nursery runs (start-up) nothing waits
+            self._complete(partition, step)
         else:
-            self._release(step.completions)
-        self.after_step(partition, step)
+            timeout_s = int(self.broker.config["offsets.commit.timeout.ms"]) / 1000
+            write = _Write(part.log_end_offset, step, part.replica, trio.current_time() + timeout_s)
+            if waiting is None:
+                waiting = self._waiting[partition] = deque()
+                self._tasks.start_soon(self._release_when_committed, partition, waiting)
+            waiting.append(write)
         # Wake the timer task only for a deadline earlier than the one it sleeps until: a
         # later or removed one is found when it wakes anyway. (Waking it on every step made it
         # poll every partition's coordinator on every commit.)
@@ -248,6 +301,35 @@ class CoordinatorShell(Generic[C]):
         deadline = coord.next_deadline() if coord is not None else None
         if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
             self._deadline_changed.set()
+
+    def _complete(self, partition: int, step: Step) -> None:
+        """The step's records are committed: its answers go out, then its follow-up work."""
+        self._release(step.completions)
+        self.after_step(partition, step)
+
+    def _write_failed(self, partition: int, step: Step, code: int) -> None:
+        """A write that could not be appended: its answers carry the error, and the coordinator,
+        which already applied the step, is rebuilt from the log (its state without the step).
+        Requests parked in it are answered NOT_COORDINATOR and retried by their clients."""
+        log.warning("coordinator write failed; reloading the coordinator from its log", topic=self.topic,
+                    partition=partition, error=ErrorCode(code).name)
+        self._release(step.completions, partition, code)
+        coord = self.coordinators.get(partition)
+        if coord is not None and not coord.unloaded:
+            self._apply(partition, coord.unload())
+        part = self.broker.logs.partition(self.topic, partition)
+        if code != ErrorCode.NOT_LEADER_OR_FOLLOWER and part is not None and \
+                (part.replica is None or part.replica.is_leader):
+            self.become_leader(partition)
+
+    def _fail_waiting(self, partition: int, code: int) -> None:
+        """Leadership lost: every answer still waiting for its records to commit gets the error;
+        their follow-up work is the next leader's (it replays the log and resumes it)."""
+        waiting = self._waiting.pop(partition, None)
+        while waiting:
+            write = waiting.popleft()
+            if not write.answered:
+                self._release(write.step.completions, partition, code)
 
     def _release(self, completions: list[Completion], failed_partition: int | None = None, code: int = 0) -> None:
         for token, result in completions:
@@ -258,11 +340,40 @@ class CoordinatorShell(Generic[C]):
                 pending.result = result
                 pending.event.set()
 
-    async def _release_when_committed(self, partition: int, part: Any, required: int,
-                                      completions: list[Completion]) -> None:
-        timeout_s = int(self.broker.config["offsets.commit.timeout.ms"]) / 1000
-        (code,) = await self.broker.replicas.wait_for_acks([(part, required)], timeout_s)
-        self._release(completions, None if code == 0 else partition, code)
+    async def _release_when_committed(self, partition: int, waiting: deque[_Write]) -> None:
+        """Release waiting steps in log order as the high watermark passes them (woken by the
+        replica manager whenever a HW or a leadership moves, never polling)."""
+        hw_moved = self.broker.replicas.hw_moved
+        try:
+            while waiting and self._waiting.get(partition) is waiting:
+                head = waiting[0]
+                part = self.broker.logs.partition(self.topic, partition)
+                if part is None or part.replica is not head.replica or \
+                        (head.replica is not None and not head.replica.is_leader):
+                    self._fail_waiting(partition, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                    return
+                if part.high_watermark >= head.required:
+                    waiting.popleft()
+                    if head.answered:
+                        self.after_step(partition, head.step)
+                    else:
+                        self._complete(partition, head.step)
+                    continue
+                now = trio.current_time()
+                next_deadline = math.inf
+                for write in waiting:
+                    if write.answered:
+                        continue
+                    if write.deadline <= now:
+                        write.answered = True
+                        self._release(write.step.completions, partition, ErrorCode.REQUEST_TIMED_OUT)
+                    else:
+                        next_deadline = min(next_deadline, write.deadline)
+                with trio.move_on_at(next_deadline):
+                    await hw_moved.wait()
+        finally:
+            if not waiting and self._waiting.get(partition) is waiting:
+                del self._waiting[partition]
 
     # -- timers --------------------------------------------------------------------------
     async def run_timers(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:

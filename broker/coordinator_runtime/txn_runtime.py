@@ -134,7 +134,6 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
                 continue
             if topic == OFFSETS_TOPIC:
                 self.broker.groups.complete_transaction(p, job.producer_id, job.commit)
-        self.broker.appends.notify()       # read_committed fetches wait for the LSO to move
         coord = self.coordinators[partition]
         self._apply(partition, coord.markers_written(job.transactional_id, job.producer_id,
                                                      job.producer_epoch, job.commit, now))

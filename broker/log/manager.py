@@ -25,7 +25,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import structlog
 import trio
@@ -95,6 +95,13 @@ class LogManager:
         self._deletions: list[tuple[int, int, list[str]]] = []  # (due ms, seq, renamed paths)
         self._deletions_changed = trio.Event()
         self._seq = 0
+        # the broker's reaction to any leader append (wake parked fetches, move the HW of a
+        # partition whose ISR is the leader alone); set once by the broker
+        self.on_leader_append: Callable[[Partition], None] | None = None
+
+    def _appended(self, part: Partition) -> None:
+        if self.on_leader_append is not None:
+            self.on_leader_append(part)
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -206,6 +213,7 @@ class LogManager:
                          clock=self.now_ms)
         part.open(clean)
         part.delete_later = self._delete_later
+        part.on_append = self._appended
         return part
 
     # -- delayed file deletion (file.delete.delay.ms) ----------------------------------------

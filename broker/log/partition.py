@@ -146,6 +146,9 @@ class Partition:
         self.deleted = False            # its topic was deleted (background tasks skip it)
         # set by the log manager: removes files after file.delete.delay.ms (none: at once)
         self.delete_later: Callable[[list[str], int], None] | None = None
+        # set by the log manager: told of every leader append (produce, coordinator records,
+        # markers), so parked fetches and acks=all waits are woken by one mechanism
+        self.on_append: Callable[[Partition], None] | None = None
         # transactions: open ones (producer id -> first offset) and aborted ranges for read_committed
         self.ongoing_txns: dict[int, int] = {}
         self.aborted_txns: list[AbortedTxn] = []
@@ -455,6 +458,8 @@ class Partition:
             next_offset += h.last_offset_delta + 1
         self._maybe_roll(len(data), max(h.max_timestamp for h in batches), next_offset - 1, now_ms)
         self._append_active(data if in_place else rb.stamped_parts(data, batches, self.leader_epoch), data, batches)
+        if self.on_append is not None:
+            self.on_append(self)
         return AppendResult(ErrorCode.NONE, base, now_ms if log_append else -1, self.log_start_offset)
 
     def _append_active(self, stored: bytes | bytearray | list, data: bytes | bytearray,

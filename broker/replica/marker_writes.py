@@ -40,9 +40,7 @@ async def write_markers(broker: BrokerServices, producer_id: int, producer_epoch
         if topic == OFFSETS_TOPIC:
             broker.groups.complete_transaction(index, producer_id, commit)
         if part.replica is not None and part.replica.followers:
-            broker.replicas.leader_appended(part)
             waits.append((part, part.log_end_offset, key))
-    broker.appends.notify()            # read_committed fetches wait for the LSO to move
     if waits:
         acks = await broker.replicas.wait_for_acks([(p, r) for p, r, _ in waits],
                                                    int(broker.config["replica.socket.timeout.ms"]) / 1000)

@@ -27,6 +27,7 @@ from broker.coordinator_runtime.txn_runtime import TxnShell
 if TYPE_CHECKING:
     from broker.common.services import ProducerIds
     from broker.metadata.cluster_mode import ClusterMetadata
+    from broker.log.partition import Partition
     from broker.metadata.store import MetadataStore
     from broker.observability.metrics import BrokerMetrics
 
@@ -77,6 +78,7 @@ class Broker:
         self.security = Security(config, config.log_dir, self.now_ms, lambda: self.metadata)
         self.authorizer = self.security.authorizer   # None unless authorizer.class.name is set
         self.replicas = ReplicaManager(self)   # idle until cluster metadata arrives (broker/replica/)
+        self.logs.on_leader_append = self._leader_appended
         # cluster metadata (broker/metadata/): ClusterMetadata when an etcd endpoint is set, else None;
         # ``metadata`` is the MetadataStore either way (the etcd one, or the single node's local file)
         self.cluster: ClusterMetadata | None = None
@@ -154,6 +156,14 @@ class Broker:
             await nursery.start(self.replicas.run)
             await nursery.start(self.security.refresh_jwks)
             task_status.started()
+
+    def _leader_appended(self, part: Partition) -> None:
+        """Any append to a log this broker leads (produce, coordinator records, transaction
+        markers, the broker's own batches): the HW follows the log end when the ISR is the
+        leader alone, and every parked fetch re-checks (followers' fetches included, so a
+        coordinator's write replicates at once instead of when the fetch times out)."""
+        self.replicas.leader_appended(part)
+        self.appends.notify()
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
