@@ -9,8 +9,9 @@ replicas byte-identical; it reports the time to the next acknowledged write afte
 
 The seed is in the test id; ``SAMSA_JEPSEN_SEED=<n>`` replays one seed (``SAMSA_JEPSEN_SECONDS``
 sets the fault window), ``SAMSA_JEPSEN_DIR`` keeps the history and the JSON artefact somewhere
-other than the test's tmp_path. The default variant is 2 seeds × 60 s of faults; the ``slow`` one
-is 3 seeds × 240 s."""
+other than the test's tmp_path. The default variant is 2 seeds × 60 s of faults, the second with
+the Java client 4.3 as one more idempotent producer (marked ``java``); the ``slow`` one is 3 seeds
+× 240 s, all with the Java client."""
 from __future__ import annotations
 
 import os
@@ -26,7 +27,9 @@ pytestmark = [pytest.mark.skipif(find_etcd() is None, reason="etcd is not instal
               pytest.mark.parametrize("samsa_cluster", [{"overrides": OVERRIDES}], indirect=True, ids=["rf3"])]
 
 REPLAY = os.environ.get("SAMSA_JEPSEN_SEED")
-CI_SEEDS = [int(REPLAY)] if REPLAY else [1, 2]
+JAVA = "4.3.0"
+CI_SEEDS = [int(REPLAY)] if REPLAY else [1]
+CI_JAVA_SEEDS = [int(REPLAY)] if REPLAY else [2]
 SLOW_SEEDS = [int(REPLAY)] if REPLAY else [101, 102, 103]
 
 
@@ -39,8 +42,17 @@ def _out_dir(tmp_path: Path, seed: int) -> Path:
     return Path(base) / f"seed{seed}" if base else tmp_path / "jepsen"
 
 
-def _run_and_check(c: LocalCluster, seed: int, seconds: float, tmp_path: Path) -> None:
-    result = run(c, seed, seconds, _out_dir(tmp_path, seed))
+def _java_ready() -> str:
+    from tests.support.javaclient import java_available, prepare
+
+    if not java_available():
+        pytest.skip("java and javac (a JDK) are not on PATH")
+    prepare(JAVA)           # fetch and compile before the clock of the run starts
+    return JAVA
+
+
+def _run_and_check(c: LocalCluster, seed: int, seconds: float, tmp_path: Path, java: str | None = None) -> None:
+    result = run(c, seed, seconds, _out_dir(tmp_path, seed), java=java)
     print(result.summary())
     assert not result.report.problems, (
         f"seed {seed}: {len(result.report.problems)} problems; history {result.history_path}, artefact "
@@ -52,7 +64,14 @@ def test_jepsen(samsa_cluster: LocalCluster, seed: int, tmp_path: Path) -> None:
     _run_and_check(samsa_cluster, seed, _seconds(60), tmp_path)
 
 
+@pytest.mark.java
+@pytest.mark.parametrize("seed", CI_JAVA_SEEDS, ids=lambda s: f"seed{s}")
+def test_jepsen_with_java(samsa_cluster: LocalCluster, seed: int, tmp_path: Path) -> None:
+    _run_and_check(samsa_cluster, seed, _seconds(60), tmp_path, java=_java_ready())
+
+
 @pytest.mark.slow
+@pytest.mark.java
 @pytest.mark.parametrize("seed", SLOW_SEEDS, ids=lambda s: f"seed{s}")
 def test_jepsen_long(samsa_cluster: LocalCluster, seed: int, tmp_path: Path) -> None:
-    _run_and_check(samsa_cluster, seed, _seconds(240), tmp_path)
+    _run_and_check(samsa_cluster, seed, _seconds(240), tmp_path, java=_java_ready())

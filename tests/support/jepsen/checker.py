@@ -161,7 +161,7 @@ def check(events: list[dict[str, Any]], replicas: dict[str, dict[int, ReplicaLog
     acks: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
     sent: dict[str, int] = defaultdict(int)
     for e in events:
-        if e["type"] == "ack" and e["process"].startswith("p"):
+        if e["type"] == "ack":
             acks[e["process"]][e["seq"]] = e
         elif e["type"] == "send":
             sent[e["process"]] += 1
@@ -275,8 +275,7 @@ def check(events: list[dict[str, Any]], replicas: dict[str, dict[int, ReplicaLog
                     f"(partition: (acknowledged, fetched)): {wrong_offsets}")
     if not group_caught_up:
         read_values = {e["value"] for e in reads}
-        unread = [(p, seq) for p, a in acks.items() for seq in a
-                  if f"{IDEM_PREFIX}|{p}|{seq:07d}" not in read_values]
+        unread = [(p, seq) for p, a in acks.items() for seq, e in a.items() if e["value"] not in read_values]
         rep.problem(f"liveness: the group did not read {len(unread)} acknowledged records after healing, "
                     f"e.g. {sorted(unread)[:ex]}")
     rep.stats["group"] = {"reads": len(reads), "commits": sum(1 for e in events if e["type"] == "commit"),
@@ -291,31 +290,42 @@ def check(events: list[dict[str, Any]], replicas: dict[str, dict[int, ReplicaLog
 
 def recovery_times(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """For each fault: seconds from its start, and from its end, to the next acknowledged
-    idempotent write and the next committed transaction."""
-    ack_t = sorted(e["t"] for e in events if e["type"] == "ack")
+    idempotent write (any partition, and the faulted partition when it is one the idempotent
+    producers write) and to the next committed transaction."""
+    acks = sorted((e["t"], f"{e['topic']}-{e['partition']}") for e in events if e["type"] == "ack" and not e.get("late"))
     commit_t = sorted(e["t"] for e in events if e["type"] == "txn-committed")
 
     def after(ts: list[float], t: float) -> float | None:
         nxt = next((x for x in ts if x > t), None)
         return None if nxt is None else round(nxt - t, 3)
 
+    ack_t = [t for t, _ in acks]
     out = []
     for e in events:
         if e["type"] != "fault-end":
             continue
+        on_target = [t for t, tp in acks if tp == e["target"]]
         out.append({"fault": e["fault"], "target": e["target"], "node": e["node"], "start": e["start"],
                     "end": e["t"], "ack_after_start_s": after(ack_t, e["start"]),
-                    "ack_after_end_s": after(ack_t, e["t"]), "commit_after_start_s": after(commit_t, e["start"]),
+                    "ack_after_end_s": after(ack_t, e["t"]),
+                    "target_ack_after_start_s": after(on_target, e["start"]) if on_target else None,
+                    "target_ack_after_end_s": after(on_target, e["t"]) if on_target else None,
+                    "commit_after_start_s": after(commit_t, e["start"]),
                     "commit_after_end_s": after(commit_t, e["t"])})
     return out
 
 
 def format_recovery(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'fault':<26}{'target':<22}{'node':>5}{'start':>8}{'held':>6}{'ack+start':>11}{'ack+end':>9}"
-             f"{'txn+end':>9}"]
+    """A table: any ack / the faulted partition's ack / a committed transaction, each from the
+    fault's start and from its end ("-": the target is not an idempotent producer's partition)."""
+    def f(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
+    lines = [f"{'fault':<26}{'target':<20}{'node':>5}{'start':>7}{'held':>6} | {'ack from start/end':>18} | "
+             f"{'target ack start/end':>20} | {'txn commit start/end':>20}"]
     for r in rows:
-        def f(x: float | None) -> str:
-            return "never" if x is None else f"{x:.2f}"
-        lines.append(f"{r['fault']:<26}{r['target']:<22}{r['node']:>5}{r['start']:>8.1f}{r['end'] - r['start']:>6.1f}"
-                     f"{f(r['ack_after_start_s']):>11}{f(r['ack_after_end_s']):>9}{f(r['commit_after_end_s']):>9}")
+        lines.append(f"{r['fault']:<26}{r['target']:<20}{r['node']:>5}{r['start']:>7.1f}{r['end'] - r['start']:>6.1f} | "
+                     f"{f(r['ack_after_start_s']) + ' / ' + f(r['ack_after_end_s']):>18} | "
+                     f"{f(r['target_ack_after_start_s']) + ' / ' + f(r['target_ack_after_end_s']):>20} | "
+                     f"{f(r['commit_after_start_s']) + ' / ' + f(r['commit_after_end_s']):>20}")
     return os.linesep.join(lines)

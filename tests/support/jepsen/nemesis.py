@@ -100,7 +100,8 @@ class Nemesis:
         followers, drawn beforehand so the seed's draws do not depend on the cluster's state)."""
         c = self.c
         node = -1
-        record: dict[str, Any] = {"fault": fault, "target": target.label, "hold_s": round(hold, 2)}
+        label = "etcd" if fault == "restart-etcd" else target.label
+        record: dict[str, Any] = {"fault": fault, "target": label, "hold_s": round(hold, 2)}
         if fault in ("kill-leader", "pause-leader", "cut-leader"):
             node = self._leader(target)
         elif fault == "cut-follower":
@@ -116,7 +117,9 @@ class Nemesis:
         if fault == "kill-leader":
             c.kill(node)
             time.sleep(hold)
+            t = time.monotonic()
             c.start_broker(node)
+            record["restart_s"] = round(time.monotonic() - t, 2)   # until it answers again
         elif fault == "pause-leader":
             c.pause(node)
             time.sleep(hold)

@@ -17,11 +17,12 @@ from coordinator.hashing import partition_for_group
 from .checker import Report, check, format_recovery, read_all_replicas
 from .history import History
 from .nemesis import Nemesis, Target
-from .workloads import (GroupConsumer, IdempotentProducer, TransactionalProducer, committed_offsets,
-                        idem_value, read_committed_all, txn_value)
+from .workloads import (GroupConsumer, IdempotentProducer, JavaIdempotentProducer, TransactionalProducer,
+                        committed_offsets, read_committed_all, txn_value)
 
 IDEM_TOPIC = "jepsen-idem"
 TXN_TOPIC = "jepsen-txn"
+JAVA_TOPIC = "jepsen-java"     # the Java client's producers (one partition)
 PRODUCERS = 3           # p0..p2, producer i writes partition i of IDEM_TOPIC
 
 # a session and replica lag short enough that a fault is noticed within seconds, groups that form
@@ -44,12 +45,14 @@ class Run:
     available: list[str]
     skipped: list[str]
     elapsed_s: float
+    workloads: list[str]
 
     def summary(self) -> str:
         ran = [f"{f['fault']}({f.get('target')}→{f.get('node')})" + (" SKIPPED" if "skipped" in f else "")
                + (" ERROR" if "error" in f else "") for f in self.faults]
         lines = [f"jepsen seed={self.seed}: {len(self.faults)} faults in {self.elapsed_s:.0f}s; available: "
                  f"{self.available}; not available on this branch: {self.skipped or 'none'}",
+                 f"workloads: {', '.join(self.workloads)}",
                  "faults ran: " + ", ".join(ran),
                  f"stats: {json.dumps(self.report.stats)}",
                  "time to the next acknowledged write / committed transaction (s):",
@@ -61,11 +64,13 @@ class Run:
         return "\n".join(lines)
 
 
-def _create_topics(c: LocalCluster) -> None:
+def _create_topics(c: LocalCluster, java: bool) -> None:
     from tests.support.cluster_support import create_topic
 
     create_topic(c, IDEM_TOPIC, partitions=PRODUCERS, rf=3)
     create_topic(c, TXN_TOPIC, partitions=2, rf=3)
+    if java:
+        create_topic(c, JAVA_TOPIC, partitions=1, rf=3)
 
 
 def _wait(predicate, timeout: float) -> bool:
@@ -77,17 +82,20 @@ def _wait(predicate, timeout: float) -> bool:
     return bool(predicate())
 
 
-def run(c: LocalCluster, seed: int, duration: float, out_dir: Path) -> Run:
+def run(c: LocalCluster, seed: int, duration: float, out_dir: Path, java: str | None = None) -> Run:
+    """``java``: the kafka-clients version of an extra idempotent producer (None: librdkafka only)."""
     t_start = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     history = History(out_dir / f"jepsen-seed{seed}-history.jsonl")
     artefact = out_dir / f"jepsen-seed{seed}.json"
     rng = random.Random(seed)
-    history.add("run", "seed", seed=seed, duration=duration)
-    _create_topics(c)
+    history.add("run", "seed", seed=seed, duration=duration, java=java)
+    _create_topics(c, java is not None)
     group = f"jepsen-group-{seed}"
     txn_id = f"jepsen-txn-{seed}"
     workload_partitions = [(IDEM_TOPIC, i) for i in range(PRODUCERS)] + [(TXN_TOPIC, 0), (TXN_TOPIC, 1)]
+    if java:
+        workload_partitions.append((JAVA_TOPIC, 0))
     targets = [Target(f"{t}-{p}", t, p) for t, p in workload_partitions]
     targets.append(Target("group-coordinator", "__consumer_offsets", partition_for_group(group, COORDINATOR_PARTITIONS)))
     targets.append(Target("txn-coordinator", "__transaction_state", partition_for_group(txn_id, COORDINATOR_PARTITIONS)))
@@ -95,7 +103,9 @@ def run(c: LocalCluster, seed: int, duration: float, out_dir: Path) -> Run:
     boot = c.bootstrap_servers
     producers = [IdempotentProducer(f"p{i}", history, boot, IDEM_TOPIC, i) for i in range(PRODUCERS)]
     txn = TransactionalProducer("txn", history, boot, TXN_TOPIC, txn_id, random.Random(seed * 7919 + 1))
-    consumer = GroupConsumer("group", history, boot, group, [IDEM_TOPIC, TXN_TOPIC])
+    if java:
+        producers.append(JavaIdempotentProducer("java", history, boot, JAVA_TOPIC, version=java))
+    consumer = GroupConsumer("group", history, boot, group, sorted({t for t, _ in workload_partitions}))
     workloads = [*producers, txn, consumer]
     for w in workloads:
         w.start()
@@ -112,7 +122,7 @@ def run(c: LocalCluster, seed: int, duration: float, out_dir: Path) -> Run:
         for w in [*producers, txn]:
             w.stop(240)
     # the group reads on until it has everything acknowledged (bounded: liveness is a finding)
-    wanted = {idem_value(e["process"], e["seq"]) for e in history.of("ack")}
+    wanted = {e["value"].encode() for e in history.of("ack")}
     wanted |= {txn_value(e["n"], s) for e in history.of("txn-committed") for s in "ab"}
     caught_up = _wait(lambda: wanted <= consumer.read_values or consumer.crashed is not None, 90)
     caught_up = caught_up and consumer.crashed is None
@@ -130,10 +140,12 @@ def run(c: LocalCluster, seed: int, duration: float, out_dir: Path) -> Run:
     replicas = read_all_replicas(c.data_dir, sorted(c.brokers), workload_partitions)
     history.close()
     report = check(history.events, replicas, final, unfinished, committed, caught_up)
+    names = [f"librdkafka {PRODUCERS} idempotent producers", "librdkafka transactional pairs",
+             "librdkafka read_committed group"] + ([f"Java {java} idempotent producer"] if java else [])
     result = Run(seed, report, history.path, artefact, nemesis.ran, nemesis.available, nemesis.skipped,
-                 time.monotonic() - t_start)
+                 time.monotonic() - t_start, names)
     artefact.write_text(json.dumps({"seed": seed, "duration": duration, "elapsed_s": round(result.elapsed_s, 1),
-                                    "available": nemesis.available, "not_available": nemesis.skipped,
+                                    "available": nemesis.available, "not_available": nemesis.skipped, "workloads": names,
                                     "faults": nemesis.ran, "recovery": report.recovery, "stats": report.stats,
                                     "problems": report.problems, "history": str(history.path)},
                                    indent=2, default=str))

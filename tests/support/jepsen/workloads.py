@@ -36,10 +36,17 @@ def txn_value(n: int, side: str) -> bytes:
     return f"{TXN_PREFIX}|{n:06d}|{side}".encode()
 
 
+JAVA_RUN_STRIDE = 1_000_000     # the Java producer's run r writes values v-<r * stride + seq>
+
+
 def parse_value(value: bytes | None) -> tuple[str, str, int] | None:
-    """("idem", producer, seq) or ("txn", side, n) for a workload's value, else None."""
+    """("idem", producer, seq) or ("txn", side, n) for a workload's value, else None. The Java
+    client's values are ``v-<i>`` (tests/support/java/SamsaJavaClient.java): producer ``j<run>``."""
     if not value:
         return None
+    if value.startswith(b"v-") and value[2:].isdigit():
+        i = int(value[2:])
+        return IDEM_PREFIX, f"j{i // JAVA_RUN_STRIDE}", i % JAVA_RUN_STRIDE
     parts = value.decode(errors="replace").split("|")
     if len(parts) == 3 and parts[0] == IDEM_PREFIX and parts[2].isdigit():
         return IDEM_PREFIX, parts[1], int(parts[2])
@@ -103,7 +110,7 @@ class IdempotentProducer(Workload):
         if err is None:
             self.acked += 1
             self.history.add(self.name, "ack", seq=seq, topic=msg.topic(), partition=msg.partition(),
-                             offset=msg.offset())
+                             offset=msg.offset(), value=msg.value().decode())
         else:
             self.history.add(self.name, "fail", seq=seq, error=str(err), fatal=err.fatal())
 
@@ -123,6 +130,46 @@ class IdempotentProducer(Workload):
     def finish(self) -> None:
         left = self.producer.flush(180)
         self.history.add(self.name, "flushed", unacknowledged=left, sent=self.seq, acked=self.acked)
+
+
+class JavaIdempotentProducer(Workload):
+    """The Java client (kafka-clients ``version``), acks=all and idempotent, one JVM after another
+    (tests/support/javaclient.py), each writing ``count`` records to partition 0 of ``topic``: run
+    ``r`` is producer ``j<r>``. Acknowledgements arrive when the JVM ends (it prints them then),
+    so its records count for the checker's rules but not for the recovery times."""
+
+    def __init__(self, name: str, history: History, bootstrap: str, topic: str, version: str = "4.3.0",
+                 count: int = 400) -> None:
+        super().__init__(name, history)
+        self.bootstrap, self.topic, self.version, self.count = bootstrap, topic, version, count
+        self.runs = 0
+
+    def step(self) -> None:
+        from tests.support.javaclient import of_type, start_java
+
+        r = self.runs
+        self.runs += 1
+        producer = f"j{r}"
+        start = r * JAVA_RUN_STRIDE
+        for j in range(self.count):
+            self.history.add(producer, "send", seq=j)
+        proc = start_java(self.version, self.bootstrap, "produce", "--topic", self.topic, "--count", self.count,
+                          "--start", start, "--partitions", 1, "--acks", "all", "--idempotent", "true",
+                          "--linger-ms", 5, "--print-records", "--client-id", f"{self.name}-{producer}",
+                          "--prop", "delivery.timeout.ms=180000", "--prop", "max.block.ms=60000",
+                          "--prop", "metadata.max.age.ms=1000")
+        lines = proc.result(timeout=240, allow_errors=True)
+        acks = of_type(lines, "ack")
+        for ln in acks:
+            seq = int(ln["i"]) - start
+            if ln["ok"]:
+                self.history.add(producer, "ack", seq=seq, topic=self.topic, partition=ln["partition"],
+                                 offset=ln["offset"], value=f"v-{ln['i']}", late=True)
+            else:
+                self.history.add(producer, "fail", seq=seq, error="not acknowledged")
+        self.history.add(self.name, "java-run", producer=producer, acked=sum(1 for ln in acks if ln["ok"]),
+                         lines=len(lines), errors=[ln for ln in lines if ln.get("type") == "error"][:3],
+                         returncode=proc.proc.returncode)
 
 
 class TransactionalProducer(Workload):
