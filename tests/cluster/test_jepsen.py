@@ -8,13 +8,18 @@ no read that disagrees with the final log, transactions all-or-nothing for read_
 replicas byte-identical; it reports the time to the next acknowledged write after each fault.
 
 The seed is in the test id; ``SAMSA_JEPSEN_SEED=<n>`` replays one seed (``SAMSA_JEPSEN_SECONDS``
-sets the fault window), ``SAMSA_JEPSEN_DIR`` keeps the history and the JSON artefact somewhere
-other than the test's tmp_path. The default variant is 2 seeds × 60 s of faults, the second with
-the Java client 4.3 as one more idempotent producer (marked ``java``); the ``slow`` one is 3 seeds
-× 240 s, all with the Java client."""
+sets the fault window). The history, the JSON artefact and the brokers' and etcd's logs go to
+``.cache/jepsen/<test>-<time>/`` (``SAMSA_JEPSEN_DIR`` elsewhere), not to tmp_path: pytest
+prunes tmp_path dirs while other runs go on, and a failure must stay replayable.
+
+The default variant is 2 seeds × 60 s of faults, the second with the Java client 4.3 as one more
+idempotent producer (marked ``java``); the ``slow`` one is 3 seeds × 240 s, all with the Java
+client. Which faults the seed draws depends on which the cluster offers (link cuts or not): the
+summary lists the faults that ran and those not available."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -37,9 +42,13 @@ def _seconds(default: float) -> float:
     return float(os.environ.get("SAMSA_JEPSEN_SECONDS", default))
 
 
-def _out_dir(tmp_path: Path, seed: int) -> Path:
-    base = os.environ.get("SAMSA_JEPSEN_DIR")
-    return Path(base) / f"seed{seed}" if base else tmp_path / "jepsen"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _out_dir(request: pytest.FixtureRequest) -> Path:
+    base = Path(os.environ.get("SAMSA_JEPSEN_DIR") or REPO / ".cache" / "jepsen")
+    name = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in request.node.name)
+    return base / f"{name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
 
 
 def _java_ready() -> str:
@@ -51,8 +60,9 @@ def _java_ready() -> str:
     return JAVA
 
 
-def _run_and_check(c: LocalCluster, seed: int, seconds: float, tmp_path: Path, java: str | None = None) -> None:
-    result = run(c, seed, seconds, _out_dir(tmp_path, seed), java=java)
+def _run_and_check(c: LocalCluster, seed: int, seconds: float, request: pytest.FixtureRequest,
+                   java: str | None = None) -> None:
+    result = run(c, seed, seconds, _out_dir(request), java=java)
     print(result.summary())
     assert not result.report.problems, (
         f"seed {seed}: {len(result.report.problems)} problems; history {result.history_path}, artefact "
@@ -60,18 +70,18 @@ def _run_and_check(c: LocalCluster, seed: int, seconds: float, tmp_path: Path, j
 
 
 @pytest.mark.parametrize("seed", CI_SEEDS, ids=lambda s: f"seed{s}")
-def test_jepsen(samsa_cluster: LocalCluster, seed: int, tmp_path: Path) -> None:
-    _run_and_check(samsa_cluster, seed, _seconds(60), tmp_path)
+def test_jepsen(samsa_cluster: LocalCluster, seed: int, request: pytest.FixtureRequest) -> None:
+    _run_and_check(samsa_cluster, seed, _seconds(60), request)
 
 
 @pytest.mark.java
 @pytest.mark.parametrize("seed", CI_JAVA_SEEDS, ids=lambda s: f"seed{s}")
-def test_jepsen_with_java(samsa_cluster: LocalCluster, seed: int, tmp_path: Path) -> None:
-    _run_and_check(samsa_cluster, seed, _seconds(60), tmp_path, java=_java_ready())
+def test_jepsen_with_java(samsa_cluster: LocalCluster, seed: int, request: pytest.FixtureRequest) -> None:
+    _run_and_check(samsa_cluster, seed, _seconds(60), request, java=_java_ready())
 
 
 @pytest.mark.slow
 @pytest.mark.java
 @pytest.mark.parametrize("seed", SLOW_SEEDS, ids=lambda s: f"seed{s}")
-def test_jepsen_long(samsa_cluster: LocalCluster, seed: int, tmp_path: Path) -> None:
-    _run_and_check(samsa_cluster, seed, _seconds(240), tmp_path, java=_java_ready())
+def test_jepsen_long(samsa_cluster: LocalCluster, seed: int, request: pytest.FixtureRequest) -> None:
+    _run_and_check(samsa_cluster, seed, _seconds(240), request, java=_java_ready())

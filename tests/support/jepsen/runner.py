@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +138,9 @@ def run(c: LocalCluster, seed: int, duration: float, out_dir: Path, java: str | 
     time.sleep(2.0)
     c.stop_all()
     history.add("run", "stopped")
+    for log in [*(c.data_dir / f"broker-{n}.log" for n in sorted(c.brokers)), c.etcd.log_path]:
+        if log.exists():
+            shutil.copy(log, out_dir / log.name)
     replicas = read_all_replicas(c.data_dir, sorted(c.brokers), workload_partitions)
     history.close()
     report = check(history.events, replicas, final, unfinished, committed, caught_up)
