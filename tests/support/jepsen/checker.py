@@ -258,21 +258,41 @@ def check(events: list[dict[str, Any]], replicas: dict[str, dict[int, ReplicaLog
             disagree.append((tp, e["offset"], e["value"], got))
         elif r is not None and r.transactional and fates[tp].get(r.offset) != "committed":
             read_aborted.append((tp, e["offset"], e["value"], fates[tp].get(r.offset)))
+    for tp, recs in final_read.items():      # the fresh read_committed reader's reads too
+        for off, value in recs:
+            r = by_offset.get(tp, {}).get(off)
+            if r is None or r.value != value:
+                disagree.append((tp, off, value.decode(errors="replace") if value else None,
+                                 None if r is None or r.value is None else r.value.decode(errors="replace")))
+    final_values = {value for recs in final_read.values() for _, value in recs}
+    unreadable = sorted((p, seq) for p, a in acks.items() for seq, e in a.items()
+                        if e["value"].encode() not in final_values)
+    if unreadable:
+        rep.problem(f"consumers: {len(unreadable)} acknowledged records not returned to a read_committed reader "
+                    f"reading to the high watermark, e.g. {unreadable[:ex]}")
     if disagree:
         rep.problem(f"consumers: {len(disagree)} reads disagree with the final log (partition, offset, read, "
                     f"log): {disagree[:ex]}")
     if read_aborted:
         rep.problem(f"consumers: {len(read_aborted)} read_committed reads of records the log did not commit: "
                     f"{read_aborted[:ex]}")
+    # the last acknowledged commit of each partition, or one of the commits attempted after it
+    # whose answer was lost (they may or may not have been written)
     last_commit: dict[str, int] = {}
+    maybe: dict[str, set[int]] = defaultdict(set)
     for e in events:
         if e["type"] == "commit":
             last_commit.update(e["offsets"])
-    wrong_offsets = {tp: (off, committed_at_end.get(tp)) for tp, off in last_commit.items()
-                     if committed_at_end.get(tp) != off}
+            for tp in e["offsets"]:
+                maybe[tp] = set()
+        elif e["type"] == "commit-failed":
+            for tp, off in e.get("attempted", {}).items():
+                maybe[tp].add(off)
+    wrong_offsets = {tp: (off, sorted(maybe[tp]), committed_at_end.get(tp)) for tp, off in last_commit.items()
+                     if committed_at_end.get(tp) != off and committed_at_end.get(tp) not in maybe[tp]}
     if wrong_offsets:
-        rep.problem(f"group offsets: OffsetFetch after the run differs from the last acknowledged commit "
-                    f"(partition: (acknowledged, fetched)): {wrong_offsets}")
+        rep.problem(f"group offsets: OffsetFetch after the run returns neither the last acknowledged commit nor "
+                    f"one attempted after it (partition: (acknowledged, attempted since, fetched)): {wrong_offsets}")
     if not group_caught_up:
         read_values = {e["value"] for e in reads}
         unread = [(p, seq) for p, a in acks.items() for seq, e in a.items() if e["value"] not in read_values]

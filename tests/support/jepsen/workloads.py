@@ -306,10 +306,11 @@ class GroupConsumer(Workload):
         self._last_commit = time.monotonic()
         if not self.positions:
             return
+        attempted = {f"{t}-{p}": off for (t, p), off in self.positions.items()}
         try:
             result = self.consumer.commit(asynchronous=False)
-        except KafkaException as exc:
-            self.history.add(self.name, "commit-failed", error=str(exc.args[0]))
+        except KafkaException as exc:   # its outcome is unknown: the coordinator may have written it
+            self.history.add(self.name, "commit-failed", error=str(exc.args[0]), attempted=attempted)
             return
         ok = {f"{tp.topic}-{tp.partition}": tp.offset for tp in result or [] if tp.error is None and tp.offset >= 0}
         bad = {f"{tp.topic}-{tp.partition}": str(tp.error) for tp in result or [] if tp.error is not None}
