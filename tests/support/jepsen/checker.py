@@ -130,7 +130,10 @@ class Report:
 
 def check(events: list[dict[str, Any]], replicas: dict[str, dict[int, ReplicaLog | None]],
           final_read: dict[str, list[tuple[int, bytes]]], final_unfinished: list[str],
-          committed_at_end: dict[str, int], group_caught_up: bool, max_examples: int = 8) -> Report:
+          committed_at_end: dict[str, dict[str, int]], group_caught_up: dict[str, bool],
+          max_examples: int = 8) -> Report:
+    """``committed_at_end``: per consumer workload (its process name), what OffsetFetch answered
+    for its group after the run; ``group_caught_up``: whether it read every acknowledged record."""
     rep = Report()
     ex = max_examples
 
@@ -255,14 +258,14 @@ def check(events: list[dict[str, Any]], replicas: dict[str, dict[int, ReplicaLog
         r = by_offset.get(tp, {}).get(e["offset"])
         got = None if r is None or r.value is None else r.value.decode(errors="replace")
         if got != e["value"]:
-            disagree.append((tp, e["offset"], e["value"], got))
+            disagree.append((e["process"], tp, e["offset"], e["value"], got))
         elif r is not None and r.transactional and fates[tp].get(r.offset) != "committed":
-            read_aborted.append((tp, e["offset"], e["value"], fates[tp].get(r.offset)))
+            read_aborted.append((e["process"], tp, e["offset"], e["value"], fates[tp].get(r.offset)))
     for tp, recs in final_read.items():      # the fresh read_committed reader's reads too
         for off, value in recs:
             r = by_offset.get(tp, {}).get(off)
             if r is None or r.value != value:
-                disagree.append((tp, off, value.decode(errors="replace") if value else None,
+                disagree.append(("final reader", tp, off, value.decode(errors="replace") if value else None,
                                  None if r is None or r.value is None else r.value.decode(errors="replace")))
     final_values = {value for recs in final_read.values() for _, value in recs}
     unreadable = sorted((p, seq) for p, a in acks.items() for seq, e in a.items()
@@ -271,13 +274,31 @@ def check(events: list[dict[str, Any]], replicas: dict[str, dict[int, ReplicaLog
         rep.problem(f"consumers: {len(unreadable)} acknowledged records not returned to a read_committed reader "
                     f"reading to the high watermark, e.g. {unreadable[:ex]}")
     if disagree:
-        rep.problem(f"consumers: {len(disagree)} reads disagree with the final log (partition, offset, read, "
-                    f"log): {disagree[:ex]}")
+        rep.problem(f"consumers: {len(disagree)} reads disagree with the final log (reader, partition, offset, "
+                    f"read, log): {disagree[:ex]}")
     if read_aborted:
         rep.problem(f"consumers: {len(read_aborted)} read_committed reads of records the log did not commit: "
                     f"{read_aborted[:ex]}")
-    # the last acknowledged commit of each partition, or one of the commits attempted after it
-    # whose answer was lost (they may or may not have been written)
+    for process in sorted(committed_at_end):
+        _check_group(rep, process, [e for e in events if e["process"] == process], committed_at_end[process],
+                     group_caught_up.get(process, False), acks, ex)
+    rep.stats["groups"] = {p: {"reads": sum(1 for e in events if e["process"] == p and e["type"] == "read"),
+                               "commits": sum(1 for e in events if e["process"] == p and e["type"] == "commit"),
+                               "commit_failures": sum(1 for e in events if e["process"] == p
+                                                      and e["type"] == "commit-failed")}
+                           for p in sorted(committed_at_end)}
+
+    crashed = [e for e in events if e["type"] == "crashed"]
+    if crashed:
+        rep.problem(f"workloads crashed: {crashed}")
+    rep.recovery = recovery_times(events)
+    return rep
+
+
+def _check_group(rep: Report, process: str, events: list[dict[str, Any]], committed_at_end: dict[str, int],
+                 caught_up: bool, acks: dict[str, dict[int, dict[str, Any]]], ex: int) -> None:
+    """OffsetFetch returns the last acknowledged commit of each partition, or one attempted after it
+    whose answer was lost (it may or may not have been written); the member read everything."""
     last_commit: dict[str, int] = {}
     maybe: dict[str, set[int]] = defaultdict(set)
     for e in events:
@@ -288,24 +309,16 @@ def check(events: list[dict[str, Any]], replicas: dict[str, dict[int, ReplicaLog
         elif e["type"] == "commit-failed":
             for tp, off in e.get("attempted", {}).items():
                 maybe[tp].add(off)
-    wrong_offsets = {tp: (off, sorted(maybe[tp]), committed_at_end.get(tp)) for tp, off in last_commit.items()
-                     if committed_at_end.get(tp) != off and committed_at_end.get(tp) not in maybe[tp]}
-    if wrong_offsets:
-        rep.problem(f"group offsets: OffsetFetch after the run returns neither the last acknowledged commit nor "
-                    f"one attempted after it (partition: (acknowledged, attempted since, fetched)): {wrong_offsets}")
-    if not group_caught_up:
-        read_values = {e["value"] for e in reads}
+    wrong = {tp: (off, sorted(maybe[tp]), committed_at_end.get(tp)) for tp, off in last_commit.items()
+             if committed_at_end.get(tp) != off and committed_at_end.get(tp) not in maybe[tp]}
+    if wrong:
+        rep.problem(f"group offsets ({process}): OffsetFetch after the run returns neither the last acknowledged "
+                    f"commit nor one attempted after it (partition: (acknowledged, attempted since, fetched)): {wrong}")
+    if not caught_up:
+        read_values = {e["value"] for e in events if e["type"] == "read"}
         unread = [(p, seq) for p, a in acks.items() for seq, e in a.items() if e["value"] not in read_values]
-        rep.problem(f"liveness: the group did not read {len(unread)} acknowledged records after healing, "
-                    f"e.g. {sorted(unread)[:ex]}")
-    rep.stats["group"] = {"reads": len(reads), "commits": sum(1 for e in events if e["type"] == "commit"),
-                          "commit_failures": sum(1 for e in events if e["type"] == "commit-failed")}
-
-    crashed = [e for e in events if e["type"] == "crashed"]
-    if crashed:
-        rep.problem(f"workloads crashed: {crashed}")
-    rep.recovery = recovery_times(events)
-    return rep
+        rep.problem(f"liveness ({process}): the group did not read {len(unread)} acknowledged records within 90 s "
+                    f"of healing, e.g. {sorted(unread)[:ex]}")
 
 
 def recovery_times(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

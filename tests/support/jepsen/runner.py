@@ -18,8 +18,8 @@ from coordinator.hashing import partition_for_group
 from .checker import Report, check, format_recovery, read_all_replicas
 from .history import History
 from .nemesis import Nemesis, Target
-from .workloads import (GroupConsumer, IdempotentProducer, JavaIdempotentProducer, TransactionalProducer,
-                        committed_offsets, read_committed_all, txn_value)
+from .workloads import (GroupConsumer, IdempotentProducer, JavaIdempotentProducer, KafkaPythonGroupConsumer,
+                        TransactionalProducer, committed_offsets, read_committed_all, txn_value)
 
 IDEM_TOPIC = "jepsen-idem"
 TXN_TOPIC = "jepsen-txn"
@@ -99,6 +99,8 @@ def run(c: LocalCluster, seed: int, duration: float, out_dir: Path, java: str | 
         workload_partitions.append((JAVA_TOPIC, 0))
     targets = [Target(f"{t}-{p}", t, p) for t, p in workload_partitions]
     targets.append(Target("group-coordinator", "__consumer_offsets", partition_for_group(group, COORDINATOR_PARTITIONS)))
+    targets.append(Target("kp-group-coordinator", "__consumer_offsets",
+                          partition_for_group(f"{group}-kp", COORDINATOR_PARTITIONS)))
     targets.append(Target("txn-coordinator", "__transaction_state", partition_for_group(txn_id, COORDINATOR_PARTITIONS)))
 
     boot = c.bootstrap_servers
@@ -106,11 +108,13 @@ def run(c: LocalCluster, seed: int, duration: float, out_dir: Path, java: str | 
     txn = TransactionalProducer("txn", history, boot, TXN_TOPIC, txn_id, random.Random(seed * 7919 + 1))
     if java:
         producers.append(JavaIdempotentProducer("java", history, boot, JAVA_TOPIC, version=java))
-    consumer = GroupConsumer("group", history, boot, group, sorted({t for t, _ in workload_partitions}))
-    workloads = [*producers, txn, consumer]
+    topics = sorted({t for t, _ in workload_partitions})
+    consumers = {"group": (group, GroupConsumer("group", history, boot, group, topics)),
+                 "kp-group": (f"{group}-kp", KafkaPythonGroupConsumer("kp-group", history, boot, f"{group}-kp", topics))}
+    workloads = [*producers, txn, *(w for _, w in consumers.values())]
     for w in workloads:
         w.start()
-    nemesis = Nemesis(c, history, rng, targets, workload_partitions + [(t.topic, t.partition) for t in targets[-2:]],
+    nemesis = Nemesis(c, history, rng, targets, workload_partitions + [(t.topic, t.partition) for t in targets[-3:]],
                       SESSION_TIMEOUT_S)
     try:
         time.sleep(3.0)                          # a fault-free start: everyone connected and writing
@@ -125,12 +129,17 @@ def run(c: LocalCluster, seed: int, duration: float, out_dir: Path, java: str | 
     # the group reads on until it has everything acknowledged (bounded: liveness is a finding)
     wanted = {e["value"].encode() for e in history.of("ack")}
     wanted |= {txn_value(e["n"], s) for e in history.of("txn-committed") for s in "ab"}
-    caught_up = _wait(lambda: wanted <= consumer.read_values or consumer.crashed is not None, 90)
-    caught_up = caught_up and consumer.crashed is None
-    history.add("run", "group-caught-up" if caught_up else "group-behind",
-                missing=len(wanted - consumer.read_values))
-    consumer.stop(60)
-    committed = committed_offsets(boot, group, workload_partitions[:])
+    caught_up: dict[str, bool] = {}
+    committed: dict[str, dict[str, int]] = {}
+    deadline = time.monotonic() + 90
+    for name, (group_id, consumer) in consumers.items():
+        done = _wait(lambda: wanted <= consumer.read_values or consumer.crashed is not None,
+                     max(1.0, deadline - time.monotonic()))
+        caught_up[name] = done and consumer.crashed is None
+        history.add(name, "caught-up" if caught_up[name] else "behind", missing=len(wanted - consumer.read_values))
+    for name, (group_id, consumer) in consumers.items():
+        consumer.stop(60)
+        committed[name] = committed_offsets(boot, group_id, workload_partitions)
     final, unfinished = read_committed_all(boot, workload_partitions)
     history.add("run", "final-read", counts={k: len(v) for k, v in final.items()}, unfinished=unfinished)
     # replicas in sync, then a clean stop so the logs on disk are final
@@ -145,7 +154,7 @@ def run(c: LocalCluster, seed: int, duration: float, out_dir: Path, java: str | 
     history.close()
     report = check(history.events, replicas, final, unfinished, committed, caught_up)
     names = [f"librdkafka {PRODUCERS} idempotent producers", "librdkafka transactional pairs",
-             "librdkafka read_committed group"] + ([f"Java {java} idempotent producer"] if java else [])
+             "librdkafka read_committed group", "kafka-python read_committed group"] + ([f"Java {java} idempotent producer"] if java else [])
     result = Run(seed, report, history.path, artefact, nemesis.ran, nemesis.available, nemesis.skipped,
                  time.monotonic() - t_start, names)
     artefact.write_text(json.dumps({"seed": seed, "duration": duration, "elapsed_s": round(result.elapsed_s, 1),

@@ -322,6 +322,65 @@ class GroupConsumer(Workload):
         self.history.add(self.name, "closed")
 
 
+class KafkaPythonGroupConsumer(Workload):
+    """The same reader as ``GroupConsumer`` on kafka-python (its own group): issue 20 saw a
+    kafka-python group read nothing for a minute after leader kills."""
+
+    def __init__(self, name: str, history: History, bootstrap: str, group: str, topics: Iterable[str],
+                 commit_interval: float = 1.0) -> None:
+        super().__init__(name, history)
+        self.bootstrap, self.group, self.topics = bootstrap, group, list(topics)
+        self.commit_interval = commit_interval
+        self.consumer: Any = None
+        self.read_values: set[bytes] = set()
+        self.positions: dict[tuple[str, int], int] = {}
+        self._last_commit = time.monotonic()
+
+    def setup(self) -> None:
+        from kafka import KafkaConsumer
+
+        self.consumer = KafkaConsumer(*self.topics, group_id=self.group, bootstrap_servers=self.bootstrap,
+                                      isolation_level="read_committed", enable_auto_commit=False,
+                                      auto_offset_reset="earliest", session_timeout_ms=6000,
+                                      heartbeat_interval_ms=1000, metadata_max_age_ms=1000,
+                                      request_timeout_ms=10000, client_id=self.name)
+
+    def step(self) -> None:
+        for tp, records in self.consumer.poll(timeout_ms=200, max_records=500).items():
+            for m in records:
+                self.read_values.add(m.value)
+                self.positions[(tp.topic, tp.partition)] = m.offset + 1
+                self.history.add(self.name, "read", topic=tp.topic, partition=tp.partition, offset=m.offset,
+                                 value=m.value.decode(errors="replace"))
+        if time.monotonic() - self._last_commit >= self.commit_interval:
+            self.commit()
+
+    def commit(self) -> None:
+        from kafka import OffsetAndMetadata, TopicPartition as KTopicPartition
+        from kafka.errors import KafkaError as KPError
+
+        self._last_commit = time.monotonic()
+        if not self.positions:
+            return
+        offsets = {KTopicPartition(t, p): OffsetAndMetadata(off, "", -1) for (t, p), off in self.positions.items()
+                   if KTopicPartition(t, p) in self.consumer.assignment()}
+        if not offsets:
+            return
+        attempted = {f"{tp.topic}-{tp.partition}": om.offset for tp, om in offsets.items()}
+        try:
+            self.consumer.commit(offsets)
+        except KPError as exc:     # its outcome is unknown
+            self.history.add(self.name, "commit-failed", error=repr(exc), attempted=attempted)
+            return
+        self.history.add(self.name, "commit", offsets={f"{tp.topic}-{tp.partition}": om.offset
+                                                       for tp, om in offsets.items()}, errors={})
+
+    def finish(self) -> None:
+        self.commit()
+        self.consumer.close(autocommit=False)
+        self.history.add(self.name, "closed")
+
+
 def committed_offsets(bootstrap: str, group: str, partitions: list[tuple[str, int]]) -> dict[str, int]:
     """What OffsetFetch answers for ``group`` now ("topic-partition" -> offset, -1001 when none)."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
