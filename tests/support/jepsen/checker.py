@@ -12,7 +12,8 @@ Each rule adds a line to ``problems``; nothing is tolerated because of a fault. 
   ones fully there, aborted ones not there at all; the log's own markers agree;
 - group offsets: OffsetFetch after the run returns the last commit the member was told succeeded;
 - replicas: each workload partition's log is byte-identical on the three brokers;
-- liveness: the group read every acknowledged record once the cluster healed.
+- liveness: the groups read every acknowledged record once the cluster healed, and the cluster
+  healed (every broker back in every ISR) after each fault.
 
 It also computes, for each fault, the time to the next acknowledged write from its start and
 from its end (``recovery``)."""
@@ -288,6 +289,9 @@ def check(events: list[dict[str, Any]], replicas: dict[str, dict[int, ReplicaLog
                                                       and e["type"] == "commit-failed")}
                            for p in sorted(committed_at_end)}
 
+    stuck = [e for e in events if e["type"] == "not-healed"]
+    if stuck:
+        rep.problem(f"healing: the cluster did not get every broker back into every ISR in time after: {stuck}")
     crashed = [e for e in events if e["type"] == "crashed"]
     if crashed:
         rep.problem(f"workloads crashed: {crashed}")
