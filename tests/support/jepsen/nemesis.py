@@ -100,7 +100,7 @@ class Nemesis:
         followers, drawn beforehand so the seed's draws do not depend on the cluster's state)."""
         c = self.c
         node = -1
-        label = "etcd" if fault == "restart-etcd" else target.label
+        label = {"restart-etcd": "etcd", "cut-controller-from-etcd": "controller"}.get(fault, target.label)
         record: dict[str, Any] = {"fault": fault, "target": label, "hold_s": round(hold, 2)}
         if fault in ("kill-leader", "pause-leader", "cut-leader"):
             node = self._leader(target)
@@ -173,7 +173,7 @@ class Nemesis:
             healed = self.wait_healed(heal_timeout)
             record["healed_after_s"] = None if healed is None else round(healed, 2)
             self.history.add("nemesis", "healed" if healed is not None else "not-healed", fault=fault,
-                             target=target.label, after_s=record["healed_after_s"])
+                             target=record.get("target"), after_s=record["healed_after_s"])
             if healed is None:
                 self.heal_everything()
             time.sleep(quiet)
