@@ -65,11 +65,29 @@ class Run:
         return "\n".join(lines)
 
 
-def _create_topics(c: LocalCluster, java: bool) -> None:
+def _txn_coordinator(c: LocalCluster, txn_id: str) -> int:
+    """The transaction coordinator of ``txn_id`` (FindCoordinator v3, key type 1; the first one
+    creates __transaction_state)."""
+    from tests.support.cluster_support import one_broker
+    from tests.support.rawclient import RawClient
+
+    def ask() -> int | None:
+        with RawClient(one_broker(c)) as rc:
+            r = rc.request(10, 3, key=txn_id, key_type=1)
+        return r.node_id if r.error_code == 0 else None
+    return c.wait_for(ask, timeout=60, what=f"a transaction coordinator for {txn_id}")
+
+
+def _create_topics(c: LocalCluster, java: bool, txn_id: str) -> None:
+    """The transactional topic's two partitions are led by the transaction coordinator's broker
+    (issue 20's half transaction needs that broker cut off while it leads both), the idempotent
+    producers' partitions are spread by the cluster."""
     from tests.support.cluster_support import create_topic
 
     create_topic(c, IDEM_TOPIC, partitions=PRODUCERS, rf=3)
-    create_topic(c, TXN_TOPIC, partitions=2, rf=3)
+    coordinator = _txn_coordinator(c, txn_id)
+    others = sorted(n for n in c.brokers if n != coordinator)
+    create_topic(c, TXN_TOPIC, partitions=2, assignment={0: [coordinator, *others], 1: [coordinator, *others[::-1]]})
     if java:
         create_topic(c, JAVA_TOPIC, partitions=1, rf=3)
 
@@ -91,9 +109,9 @@ def run(c: LocalCluster, seed: int, duration: float, out_dir: Path, java: str | 
     artefact = out_dir / f"jepsen-seed{seed}.json"
     rng = random.Random(seed)
     history.add("run", "seed", seed=seed, duration=duration, java=java)
-    _create_topics(c, java is not None)
     group = f"jepsen-group-{seed}"
     txn_id = f"jepsen-txn-{seed}"
+    _create_topics(c, java is not None, txn_id)
     workload_partitions = [(IDEM_TOPIC, i) for i in range(PRODUCERS)] + [(TXN_TOPIC, 0), (TXN_TOPIC, 1)]
     if java:
         workload_partitions.append((JAVA_TOPIC, 0))
