@@ -342,27 +342,33 @@ def recovery_times(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if e["type"] != "fault-end":
             continue
         on_target = [t for t, tp in acks if tp == e["target"]]
+        # the longest stretch without an acknowledgement on the faulted partition, from the fault's
+        # start to 30 s after its end (an ack just after the start may have been replicated before)
+        window = [e["start"], *(t for t in on_target if e["start"] < t < e["t"] + 30)]
+        gap = max((b - a for a, b in zip(window, window[1:])), default=None) if on_target else None
         out.append({"fault": e["fault"], "target": e["target"], "node": e["node"], "start": e["start"],
                     "end": e["t"], "ack_after_start_s": after(ack_t, e["start"]),
                     "ack_after_end_s": after(ack_t, e["t"]),
                     "target_ack_after_start_s": after(on_target, e["start"]) if on_target else None,
                     "target_ack_after_end_s": after(on_target, e["t"]) if on_target else None,
+                    "target_longest_gap_s": None if gap is None else round(gap, 3),
                     "commit_after_start_s": after(commit_t, e["start"]),
                     "commit_after_end_s": after(commit_t, e["t"])})
     return out
 
 
 def format_recovery(rows: list[dict[str, Any]]) -> str:
-    """A table: any ack / the faulted partition's ack / a committed transaction, each from the
-    fault's start and from its end ("-": the target is not an idempotent producer's partition)."""
+    """A table: any ack / the faulted partition's ack (and its longest gap without one) / a
+    committed transaction, each from the fault's start and from its end ("-": the target is not
+    an idempotent producer's partition)."""
     def f(x: float | None) -> str:
         return "-" if x is None else f"{x:.2f}"
 
     lines = [f"{'fault':<26}{'target':<20}{'node':>5}{'start':>7}{'held':>6} | {'ack from start/end':>18} | "
-             f"{'target ack start/end':>20} | {'txn commit start/end':>20}"]
+             f"{'target ack start/end/gap':>24} | {'txn commit start/end':>20}"]
     for r in rows:
         lines.append(f"{r['fault']:<26}{r['target']:<20}{r['node']:>5}{r['start']:>7.1f}{r['end'] - r['start']:>6.1f} | "
                      f"{f(r['ack_after_start_s']) + ' / ' + f(r['ack_after_end_s']):>18} | "
-                     f"{f(r['target_ack_after_start_s']) + ' / ' + f(r['target_ack_after_end_s']):>20} | "
+                     f"{f(r['target_ack_after_start_s']) + ' / ' + f(r['target_ack_after_end_s']) + ' / ' + f(r['target_longest_gap_s']):>24} | "
                      f"{f(r['commit_after_start_s']) + ' / ' + f(r['commit_after_end_s']):>20}")
     return os.linesep.join(lines)
