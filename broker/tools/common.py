@@ -177,6 +177,8 @@ def librdkafka_config(props: dict[str, str], bootstrap: str | None) -> dict[str,
         conf["sasl.mechanism"] = conf["sasl.mechanism"].upper()
     if bootstrap:
         conf["bootstrap.servers"] = bootstrap
+    # librdkafka's informational log lines are not part of Kafka's tools' output
+    conf.setdefault("log_level", 3)
     return conf
 
 
