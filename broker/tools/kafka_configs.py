@@ -205,23 +205,28 @@ class ConfigService:
                 print(f"  {e.name}={value} sensitive={'true' if e.is_sensitive else 'false'} synonyms={{{synonyms}}}")
 
     def describe_users(self, names: list[str]) -> None:
+        """SCRAM credentials only (Kafka also prints the users' quotas first; not supported here).
+        No --entity-name: every user that has credentials, as Kafka's tool lists them."""
+        result: dict[str, Any] = {}
         try:
-            result = self.admin.describe_user_scram_credentials(names or None).result(timeout=30) if not names else None
-            if names:
+            if not names:
+                result = dict(self.admin.describe_user_scram_credentials().result(timeout=30))
+                futs: dict[str, Any] = {}
+            else:
                 futs = self.admin.describe_user_scram_credentials(names)
-                result = {}
-                for user, fut in futs.items():
-                    try:
-                        result[user] = fut.result(timeout=30)
-                    except Exception as e:
-                        err = e.args[0] if e.args else None
-                        if getattr(err, "name", lambda: "")() == "RESOURCE_NOT_FOUND":
-                            continue
-                        print(f"Error retrieving SCRAM credential configs for user-principal '{user}': "
-                              f"{java_exception_name(err)}: {getattr(err, 'str', lambda: str(e))()}")
         except Exception as e:
             raise self._fail(e) from e
-        for user, desc in (result or {}).items():
+        for user, fut in futs.items():
+            try:
+                result[user] = fut.result(timeout=30)
+            except Exception as exc:
+                err = exc.args[0] if exc.args else None
+                if getattr(err, "name", lambda: "")() == "RESOURCE_NOT_FOUND":
+                    continue
+                text = err.str() if err is not None and hasattr(err, "str") else str(exc)
+                print(f"Error retrieving SCRAM credential configs for user-principal '{user}': "
+                      f"{java_exception_name(err)}: {text}")
+        for user, desc in result.items():
             infos = ", ".join(f"{i.mechanism.name.replace('_', '-')}=iterations={i.iterations}"
                               for i in desc.scram_credential_infos)
             print(f"SCRAM credential configs for user-principal '{user}' are {infos}")

@@ -159,12 +159,13 @@ def main(argv: list[str]) -> int:
                                      "org.apache.kafka.common.errors.TimeoutException\n")
                     break
                 continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
                     continue
                 if args.skip_message_on_error:
                     continue
-                sys.stderr.write(f"ERROR Error processing message, terminating consumer process: {msg.error().str()}\n")
+                sys.stderr.write(f"ERROR Error processing message, terminating consumer process: {error.str()}\n")
                 break
             last = time.monotonic()
             count += 1

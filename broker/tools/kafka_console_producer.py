@@ -163,7 +163,8 @@ def main(argv: list[str]) -> int:
         key, value, headers = reader.parse(line, number)
         while True:
             try:
-                producer.produce(args.topic, value=value, key=key, headers=headers or None, on_delivery=delivered)
+                producer.produce(args.topic, value=value, key=key, headers=list(headers) or None,  # type: ignore[arg-type]
+                                  on_delivery=delivered)
                 break
             except BufferError:
                 producer.poll(0.1)

@@ -134,7 +134,7 @@ class GroupService:
         result = self._get(self.admin.list_consumer_groups(**kwargs))
         return list(result.valid)
 
-    def list(self, args: Any) -> None:
+    def list_action(self, args: Any) -> None:
         listings = self.list_groups(args)
         include_type, include_state = args.type is not None, args.state is not None
         if not include_type and not include_state:
@@ -541,7 +541,7 @@ def main(argv: list[str]) -> int:
         parser.usage_and_exit("--delete-offsets is not supported by this kafka-consumer-groups (see the documentation)")
     service = GroupService(client_config(args, bootstrap), args.timeout)
     try:
-        {"list": service.list, "describe": service.describe, "delete": service.delete,
+        {"list": service.list_action, "describe": service.describe, "delete": service.delete,
          "reset_offsets": service.reset}[actions[0]](args)
     except ToolError:
         raise

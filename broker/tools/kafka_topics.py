@@ -144,7 +144,7 @@ class TopicService:
             raise ToolError("Error while executing topic command : " + error_text(e)) from e
         print(f"Created topic {name}.")
 
-    def list(self, args: argparse.Namespace) -> None:
+    def list_action(self, args: argparse.Namespace) -> None:
         print("\n".join(self.topics(args.topic, args.exclude_internal)))
 
     def _ensure_exists(self, found: list[str], args: argparse.Namespace) -> None:
@@ -194,7 +194,7 @@ class TopicService:
             names = sorted(md.topics)
             descs = self.admin.describe_topics(TopicCollection(names))
             by_id = {}
-            for name, fut in descs.items():
+            for fut in descs.values():
                 try:
                     d = self._result(fut)
                 except Exception:
@@ -295,7 +295,8 @@ def main(argv: list[str]) -> int:
         other = "partitions" if args.partitions is not None else "replication-factor"
         parser.usage_and_exit(f'Option "[replica-assignment]" can\'t be used with option "[{other}]"')
     service = TopicService(client_config(args, bootstrap))
-    getattr(service, action)(args)
+    {"list": service.list_action, "describe": service.describe, "create": service.create,
+     "alter": service.alter, "delete": service.delete}[action](args)
     return 0
 
 
