@@ -177,9 +177,23 @@ def librdkafka_config(props: dict[str, str], bootstrap: str | None) -> dict[str,
         conf["sasl.mechanism"] = conf["sasl.mechanism"].upper()
     if bootstrap:
         conf["bootstrap.servers"] = bootstrap
-    # librdkafka's informational log lines are not part of Kafka's tools' output
-    conf.setdefault("log_level", 3)
+    # librdkafka's log lines are not part of Kafka's tools' output (its retries of an unreachable broker
+    # would fill stderr); failures reach the tool as errors of its requests
+    conf.setdefault("log_level", 2)
+    conf.setdefault("error_cb", fail_fast_on_authentication)
     return conf
+
+
+def fail_fast_on_authentication(err: Any) -> None:
+    """librdkafka retries a failed SASL/TLS login until the request times out; Kafka's Java client
+    gives up at once (an authentication failure is fatal), and so does a tool: message, exit 1."""
+    from confluent_kafka import KafkaError
+
+    if err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL):
+        sys.stdout.flush()
+        sys.stderr.write(f"ERROR {err.str()}\n")
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def pem_truststore(location: str, kind: str, password: str | None) -> str:
@@ -311,11 +325,19 @@ def java_hashmap_order(items: Sequence[T], hash_of: Callable[[T], int]) -> list[
 
 # --- running -----------------------------------------------------------------------------------
 
-def run(main: Callable[[list[str]], int], argv: list[str] | None = None) -> None:
+def run(main: Callable[[list[str]], int], argv: list[str] | None = None,
+        failure: Callable[[BaseException], ToolError] | None = None) -> None:
     """Run a tool's ``main``: its return value is the exit code; a ToolError prints its message
-    (where Kafka's tool prints it) and exits with its code; Ctrl-C exits 130 quietly."""
+    (where Kafka's tool prints it) and exits with its code; any other error of the client library
+    becomes ``failure(error)`` (the tool's own wording of an unexpected failure); Ctrl-C exits 130
+    quietly."""
     try:
-        code = main(sys.argv[1:] if argv is None else argv)
+        try:
+            code = main(sys.argv[1:] if argv is None else argv)
+        except (ToolError, KeyboardInterrupt, BrokenPipeError, SystemExit):
+            raise
+        except Exception as e:
+            raise (failure or default_failure)(e) from e
     except ToolError as e:
         stream = sys.stderr if e.stream == "stderr" else sys.stdout
         stream.write(str(e) + "\n")
@@ -329,18 +351,20 @@ def run(main: Callable[[list[str]], int], argv: list[str] | None = None) -> None
     os._exit(code) if _has_native_threads() else sys.exit(code)
 
 
+def default_failure(exc: BaseException) -> ToolError:
+    return ToolError(f"ERROR {error_message(exc)}", stream="stderr")
+
+
+def error_message(exc: BaseException) -> str:
+    """An error's message as Kafka's client would carry it: the broker's text when it sent one,
+    else the client library's description."""
+    err = exc.args[0] if exc.args else None
+    if err is not None and hasattr(err, "str"):
+        return str(err.str())
+    description = getattr(exc, "description", None)
+    return str(exc) or str(description or type(exc).__name__)
+
+
 def _has_native_threads() -> bool:
     """librdkafka's handles may keep background threads; a tool that is done exits at once."""
     return "confluent_kafka" in sys.modules
-
-
-def kafka_error_message(exc: BaseException) -> str:
-    """The message of a client-library exception as Kafka's Java client would word it: the
-    broker's error message when it sent one, else the error's default description."""
-    from confluent_kafka import KafkaError, KafkaException
-
-    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
-        err: KafkaError = exc.args[0]
-        text = err.str()
-        return text
-    return str(exc)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .common import ToolError, admin_client, client_config, require_bootstrap, run, tool_parser
+from .common import error_message, ToolError, admin_client, client_config, require_bootstrap, run, tool_parser
 
 RESOURCE_TYPES = ("TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID")
 # Kafka's AclEntry.supportedOperations per resource type (ALL is always accepted)
@@ -200,7 +200,7 @@ def main(argv: list[str]) -> int:
 
 
 def entry() -> None:
-    run(main)
+    run(main, failure=lambda e: ToolError("Error while executing ACL command: " + error_message(e)))
 
 
 if __name__ == "__main__":

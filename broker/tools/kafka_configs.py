@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from .common import (
+    error_message,
     ToolError,
     admin_client,
     client_config,
@@ -362,7 +363,11 @@ def main(argv: list[str]) -> int:
 
 
 def entry() -> None:
-    run(main)
+    def failure(e: BaseException) -> ToolError:
+        return ToolError(f"Error while executing config command with args '{' '.join(sys.argv[1:])}'\n"
+                         f"{error_message(e)}", stream="stderr")
+
+    run(main, failure=failure)
 
 
 if __name__ == "__main__":

@@ -551,7 +551,8 @@ def main(argv: list[str]) -> int:
 
 
 def entry() -> None:
-    run(main)
+    run(main, failure=lambda e: ToolError("\nError: Executing consumer group command failed due to " + java_exception(e),
+                                          exit_code=0))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .common import ToolError, admin_client, client_config, require_bootstrap, run, tool_parser
+from .common import error_message, ToolError, admin_client, client_config, require_bootstrap, run, tool_parser
 from .kafka_topics import INTERNAL_TOPICS, topic_filter
 
 TOPIC_PARTITION_PATTERN = re.compile(r"([^:,]*)(?::(?:([0-9]*)|(?:([0-9]*)-([0-9]*))))?")
@@ -117,7 +117,7 @@ def main(argv: list[str]) -> int:
 
 
 def entry() -> None:
-    run(main)
+    run(main, failure=lambda e: ToolError("Error occurred: " + error_message(e), stream="stderr"))
 
 
 if __name__ == "__main__":

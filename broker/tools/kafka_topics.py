@@ -301,7 +301,7 @@ def main(argv: list[str]) -> int:
 
 
 def entry() -> None:
-    run(main)
+    run(main, failure=lambda e: ToolError("Error while executing topic command : " + error_text(e)))
 
 
 if __name__ == "__main__":

@@ -304,3 +304,142 @@ def test_configs_broker_default_alter_reaches_describe(tbroker: SamsaBroker) -> 
     r = tool("kafka-configs", "--bootstrap-server", b, "--entity-type", "brokers", "--entity-name", "1", "--alter",
              "--add-config", "log.retention.ms=120000")
     assert (r.returncode, r.stdout) == (0, "Completed updating config for broker 1.\n"), r.stderr
+
+
+# --- kafka-get-offsets, kafka-features, kafka-transactions ---------------------------------------
+
+def test_get_offsets(tbroker: SamsaBroker) -> None:
+    b = tbroker.bootstrap_servers
+    t = name("offs")
+    assert tool("kafka-topics", "--bootstrap-server", b, "--create", "--topic", t, "--partitions", "12").returncode == 0
+    produce(b, t, {0: 3, 2: 1, 11: 4})
+    r = tool("kafka-get-offsets.sh", "--bootstrap-server", b, "--topic", t)
+    # sorted as text "topic-partition", as Kafka's GetOffsetShell sorts: 10 and 11 before 2
+    order = sorted(range(12), key=lambda p: f"{t}-{p}")
+    ends = {0: 3, 2: 1, 11: 4}
+    assert (r.returncode, r.stdout) == (0, "".join(f"{t}:{p}:{ends.get(p, 0)}\n" for p in order))
+    r = tool("kafka-get-offsets", "--bootstrap-server", b, "--topic-partitions", f"{t}:0,{t}:10-12", "--time", "-2")
+    assert r.stdout == f"{t}:0:0\n{t}:10:0\n{t}:11:0\n"
+    r = tool("kafka-get-offsets", "--bootstrap-server", b, "--topic", t, "--partitions", "0,11", "--time", "latest")
+    assert r.stdout == f"{t}:0:3\n{t}:11:4\n"
+    r = tool("kafka-get-offsets", "--bootstrap-server", b, "--topic", "no-such-topic-.*")
+    assert (r.returncode, r.stderr) == (1, "Error occurred: Could not match any topic-partitions with the specified filters\n")
+    r = tool("kafka-get-offsets", "--bootstrap-server", b, "--topic", t, "--time", "yesterday")
+    assert r.returncode == 1 and r.stderr.startswith("Error occurred: Malformed time argument yesterday. Please use -1 or latest")
+
+
+def test_features_describe(tbroker: SamsaBroker) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=tbroker.bootstrap_servers)
+    try:
+        features = admin.describe_features()
+    finally:
+        admin.close()
+    r = tool("kafka-features.sh", "--bootstrap-server", tbroker.bootstrap_servers, "describe")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [line.split("\t")[0] for line in lines] == [f"Feature: {f}" for f in sorted(features)]
+    tv = features["transaction.version"]
+    assert (f"Feature: transaction.version\tSupportedMinVersion: {tv['supported'][0]}\tSupportedMaxVersion: "
+            f"{tv['supported'][1]}\tFinalizedVersionLevel: {tv['finalized'][1]}\tEpoch: {tv['finalized_epoch']}") in lines
+    mv = next(line for line in lines if line.startswith("Feature: metadata.version\t"))
+    # metadata.version levels are printed as Kafka's release names (level 7 = 3.3-IV3, 25 = 4.0-IV3)
+    names = {7: "3.3-IV3", 21: "3.9-IV0", 25: "4.0-IV3"}
+    low, high = features["metadata.version"]["supported"]
+    if low in names:
+        assert f"\tSupportedMinVersion: {names[low]}\t" in mv
+    if high in names:
+        assert f"\tSupportedMaxVersion: {names[high]}\t" in mv
+
+
+def test_transactions_list_and_describe(tbroker: SamsaBroker) -> None:
+    from confluent_kafka import Producer
+
+    b = tbroker.bootstrap_servers
+    t, txn = name("txt"), name("txn")
+    assert tool("kafka-topics", "--bootstrap-server", b, "--create", "--topic", t).returncode == 0
+    producer = Producer({"bootstrap.servers": b, "transactional.id": txn, "transaction.timeout.ms": 60000})
+    producer.init_transactions(20)
+    producer.begin_transaction()
+    producer.produce(t, b"in-flight")
+    producer.flush(20)
+    try:
+        r = tool("kafka-transactions.sh", "--bootstrap-server", b, "list")
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert [c.strip() for c in lines[0].split("\t")] == ["TransactionalId", "Coordinator", "ProducerId",
+                                                             "TransactionState", ""]
+        assert len({len(line) for line in lines}) == 1     # Kafka's prettyPrintTable pads every column
+        mine = [[c.strip() for c in line.split("\t")] for line in lines[1:] if line.startswith(txn)]
+        assert len(mine) == 1 and mine[0][1] == "1" and mine[0][3] == "Ongoing"
+        r = tool("kafka-transactions", "--bootstrap-server", b, "describe", "--transactional-id", txn)
+        header, row = r.stdout.splitlines()
+        cells = [c.strip() for c in row.split("\t")]
+        assert [c.strip() for c in header.split("\t")][:9] == [
+            "CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState", "TransactionTimeoutMs",
+            "CurrentTransactionStartTimeMs", "TransactionDurationMs", "TopicPartitions"]
+        assert cells[0] == "1" and cells[1] == txn and cells[4] == "Ongoing" and cells[5] == "60000"
+        assert cells[8] == f"{t}-0" and int(cells[7]) >= 0
+        # every cell is padded to its column's width and followed by a tab (Kafka's prettyPrintTable)
+        assert header.endswith("\t") and row.endswith("\t") and len(header) == len(row)
+    finally:
+        producer.abort_transaction(20)
+    r = tool("kafka-transactions", "--bootstrap-server", b, "describe", "--transactional-id", "no-such-txn")
+    assert r.returncode == 1
+    assert r.stderr.startswith("Failed to describe transaction state of transactional-id `no-such-txn`: ")
+
+
+# --- kafka-acls, and --command-config with SASL/PLAIN --------------------------------------------
+
+@pytest.fixture(scope="module")
+def sasl_broker(tmp_path_factory: pytest.TempPathFactory):
+    from tests.support.acl_support import JAAS
+    from tests.support.security_support import SecureBroker
+
+    b = SecureBroker(tmp_path_factory.mktemp("tools-acl") / "data", ["SASL_PLAINTEXT"], {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin", "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS}).start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+def client_properties(tmp_path, user: str) -> str:
+    path = tmp_path / f"{user}.properties"
+    path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                    "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
+                    f'    username="{user}" password="{user}-secret";\n')
+    return str(path)
+
+
+def test_acls_through_command_config(sasl_broker, tmp_path) -> None:
+    b = sasl_broker.bootstrap("SASL_PLAINTEXT")
+    admin_props, alice_props = client_properties(tmp_path, "admin"), client_properties(tmp_path, "alice")
+    t = name("acl")
+    r = tool("kafka-topics", "--bootstrap-server", b, "--command-config", admin_props, "--create", "--topic", t)
+    assert (r.returncode, r.stdout) == (0, f"Created topic {t}.\n"), r
+    r = tool("kafka-acls.sh", "--bootstrap-server", b, "--command-config", admin_props, "--add",
+             "--allow-principal", "User:alice", "--operation", "Read", "--operation", "Describe", "--topic", t)
+    resource = f"ResourcePattern(resourceType=TOPIC, name={t}, patternType=LITERAL)"
+    entries = [f"(principal=User:alice, host=*, operation={op}, permissionType=ALLOW)" for op in ("READ", "DESCRIBE")]
+    assert (r.returncode, r.stdout) == (0, f"Adding ACLs for resource `{resource}`: \n " + "\n".join(f"\t{e}" for e in entries)
+                                        + " \n\n"), r
+    r = tool("kafka-acls", "--bootstrap-server", b, "--command-config", admin_props, "--list", "--topic", t)
+    assert r.stdout.startswith(f"Current ACLs for resource `{resource}`: \n ")
+    assert sorted(line.strip() for line in r.stdout.splitlines()[1:] if line.strip()) == sorted(entries)
+    # alice may describe the topic now, not delete it
+    r = tool("kafka-topics", "--bootstrap-server", b, "--command-config", alice_props, "--list")
+    assert r.stdout.splitlines() == [t]
+    r = tool("kafka-topics", "--bootstrap-server", b, "--command-config", alice_props, "--delete", "--topic", t)
+    assert r.returncode == 1 and r.stdout.startswith("Error while executing topic command : ")
+    r = tool("kafka-acls", "--bootstrap-server", b, "--command-config", admin_props, "--remove", "--force",
+             "--allow-principal", "User:alice", "--operation", "Read", "--topic", t)
+    assert (r.returncode, r.stdout) == (0, "")
+    r = tool("kafka-acls", "--bootstrap-server", b, "--command-config", admin_props, "--list", "--topic", t)
+    assert [line.strip() for line in r.stdout.splitlines()[1:] if line.strip()] == [entries[1]]
+    # a wrong password: the tool fails instead of hanging
+    bad = tmp_path / "bad.properties"
+    bad.write_text(open(alice_props).read().replace("alice-secret", "wrong"))
+    r = tool("kafka-topics", "--bootstrap-server", b, "--command-config", str(bad), "--list")
+    assert r.returncode == 1
