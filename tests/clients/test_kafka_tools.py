@@ -443,3 +443,40 @@ def test_acls_through_command_config(sasl_broker, tmp_path) -> None:
     bad.write_text(open(alice_props).read().replace("alice-secret", "wrong"))
     r = tool("kafka-topics", "--bootstrap-server", b, "--command-config", str(bad), "--list")
     assert r.returncode == 1
+
+
+def test_consumer_groups_describe_a_kip848_consumer_group(tbroker: SamsaBroker) -> None:
+    """A ``group.protocol=consumer`` member (ConsumerGroupDescribe underneath): its assignment,
+    KIP-848's ``uniform`` assignor in --state, and the Consumer type in --list --type."""
+    from confluent_kafka import Consumer
+
+    b = tbroker.bootstrap_servers
+    t, g = name("k848"), name("g848")
+    assert tool("kafka-topics", "--bootstrap-server", b, "--create", "--topic", t, "--partitions", "2").returncode == 0
+    produce(b, t, {0: 2, 1: 5})
+    consumer = Consumer({"bootstrap.servers": b, "group.id": g, "group.protocol": "consumer", "client.id": "c848",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([t])
+    got, deadline = 0, time.monotonic() + 30
+    while got < 7 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            got += 1
+    assert got == 7
+    consumer.commit(asynchronous=False)
+    try:
+        r = tool("kafka-consumer-groups", "--bootstrap-server", b, "--describe", "--group", g)
+        rows = [line.split() for line in r.stdout.split("\n")[2:-1]]
+        assert sorted(row[2:6] for row in rows) == [["0", "2", "2", "0"], ["1", "5", "5", "0"]]
+        member = consumer.memberid()
+        assert {(row[6], row[7], row[8]) for row in rows} == {(member, "/127.0.0.1", "c848")}
+        r = tool("kafka-consumer-groups", "--bootstrap-server", b, "--describe", "--group", g, "--members", "--verbose")
+        head, row = r.stdout.split("\n")[1:3]
+        assert head.split() == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]
+        assert row.split() == [g, member, "/127.0.0.1", "c848", "2", "(0,1)"]
+        r = tool("kafka-consumer-groups", "--bootstrap-server", b, "--describe", "--group", g, "--state")
+        assert r.stdout.split("\n")[2].split()[-3:] == ["uniform", "Stable", "1"]
+        r = tool("kafka-consumer-groups", "--bootstrap-server", b, "--list", "--type", "consumer")
+        assert [line.split() for line in r.stdout.splitlines() if line.startswith(g)] == [[g, "Consumer"]]
+    finally:
+        consumer.close()
