@@ -54,11 +54,16 @@ def tool_parser(prog: str, description: str) -> KafkaArgumentParser:
     return parser
 
 
-def require_bootstrap(parser: KafkaArgumentParser, args: argparse.Namespace) -> str:
+def require_bootstrap(parser: KafkaArgumentParser, args: argparse.Namespace,
+                      missing: str | None = None) -> str:
+    """The ``--bootstrap-server`` value; without one, Kafka's usage error (``missing``: the tool's
+    own message, printed without the help, as Kafka's tools that throw it do)."""
     if args.version:
         print(KAFKA_VERSION)
         sys.exit(0)
     if not args.bootstrap_server:
+        if missing is not None:
+            raise ToolError(missing, stream="stderr")
         parser.usage_and_exit('Missing required argument "[bootstrap-server]"')
     return str(args.bootstrap_server)
 

@@ -61,6 +61,8 @@ def block(title: str, entries: list[str]) -> str:
 def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not args.bootstrap_server and not args.version:
+        parser.usage_and_exit("One of --bootstrap-server or --bootstrap-controller must be specified")
     bootstrap = require_bootstrap(parser, args)
     if sum((args.add, args.remove, args.list)) != 1:
         parser.usage_and_exit("Command must include exactly one action: --list, --add, --remove. ")

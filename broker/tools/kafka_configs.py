@@ -300,7 +300,8 @@ def main(argv: list[str]) -> int:
     if not argv:
         parser.usage_and_exit("This tool helps to manipulate and describe entity config for a topic, client, user, "
                               "broker, ip, client-metrics or group")
-    bootstrap = require_bootstrap(parser, args)
+    bootstrap = require_bootstrap(parser, args, "One of the required --bootstrap-server, --boostrap-controller, or "
+                                                "--zookeeper arguments must be specified")
     if args.describe == args.alter:
         parser.usage_and_exit("Command must include exactly one action: --describe, --alter")
     types, names = list(args.entity_type), list(args.entity_name)

@@ -276,7 +276,7 @@ def main(argv: list[str]) -> int:
     if args.delete_config:
         print("delete-config option is no longer supported and deprecated since version 4.0. "
               "The config will be fully removed in future releases.", file=__import__("sys").stderr)
-    bootstrap = require_bootstrap(parser, args)
+    bootstrap = require_bootstrap(parser, args, "--bootstrap-server must be specified")
     if action not in ("list", "describe") and not args.topic:
         parser.usage_and_exit('Missing required argument "[topic]"')
     if action == "describe" and args.if_exists and not args.topic and not args.topic_id:
