@@ -88,3 +88,20 @@ def test_kafka_topics_and_consumer_groups_on_three_brokers(samsa_cluster: LocalC
     r = tool("kafka-consumer-groups", "--bootstrap-server", first, "--describe", "--group", g, "--state")
     state_line = r.stdout.split("\n")[2]
     assert state_line.split()[0] == g and state_line.split()[-2:] == ["Empty", "0"]
+
+    # a broker down: its partitions are under-replicated, none unavailable (leaders moved), as Kafka reports
+    c.kill(3)
+    deadline = time.monotonic() + 45
+    while True:
+        r = tool("kafka-topics", "--bootstrap-server", first, "--describe", "--topic", t, "--under-replicated-partitions")
+        lines = r.stdout.splitlines()
+        if len(lines) == 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert len(lines) == 3, r
+    for line in lines:
+        cells = dict(cell.split(": ", 1) for cell in line.strip("\t").split("\t") if ": " in cell)
+        assert cells["Topic"] == t and cells["Leader"] in ("1", "2")
+        assert sorted(cells["Replicas"].split(",")) == ["1", "2", "3"] and "3" not in cells["Isr"].split(",")
+    r = tool("kafka-topics", "--bootstrap-server", first, "--describe", "--topic", t, "--unavailable-partitions")
+    assert (r.returncode, r.stdout) == (0, "")
