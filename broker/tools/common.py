@@ -32,6 +32,15 @@ class KafkaArgumentParser(argparse.ArgumentParser):
     """argparse with Kafka's conventions: ``--opt value`` and ``--opt=value``; an error prints the
     message, then the help, on stderr and exits 1 (argparse's own convention is exit 2)."""
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """Parsed arguments; ``--version`` prints the version and exits 0 before any other check,
+        as Kafka's ``CommandLineUtils.maybePrintHelpOrVersion`` does."""
+        parsed = super().parse_args(args, namespace)
+        if getattr(parsed, "version", False):
+            print(KAFKA_VERSION)
+            sys.exit(0)
+        return parsed
+
     def error(self, message: str) -> NoReturn:
         message = re.sub(r"^unrecognized arguments: ", "", message)
         self.usage_and_exit(message)
