@@ -348,6 +348,72 @@ class GroupService:
             if success:
                 print("\nThese consumer groups were deleted successfully: '" + "'".join(success) + "', '")
 
+    # --- delete offsets ----------------------------------------------------------------------
+    def delete_offsets(self, args: Any) -> None:
+        """Kafka's ``--delete-offsets``: OffsetDelete through kafka-python (confluent-kafka has no
+        OffsetDelete API); the summary line, then the TOPIC PARTITION STATUS table."""
+        import kafka.errors as Errors
+        from confluent_kafka import TopicCollection
+        from kafka import TopicPartition as KpTopicPartition
+        from kafka.admin import KafkaAdminClient
+
+        from .common import kafka_python_config, load_properties
+
+        group = args.group[0]
+        results: dict[tuple[str, int], str | None] = {}
+        partitions: list[tuple[str, int]] = []
+        whole = [t for t in args.topic if ":" not in t]
+        for arg in args.topic:
+            if ":" in arg:
+                parts = arg.split(":")
+                if len(parts) != 2:
+                    raise ToolError(f"Invalid topic arg '{arg}', expected topic name and partitions", stream="stderr")
+                partitions.extend((parts[0], int(p)) for p in parts[1].split(","))
+        if whole:
+            futs = self.admin.describe_topics(TopicCollection(whole))
+            for t in whole:
+                try:
+                    partitions.extend((t, p.id) for p in self._get(futs[t]).partitions)
+                except Exception as e:
+                    err = e.args[0] if e.args else None
+                    results[(t, -1)] = (java_error(Errors.UnknownTopicOrPartitionError)
+                                        if getattr(err, "name", lambda: "")() == "UNKNOWN_TOPIC_OR_PART"
+                                        else java_exception(e))
+        props = load_properties(args.command_config) if args.command_config else {}
+        kp = KafkaAdminClient(**kafka_python_config(props, args.bootstrap_server))
+        top: Any = None
+        try:
+            answers = kp.delete_group_offsets(group, [KpTopicPartition(t, p) for t, p in partitions])
+            for tp, err in answers.items():
+                results[(tp.topic, tp.partition)] = None if err is Errors.NoError else java_error(err)
+        except Errors.KafkaError as e:
+            top = type(e)
+            for tp in partitions:
+                results[tp] = java_error(top)
+        finally:
+            kp.close()
+        name = getattr(top, "__name__", "")
+        if top is None:
+            if any(v is not None for tp, v in results.items() if tp[1] >= 0):
+                print("\nError: Encounter some partition level error, see the follow-up details:")
+            else:
+                print(f"Request succeed for deleting offsets with topic {', '.join(args.topic)} group {group}")
+        elif name == "InvalidGroupIdError":
+            print(f"\nError: '{group}' is not valid.")
+        elif name == "GroupIdNotFoundError":
+            print(f"\nError: '{group}' does not exist.")
+        elif name == "GroupAuthorizationFailedError":
+            print(f"\nError: Access to '{group}' is not authorized.")
+        elif name == "NonEmptyGroupError":
+            print(f"\nError: Deleting offsets of a consumer group '{group}' is forbidden if the group is not empty.")
+        else:
+            print(f"\nError: Encounter some unknown error: {JAVA_ERRORS.get(name, (name, ''))[0]}")
+        fmt = "\n{:<30} {:<15} {:<15}"
+        out = fmt.format("TOPIC", "PARTITION", "STATUS")
+        for (t, p), err in sorted(results.items(), key=lambda kv: kv[0][0] + str(kv[0][1])):
+            out += fmt.format(t, p if p >= 0 else "Not Provided", "Successful" if err is None else f"Error: :{err}")
+        print(out)
+
     # --- reset offsets -----------------------------------------------------------------------
     def partitions_to_reset(self, group: str, args: Any) -> list[tuple[str, int]]:
         from confluent_kafka import TopicCollection
@@ -491,6 +557,27 @@ def read_reset_plan(path: str, groups: list[str]) -> dict[str, dict[tuple[str, i
     return plan
 
 
+# kafka-python's error classes -> (Kafka's Errors name, Java exception class)
+JAVA_ERRORS: dict[str, tuple[str, ...]] = {
+    "NonEmptyGroupError": ("NON_EMPTY_GROUP", "GroupNotEmptyException"),
+    "GroupIdNotFoundError": ("GROUP_ID_NOT_FOUND", "GroupIdNotFoundException"),
+    "GroupSubscribedToTopicError": ("GROUP_SUBSCRIBED_TO_TOPIC", "GroupSubscribedToTopicException"),
+    "UnknownTopicOrPartitionError": ("UNKNOWN_TOPIC_OR_PARTITION", "UnknownTopicOrPartitionException",
+                                     "This server does not host this topic-partition."),
+    "GroupAuthorizationFailedError": ("GROUP_AUTHORIZATION_FAILED", "GroupAuthorizationException"),
+    "TopicAuthorizationFailedError": ("TOPIC_AUTHORIZATION_FAILED", "TopicAuthorizationException"),
+    "InvalidGroupIdError": ("INVALID_GROUP_ID", "InvalidGroupIdException"),
+}
+
+
+def java_error(err: Any) -> str:
+    """An ExecutionException's message in Kafka's tool: the Java exception class and its message."""
+    name = getattr(err, "__name__", type(err).__name__)
+    known = JAVA_ERRORS.get(name, ("", name.replace("Error", "Exception")))
+    message = known[2] if len(known) > 2 else getattr(err, "description", "")
+    return f"org.apache.kafka.common.errors.{known[1]}: {message}"
+
+
 def java_exception(exc: BaseException) -> str:
     err = exc.args[0] if exc.args else None
     if err is not None and hasattr(err, "str"):
@@ -537,12 +624,12 @@ def main(argv: list[str]) -> int:
         if len(used) > 1:
             parser.usage_and_exit(f'Option "[{used[1].replace("_", "-")}]" can\'t be used with option '
                                   f'"[{used[0].replace("_", "-")}]"')
-    if args.delete_offsets:
-        parser.usage_and_exit("--delete-offsets is not supported by this kafka-consumer-groups (see the documentation)")
+    if args.delete_offsets and (len(args.group) != 1 or not args.topic):
+        parser.usage_and_exit("Option [delete-offsets] takes the following options: [group], [topic]")
     service = GroupService(client_config(args, bootstrap), args.timeout)
     try:
         {"list": service.list_action, "describe": service.describe, "delete": service.delete,
-         "reset_offsets": service.reset}[actions[0]](args)
+         "reset_offsets": service.reset, "delete_offsets": service.delete_offsets}[actions[0]](args)
     except ToolError:
         raise
     except Exception as e:

@@ -247,6 +247,17 @@ def test_consumer_groups_reset_offsets(tbroker: SamsaBroker) -> None:
     r = tool("kafka-consumer-groups", *base, "--topic", t, "--to-earliest", "--to-latest", "--dry-run")
     assert r.returncode == 1 and "can't be used with option" in r.stderr
 
+    # --delete-offsets of one partition: Kafka's summary line and TOPIC PARTITION STATUS table
+    r = tool("kafka-consumer-groups", "--bootstrap-server", b, "--delete-offsets", "--group", g, "--topic", f"{t}:1")
+    status = "\n{:<30} {:<15} {:<15}"
+    assert (r.returncode, r.stdout) == (0, f"Request succeed for deleting offsets with topic {t}:1 group {g}\n"
+                                        + status.format("TOPIC", "PARTITION", "STATUS")
+                                        + status.format(t, 1, "Successful") + "\n")
+    assert committed(b, g) == {(t, 0): 0}
+    r = tool("kafka-consumer-groups", "--bootstrap-server", b, "--delete-offsets", "--group", "no-such-group",
+             "--topic", f"{t}:0")
+    assert r.stdout.startswith("\nError: 'no-such-group' does not exist.\n")
+
     r = tool("kafka-consumer-groups", "--bootstrap-server", b, "--delete", "--group", g)
     assert (r.returncode, r.stdout) == (0, f"Deletion of requested consumer groups ('{g}') was successful.\n")
     assert g not in tool("kafka-consumer-groups", "--bootstrap-server", b, "--list").stdout.splitlines()
