@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, TypeVar
 
@@ -261,10 +262,30 @@ def with_known_keys(factory: Callable[[dict[str, Any]], T], conf: dict[str, Any]
             conf.pop(m.group(1))
 
 
+# how long a tool waits for the cluster, as Kafka's admin client's default.api.timeout.ms
+CONNECT_TIMEOUT_S = 60.0
+
+
 def admin_client(conf: dict[str, Any]) -> Any:
+    """A connected confluent-kafka AdminClient. It asks for metadata in one-second steps, serving
+    the client's error callbacks between them, so a failed TLS handshake or SASL login ends the
+    tool at once (librdkafka would retry it until the request timed out); an unreachable cluster
+    fails after CONNECT_TIMEOUT_S with the client's error."""
+    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient
 
-    return with_known_keys(AdminClient, conf)
+    admin = with_known_keys(AdminClient, conf)
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    retriable = (KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN)
+    while True:
+        try:
+            admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+            return admin
+        except KafkaException as e:
+            admin.poll(0)
+            err = e.args[0] if e.args else None
+            if time.monotonic() >= deadline or getattr(err, "code", lambda: None)() not in retriable:
+                raise
 
 
 def kafka_python_config(props: dict[str, str], bootstrap: str) -> dict[str, Any]:

@@ -491,3 +491,46 @@ def test_consumer_groups_describe_a_kip848_consumer_group(tbroker: SamsaBroker) 
         assert [line.split() for line in r.stdout.splitlines() if line.startswith(g)] == [[g, "Consumer"]]
     finally:
         consumer.close()
+
+
+# --- --command-config with TLS: PEM and PKCS12 trust stores ---------------------------------------
+
+@pytest.fixture(scope="module")
+def tls_broker(pki, tmp_path_factory: pytest.TempPathFactory):
+    from tests.support.security_support import SecureBroker, tls_overrides
+
+    b = SecureBroker(tmp_path_factory.mktemp("tools-tls") / "data", ["SSL"], tls_overrides(pki)).start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+def test_tls_trust_stores_in_command_config(tls_broker, pki, tmp_path) -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, pkcs12
+
+    b = tls_broker.bootstrap("SSL")
+    pem = tmp_path / "pem.properties"
+    pem.write_text(f"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={pki.ca}\n")
+    t = name("tls")
+    r = tool("kafka-topics", "--bootstrap-server", b, "--command-config", str(pem), "--create", "--topic", t)
+    assert (r.returncode, r.stdout) == (0, f"Created topic {t}.\n"), r
+    # a PKCS12 trust store (as keytool -importkeystore writes one) is converted for librdkafka
+    store = tmp_path / "truststore.p12"
+    ca = x509.load_pem_x509_certificate(pki.ca.read_bytes())
+    store.write_bytes(pkcs12.serialize_key_and_certificates(b"ca", None, None, [ca], BestAvailableEncryption(b"changeit")))
+    p12 = tmp_path / "p12.properties"
+    p12.write_text(f"security.protocol=SSL\nssl.truststore.type=PKCS12\nssl.truststore.location={store}\n"
+                   "ssl.truststore.password=changeit\n")
+    r = tool("kafka-topics", "--bootstrap-server", b, "--command-config", str(p12), "--list")
+    assert (r.returncode, r.stdout) == (0, f"{t}\n"), r
+    # kafka-python's side of the mapping (kafka-features)
+    r = tool("kafka-features", "--bootstrap-server", b, "--command-config", str(pem), "describe")
+    assert r.returncode == 0 and "Feature: metadata.version\t" in r.stdout, r
+    # a CA that did not sign the broker's certificate: the tool stops at once with exit 1
+    bad = tmp_path / "bad.properties"
+    bad.write_text(f"security.protocol=SSL\nssl.truststore.location={pki.other_ca}\n")
+    started = time.monotonic()
+    r = tool("kafka-topics", "--bootstrap-server", b, "--command-config", str(bad), "--list")
+    assert r.returncode == 1 and time.monotonic() - started < 30, r
