@@ -42,6 +42,13 @@ RUN groupadd --system --gid 10001 samsa \
 
 COPY docker/entrypoint.sh /usr/local/bin/samsa-entrypoint
 COPY --from=build /opt/samsa /opt/samsa
+# Kafka's command-line tools where Kafka's image has them (docker exec samsa /opt/kafka/bin/kafka-topics.sh ...);
+# kafka-topics and kafka-topics.sh are also on PATH (/opt/samsa/bin, console scripts of broker/tools/)
+RUN mkdir -p /opt/kafka/bin \
+ && for tool in kafka-topics kafka-console-producer kafka-console-consumer kafka-consumer-groups kafka-configs \
+                kafka-get-offsets kafka-acls kafka-features kafka-transactions; do \
+        ln -s /opt/samsa/bin/$tool.sh /opt/kafka/bin/$tool.sh; \
+    done
 
 USER samsa
 WORKDIR /var/lib/samsa
