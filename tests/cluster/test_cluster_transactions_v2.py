@@ -21,7 +21,7 @@ import pytest
 from broker.testing.local_cluster import LocalCluster, find_etcd
 from protocol import records as rb
 from protocol.messages import REQUESTS
-from tests.support.cluster_support import FAST_GROUPS, create_topic, one_broker
+from tests.support.cluster_support import FAST_GROUPS, coordinator_of, create_topic, one_broker
 from tests.support.javaclient import last, requires_java, run_java
 from tests.support.rawclient import RawClient
 from tests.support.transactions_support import PARTITIONS, read_all, watermarks
@@ -118,7 +118,8 @@ def test_java_tv2_consume_transform_produce_with_leaders_away_from_the_coordinat
     assert t["count"] == total and t["transactions"] >= 1
     got = [v for _, _, v in read_all(bs, dst, "read_committed", expect=total, timeout=30)]
     assert sorted(got) == sorted(b"R-%d" % i for i in range(total))
-    assert {k: v[0] for k, v in committed(bs, group).items()} == {
+    group_coordinator = c.brokers[coordinator_of(c, group)].bootstrap_servers
+    assert {k: v[0] for k, v in committed(group_coordinator, group).items()} == {
         (src, part): len(range(part, total, PARTITIONS)) for part in range(PARTITIONS)}
     assert describe(c, coord, tid).producer_epoch >= t["transactions"]     # one bump per transaction
 
