@@ -38,6 +38,7 @@ from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID, absent_partition_error, find_topic
 from broker.common.connection_close import CloseConnection
 from broker.log.manager import INTERNAL_TOPICS
+from broker.log.partition import Partition
 from broker.network.dispatch import RequestContext, handles
 from broker.replica.txn_verify import verify_transaction
 from broker.replica.answers import absent_leader_answer, leader_endpoints, not_leader_answer, wait_for_replicas
@@ -70,7 +71,7 @@ class _Append:
     was asked (None: its transaction was already ongoing here); ``error`` the verification's."""
     topic: Any
     index: int
-    part: Any
+    part: Partition
     data: Any
     batches: list[rb.BatchHeader]
     transactional: bool = False

@@ -208,12 +208,12 @@ class AddPartitionsToTxnManager:
                 txn.fail(code)
             return
         for result in resp.results_by_transaction:
-            txn = batch.get(result.transactional_id)
-            if txn is None:
+            answered = batch.get(result.transactional_id)
+            if answered is None:
                 continue
             errors = {(t.name, p.partition_index): _producer_error(p.partition_error_code)
                       for t in result.topic_results for p in t.results_by_partition}
-            for w in txn.waiters:
+            for w in answered.waiters:
                 w.answer(errors)
 
 
