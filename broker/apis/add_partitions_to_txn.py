@@ -2,8 +2,11 @@
 
 Quirks (Kafka's): PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH before v2; a request
 naming an unknown topic or partition adds nothing: those partitions answer
-UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED; v4+ (between brokers) batches
-several transactions, and ``verify_only`` checks membership instead of adding (KIP-890). With
+UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED; v4+ (between brokers: the
+leaders' and group coordinators' KIP-890 checks, broker/replica/txn_verify.py) batches several
+transactions, stepped concurrently; ``verify_only`` checks membership instead of adding, and
+v5 with ``verify_only`` false adds the partitions (transactions v2, a Produce v12+ implicitly
+adding its partitions). An unknown partition fails its transaction in every version. With
 transactions v2 (protocol/features.py) producers add partitions implicitly through Produce
 (broker/apis/produce.py) and the group's partition through TxnOffsetCommit v5.
 Authorization: WRITE on the transactional id and on each topic (a denied topic fails the whole
@@ -14,6 +17,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 from collections.abc import Callable
+
+import trio
 
 from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey
@@ -37,7 +42,7 @@ async def _add_partitions(ctx: RequestContext, tid: str, pid: int, epoch: int, t
     """Errors per (topic, partition) for one transaction of the request."""
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     missing = {tp for tp in wanted if not _partition_exists(ctx, *tp)}
-    if missing and not verify_only:
+    if missing:   # KafkaApis: the whole transaction fails, verify_only or not
         return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else ErrorCode.OPERATION_NOT_ATTEMPTED
                 for tp in wanted}
     r: tx.AddPartitionsResult = await ctx.broker.txns.call_for(tid, tx.AddPartitionsToTxn(
@@ -63,11 +68,21 @@ async def add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
                                        req.v3_and_below_producer_epoch, req.v3_and_below_topics, False)
         resp.results_by_topic_v3_and_below = _topic_results(resp, errors)
         return resp
-    for t in req.transactions:
+    # the broker-originated form (Kafka's AddPartitionsToTxnManager batches the transactions of
+    # every produce waiting for this coordinator): the transactions are stepped concurrently, each
+    # answered once its own records (if any) are committed
+    results: list[Any] = [None] * len(req.transactions)
+
+    async def one(i: int, t: Any) -> None:
         errors = await _add_partitions(ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics,
                                        bool(t.verify_only))
-        resp.results_by_transaction.append(resp.AddPartitionsToTxnResult(
-            transactional_id=t.transactional_id, topic_results=_topic_results(resp, errors)))
+        results[i] = resp.AddPartitionsToTxnResult(transactional_id=t.transactional_id,
+                                                   topic_results=_topic_results(resp, errors))
+
+    async with trio.open_nursery() as nursery:
+        for i, t in enumerate(req.transactions):
+            nursery.start_soon(one, i, t)
+    resp.results_by_transaction = results
     return resp
 
 

@@ -4,21 +4,32 @@ Quirks: acks=0 gets no response at all (the Java client fails on one), and when 
 failed the connection is closed instead, as Kafka does, so the client notices; v13 names topics
 by id (UNKNOWN_TOPIC_ID when unknown); batches are validated from their headers and CRC
 and stored as sent (compression untouched); a retried idempotent batch is answered with
-its original base offset; clients may not write to internal topics. A transactional batch
-is verified with the transaction coordinator first (KIP-890, Kafka 3.6+'s
-transaction.partition.verification.enable default): a partition that is not part of the
-producer's ongoing transaction answers INVALID_TXN_STATE and nothing is appended.
+its original base offset; clients may not write to internal topics. The first transactional
+batch of a producer epoch on a partition is verified with the transaction coordinator first
+(KIP-890, Kafka's ReplicaManager; ``transaction.partition.verification.enable``, default true),
+in process or broker-to-broker (broker/replica/txn_verify.py), all partitions of the request
+together; from Produce v12 (transactions v2) the partitions are added to the transaction instead,
+whatever that setting. A partition that is not part of the producer's ongoing transaction answers
+INVALID_TXN_STATE and nothing is appended; the append happens only under the verification guard
+taken before the coordinator was asked (coordinator/txn/producer_state.py), so a verification
+that raced with a marker or a fence cannot append. Coordinator errors are Kafka's produce errors:
+PRODUCER_FENCED as INVALID_PRODUCER_EPOCH; an unreachable, loading or moved coordinator as
+NOT_ENOUGH_REPLICAS (retriable), CONCURRENT_TRANSACTIONS too before v12 (from v12 it is retried
+for up to 100 ms in the broker, then answered as itself).
 Authorization: WRITE on each topic, and WRITE on the transactional id for transactional records
 (acks=0: denied partitions close the connection, as Kafka).
 """
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from typing import Any
+
+import trio
 
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
-from coordinator.txn import coordinator as tx
+from coordinator.txn.producer_state import VerificationGuard
 from protocol import records as rb
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -27,7 +38,9 @@ from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID, absent_partition_error, find_topic
 from broker.common.connection_close import CloseConnection
 from broker.log.manager import INTERNAL_TOPICS
+from broker.log.partition import Partition
 from broker.network.dispatch import RequestContext, handles
+from broker.replica.txn_verify import verify_transaction
 from broker.replica.answers import absent_leader_answer, leader_endpoints, not_leader_answer, wait_for_replicas
 from broker.security.acl import Operation as Op, ResourceType as RT
 from broker.security.authz import (TOPIC_DENIED, TXN_DENIED, Handler, allowed, authorizes, response_class, split_topics,
@@ -42,41 +55,102 @@ def _error(index: int, code: int, message: str | None = None) -> Any:   # a PR
               record_errors=[], error_message=message)
 
 
-def _verify_transaction(ctx: RequestContext, transactional_id: str | None, topic: str, partition: int,
-                        batch: rb.BatchHeader) -> int:
-    """Is (topic, partition) in the ongoing transaction of the batch's producer? Answered within
-    this step (no await), so the transaction cannot end between the check and the append. From
-    Produce v12 (transactions v2 clients, KIP-890 part 2) the partition is added instead."""
-    if not transactional_id:
-        return ErrorCode.NONE        # Kafka verifies only requests that name their transaction
-    if getattr(ctx.broker.txns.coordinator_for(transactional_id)[1], "_unloaded", False):
-        return ErrorCode.NONE        # the coordinator is another broker of the cluster (not asked over the network)
-    r: tx.AddPartitionsResult = ctx.broker.txns.call_now(transactional_id, tx.AddPartitionsToTxn(
-        transactional_id=transactional_id, producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
-        partitions=[(topic, partition)], verify_only=ctx.api_version < 12))
-    code = r.error_for((topic, partition))
+# Kafka's add.partitions.to.txn.retry.backoff.ms / .max.ms: a transactions-v2 produce whose
+# implicit add meets CONCURRENT_TRANSACTIONS (the previous transaction's markers are being written)
+# is retried within the broker for this long before the error is answered
+ADD_PARTITIONS_RETRY_BACKOFF_S = 0.02
+ADD_PARTITIONS_RETRY_MAX_S = 0.1
+_UNVERIFIED = (ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+               ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR)
+
+
+@dataclass(slots=True)
+class _Append:
+    """A partition of the request that passed every check before the append: what to append once
+    its transaction is verified. ``guard`` is the verification guard taken before the coordinator
+    was asked (None: its transaction was already ongoing here); ``error`` the verification's."""
+    topic: Any
+    index: int
+    part: Partition
+    data: Any
+    batches: list[rb.BatchHeader]
+    transactional: bool = False
+    guard: VerificationGuard | None = None
+    error: tuple[int, str | None] | None = None
+
+
+def verification_enabled(broker: Any) -> bool:
+    """``transaction.partition.verification.enable`` (Kafka's default: true)."""
+    value = broker.config.get("transaction.partition.verification.enable", True)
+    return str(value).strip().lower() != "false" if isinstance(value, str) else bool(value)
+
+
+def _verification_error(code: int, api_version: int) -> tuple[int, str | None]:
+    """Kafka's ReplicaManager: the coordinator's answer as a Produce error. Errors older clients
+    might not retry become NOT_ENOUGH_REPLICAS (retriable, no metadata refresh);
+    CONCURRENT_TRANSACTIONS stays itself for transactions v2 (Produce v12+)."""
     if code == ErrorCode.PRODUCER_FENCED:
-        code = ErrorCode.INVALID_PRODUCER_EPOCH       # Kafka's AddPartitionsToTxnManager mapping
-    elif code == ErrorCode.CONCURRENT_TRANSACTIONS:
-        code = ErrorCode.NOT_ENOUGH_REPLICAS          # (the previous transaction is completing): retriable
-    return code
+        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    elif code == ErrorCode.TRANSACTION_ABORTABLE and api_version < 12:
+        code = ErrorCode.INVALID_TXN_STATE
+    if code == ErrorCode.INVALID_TXN_STATE:
+        return code, "Partition was not added to the transaction"
+    if code in _UNVERIFIED or (code == ErrorCode.CONCURRENT_TRANSACTIONS and api_version < 12):
+        return (ErrorCode.NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added to the "
+                f"transaction. Underlying error: {ErrorCode(code).name}")
+    return code, None
+
+
+async def _verify_transactions(ctx: RequestContext, transactional_id: str, appends: list[_Append]) -> bool:
+    """Kafka's maybeSendPartitionsToTransactionCoordinator for every partition of the request at
+    once: a partition whose producer epoch has no transaction ongoing here takes a verification
+    guard and is checked (transactions v1) or added (v2, Produce v12+) with the coordinator, one
+    request per producer. Sets each failed partition's ``error``; True when it awaited."""
+    tv2 = ctx.api_version >= 12
+    if not (tv2 or verification_enabled(ctx.broker)):
+        return False
+    by_producer: dict[tuple[int, int], list[_Append]] = {}
+    for a in appends:
+        if not a.transactional:
+            continue
+        first = a.batches[0]
+        a.guard = a.part.producers.start_verification(first.producer_id, first.producer_epoch)
+        if a.guard is not None:
+            by_producer.setdefault((first.producer_id, first.producer_epoch), []).append(a)
+    if not by_producer:
+        return False
+    for (producer_id, epoch), group in by_producer.items():
+        partitions = [(a.topic.name, a.index) for a in group]
+        deadline = trio.current_time() + ADD_PARTITIONS_RETRY_MAX_S
+        while True:
+            errors = await verify_transaction(ctx.broker, transactional_id, producer_id, epoch, partitions, tv2)
+            if not (tv2 and ErrorCode.CONCURRENT_TRANSACTIONS in errors.values()) or \
+                    trio.current_time() + ADD_PARTITIONS_RETRY_BACKOFF_S > deadline:
+                break
+            await trio.sleep(ADD_PARTITIONS_RETRY_BACKOFF_S)
+        for a in group:
+            code = errors.get((a.topic.name, a.index), ErrorCode.NONE)
+            if code:
+                a.error = _verification_error(code, ctx.api_version)
+    return True
 
 
 @handles(ApiKey.PRODUCE)
 async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
+    """Checks every partition, verifies the transactional ones with their coordinator (all
+    together, the only await before the appends), then appends; each append happens only if its
+    partition is still led here and its verification guard still holds."""
     broker = ctx.broker
-    now = broker.now_ms()
     acks = req.acks
-    responses = []
-    appended = False
-    written = []
     metrics = broker.metrics
-    replicated: list = []  # acks=all on partitions with followers: (partition, required offset, answer)
+    topics: list[tuple[Any, list[Any]]] = []   # (topic data, answers and _Appends in request order)
+    appends: list[_Append] = []
     for td in req.topic_data:
         tid = getattr(td, "topic_id", None)
         by_id = ctx.api_version >= 13
         topic = find_topic(broker, None if by_id else td.name, tid if by_id else None)
-        parts = []
+        parts: list[Any] = []
+        topics.append((td, parts))
         if metrics is not None and topic is not None:
             metrics.produce_request(topic.name)
         for pd in td.partition_data:
@@ -109,28 +183,32 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             if any(b.is_control for b in batches):
                 parts.append(_error(pd.index, ErrorCode.INVALID_RECORD, "Clients may not write control records"))
                 continue
-            if batches[0].is_transactional:
-                err = _verify_transaction(ctx, req.transactional_id, topic.name, pd.index, batches[0])
-                if err:
-                    parts.append(_error(pd.index, err, "Partition is not part of an ongoing transaction"
-                                        if err == ErrorCode.INVALID_TXN_STATE else None))
-                    continue
-            result = part.append(data, batches, now)
-            if result.error:
-                parts.append(_error(pd.index, result.error, result.message))
-                continue
-            appended = True
-            written.append(part)
-            if metrics is not None:   # per batch header, never per record
-                metrics.produced(topic.name, sum(b.record_count for b in batches), len(data))
-            parts.append(PR(index=pd.index, error_code=0, base_offset=result.base_offset,
-                            log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset,
-                            record_errors=[], error_message=None))
-            if part.replica is not None and part.replica.followers:
-                broker.replicas.leader_appended(part)
-                if acks == -1:
-                    replicated.append((part, part.log_end_offset, parts[-1]))
-        responses.append(TR(name=td.name if not by_id else None,
+            a = _Append(topic, pd.index, part, data, batches,
+                        transactional=bool(req.transactional_id) and batches[0].is_transactional)
+            parts.append(a)
+            appends.append(a)
+    # Kafka verifies only requests that name their transaction
+    awaited = bool(req.transactional_id) and await _verify_transactions(ctx, req.transactional_id, appends)
+    guarded = bool(req.transactional_id) and verification_enabled(broker)
+    now = broker.now_ms()
+    appended = False
+    written = []
+    replicated: list = []  # acks=all on partitions with followers: (partition, required offset, answer)
+    responses = []
+    for td, parts in topics:
+        for i, a in enumerate(parts):
+            if isinstance(a, _Append):
+                parts[i] = _append(ctx, a, acks, now, awaited, guarded)
+                if parts[i].error_code == 0:
+                    appended = True
+                    written.append(a.part)
+                    part = a.part
+                    if part.replica is not None and part.replica.followers:
+                        broker.replicas.leader_appended(part)
+                        if acks == -1:
+                            replicated.append((part, part.log_end_offset, parts[i]))
+        tid = getattr(td, "topic_id", None)
+        responses.append(TR(name=td.name if ctx.api_version < 13 else None,
                             topic_id=tid if tid is not None else ZERO_UUID, partition_responses=parts))
     if appended:
         broker.appends.notify()
@@ -147,6 +225,33 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     endpoints = leader_endpoints(ctx, responses, "partition_responses", ProduceResponse) \
         if broker.replicas.active else []
     return ctx.response(responses=responses, throttle_time_ms=0, node_endpoints=endpoints)
+
+
+def _append(ctx: RequestContext, a: _Append, acks: int, now: int, awaited: bool, guarded: bool) -> Any:
+    """One partition's append after verification (no await from the guard check to the append)."""
+    broker, part = ctx.broker, a.part
+    if a.error is not None:
+        return _error(a.index, *a.error)
+    if awaited:   # the cluster may have moved on during the verification
+        if broker.logs.partition(a.topic.name, a.index) is not part:
+            return _error(a.index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if part.replica is not None:
+            err = broker.replicas.check_produce(part, acks)
+            if err:
+                return not_leader_answer(ctx, part, _error(a.index, err))
+    if a.transactional and guarded:
+        first = a.batches[0]
+        if not part.producers.verified(first.producer_id, first.producer_epoch, a.guard):
+            # a marker, a fence or a newer verification since: Kafka's append-time check
+            return _error(a.index, ErrorCode.INVALID_TXN_STATE, "Record was not part of an ongoing transaction")
+    result = part.append(a.data, a.batches, now)
+    if result.error:
+        return _error(a.index, result.error, result.message)
+    if broker.metrics is not None:   # per batch header, never per record
+        broker.metrics.produced(a.topic.name, sum(b.record_count for b in a.batches), len(a.data))
+    return PR(index=a.index, error_code=0, base_offset=result.base_offset,
+              log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset,
+              record_errors=[], error_message=None)
 
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------

@@ -49,6 +49,9 @@ EXTRA_BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     # read by consoles (kafbat UI) to tell the broker's version; Kafka 3.9's default (the
     # latest production MetadataVersion), read-only: there are no inter-broker links to version
     "inter.broker.protocol.version": ("string", "3.9-IV0"),
+    # KIP-890: leaders verify a transaction's first batch on a partition with its coordinator
+    "transaction.partition.verification.enable": ("boolean", True),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": ("int", 10000),
 }
 
 # Kafka's DynamicBrokerConfig.brokerConfigSynonyms: properties that stand for one another.
@@ -111,6 +114,10 @@ BROKER_DOCS: dict[str, str] = {
     "transaction.state.log.segment.bytes": "segment.bytes of __transaction_state.",
     "transaction.max.timeout.ms": "Largest transaction timeout a producer may ask for.",
     "transactional.id.expiration.ms": "How long an idle transactional id is remembered.",
+    "transaction.partition.verification.enable": ("Verify with the transaction coordinator that a partition "
+                                                  "is in the transaction before appending its first "
+                                                  "transactional batch (KIP-890)."),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "How often timed-out transactions are aborted.",
     "group.initial.rebalance.delay.ms": "Wait for more members before the first rebalance of a group.",
     "group.min.session.timeout.ms": "Smallest session timeout a member may ask for.",
     "group.max.session.timeout.ms": "Largest session timeout a member may ask for.",

@@ -7,18 +7,22 @@ to that partition, ``(token, result)`` completions to send once the records are 
 :class:`MarkerJob` s: COMMIT/ABORT control batches to write to every partition of a transaction.
 When the shell has written a job's markers it calls :meth:`markers_written`, which moves the
 transaction from PrepareCommit/PrepareAbort to CompleteCommit/CompleteAbort (one more record).
-``tick`` aborts transactions that outlive their ``transaction.timeout.ms`` and expires idle
+``tick`` aborts transactions that outlive their ``transaction.timeout.ms`` (a sweep every
+``transaction.abort.timed.out.transaction.cleanup.interval.ms``, as Kafka's) and expires idle
 transactional ids; ``next_deadline`` says when. ``replay`` rebuilds state from the log and
 ``load_complete`` re-issues the markers of transactions caught between PREPARE and COMPLETE.
 
 The rules are Kafka's TransactionCoordinator/TransactionMetadata (transaction protocol v1, the
 one clients use unless the ``transaction.version`` feature is finalized), including its error
 codes; API-version mappings (PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH for old clients) are
-the API layer's business. Deviations, for determinism and because markers are written locally:
-a timed-out transaction is aborted at ``start + timeout + 1`` exactly (Kafka scans every 10 s),
-and state transitions are applied when their record is produced (the shell appends it before
-anything else can observe the coordinator), so Kafka's separate "pending state" only exists for
-the epoch fence, which is immediately followed by PrepareAbort in the same step.
+the API layer's business. State transitions are decided on the latest state and applied when
+their record is produced. With ``track_pending`` (a runtime that reports when records are
+committed, through ``transitions_committed``) a transaction whose last state record is not
+committed yet is in Kafka's "pending transition": InitProducerId, AddPartitionsToTxn,
+AddOffsetsToTxn and EndTxn answer CONCURRENT_TRANSACTIONS (the client retries), as Kafka's
+TransactionCoordinator does (its metadata changes only once the write completed), and the
+timeout sweep skips it. Without it the epoch fence is the only pending state, immediately
+followed by PrepareAbort in the same step.
 """
 from __future__ import annotations
 
@@ -117,6 +121,7 @@ class TxnCoordinatorConfig:
     transactional_id_expiration_ms: int = 604800000
     transaction_state_log_num_partitions: int = 50
     remove_expired_transaction_cleanup_interval_ms: int = 3600000
+    abort_timed_out_transaction_cleanup_interval_ms: int = 10000
 
     _KAFKA_NAMES = {
         "transaction.max.timeout.ms": "transaction_max_timeout_ms",
@@ -124,6 +129,8 @@ class TxnCoordinatorConfig:
         "transaction.state.log.num.partitions": "transaction_state_log_num_partitions",
         "transaction.remove.expired.transaction.cleanup.interval.ms":
             "remove_expired_transaction_cleanup_interval_ms",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms":
+            "abort_timed_out_transaction_cleanup_interval_ms",
     }
 
     @classmethod
@@ -268,6 +275,15 @@ class TxnMetadata:
     partitions: set[TopicPartition] = field(default_factory=set)
     start_ms: int = -1
     last_update_ms: int = -1
+    # the state whose record is written but not committed yet (Kafka's pendingState); only
+    # tracked for a runtime that reports commits (TransactionCoordinator.track_pending)
+    pending_state: TxnState | None = None
+
+    @property
+    def pending_transition(self) -> bool:
+        """Kafka's pendingTransitionInProgress (the epoch fence excepted: it is immediately
+        followed by PrepareAbort, which is what is pending then)."""
+        return self.pending_state is not None and self.pending_state != TxnState.PREPARE_EPOCH_FENCE
 
     def log_value(self) -> TransactionLogValue:
         return TransactionLogValue(
@@ -299,7 +315,7 @@ class TransactionCoordinator:
 
     def __init__(self, config: TxnCoordinatorConfig | None = None, partition: int | None = None, *,
                  allocate_producer_id: Callable[[], int], loading: bool = False,
-                 coordinator_epoch: int = 0) -> None:
+                 coordinator_epoch: int = 0, track_pending: bool = False) -> None:
         self.config = config or TxnCoordinatorConfig()
         self.partition = partition
         self.loading = loading
@@ -309,6 +325,8 @@ class TransactionCoordinator:
         self._txns: dict[str, TxnMetadata] = {}
         self._now: int | None = None
         self._next_expiry_check: int | None = None
+        self._next_abort_sweep: int | None = None
+        self.track_pending = track_pending
 
     # ------------------------------------------------------------------ public API
 
@@ -336,7 +354,9 @@ class TransactionCoordinator:
         """When ``tick`` has work next (absolute ms), or None."""
         if self.loading or self._now is None:
             return None
-        deadlines = [self._timeout_deadline(md) for md in self._txns.values() if md.state == TxnState.ONGOING]
+        deadlines = []
+        if self._next_abort_sweep is not None and any(md.state == TxnState.ONGOING for md in self._txns.values()):
+            deadlines.append(self._next_abort_sweep)      # only while something can time out
         if self._next_expiry_check is not None:
             deadlines.append(self._next_expiry_check)
         return min(deadlines, default=None)
@@ -389,6 +409,14 @@ class TransactionCoordinator:
                          partitions=set(), last_update_ms=self._now)
         return step
 
+    def transitions_committed(self, transactional_ids: list[str]) -> None:
+        """The runtime's report that every state record written so far for these ids is committed
+        (``track_pending``): their pending transitions are over."""
+        for tid in transactional_ids:
+            md = self._txns.get(tid)
+            if md is not None:
+                md.pending_state = None
+
     def metadata(self, transactional_id: str) -> TxnMetadata | None:
         """The live metadata (read-only by convention), for the shell's introspection and tests."""
         return self._txns.get(transactional_id)
@@ -411,11 +439,15 @@ class TransactionCoordinator:
         if self._now is None:
             self._now = now_ms
             self._next_expiry_check = now_ms + self.config.remove_expired_transaction_cleanup_interval_ms
+            self._next_abort_sweep = now_ms + self.config.abort_timed_out_transaction_cleanup_interval_ms
         self._now = max(self._now, now_ms)
         now = self._now
-        for md in list(self._txns.values()):
-            if md.state == TxnState.ONGOING and self._timeout_deadline(md) <= now:
-                self._abort_timed_out(md, step)
+        if self._next_abort_sweep is not None and self._next_abort_sweep <= now:
+            # Kafka's abortTimedOutTransactions, scheduled every cleanup interval
+            self._next_abort_sweep = now + self.config.abort_timed_out_transaction_cleanup_interval_ms
+            for md in list(self._txns.values()):
+                if md.state == TxnState.ONGOING and not md.pending_transition and self._timeout_deadline(md) <= now:
+                    self._abort_timed_out(md, step)
         if self._next_expiry_check is not None and self._next_expiry_check <= now:
             self._expire_transactional_ids(step)
             self._next_expiry_check = now + self.config.remove_expired_transaction_cleanup_interval_ms
@@ -430,6 +462,8 @@ class TransactionCoordinator:
             setattr(md, name, value)
         md.last_producer_id = previous_pid
         md.state = state
+        if self.track_pending:
+            md.pending_state = state
         value = md.log_value()
         step.records.append(transaction_record(md.transactional_id, value))
         step.transitions.append((md.transactional_id, value))
@@ -492,6 +526,8 @@ class TransactionCoordinator:
             return (md.producer_epoch == NO_PRODUCER_EPOCH or pid == md.producer_id
                     or (pid == md.last_producer_id and _is_epoch_exhausted(epoch)))
 
+        if md.pending_transition:
+            return answer(InitProducerIdResult(CONCURRENT_TRANSACTIONS))
         if expected is not None and not valid_producer_id(*expected):
             return answer(InitProducerIdResult(PRODUCER_FENCED))
         if md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
@@ -554,7 +590,7 @@ class TransactionCoordinator:
         err, md = self._check_producer(tid, producer_id, producer_epoch)
         if md is None:
             return err
-        if md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+        if md.pending_transition or md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             return CONCURRENT_TRANSACTIONS
         wanted = set(partitions)
         if md.state == TxnState.ONGOING and wanted <= md.partitions:
@@ -604,6 +640,9 @@ class TransactionCoordinator:
                 step.complete(req.token, EndTxnResult(code, -1, -1))
 
         commit = req.committed
+        pending = self._txns.get(req.transactional_id) if self._owns(req.transactional_id or "") else None
+        if pending is not None and pending.pending_transition and pending.producer_id == req.producer_id:
+            return answer(CONCURRENT_TRANSACTIONS)       # Kafka: a retry while the last write is pending
         if tv2:
             md = self._txns.get(req.transactional_id) if self._owns(req.transactional_id or "") else None
             if (md is not None and md.producer_id == req.producer_id and req.producer_epoch != md.producer_epoch

@@ -2,6 +2,15 @@
 
 Pure: the partition log asks ``check`` before appending a batch and calls ``update``
 after; recovery replays batch headers through ``update`` to rebuild the same state.
+
+It also keeps Kafka's verification guards (KIP-890, VerificationStateEntry): before the first
+transactional batch of a producer epoch is appended, the leader asks the transaction coordinator
+whether the partition is in the transaction, and that takes an await. A guard object is made when
+the verification starts; a marker, a newer epoch or the append of a transactional batch (the
+transaction is then ongoing here) clears it, and a verification for another epoch replaces it.
+The append after the await happens only if its guard is still the current one, so a verification
+that raced with an abort or a fence cannot append. Guards are not part of snapshots (in memory
+only, as Kafka's).
 """
 from __future__ import annotations
 
@@ -47,6 +56,20 @@ class Verdict:
     message: str = ""
 
 
+class VerificationGuard:
+    """Kafka's VerificationGuard: an object compared by identity. ``epoch`` is the producer epoch
+    whose verification made it."""
+
+    __slots__ = ("producer_id", "epoch")
+
+    def __init__(self, producer_id: int, epoch: int) -> None:
+        self.producer_id = producer_id
+        self.epoch = epoch
+
+    def __repr__(self) -> str:
+        return f"VerificationGuard(producer_id={self.producer_id}, epoch={self.epoch}, id={id(self):#x})"
+
+
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT_MAX)
 
@@ -54,6 +77,40 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
 class ProducerStateTable:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        self.verification_guards: dict[int, VerificationGuard] = {}
+
+    # -- KIP-890 verification guards ------------------------------------------------------
+    def has_ongoing_transaction(self, producer_id: int, epoch: int) -> bool:
+        """Kafka's UnifiedLog.hasOngoingTransaction: this producer epoch has a transaction open
+        on this partition (its first batch was appended, no marker yet)."""
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0 and entry.epoch == epoch
+
+    def start_verification(self, producer_id: int, epoch: int) -> VerificationGuard | None:
+        """Kafka's maybeStartTransactionVerification: None when the transaction is already ongoing
+        here (no verification needed), else the guard the append must still hold after the
+        coordinator answered. A verification already under way for the same epoch shares its
+        guard (Kafka's maybeCreateVerificationStateEntry); another epoch's is replaced."""
+        if self.has_ongoing_transaction(producer_id, epoch):
+            return None
+        guard = self.verification_guards.get(producer_id)
+        if guard is None or guard.epoch != epoch:
+            guard = self.verification_guards[producer_id] = VerificationGuard(producer_id, epoch)
+        return guard
+
+    def verification_guard(self, producer_id: int) -> VerificationGuard | None:
+        return self.verification_guards.get(producer_id)
+
+    def verified(self, producer_id: int, epoch: int, guard: VerificationGuard | None) -> bool:
+        """May a transactional batch of this producer epoch be appended now? Yes when its
+        transaction is ongoing here, or when ``guard`` (from ``start_verification``, before the
+        coordinator was asked) is still the current one (Kafka's batchMissingRequiredVerification)."""
+        if self.has_ongoing_transaction(producer_id, epoch):
+            return True
+        return guard is not None and guard.epoch == epoch and self.verification_guards.get(producer_id) is guard
+
+    def clear_verification(self, producer_id: int) -> None:
+        self.verification_guards.pop(producer_id, None)
 
     def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int) -> Verdict:
         entry = self.producers.get(producer_id)
@@ -86,6 +143,7 @@ class ProducerStateTable:
         if epoch != entry.epoch:
             entry.epoch = epoch
             entry.batches.clear()
+            self._clear_older_guard(producer_id, epoch)
         if first_seq >= 0:
             entry.batches.append(BatchMetadata(first_seq=first_seq, last_seq=last_seq,
                                                first_offset=first_offset, last_offset=last_offset,
@@ -93,6 +151,8 @@ class ProducerStateTable:
         entry.last_timestamp = timestamp
         if is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
+        if is_transactional:
+            self.verification_guards.pop(producer_id, None)   # verified: the transaction is ongoing here
 
     def end_transaction(self, producer_id: int, epoch: int, coordinator_epoch: int = -1) -> None:
         """A COMMIT/ABORT marker closed the producer's transaction on this partition."""
@@ -104,6 +164,13 @@ class ProducerStateTable:
             entry.batches.clear()
         entry.current_txn_first_offset = -1
         entry.coordinator_epoch = coordinator_epoch
+        self.verification_guards.pop(producer_id, None)   # the transaction ended: verify the next one
+
+    def _clear_older_guard(self, producer_id: int, epoch: int) -> None:
+        """An epoch bump fences verifications started for an older epoch."""
+        guard = self.verification_guards.get(producer_id)
+        if guard is not None and guard.epoch < epoch:
+            del self.verification_guards[producer_id]
 
     def to_snapshot(self) -> list[dict[str, Any]]:
         return [{"pid": pid, "epoch": e.epoch, "ts": e.last_timestamp, "txn": e.current_txn_first_offset,

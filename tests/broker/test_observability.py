@@ -22,7 +22,8 @@ from tests.support.clienthelpers import PARTITIONS, consume_and_commit, create_t
 def http_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
     with running_broker(tmp_path / "data", overrides={
         "samsa.http.listener": f"http://127.0.0.1:{free_port()}", "group.initial.rebalance.delay.ms": "0",
-        "num.partitions": str(PARTITIONS)}) as broker:
+        "num.partitions": str(PARTITIONS),
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"}) as broker:
         yield broker
 
 

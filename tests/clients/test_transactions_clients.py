@@ -33,7 +33,9 @@ from tests.support.transactions_support import PARTITIONS, describe_txn, read_al
 PRODUCE, FETCH, METADATA, OFFSET_FETCH, FIND_COORDINATOR, INIT_PID = 0, 1, 3, 9, 10, 22
 ADD_PARTITIONS, ADD_OFFSETS, END_TXN, TXN_OFFSET_COMMIT = 24, 25, 26, 28
 DESCRIBE_TXNS, LIST_TXNS, DESCRIBE_PRODUCERS = 65, 66, 61
-OVERRIDES = {"num.partitions": str(PARTITIONS), "group.initial.rebalance.delay.ms": "0"}
+OVERRIDES = {"num.partitions": str(PARTITIONS), "group.initial.rebalance.delay.ms": "0",
+             # the timed-out transaction test waits for the abort sweep
+             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"}
 
 
 @pytest.fixture(scope="module")

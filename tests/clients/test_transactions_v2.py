@@ -31,7 +31,9 @@ def name(prefix: str) -> str:
 def tbroker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
     with running_broker(tmp_path_factory.mktemp("txn-v2") / "data", overrides={
             "num.partitions": str(PARTITIONS), "group.initial.rebalance.delay.ms": "0",
-            "samsa.transaction.version": str(request.param)}) as b:
+            "samsa.transaction.version": str(request.param),
+            # the left-open transaction test waits for the timed-out transaction sweep
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"}) as b:
         b.tv = request.param     # type: ignore[attr-defined]
         yield b
 

@@ -246,9 +246,11 @@ def test_transaction_past_its_timeout_is_aborted_with_a_bumped_epoch() -> None:
     t = Txn()
     t.at(0).init(timeout=1000)
     t.at(100).add(1000, 0, ("t", 0))
-    assert t.co.next_deadline() == 1101                      # Kafka: aborted once start + timeout < now
-    assert t.tick(1100).records == []
-    step = t.tick(1101)
+    # Kafka: aborted once start + timeout < now, by a sweep every
+    # transaction.abort.timed.out.transaction.cleanup.interval.ms (10 s from the first step, at 0)
+    assert t.co.next_deadline() == 10000
+    assert t.tick(9999).records == []
+    step = t.tick(10000)
     assert step.markers == [MarkerJob("tx", 1000, 1, False, 0, (("t", 0),))]
     assert t.state() == "PrepareAbort"
     t.finish(step)
@@ -328,8 +330,8 @@ def test_replay_rebuilds_state_and_finishes_prepared_transactions() -> None:
     assert states([(decode_key(k), decode_value(v)) for k, v in done.records]) == [("tx", "CompleteCommit", 1000, 0)]
     # the open transaction keeps its start time and times out as it would have
     assert fresh.metadata("open").state == TxnState.ONGOING
-    assert fresh.next_deadline() == 5011
-    assert fresh.tick(5011).markers == [MarkerJob("open", 1001, 1, False, 0, (("t", 1),))]
+    assert fresh.next_deadline() == 10030                    # the first sweep: 10 s after loading
+    assert fresh.tick(10030).markers == [MarkerJob("open", 1001, 1, False, 0, (("t", 1),))]
     # a tombstone removes the id
     from coordinator.txn.records import transaction_record
     fresh.replay(*transaction_record("tx", None))
@@ -435,3 +437,94 @@ def test_txn_records_type(commit: bool) -> None:
     assert step.txn_records[0] == TxnRecords(3, 4, step.txn_records[0].records)
     h.co.complete_transaction(3, commit, 0)
     assert (("t", 0) in {k for k in h.fetched()}) == commit
+
+
+# =========================================================================== KIP-890 / issue 20
+
+def test_timed_out_transactions_wait_for_the_sweep_interval() -> None:
+    """Kafka aborts timed-out transactions in a sweep every
+    transaction.abort.timed.out.transaction.cleanup.interval.ms, not at the exact deadline."""
+    t = Txn(abort_timed_out_transaction_cleanup_interval_ms=500)
+    t.at(0).init(timeout=100)
+    t.at(10).add(1000, 0, ("t", 0))
+    assert t.co.next_deadline() == 500
+    assert t.at(300).add(1000, 0, ("t", 1)) == 0            # past its timeout, not swept yet
+    step = t.tick(500)
+    assert step.markers == [MarkerJob("tx", 1000, 1, False, 0, (("t", 0), ("t", 1)))]
+    t.finish(step)
+    t.at(600).init(tid="late", timeout=100)
+    t.at(600).add(1001, 0, ("t", 0), tid="late")
+    assert t.co.next_deadline() == 1000                      # the next sweep: 500 after the last one
+    assert t.tick(999).markers == []
+    assert [j.transactional_id for j in t.tick(1000).markers] == ["late"]
+
+
+def test_txn_coordinator_config_names_the_sweep_interval() -> None:
+    c = TxnCoordinatorConfig.from_properties({"transaction.abort.timed.out.transaction.cleanup.interval.ms": "250"})
+    assert c.abort_timed_out_transaction_cleanup_interval_ms == 250
+    assert TxnCoordinatorConfig().abort_timed_out_transaction_cleanup_interval_ms == 10000
+
+
+def tracked() -> Txn:
+    t = Txn()
+    t.co.track_pending = True
+    return t
+
+
+def test_pending_transition_answers_concurrent_transactions() -> None:
+    """With a runtime that reports commits, a request while the transaction's last state record is
+    not committed answers CONCURRENT_TRANSACTIONS (Kafka's pendingTransitionInProgress)."""
+    t = tracked()
+    assert t.at(0).init().error_code == 0
+    t.co.transitions_committed(["tx"])
+    assert t.add(1000, 0, ("t", 0)) == 0                     # Ongoing, written, not committed
+    assert t.co.metadata("tx").pending_transition
+    assert t.add(1000, 0, ("t", 0)) == 51                    # a retry while pending
+    assert t.end(1000, 0, True)[0] == 51
+    assert t.init(pid=1000, epoch=0).error_code == 51
+    t.co.transitions_committed(["tx"])
+    assert t.add(1000, 0, ("t", 0)) == 0                     # committed: nothing new, no record
+    assert not t.co.metadata("tx").pending_transition
+    code, step = t.end(1000, 0, True, finish=False)
+    assert code == 0 and t.state() == "PrepareCommit"
+    assert t.end(1000, 0, True)[0] == 51                     # the PrepareCommit record is pending
+    t.co.transitions_committed(["tx"])
+    t.finish(step)                                           # markers are the runtime's, never refused
+    assert t.state() == "CompleteCommit"
+    assert t.init(pid=1000, epoch=0).error_code == 51        # CompleteCommit pending
+    t.co.transitions_committed(["tx"])
+    assert t.init(pid=1000, epoch=0).error_code == 0
+
+
+def test_pending_transition_is_not_swept_and_untracked_is_never_pending() -> None:
+    t = tracked()
+    t.at(0).init(timeout=100)
+    t.co.transitions_committed(["tx"])
+    t.at(10).add(1000, 0, ("t", 0))
+    assert t.tick(10000).markers == []                       # its Ongoing record is not committed yet
+    t.co.transitions_committed(["tx"])
+    assert len(t.tick(20000).markers) == 1
+    u = Txn()
+    u.at(0).init()
+    u.add(1000, 0, ("t", 0))
+    assert not u.co.metadata("tx").pending_transition and u.add(1000, 0, ("t", 0)) == 0
+    replayed = TransactionCoordinator(allocate_producer_id=lambda: 1, loading=True, track_pending=True)
+    for k, v in t.log:
+        replayed.replay(k, v)
+    assert all(not replayed.metadata(tid).pending_transition for tid in replayed.transactional_ids())
+
+
+def test_verify_only_reports_membership_and_pending_prepare() -> None:
+    t = Txn()
+    t.at(0).init()
+    t.add(1000, 0, ("t", 0))
+    r, _ = t.send(AddPartitionsToTxn(transactional_id="tx", producer_id=1000, producer_epoch=0,
+                                     partitions=[("t", 0), ("t", 1)], verify_only=True))
+    assert (r.error_for(("t", 0)), r.error_for(("t", 1))) == (0, 48)
+    r, _ = t.send(AddPartitionsToTxn(transactional_id="tx", producer_id=1000, producer_epoch=1,
+                                     partitions=[("t", 0)], verify_only=True))
+    assert r.error_for(("t", 0)) == 90
+    t.end(1000, 0, False, finish=False)
+    r, _ = t.send(AddPartitionsToTxn(transactional_id="tx", producer_id=1000, producer_epoch=0,
+                                     partitions=[("t", 0)], verify_only=True))
+    assert r.error_for(("t", 0)) == 51
