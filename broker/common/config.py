@@ -155,6 +155,14 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
 
 LONG_MAX = 9223372036854775807
 
+# What Kafka's shipped config/server.properties (and so its docker image) sets "for a better
+# out-of-the-box experience for development and testing": `samsa serve` without a properties file
+# (./scripts/serve.sh, the image) starts with these; a properties file starts from Kafka's code
+# defaults (BROKER_DEFAULTS), as Kafka's does. KAFKA_* variables and --override still win.
+QUICK_START_PROPERTIES: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+}
+
 
 # -- the topic config schema ---------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
@@ -395,8 +403,10 @@ class BrokerConfig:
 
     @classmethod
     def load(cls, path: str | None = None, environ: Mapping[str, str] | None = None,
-             extra: Mapping[str, str] | None = None) -> BrokerConfig:
-        props: dict[str, str] = {}
+             extra: Mapping[str, str] | None = None, quick_start: bool = False) -> BrokerConfig:
+        """Properties file, then KAFKA_* variables, then ``extra``; ``quick_start`` (``samsa
+        serve`` without a file) lays QUICK_START_PROPERTIES under them all."""
+        props: dict[str, str] = dict(QUICK_START_PROPERTIES) if quick_start else {}
         if path:
             props.update(read_properties(path))
         env = os.environ if environ is None else environ
