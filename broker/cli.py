@@ -19,7 +19,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     extra = dict(kv.split("=", 1) for kv in args.override)
     try:
-        config = BrokerConfig.load(args.config, extra=extra)
+        # no properties file: Kafka's quick-start settings (config.QUICK_START_PROPERTIES)
+        config = BrokerConfig.load(args.config, extra=extra, quick_start=not args.config)
         if config.get("samsa.http.listener"):
             from broker.network.http_serve import HttpListenerError, parse_http_listener
             try:
@@ -92,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="samsa", description="Samsa: a Kafka broker in Python")
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the broker")
-    s.add_argument("--config", help="server.properties file (Kafka property names)")
+    s.add_argument("--config", help="server.properties file (Kafka property names); without one, "
+                                    "Kafka's quick-start settings (group.initial.rebalance.delay.ms=0)")
     s.add_argument("--override", action="append", default=[], metavar="NAME=VALUE",
                    help="set one property, e.g. --override num.partitions=3")
     s.add_argument("--json-logs", action="store_true", help="log JSON lines instead of console lines")

@@ -8,6 +8,8 @@
 #   KAFKA_LOG_DIRS    /var/lib/samsa/data       (the image's VOLUME)
 # Without KAFKA_ADVERTISED_LISTENERS the broker advertises its listeners, 0.0.0.0 as localhost,
 # which is right for clients on the host of a `-p 9092:9092` container.
+# `samsa serve` without --config also starts with Kafka's quick-start settings, as the apache/kafka
+# image does (group.initial.rebalance.delay.ms=0; broker/common/config.py QUICK_START_PROPERTIES).
 # Arguments: none or options (-...) run `samsa serve [options]`; `serve`/`healthcheck` run that
 # samsa command; anything else is executed as given (e.g. `python -m spark_jobs.sample_events`).
 set -eu

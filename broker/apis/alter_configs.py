@@ -3,9 +3,13 @@
 Kafka's rules, as its controller applies them: a resource named twice answers INVALID_REQUEST
 once; values are validated with Kafka's types, ranges and messages (INVALID_CONFIG); the new
 configs replace all of the topic's overrides; an unknown topic answers "The topic 'x' does not
-exist." after validation. Samsa has no dynamic broker configs: altering BROKER or BROKER_LOGGER
-resources answers INVALID_REQUEST. Topic config changes are live (partitions read their configs
-through ``LogManager.topic_config_value``); in a cluster they are ConfigRecords in the metadata log.
+exist." after validation. Topic config changes are live (partitions read their configs through
+``LogManager.topic_config_value``); in a cluster they are ConfigRecords in the metadata log.
+A BROKER resource ("" for the cluster-wide default, else this broker's id) takes Kafka's dynamic
+broker configs (KIP-226): the request's configs replace all of the resource's, after Kafka's
+checks (duplicate keys, null values, the node id, DynamicBrokerConfig.validateConfigs: INVALID_REQUEST
+with Kafka's message); they are ConfigRecords in the metadata log, applied at once on every broker
+they concern (broker/metadata/dynamic_broker_configs.py). BROKER_LOGGER answers INVALID_REQUEST.
 Authorization: ALTER_CONFIGS on each topic (or group), on the cluster for broker resources.
 """
 from __future__ import annotations
@@ -19,9 +23,10 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from broker.common.services import RequestScope
-from broker.apis.shared.config_changes import (ConfigRejected, apply_topic_configs, check_topic_resource, each_resource,
+from broker.apis.shared.config_changes import (ConfigRejected, apply_broker_configs, apply_topic_configs,
+                                               check_broker_resource, check_topic_resource, each_resource,
                                                non_topic_error, resource_response)
-from broker.common.config_defs import TOPIC
+from broker.common.config_defs import BROKER, TOPIC
 from broker.network.dispatch import RequestContext, handles
 from broker.security.authz import Handler, alter_configs_allowed, authorizes
 
@@ -34,6 +39,17 @@ async def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> AlterC
         try:
             if duplicated:
                 raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+            if rtype == BROKER:
+                keys = [c.name for c in res.configs]
+                if len(set(keys)) != len(keys):
+                    raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+                nulls = [c.name for c in res.configs if c.value is None]
+                if nulls:
+                    raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+                check_broker_resource(ctx, name)
+                await apply_broker_configs(ctx, name, {c.name: c.value for c in res.configs}, bool(req.validate_only))
+                out.append(resource_response(AlterConfigsResponse, rtype, name))
+                continue
             if rtype != TOPIC:
                 raise non_topic_error(rtype)
             check_topic_resource(name)

@@ -7,9 +7,15 @@ Kafka's rules, as its ConfigHelper applies them:
   chain, including its quirk that a topic config whose primary broker property
   (``log.retention.ms``, ``log.roll.ms``, ``log.flush.interval.ms``) is unset reports no
   synonyms and DEFAULT_CONFIG even when ``log.retention.hours`` is set;
-- a broker (resource name = its node id, or "" for the cluster-wide dynamic defaults,
-  which are always empty here) lists its properties, read-only (Samsa has no dynamic broker
-  configs); a name Kafka does not know is typed UNKNOWN and treated as sensitive (value null);
+- a topic config without an override takes the broker's value at the highest level that sets
+  it: a dynamic per-broker config (DYNAMIC_BROKER_CONFIG, 2), the dynamic cluster-wide default
+  (DYNAMIC_DEFAULT_BROKER_CONFIG, 3), the static property, Kafka's default; its synonyms list
+  each level in that order (ConfigHelper.configSynonyms);
+- a broker (resource name = its node id) lists its properties, the dynamic ones included, with
+  the same sources; read-only unless Kafka can change it dynamically
+  (broker/common/dynamic_config_defs.py); "" lists the cluster-wide dynamic defaults, with only
+  their DYNAMIC_DEFAULT_BROKER_CONFIG synonyms; a name Kafka does not know is typed UNKNOWN and
+  treated as sensitive (value null);
 - ``configuration_keys`` null or empty means all keys; an unknown topic answers
   UNKNOWN_TOPIC_OR_PARTITION in that resource only; documentation from v3.
 In a cluster a topic's configs are the metadata image's ConfigRecords.
@@ -30,9 +36,12 @@ from broker.common.services import RequestScope
 from broker.apis.shared.config_changes import config_topic
 from broker.common.config import BROKER_DEFAULTS, TOPIC_CONFIG_DEFS, TOPIC_CONFIGS, BrokerConfig
 from broker.common.config_defs import (BROKER, BROKER_DOCS, BROKER_LOGGER, CONFIG_TYPE_IDS, DEFAULT_CONFIG,
-                                       DYNAMIC_BROKER_LOGGER_CONFIG, EXTRA_BROKER_DEFAULTS, INTEGER_PATTERN,
+                                       DYNAMIC_BROKER_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG,
+                                       DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_ONLY_DEFAULTS, EXTRA_BROKER_DEFAULTS,
+                                       INTEGER_PATTERN,
                                        RESOURCE_NAMES, STATIC_BROKER_CONFIG, TOPIC, broker_kind, broker_value,
                                        render_config, synonym_chain, topic_config_entries)
+from broker.common.dynamic_config_defs import ALL_DYNAMIC_CONFIGS
 from broker.log.manager import topic_name_error
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op
@@ -74,18 +83,32 @@ def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, syno
     return DR(error_code=0, error_message=None, resource_type=TOPIC, resource_name=name, configs=configs)
 
 
-def _broker_entry(config: BrokerConfig, name: str, synonyms: bool, docs: bool) -> Any:
+def _broker_entry(config: BrokerConfig, name: str, synonyms: bool, docs: bool, per_broker: bool = True) -> Any:
+    """Kafka's ConfigHelper.createBrokerConfigEntry: the value at the highest level that sets it,
+    its synonyms in Kafka's order (dynamic per broker, dynamic default, static, default; only the
+    dynamic default ones on the "" resource), read-only unless Kafka can change it dynamically."""
     kind = broker_kind(name)
+    read_only = name not in ALL_DYNAMIC_CONFIGS
     if kind is None or kind == "password":
         # Kafka treats properties it does not know as possibly sensitive
-        syns = [(name, None, STATIC_BROKER_CONFIG)] if name in config.raw else []
-        return DC(name=name, value=None, read_only=True, config_source=syns[0][2] if syns else DEFAULT_CONFIG,
+        syns = [(name, None, source) for layer, source in (
+            (config.dynamic_broker, DYNAMIC_BROKER_CONFIG), (config.dynamic_default, DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (config.raw, STATIC_BROKER_CONFIG)) if name in layer]
+        if not per_broker:
+            syns = [x for x in syns if x[2] == DYNAMIC_DEFAULT_BROKER_CONFIG]
+        return DC(name=name, value=None, read_only=read_only, config_source=syns[0][2] if syns else DEFAULT_CONFIG,
                   is_sensitive=True, synonyms=[DS(name=a, value=b, source=c) for a, b, c in syns] if synonyms else [],
                   config_type=CONFIG_TYPE_IDS.get(kind, 0) if kind is not None else 0, documentation=None)
-    value = config.raw[name] if name in config.raw and kind == "string" else \
-        render_config(kind, broker_value(config, name))
+    if not per_broker:
+        value: str | None = config.dynamic_default[name]
+    else:
+        configured = config.configured(name)
+        value = configured if configured is not None and kind == "string" else \
+            render_config(kind, broker_value(config, name))
     chain = synonym_chain(config, name)
-    return DC(name=name, value=value, read_only=True, config_source=chain[0][2] if chain else DEFAULT_CONFIG,
+    if not per_broker:
+        chain = [x for x in chain if x[2] == DYNAMIC_DEFAULT_BROKER_CONFIG]
+    return DC(name=name, value=value, read_only=read_only, config_source=chain[0][2] if chain else DEFAULT_CONFIG,
               is_sensitive=False, synonyms=[DS(name=a, value=b, source=c) for a, b, c in chain] if synonyms else [],
               config_type=CONFIG_TYPE_IDS.get(kind, 0), documentation=BROKER_DOCS.get(name) if docs else None)
 
@@ -93,13 +116,16 @@ def _broker_entry(config: BrokerConfig, name: str, synonyms: bool, docs: bool) -
 def _describe_broker(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> Any:
     config = ctx.broker.config
     if name == "":
-        # cluster-wide dynamic defaults: Samsa has none
-        return DR(error_code=0, error_message=None, resource_type=BROKER, resource_name=name, configs=[])
+        # the cluster-wide dynamic defaults (ConfigHelper: currentDynamicDefaultConfigs)
+        configs = [_broker_entry(config, n, synonyms, docs, per_broker=False)
+                   for n in _wanted(keys, config.dynamic_default)]
+        return DR(error_code=0, error_message=None, resource_type=BROKER, resource_name=name, configs=configs)
     err = _broker_id_error(ctx, name, allow_empty=True)
     if err:
         return DR(error_code=ErrorCode.INVALID_REQUEST, error_message=err, resource_type=BROKER,
                   resource_name=name, configs=[])
-    names = set(BROKER_DEFAULTS) | set(EXTRA_BROKER_DEFAULTS) | set(config.raw)
+    names = (set(BROKER_DEFAULTS) | set(EXTRA_BROKER_DEFAULTS) | set(DYNAMIC_ONLY_DEFAULTS) | set(config.raw)
+             | set(config.dynamic_default) | set(config.dynamic_broker))
     configs = [_broker_entry(config, n, synonyms, docs) for n in _wanted(keys, names)]
     return DR(error_code=0, error_message=None, resource_type=BROKER, resource_name=name, configs=configs)
 

@@ -3,8 +3,11 @@
 Kafka's rules, as its controller applies them: SET/DELETE/APPEND/SUBTRACT (the last two only on
 LIST configs, else INVALID_CONFIG); duplicate keys, null values outside DELETE and unknown
 operations answer INVALID_REQUEST; the resulting overrides are validated as AlterConfigs'
-(INVALID_CONFIG), then an unknown topic answers "The topic 'x' does not exist.". Samsa has no
-dynamic broker configs: BROKER and BROKER_LOGGER resources answer INVALID_REQUEST.
+(INVALID_CONFIG), then an unknown topic answers "The topic 'x' does not exist.". A BROKER resource
+("" for the cluster-wide default, else this broker's id) takes Kafka's dynamic broker configs: the
+operations apply to the resource's stored configs (APPEND/SUBTRACT only on LIST properties, Kafka's
+prepareIncrementalConfigs), the result is checked as AlterConfigs checks it and stored as
+ConfigRecords in the metadata log. BROKER_LOGGER answers INVALID_REQUEST.
 Authorization: ALTER_CONFIGS on each topic (or group), on the cluster for broker resources.
 """
 from __future__ import annotations
@@ -18,10 +21,13 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from broker.common.services import RequestScope
-from broker.apis.shared.config_changes import (ConfigRejected, apply_topic_configs, check_topic_resource, config_topic,
+from broker.apis.shared.config_changes import (ConfigRejected, apply_broker_configs, apply_topic_configs,
+                                               check_broker_resource, check_topic_resource, config_topic,
                                                each_resource, non_topic_error, resource_response)
 from broker.common.config import TOPIC_CONFIG_DEFS
-from broker.common.config_defs import TOPIC, render_config
+from broker.common.config_defs import BROKER, TOPIC, broker_default, render_config
+from broker.common.dynamic_config_defs import dynamic_kind
+from broker.metadata.dynamic_broker_configs import stored_broker_configs
 from broker.metadata.topology import TopicConfigs
 from broker.network.dispatch import RequestContext, handles
 from broker.security.authz import Handler, alter_configs_allowed, authorizes
@@ -62,6 +68,38 @@ def _incremental(topic: TopicConfigs | None, configs: list) -> dict[str, str | N
     return new
 
 
+def _incremental_broker(current: dict[str, str], configs: list) -> dict[str, str]:
+    """Kafka's ConfigAdminManager.prepareIncrementalConfigs on a BROKER resource's stored configs."""
+    new = dict(current)
+    for c in configs:
+        op = c.config_operation
+        if op == SET:
+            new[c.name] = c.value
+        elif op == DELETE:
+            new.pop(c.name, None)
+        else:
+            kind = dynamic_kind(c.name)
+            if kind is None:
+                raise ConfigRejected(ErrorCode.INVALID_CONFIG, f"Unknown config name: {c.name}")
+            verb = "append" if op == APPEND else "subtract"
+            if kind != "list":
+                raise ConfigRejected(ErrorCode.INVALID_CONFIG,
+                                     f"Config value {verb} is not allowed for config key: {c.name}")
+            base = new.get(c.name)
+            if base is None:
+                base = render_config("list", broker_default(c.name)) or ""
+            if op == APPEND:
+                parts = _list_parts(base)
+                parts += [v for v in (c.value or "").split(",") if v not in parts]
+            else:
+                parts = base.split(",")
+                for v in (c.value or "").split(","):
+                    if v in parts:
+                        parts.remove(v)
+            new[c.name] = ",".join(parts)
+    return new
+
+
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 async def incremental_alter_configs(ctx: RequestContext,
                                     req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
@@ -80,6 +118,12 @@ async def incremental_alter_configs(ctx: RequestContext,
             bad_ops = [c.config_operation for c in res.configs if c.config_operation not in _OP_NAMES]
             if bad_ops:
                 raise ConfigRejected(ErrorCode.INVALID_REQUEST, f"Unknown operation type {bad_ops[0]}")
+            if rtype == BROKER:
+                check_broker_resource(ctx, name)
+                configs = _incremental_broker(stored_broker_configs(ctx.broker, name), list(res.configs))
+                await apply_broker_configs(ctx, name, configs, bool(req.validate_only))
+                out.append(resource_response(IncrementalAlterConfigsResponse, rtype, name))
+                continue
             if rtype != TOPIC:
                 raise non_topic_error(rtype)
             check_topic_resource(name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 # name -> (type, default). Types follow Kafka's ConfigDef types used by DescribeConfigs.
 BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
@@ -154,6 +154,14 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
 }
 
 LONG_MAX = 9223372036854775807
+
+# What Kafka's shipped config/server.properties (and so its docker image) sets "for a better
+# out-of-the-box experience for development and testing": `samsa serve` without a properties file
+# (./scripts/serve.sh, the image) starts with these; a properties file starts from Kafka's code
+# defaults (BROKER_DEFAULTS), as Kafka's does. KAFKA_* variables and --override still win.
+QUICK_START_PROPERTIES: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+}
 
 
 # -- the topic config schema ---------------------------------------------------------------
@@ -392,11 +400,56 @@ class BrokerConfig:
         for name, raw in self.raw.items():
             if name not in self.values:
                 self.values[name] = raw
+        # Kafka's dynamic broker configs (broker/metadata/dynamic_broker_configs.py keeps them
+        # current from the metadata log's ConfigRecords): this broker's and the cluster-wide
+        # default, as the strings stored. ``values`` holds the effective value of each, in
+        # Kafka's order: per broker, else cluster default, else static (``raw``), else default.
+        self.dynamic_broker: dict[str, str] = {}
+        self.dynamic_default: dict[str, str] = {}
+        self._shadowed: dict[str, Any] = {}     # name -> its value before a dynamic one covered it
+
+    _ABSENT = object()
+
+    def set_dynamic(self, per_broker: Mapping[str, str], default: Mapping[str, str],
+                    applied: Callable[[str], bool], kind_of: Callable[[str], str | None]) -> list[str]:
+        """Replace the dynamic layers; ``values`` changes in place (readers hold the dict) for
+        the names ``applied`` says take effect in Samsa. A value that does not parse is left
+        out, as Kafka's DynamicBrokerConfig ignores invalid stored configs; its names are returned."""
+        for name, before in self._shadowed.items():
+            if before is self._ABSENT:
+                self.values.pop(name, None)
+            else:
+                self.values[name] = before
+        self._shadowed = {}
+        self.dynamic_broker, self.dynamic_default = dict(per_broker), dict(default)
+        invalid = []
+        for name in sorted(set(per_broker) | set(default)):
+            if not applied(name):
+                continue
+            raw = per_broker[name] if name in per_broker else default[name]
+            try:
+                value = parse_value(kind_of(name) or "string", raw)
+            except ConfigError:
+                invalid.append(name)
+                continue
+            self._shadowed[name] = self.values.get(name, self._ABSENT)
+            self.values[name] = value
+        return invalid
+
+    def configured(self, name: str) -> str | None:
+        """The string a property is set to, at the highest level that sets it (dynamic per
+        broker, dynamic default, static), or None when only its default applies."""
+        for layer in (self.dynamic_broker, self.dynamic_default, self.raw):
+            if name in layer:
+                return layer[name]
+        return None
 
     @classmethod
     def load(cls, path: str | None = None, environ: Mapping[str, str] | None = None,
-             extra: Mapping[str, str] | None = None) -> BrokerConfig:
-        props: dict[str, str] = {}
+             extra: Mapping[str, str] | None = None, quick_start: bool = False) -> BrokerConfig:
+        """Properties file, then KAFKA_* variables, then ``extra``; ``quick_start`` (``samsa
+        serve`` without a file) lays QUICK_START_PROPERTIES under them all."""
+        props: dict[str, str] = dict(QUICK_START_PROPERTIES) if quick_start else {}
         if path:
             props.update(read_properties(path))
         env = os.environ if environ is None else environ

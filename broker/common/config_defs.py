@@ -23,7 +23,8 @@ RESOURCE_NAMES = {0: "UNKNOWN", TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER:
                    CLIENT_METRICS: "CLIENT_METRICS", GROUP: "GROUP"}
 
 # DescribeConfigsResponse.ConfigSource ids
-TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 1, 4, 5, 6
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
 
 # DescribeConfigsResponse.ConfigType ids
 CONFIG_TYPE_IDS = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
@@ -52,6 +53,23 @@ EXTRA_BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     # KIP-890: leaders verify a transaction's first batch on a partition with its coordinator
     "transaction.partition.verification.enable": ("boolean", True),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": ("int", 10000),
+}
+
+# Kafka's dynamic broker configs (broker/common/dynamic_config_defs.py) that have no use in Samsa
+# and so no place above: their types (to validate values as Kafka's ConfigDef does) and defaults
+# (for DescribeConfigs' DEFAULT_CONFIG synonym once one is set). Not listed unless set.
+DYNAMIC_ONLY_DEFAULTS: dict[str, tuple[str, Any]] = {
+    "num.io.threads": ("int", 8), "num.network.threads": ("int", 3), "num.replica.fetchers": ("int", 1),
+    "num.recovery.threads.per.data.dir": ("int", 2), "background.threads": ("int", 10),
+    "log.cleaner.threads": ("int", 1), "log.cleaner.io.buffer.load.factor": ("double", 0.9),
+    "log.cleaner.io.buffer.size": ("int", 524288), "metric.reporters": ("list", ""),
+    "max.connections.per.ip": ("int", 2147483647), "max.connections.per.ip.overrides": ("string", ""),
+    "max.connections": ("int", 2147483647), "max.connection.creation.rate": ("int", 2147483647),
+    "producer.id.expiration.ms": ("int", 86400000), "transaction.partition.verification.enable": ("boolean", True),
+    "remote.log.index.file.cache.total.size.bytes": ("long", 1073741824),
+    "remote.fetch.max.wait.ms": ("int", 500), "remote.log.manager.copy.max.bytes.per.second": ("long", 9223372036854775807),
+    "remote.log.manager.fetch.max.bytes.per.second": ("long", 9223372036854775807),
+    "remote.list.offsets.request.timeout.ms": ("long", 30000),
 }
 
 # Kafka's DynamicBrokerConfig.brokerConfigSynonyms: properties that stand for one another.
@@ -238,6 +256,16 @@ def _check_value(name: str, d: TopicConfigDef, raw: str) -> Any:
     return value
 
 
+_TOPIC_CONFIG_OF_BROKER: dict[str, TopicConfigDef] = {
+    d.synonyms[0]: d for d in TOPIC_CONFIG_DEFS.values() if d.synonyms}
+
+
+def check_topic_default(name: str, raw: str) -> Any:
+    """A broker property that supplies a topic config's default (``log.segment.bytes``),
+    checked with that topic config's validator, for dynamic broker configs."""
+    return _check_value(name, _TOPIC_CONFIG_OF_BROKER[name], raw)
+
+
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
@@ -263,26 +291,25 @@ def validate_topic_configs(configs: Mapping[str, str | None], config: BrokerConf
 
 # -- effective values and their sources ---------------------------------------------------
 def broker_kind(name: str) -> str | None:
-    if name in BROKER_DEFAULTS:
-        return BROKER_DEFAULTS[name][0]
-    if name in EXTRA_BROKER_DEFAULTS:
-        return EXTRA_BROKER_DEFAULTS[name][0]
+    for table in (BROKER_DEFAULTS, EXTRA_BROKER_DEFAULTS, DYNAMIC_ONLY_DEFAULTS):
+        if name in table:
+            return table[name][0]
     return None
 
 
 def broker_default(name: str) -> Any:
-    if name in BROKER_DEFAULTS:
-        return BROKER_DEFAULTS[name][1]
-    if name in EXTRA_BROKER_DEFAULTS:
-        return EXTRA_BROKER_DEFAULTS[name][1]
+    for table in (BROKER_DEFAULTS, EXTRA_BROKER_DEFAULTS, DYNAMIC_ONLY_DEFAULTS):
+        if name in table:
+            return table[name][1]
     return None
 
 
 def broker_value(config: BrokerConfig, name: str) -> Any:
-    """A broker property's current value, typed (defaults when not configured)."""
+    """A broker property's current value, typed (defaults when not configured): its dynamic
+    per-broker value, else the dynamic cluster default, else the static one."""
     kind = broker_kind(name)
-    if name in config.raw:
-        raw = config.raw[name]
+    raw = config.configured(name)
+    if raw is not None:
         try:
             return parse_config(name, kind or "string", raw)
         except ConfigError:
@@ -315,10 +342,15 @@ def effective_value(config: BrokerConfig, overrides: Mapping[str, str | None], n
 
 
 def synonym_chain(config: BrokerConfig, name: str) -> list[tuple[str, str | None, int]]:
-    """Kafka's ConfigHelper.configSynonyms: static then default values of the property's
-    synonyms, dropping everything before ``name`` itself."""
+    """Kafka's ConfigHelper.configSynonyms: the property's synonyms set dynamically for this
+    broker, then in the cluster-wide default, then statically, then their defaults, dropping
+    everything before ``name`` itself."""
     names = broker_synonyms(name)
-    chain: list[tuple[str, str | None, int]] = [(s, config.raw[s], STATIC_BROKER_CONFIG) for s in names if s in config.raw]
+    chain: list[tuple[str, str | None, int]] = []
+    for layer, source in ((config.dynamic_broker, DYNAMIC_BROKER_CONFIG),
+                          (config.dynamic_default, DYNAMIC_DEFAULT_BROKER_CONFIG),
+                          (config.raw, STATIC_BROKER_CONFIG)):
+        chain += [(s, layer[s], source) for s in names if s in layer]
     chain += [(s, render_config(broker_kind(s) or "string", broker_default(s)), DEFAULT_CONFIG)
               for s in names if broker_default(s) is not None]
     while chain and chain[0][0] != name:
@@ -361,6 +393,10 @@ def creation_config_entries(config: BrokerConfig, overrides: Mapping[str, str]) 
         value = effective_value(config, overrides, name)
         if name in overrides:
             source = TOPIC_CONFIG
+        elif any(s in config.dynamic_broker for s in d.synonyms):
+            source = DYNAMIC_BROKER_CONFIG
+        elif any(s in config.dynamic_default for s in d.synonyms):
+            source = DYNAMIC_DEFAULT_BROKER_CONFIG
         elif any(s in config.raw for s in d.synonyms):
             source = STATIC_BROKER_CONFIG
         else:

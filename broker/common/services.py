@@ -22,6 +22,7 @@ if TYPE_CHECKING:   # types only: broker.common sits below broker.log and broker
     from broker.coordinator_runtime.txn_runtime import TxnShell
     from broker.log.manager import LogManager
     from broker.metadata.cluster_mode import ClusterMetadata
+    from broker.metadata.store import MetadataStore
     from broker.metadata.topology import Topology
     from broker.observability.metrics import BrokerMetrics
     from broker.replica.manager import ReplicaManager
@@ -59,6 +60,8 @@ class BrokerServices(Protocol):
     def appends(self) -> AppendWaker: ...
     @property
     def producer_ids(self) -> ProducerIds | None: ...
+    @property
+    def metadata(self) -> MetadataStore: ...    # the local metadata log or etcd's
 
     def now_ms(self) -> int: ...
 

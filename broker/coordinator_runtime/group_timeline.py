@@ -180,7 +180,9 @@ class GroupTimeline:
             self._start(t, now, f"{mid} {'left' if left else 'expired'}: {reason}").left.append(MemberChange(mid, *t.members[mid], reason=reason))
             log.info("member left" if left else "member expired", group=group_id, member_id=mid,
                      client_id=t.members[mid][0], reason=reason)
-        if d.group_state == "PreparingRebalance" and t.current is None:
+        if d.group_state in REBALANCING and t.current is None:
+            # an existing member's rejoin: a lone member's JoinGroup completes the join phase in
+            # its own step, so the group is already CompletingRebalance when first seen here
             self._start(t, now, t.joining_reason or "member rejoined")
         if t.current is not None and not was_rebalancing:
             log.info("rebalance started", group=group_id, generation=t.generation,
@@ -201,7 +203,11 @@ class GroupTimeline:
     def _complete(self, group_id: str, t: _Tracked, value: Any, now: int) -> None:
         if value.generation <= t.generation:
             return              # a new group's generation-0 record, or a static member's new id
-        r = t.current or Rebalance(started_ms=now, previous_generation=t.generation)
+        r = t.current
+        if r is None:       # a generation nothing here saw begin: say it began, then that it ended
+            r = Rebalance(started_ms=now, previous_generation=t.generation)
+            log.info("rebalance started", group=group_id, generation=t.generation, reasons=r.reasons,
+                     members=len(value.members))
         r.generation, r.completed_ms = value.generation, now
         r.protocol, r.leader = value.protocol, value.leader
         r.assignment = {m.member_id: sum(len(p) for p in

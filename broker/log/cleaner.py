@@ -695,10 +695,16 @@ async def run_cleaner(logs: LogManager, task_status: trio.TaskStatus = trio.TASK
     enabled = str(cfg.get("log.cleaner.enable", "true")).lower() != "false"
     if not enabled:
         return
-    backoff = int(cfg.get("log.cleaner.backoff.ms", 15000))  # 0 is a legal value
-    capacity = map_capacity(cfg)
-    throttle = throttler_for(cfg)
+    seen: tuple[Any, ...] | None = None
     while True:
+        # read again when dynamic broker configs changed them (broker/common/dynamic_config_defs.py)
+        now = tuple(cfg.get(k) for k in ("log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
+                                         "log.cleaner.io.max.bytes.per.second"))
+        if now != seen:
+            seen = now
+            backoff = int(cfg.get("log.cleaner.backoff.ms", 15000))  # 0 is a legal value
+            capacity = map_capacity(cfg)
+            throttle = throttler_for(cfg)
         compacted = [p for p in logs.all_partitions() if "compact" in p.policies()]
         cand = pick(compacted, logs.now_ms())
         if cand is None:

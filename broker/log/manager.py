@@ -248,11 +248,18 @@ class LogManager:
         os.replace(path + ".tmp", path)
 
     # -- configs -------------------------------------------------------------------------
+    def broker_configs_changed(self) -> None:
+        """Dynamic broker configs changed (broker/metadata/dynamic_broker_configs.py): every
+        topic resolves its configs again, so those without an override take the new default."""
+        for topic in list(self.topics.values()):
+            topic.resolved_from = None
+
     def topic_config_value(self, topic: Topic | TopicConfigs, name: str) -> Any:
         """The topic's value, else the broker's default for it. Resolved once per topic and name
-        (every append asks for several); broker properties are static (Samsa has no dynamic
-        broker configs) and a topic's configs are replaced whole when altered. Anything else with
-        ``configs`` (the cluster image's view of a topic hosted elsewhere) is resolved uncached."""
+        (every append asks for several); a topic's configs are replaced whole when altered, and
+        a change of dynamic broker configs forgets every resolved value (broker_configs_changed).
+        Anything else with ``configs`` (the cluster image's view of a topic hosted elsewhere) is
+        resolved uncached."""
         if not isinstance(topic, Topic):
             return self._resolve_config(topic.configs, name)
         if topic.resolved_from is not topic.configs:

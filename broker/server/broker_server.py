@@ -105,6 +105,7 @@ class Broker:
             cluster = self.cluster = ClusterMetadata(self)
             await cluster.start()
             self._metadata = cluster.store
+            self._watch_dynamic_configs(cluster.store)
             self.topology = ClusterTopology(cluster)
             self.replicas.follows = cluster.store       # followers fetch from leaders
             self.producer_ids = cluster.producer_ids    # blocks from the metadata log
@@ -121,7 +122,14 @@ class Broker:
             local = LocalMetadataStore(self.logs.log_dir, self.node_id, self.cluster_id)
             local.load()
             self._metadata = local
+            self._watch_dynamic_configs(local)
         return self._metadata
+
+    def _watch_dynamic_configs(self, store: MetadataStore) -> None:
+        """Dynamic broker configs (ConfigRecords on BROKER resources) apply from the store's image."""
+        from broker.metadata.dynamic_broker_configs import watch
+
+        watch(self, store)
 
     async def controlled_shutdown(self) -> None:
         """Kafka's controlled shutdown when this broker is in a cluster (set by start_cluster);

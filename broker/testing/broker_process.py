@@ -16,11 +16,19 @@ from .ports import free_port
 
 
 class SamsaBroker:
-    """A broker child process; ``restart`` keeps the data dir and port."""
+    """A broker child process; ``restart`` keeps the data dir and port.
+
+    ``properties``: the server.properties text given to ``samsa serve --config``. By default an
+    empty file, so the broker starts from Kafka's code defaults (group.initial.rebalance.delay.ms
+    3000), as the tests were written for; ``None`` runs ``samsa serve`` without a file, as
+    ./scripts/serve.sh and the image do (Kafka's quick-start settings). ``overrides`` are KAFKA_*
+    variables either way."""
 
     def __init__(self, data_dir: str | os.PathLike, port: int | None = None,
                  overrides: dict[str, str] | None = None, log_path: str | None = None,
-                 control: bool = True, topics: dict[str, int] | None = None) -> None:
+                 control: bool = True, topics: dict[str, int] | None = None,
+                 properties: str | None = "") -> None:
+        self.properties = properties
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.overrides = dict(overrides or {})
@@ -81,8 +89,13 @@ class SamsaBroker:
 
     def start(self, timeout: float = 20.0) -> SamsaBroker:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "broker", "serve"]
+        if self.properties is not None:
+            props = self.data_dir.parent / f"server-{self.port}.properties"
+            props.write_text(self.properties)
+            command += ["--config", str(props)]
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "broker", "serve"], env=self.env(),
+        self.proc = subprocess.Popen(command, env=self.env(),
                                      stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.monotonic() + timeout

@@ -362,6 +362,7 @@ class GroupCoordinatorBase:
         self._member_id_factory = member_id_factory or (lambda: str(uuid.uuid4()))
         self._timers: dict[TimerKey, _Timer] = {}
         self._heap: list[tuple[int, int, TimerKey]] = []
+        self._deferred: set[TimerKey] = set()                 # _defer'red keys not yet fired
         self._seq = itertools.count()
         self._now: int | None = None                          # None until loaded: the clock starts then
         self._unloaded = False
@@ -408,27 +409,44 @@ class GroupCoordinatorBase:
         self._timers[key] = (deadline, seq, fn)
         heapq.heappush(self._heap, (deadline, seq, key))
 
+    def _defer(self, key: TimerKey, fn: Callable[[Step], None]) -> None:
+        """Kafka's CoordinatorExecutor: work due at once that must not run within the request that
+        scheduled it (a regex resolution) but as its own later step, which the runtime runs with
+        ``tick`` (or the next request runs first)."""
+        self._schedule(key, 0, fn)
+        self._deferred.add(key)
+
     def _cancel(self, key: TimerKey) -> None:
         self._timers.pop(key, None)
+        self._deferred.discard(key)
 
-    def _advance(self, now_ms: int, step: Step) -> None:
-        """Fire due timers in deadline order; each fires with the clock at its own deadline."""
+    def _advance(self, now_ms: int, step: Step, hold_deferred: bool = False) -> None:
+        """Fire due timers in deadline order; each fires with the clock at its own deadline.
+        ``hold_deferred``: leave the work the current request deferred (``_defer``) for later."""
         if self._now is None:
             self._now = now_ms
             self._on_loaded(step)
+        held = []
         while self._heap and self._heap[0][0] <= now_ms:
             deadline, seq, key = heapq.heappop(self._heap)
             timer = self._timers.get(key)
             if timer is None or timer[1] != seq:
                 continue
+            if hold_deferred and key in self._deferred:
+                held.append((deadline, seq, key))
+                continue
             del self._timers[key]
+            self._deferred.discard(key)
             self._now = max(self._now, deadline)
             timer[2](step)
+        for entry in held:
+            heapq.heappush(self._heap, entry)
         self._now = max(self._now, now_ms)
 
     def _cancel_group_timers(self, group_id: str) -> None:
         for key in [k for k in self._timers if len(k) > 1 and k[1] == group_id]:
             del self._timers[key]
+            self._deferred.discard(key)
 
     def _now_ms(self) -> int:
         assert self._now is not None

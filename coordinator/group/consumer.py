@@ -14,10 +14,21 @@ answer carries the member's next assignment when it changed (or on a full reques
 
 Rules and error codes follow Kafka's GroupMetadataManager (4.0). The shell passes the broker's
 current topics (name -> (id, partition count)) with every heartbeat; a difference from the
-group's subscription metadata (created, deleted, grown topics; new regex matches) bumps the group
-epoch at once (Kafka refreshes it on ``group.consumer.metadata.refresh.interval.ms``, i.e. on the
-next heartbeat after a change too). Regex subscriptions use RE2 (google-re2), the syntax Kafka's
-RE2/J accepts, matched against the whole topic name; internal topics never match.
+group's subscription metadata (created, deleted, grown topics) bumps the group epoch at once
+(Kafka refreshes it on ``group.consumer.metadata.refresh.interval.ms``, i.e. on the next heartbeat
+after a change too). Regex subscriptions use RE2 (google-re2), the syntax Kafka's RE2/J accepts,
+matched against the whole topic name; internal topics never match.
+
+Regular expressions are resolved as Kafka 4.0's GroupMetadataManager resolves them: not within
+the heartbeat but as a deferred step (Kafka's executor task ``refreshRegularExpressions``, here a
+timer due at once that the runtime fires with ``tick``, on the topics the scheduling heartbeat
+saw), whose result (``handleRegularExpressionsResult``) writes a ConsumerGroupRegularExpression
+record per regex and bumps the group epoch when the topics changed. So a member subscribing to
+a regex and a literal topic first gets the literal topic's partitions, and the matched topics on
+a heartbeat after the resolution. ``maybeUpdateRegularExpressions``' conditions decide when a
+heartbeat schedules a resolution: the group has regexes, none is being resolved, the last one is
+older than REGEX_BATCH_REFRESH_INTERVAL_MS (10 s), and a regex is unresolved or a topic appeared
+since. A regex its last member drops is tombstoned.
 
 Offsets expire by commit time except for subscribed topics (see _expire_offsets in coordinator.group).
 
@@ -52,6 +63,10 @@ UNSUPPORTED_ASSIGNOR: int = ErrorCode.UNSUPPORTED_ASSIGNOR
 STALE_MEMBER_EPOCH: int = ErrorCode.STALE_MEMBER_EPOCH
 FENCED_INSTANCE_ID: int = ErrorCode.FENCED_INSTANCE_ID
 INVALID_REGULAR_EXPRESSION = 128
+
+# Kafka 4.0's GroupMetadataManager.REGEX_BATCH_REFRESH_INTERVAL_MS: the least time between two
+# resolutions of a group's regular expressions.
+REGEX_BATCH_REFRESH_INTERVAL_MS = 10_000
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -179,6 +194,16 @@ class ConsumerGroupMember:
                 self.pending_revocation)
 
 
+@dataclass(frozen=True, slots=True)
+class ResolvedRegularExpression:
+    """Kafka's ResolvedRegularExpression: the topics a regex matched, when (``timestamp_ms``) and
+    on which topics (``version``: Samsa writes how many topics the resolution scanned; which
+    topics are new since is kept in memory, ConsumerGroup.regex_topics_seen)."""
+    topics: frozenset[str]
+    version: int
+    timestamp_ms: int
+
+
 class ConsumerGroup:
     """One consumer group's state (Kafka's ConsumerGroup); mutated only by the coordinator."""
 
@@ -192,6 +217,30 @@ class ConsumerGroup:
         # replica racks of the subscribed topics' partitions (rack-aware assignment), when known
         self.partition_racks: dict[uuid.UUID, tuple[frozenset[str], ...]] = {}
         self.owners: dict[tuple[uuid.UUID, int], str] = {}
+        self.resolved_regexes: dict[str, ResolvedRegularExpression] = {}
+        # the topic names the last resolution scanned (None: unknown, e.g. after loading), to
+        # tell whether a topic appeared since (Kafka's lastMetadataImageWithNewTopics)
+        self.regex_topics_seen: frozenset[str] | None = None
+
+    def subscribed_regexes(self) -> dict[str, int]:
+        """Regex -> how many members subscribe to it."""
+        out: dict[str, int] = {}
+        for m in self.members.values():
+            if m.subscribed_topic_regex:
+                out[m.subscribed_topic_regex] = out.get(m.subscribed_topic_regex, 0) + 1
+        return out
+
+    def last_regex_refresh_ms(self) -> int | None:
+        """When the regexes were last resolved (they are resolved together), None if never."""
+        return max((r.timestamp_ms for r in self.resolved_regexes.values()), default=None)
+
+    def member_subscribes(self, member: ConsumerGroupMember, topic: str) -> bool:
+        """The member's subscription covers ``topic``: by name, or by its regex as last resolved."""
+        if topic in member.subscribed_topic_names:
+            return True
+        regex = member.subscribed_topic_regex
+        resolved = self.resolved_regexes.get(regex) if regex else None
+        return resolved is not None and topic in resolved.topics
 
     @property
     def state(self) -> str:
@@ -441,8 +490,9 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
             # A known member rejoining with epoch 0 lost its partitions: it starts over.
             updated.member_epoch, updated.previous_member_epoch = 0, 0
             updated.state, updated.assigned, updated.pending_revocation = STABLE, {}, {}
+        bump = self._cg_maybe_update_regexes(group, member, updated, req.topics, records)
         self._cg_apply_member(group, member, updated, new_member or replaced, req.topic_partitions, req.topics,
-                              records, req.partition_racks)
+                              records, req.partition_racks, bump)
         step.records.extend(records)
         self._cg_schedule_session(group, updated)
         full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
@@ -455,13 +505,19 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
 
     def _cg_apply_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
                          fresh: bool, owned: list[tuple[uuid.UUID, list[int]]] | None, topics: TopicsView,
-                         records: list[Record], partition_racks: PartitionRacks | None = None) -> None:
+                         records: list[Record], partition_racks: PartitionRacks | None = None,
+                         bump: bool = False) -> None:
         """Kafka's heartbeat steps 1-3, shared by both protocols' members: store the member's new
         metadata (bumping the group epoch when its subscription or the subscribed topics changed),
         recompute the target assignment for a new group epoch, then reconcile ``updated`` (which
-        replaces ``member``; ``fresh`` when it is new or replaced a static member)."""
+        replaces ``member``; ``fresh`` when it is new or replaced a static member). A change of
+        regex alone bumps nothing here: ``_cg_maybe_update_regexes`` decided that (``bump``)."""
         gid = group.group_id
-        bump = updated.member_id not in group.members or updated.subscription() != member.subscription()
+        regex_only = bool(updated.subscribed_topic_regex) and not updated.subscribed_topic_names
+        bump = bump or group.group_epoch == 0 or \
+            (updated.member_id not in group.members and not regex_only) or \
+            (updated.subscribed_topic_names, updated.server_assignor) != (member.subscribed_topic_names,
+                                                                          member.server_assignor)
         if fresh or updated.metadata() != member.metadata():
             records.append(rec.member_metadata(gid, updated))
         group.members[updated.member_id] = updated
@@ -484,27 +540,102 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
         group.set_current(updated)
 
     def _cg_subscription_metadata(self, group: ConsumerGroup, topics: TopicsView) -> dict[str, tuple[uuid.UUID, int]]:
+        """The subscribed topics that exist: members' topic names and what their regexes resolved
+        to (Kafka's computeSubscribedTopicNames: an unresolved regex adds nothing yet)."""
         names: set[str] = set()
-        regexes: set[str] = set()
         for m in group.members.values():
             names.update(m.subscribed_topic_names)
             if m.subscribed_topic_regex:
-                regexes.add(m.subscribed_topic_regex)
-        out = {n: topics[n] for n in names if n in topics}
-        if regexes:
-            for name, meta in topics.items():
-                if name not in out and any(_full_match(r, name, self._regex_cache) for r in regexes):
-                    out[name] = meta
-        return out
+                resolved = group.resolved_regexes.get(m.subscribed_topic_regex)
+                if resolved is not None:
+                    names.update(resolved.topics)
+        return {n: topics[n] for n in names if n in topics}
 
     def _cg_member_topics(self, group: ConsumerGroup, member: ConsumerGroupMember) -> frozenset[uuid.UUID]:
-        out = set()
-        for name, (tid, _) in group.subscription_metadata.items():
-            if name in member.subscribed_topic_names or (
-                    member.subscribed_topic_regex and _full_match(member.subscribed_topic_regex, name,
-                                                                  self._regex_cache)):
-                out.add(tid)
-        return frozenset(out)
+        return frozenset(tid for name, (tid, _) in group.subscription_metadata.items()
+                         if group.member_subscribes(member, name))
+
+    # ------------------------------------------------------------------ regular expressions
+
+    def _cg_maybe_update_regexes(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                                 updated: ConsumerGroupMember, topics: TopicsView, records: list[Record]) -> bool:
+        """Kafka's maybeUpdateRegularExpressions: tombstone a regex the member was the last to use,
+        schedule a resolution when one is due; True when the group epoch must be bumped (the
+        member took up a regex another member's resolution already covers)."""
+        gid = group.group_id
+        old = member.subscribed_topic_regex or None if member.member_id in group.members else None
+        new = updated.subscribed_topic_regex or None
+        counts = group.subscribed_regexes()
+        bump = require = False
+        if old != new:
+            if old and counts.get(old, 0) == 1:
+                records.append(rec.regular_expression(gid, old, None))
+                group.resolved_regexes.pop(old, None)
+            if new:
+                if counts.get(new, 0) == 0:
+                    require = True      # validated in _validate_cg_heartbeat
+                else:
+                    bump = new in group.resolved_regexes
+        if not require and not counts:
+            return bump
+        key = ("cg-regex", gid)
+        if key in self._timers:                     # a resolution is already on its way
+            return bump
+        last = group.last_regex_refresh_ms()
+        if last is not None and self._now_ms() <= last + REGEX_BATCH_REFRESH_INTERVAL_MS:
+            return bump
+        after = dict(counts)
+        if old:
+            after[old] -= 1
+        if new:
+            after[new] = after.get(new, 0) + 1
+        after = {r: n for r, n in after.items() if n > 0}
+        require = require or len(after) != len(group.resolved_regexes)
+        seen = group.regex_topics_seen
+        require = require or seen is None or any(name not in seen for name in topics)
+        if require and after:
+            regexes, snapshot = frozenset(after), dict(topics)
+            self._defer(key, lambda step: self._cg_resolve_regexes(gid, regexes, snapshot, step))
+        return bump
+
+    def _cg_resolve_regexes(self, group_id: str, regexes: frozenset[str], topics: TopicsView, step: Step) -> None:
+        """Kafka's refreshRegularExpressions then handleRegularExpressionsResult, as one deferred
+        step: each regex still subscribed gets a ConsumerGroupRegularExpression record; the group
+        epoch is bumped when what a regex matches (or the subscription metadata) changed, so the
+        members' next heartbeats get the new target assignment."""
+        group = self._consumer_groups.get(group_id)
+        if group is None:
+            return
+        now = self._now_ms()
+        counts = group.subscribed_regexes()
+        bump = False
+        for regex in sorted(regexes):
+            if counts.get(regex, 0) == 0:
+                continue
+            matched = frozenset(n for n in topics if _full_match(regex, n, self._regex_cache))
+            before = group.resolved_regexes.get(regex)
+            if before is None or before.topics != matched:
+                bump = True
+            group.resolved_regexes[regex] = ResolvedRegularExpression(matched, len(topics), now)
+            step.records.append(rec.regular_expression(group_id, regex, matched, len(topics), now))
+        group.regex_topics_seen = frozenset(topics)
+        subscription = self._cg_subscription_metadata(group, topics)
+        if subscription != group.subscription_metadata:
+            racks = _racks_of(subscription, group.partition_racks) if \
+                self.config.consumer_group_rack_aware_assignment else {}
+            group.subscription_metadata, group.partition_racks = subscription, racks
+            step.records.append(rec.partition_metadata(group_id, subscription, racks))
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            step.records.append(rec.group_metadata(group_id, group.group_epoch))
+
+    def _cg_drop_unused_regexes(self, group: ConsumerGroup, records: list[Record]) -> None:
+        """Tombstone the regexes no member subscribes to any more (a member left or was fenced)."""
+        used = group.subscribed_regexes()
+        for regex in [r for r in group.resolved_regexes if r not in used]:
+            del group.resolved_regexes[regex]
+            records.append(rec.regular_expression(group.group_id, regex, None))
 
     def _cg_update_target(self, group: ConsumerGroup, records: list[Record]) -> None:
         """Run the assignor for the new group epoch and record what changed (Kafka's
@@ -631,12 +762,12 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
         group.remove(member_id)
         for kind in ("cg-session", "cg-revocation", "cg-join", "cg-sync"):
             self._cancel((kind, gid, member_id))
+        self._cg_drop_unused_regexes(group, records)
         if topics is not None:
             subscription = self._cg_subscription_metadata(group, topics)
         else:   # no broker view at hand (a timer): drop topics nobody subscribes to any more
             subscription = {n: meta for n, meta in group.subscription_metadata.items()
-                            if any(n in m.subscribed_topic_names or (m.subscribed_topic_regex and _full_match(
-                                m.subscribed_topic_regex, n, self._regex_cache)) for m in group.members.values())}
+                            if any(group.member_subscribes(m, n) for m in group.members.values())}
         racks = (_racks_of(subscription, partition_racks if topics is not None else group.partition_racks)
                  if self.config.consumer_group_rack_aware_assignment else {})
         if subscription != group.subscription_metadata or racks != group.partition_racks:
@@ -795,6 +926,12 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
                 group.target.pop(k.member_id, None)
             else:
                 group.target[k.member_id] = rec.assignment_of(v.topic_partitions)
+        elif kind == rec.REGULAR_EXPRESSION:
+            if v is None:
+                group.resolved_regexes.pop(k.regular_expression, None)
+            else:
+                group.resolved_regexes[k.regular_expression] = ResolvedRegularExpression(
+                    frozenset(v.topics), v.resolved_version, v.timestamp)
         elif kind == rec.CURRENT_MEMBER_ASSIGNMENT:
             current = group.members.get(k.member_id)
             if v is not None:
@@ -816,6 +953,8 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
         """DeleteGroups of an empty consumer group: its records are tombstoned (Kafka's
         createGroupTombstoneRecords)."""
         gid = group.group_id
+        for regex in sorted(group.resolved_regexes):
+            records.append(rec.regular_expression(gid, regex, None))
         for mid in list(group.target):
             records.append(rec.target_assignment_member(gid, mid, None))
         records.append(rec.target_assignment_metadata(gid, None))
@@ -831,5 +970,6 @@ __all__ = [
     "ConsumerGroupDescribeResult", "DescribedConsumerGroup", "DescribedConsumerMember", "ConsumerGroup",
     "ConsumerGroupMember", "ConsumerGroupHandlers", "ASSIGNORS", "GROUP_TYPE", "STALE_MEMBER_EPOCH",
     "FENCED_MEMBER_EPOCH", "UNRELEASED_INSTANCE_ID", "UNSUPPORTED_ASSIGNOR", "INVALID_REQUEST",
-    "INVALID_REGULAR_EXPRESSION", "COORDINATOR_NOT_AVAILABLE",
+    "INVALID_REGULAR_EXPRESSION", "COORDINATOR_NOT_AVAILABLE", "REGEX_BATCH_REFRESH_INTERVAL_MS",
+    "ResolvedRegularExpression",
 ]

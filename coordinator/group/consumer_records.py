@@ -6,7 +6,8 @@ Kafka writes, per group: ConsumerGroupMetadata (3: the group epoch), ConsumerGro
 its subscription), ConsumerGroupTargetAssignmentMetadata (6: the assignment epoch), per member
 ConsumerGroupTargetAssignmentMember (7: its target partitions) and
 ConsumerGroupCurrentMemberAssignment (8: its epochs, state, assigned and pending-revocation
-partitions). A ``None`` value is a tombstone.
+partitions), and per subscribed regular expression ConsumerGroupRegularExpression (16: the topics
+it resolved to, Kafka 4.0). A ``None`` value is a tombstone.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ Assignment = dict[uuid.UUID, frozenset[int]]
 
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_ASSIGNMENT_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT = 6, 7, 8
-RECORD_TYPES = frozenset(range(3, 9))
+REGULAR_EXPRESSION = 16
+RECORD_TYPES = frozenset(range(3, 9)) | {REGULAR_EXPRESSION}
 
 _KEYS: dict[int, Any] = {
     GROUP_METADATA: m.ConsumerGroupMetadataKey,
@@ -29,6 +31,7 @@ _KEYS: dict[int, Any] = {
     TARGET_ASSIGNMENT_METADATA: m.ConsumerGroupTargetAssignmentMetadataKey,
     TARGET_ASSIGNMENT_MEMBER: m.ConsumerGroupTargetAssignmentMemberKey,
     CURRENT_MEMBER_ASSIGNMENT: m.ConsumerGroupCurrentMemberAssignmentKey,
+    REGULAR_EXPRESSION: m.ConsumerGroupRegularExpressionKey,
 }
 _VALUES: dict[int, Any] = {
     GROUP_METADATA: m.ConsumerGroupMetadataValue,
@@ -37,6 +40,7 @@ _VALUES: dict[int, Any] = {
     TARGET_ASSIGNMENT_METADATA: m.ConsumerGroupTargetAssignmentMetadataValue,
     TARGET_ASSIGNMENT_MEMBER: m.ConsumerGroupTargetAssignmentMemberValue,
     CURRENT_MEMBER_ASSIGNMENT: m.ConsumerGroupCurrentMemberAssignmentValue,
+    REGULAR_EXPRESSION: m.ConsumerGroupRegularExpressionValue,
 }
 
 
@@ -146,3 +150,13 @@ def current_member_assignment(group_id: str, member: Any | None, member_id: str 
                         previous_member_epoch=member.previous_member_epoch, state=member.state,
                         assigned_partitions=_partitions(tp, member.assigned),
                         partitions_pending_revocation=_partitions(tp, member.pending_revocation)))
+
+
+def regular_expression(group_id: str, regex: str, topics: frozenset[str] | None, version: int = 0,
+                       timestamp_ms: int = 0) -> Record:
+    """Record 16: what ``regex`` resolved to (Kafka's newConsumerGroupRegularExpressionRecord);
+    ``topics`` None is the tombstone."""
+    key = _key(REGULAR_EXPRESSION, group_id=group_id, regular_expression=regex)
+    if topics is None:
+        return (key, None)
+    return (key, _value(REGULAR_EXPRESSION, topics=sorted(topics), resolved_version=version, timestamp=timestamp_ms))

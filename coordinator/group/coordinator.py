@@ -68,7 +68,8 @@ class GroupCoordinator(ClassicMembersHandlers):
 
     def handle(self, request: Any, now_ms: int) -> Step:
         """Process one request at ``now_ms`` (timers due by then fire first, and timers the request
-        makes due at once, such as a zero initial delay, fire before returning)."""
+        makes due at once, such as a zero initial delay, fire before returning; work it defers, a
+        regex resolution, is left for ``tick``)."""
         step = Step()
         handler = self._HANDLERS.get(type(request))
         if handler is None:
@@ -79,7 +80,7 @@ class GroupCoordinator(ClassicMembersHandlers):
         self._advance(now_ms, step)
         if not self._consumer_group_answers_classic(request, step):
             handler(self, request, step)
-        self._advance(now_ms, step)
+        self._advance(now_ms, step, hold_deferred=True)
         return step
 
     def tick(self, now_ms: int) -> Step:
@@ -159,6 +160,7 @@ class GroupCoordinator(ClassicMembersHandlers):
         self._consumer_groups.clear()
         self.offsets = OffsetStore()
         self._timers.clear()
+        self._deferred.clear()
         self._heap.clear()
         self._unloaded = True
         return step

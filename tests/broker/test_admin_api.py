@@ -471,8 +471,10 @@ def test_describe_broker_configs(samsa_broker: SamsaBroker) -> None:
     cfg = by_name(broker)
     listeners = cfg["listeners"]
     expected = f"PLAINTEXT://{samsa_broker.bootstrap_servers}"
+    # Kafka can change listeners dynamically (DynamicListenerConfig), so they are not read-only
     assert (listeners.value, listeners.config_source, listeners.config_type, listeners.read_only) == \
-        (expected, STATIC_BROKER_CONFIG, LIST, True)
+        (expected, STATIC_BROKER_CONFIG, LIST, False)
+    assert (cfg["num.partitions"].read_only, cfg["log.retention.ms"].read_only) == (True, False)
     assert [(s.name, s.value, s.source) for s in listeners.synonyms] == [
         ("listeners", expected, STATIC_BROKER_CONFIG), ("listeners", "PLAINTEXT://:9092", DEFAULT_CONFIG)]
     num = cfg["num.partitions"]
@@ -569,8 +571,10 @@ def test_alter_configs_rules(samsa_broker: SamsaBroker, kadmin: KafkaAdminClient
         INVALID_REQUEST, "Null value not supported for : segment.ms")
     assert incremental(TOPIC, "missing", [("segment.ms", 0, "1000")], version=0) == (
         UNKNOWN_TOPIC_OR_PARTITION, "The topic 'missing' does not exist.")
-    code, message = incremental(BROKER, "1", [("log.retention.ms", 0, "1000")])
-    assert code == INVALID_REQUEST and "dynamic broker configs" in message
+    # dynamic broker configs (tests/broker/test_dynamic_broker_configs.py): validate_only changes nothing
+    assert incremental(BROKER, "1", [("log.retention.ms", 0, "1000")], validate_only=True) == (0, None)
+    assert incremental(BROKER, "1", [("num.partitions", 0, "2")]) == (
+        INVALID_REQUEST, "Cannot update these configs dynamically: Set(num.partitions)")
     # APPEND and SUBTRACT start from the default; a policy may not end up empty
     assert incremental(TOPIC, topic, [("cleanup.policy", 3, "delete")]) == (
         INVALID_CONFIG, "Invalid value  for configuration cleanup.policy: String must be one of: compact, delete")

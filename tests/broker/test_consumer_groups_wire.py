@@ -171,16 +171,28 @@ def test_static_member_leaves_with_minus_two_and_rejoins_with_its_partitions(cli
     assert again.error_code == UNRELEASED_INSTANCE_ID
 
 
-def test_regex_subscription_picks_up_a_topic_created_later(client: RawClient) -> None:
-    group, prefix = unique("g"), unique("rx")
+def test_regex_resolution_is_kafkas_literal_topic_first_new_topics_after_ten_seconds(
+        cbroker: SamsaBroker, client: RawClient) -> None:
+    """Kafka 4.0 resolves a regex after the heartbeat that brought it (its own step, which the
+    next heartbeat finds done): first the literal topic, then the matched ones; a topic created
+    later is matched by a refresh no sooner than 10 s after the last one."""
+    group, prefix, literal = unique("g"), unique("rx"), unique("lit")
     t1 = create_topic(client, f"{prefix}-one")
-    a = hb(client, group, "m", 0, subscribed_topic_regex=f"{prefix}-.*")
-    assert parts(a) == {t1: list(range(PARTITIONS))}
+    lit = create_topic(client, literal)
+    a = hb(client, group, "m", 0, subscribed_topic_names=[literal], subscribed_topic_regex=f"{prefix}-.*")
+    assert (a.error_code, a.member_epoch, parts(a)) == (NONE, 1, {lit: list(range(PARTITIONS))})
+    a = hb(client, group, "m", 1, owned=owned(parts(a)))
+    assert (a.member_epoch, parts(a)) == (2, {lit: list(range(PARTITIONS)), t1: list(range(PARTITIONS))})
+    mine = owned(parts(a))
     t2 = create_topic(client, f"{prefix}-two")
     create_topic(client, f"other-{prefix}")
-    a2 = hb(client, group, "m", a.member_epoch, owned=owned(parts(a)))
-    assert a2.member_epoch == a.member_epoch + 1
-    assert parts(a2) == {t1: list(range(PARTITIONS)), t2: list(range(PARTITIONS))}
+    a = hb(client, group, "m", 2, owned=mine)
+    assert (a.member_epoch, a.assignment) == (2, None)            # within 10 s of the resolution
+    cbroker.clock.advance(10_001)
+    assert hb(client, group, "m", 2, owned=mine).member_epoch == 2   # schedules the refresh
+    a = hb(client, group, "m", 2, owned=mine)
+    assert (a.member_epoch, parts(a)) == (3, {lit: list(range(PARTITIONS)), t1: list(range(PARTITIONS)),
+                                              t2: list(range(PARTITIONS))})
 
 
 def test_offset_commit_and_fetch_validate_member_epoch(client: RawClient) -> None:

@@ -7,7 +7,7 @@ import time
 import uuid
 from pathlib import Path
 from urllib.parse import quote
-from typing import Iterator
+from typing import Any, Iterator
 
 import httpx
 import pytest
@@ -209,3 +209,49 @@ def test_console_escapes_what_clients_send(http_broker: SamsaBroker) -> None:
     assert "h&lt;: <code>&quot;&#x27;</code>" in records and "<script>k" not in records
     assert httpx.get(base + "/topics/nope", timeout=10).status_code == 404
     assert httpx.get(base + "/groups/nope", timeout=10).status_code == 404
+
+
+def test_existing_member_rejoin_logs_rebalance_started_before_completed(http_broker: SamsaBroker) -> None:
+    """A lone member's JoinGroup with its member id starts generation 2: the join phase completes
+    within that request, and the log still says the rebalance started before it completed."""
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+
+    from protocol.messages import REQUESTS
+    from tests.support.rawclient import RawClient
+
+    JOIN_GROUP, SYNC_GROUP = 11, 14
+    bootstrap = http_broker.bootstrap_servers
+    topic, group = f"obs-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    proto = REQUESTS[JOIN_GROUP].JoinGroupRequestProtocol(
+        name="range", metadata=ConsumerProtocolSubscription(version=0, topics=[topic], user_data=None).encode())
+    SyncAssignment = REQUESTS[SYNC_GROUP].SyncGroupRequestAssignment
+
+    def join(c: RawClient, member_id: str) -> Any:
+        return c.request(JOIN_GROUP, 9, group_id=group, session_timeout_ms=30000, rebalance_timeout_ms=30000,
+                         member_id=member_id, group_instance_id=None, protocol_type="consumer", reason=None,
+                         protocols=[proto])
+
+    def sync(c: RawClient, generation: int, member_id: str) -> None:
+        data = ConsumerProtocolAssignment(version=0, assigned_partitions=[
+            ConsumerProtocolAssignment.TopicPartition(topic=topic, partitions=list(range(PARTITIONS)))],
+            user_data=None).encode()
+        r = c.request(SYNC_GROUP, 5, group_id=group, generation_id=generation, member_id=member_id,
+                      group_instance_id=None, protocol_type="consumer", protocol_name="range",
+                      assignments=[SyncAssignment(member_id=member_id, assignment=data)])
+        assert r.error_code == 0
+
+    with RawClient(bootstrap) as c:
+        member = join(c, "").member_id                       # MEMBER_ID_REQUIRED
+        assert (join(c, member).generation_id) == 1
+        sync(c, 1, member)
+        wait_for_log(http_broker, rf"rebalance completed .*generation=1 group={group}")
+        assert join(c, member).generation_id == 2            # the same member rejoins
+        sync(c, 2, member)
+        wait_for_log(http_broker, rf"rebalance completed .*generation=2 group={group}")
+    lines = [ln for ln in http_broker.read_log().splitlines() if f"group={group}" in ln and "rebalance" in ln]
+    events = [(re.search(r"rebalance (started|completed)", ln).group(1),             # type: ignore[union-attr]
+               re.search(r"generation=(\d+)", ln).group(1)) for ln in lines]         # type: ignore[union-attr]
+    # "started" names the generation the group leaves, "completed" the one it reaches
+    assert events == [("started", "0"), ("completed", "1"), ("started", "1"), ("completed", "2")], lines
+    assert "reasons=['member rejoined']" in [ln for ln in lines if "started" in ln][1]

@@ -392,3 +392,27 @@ def test_online_upgrade_of_an_empty_classic_group_keeps_its_offsets(cbroker: Sam
     got = sorted((r["partition"], r["offset"]) for r in of_type(lines, "record"))
     assert got == sorted((p, o) for p in range(PARTITIONS) for o in (4, 5))
     assert group_types(bs)[group] == "consumer"
+
+
+def test_confluent_regex_and_literal_topic_get_kafkas_two_assignments(cbroker: SamsaBroker) -> None:
+    """librdkafka (group.protocol=consumer) subscribed to a literal topic and a regex: as against
+    Kafka 4, whose coordinator resolves regexes after the heartbeat that brought them, the first
+    assignment is the literal topic's partitions and a later one adds the matched topic's."""
+    from confluent_kafka import Consumer
+    bs = cbroker.bootstrap_servers
+    prefix, literal, group = unique("crx2"), unique("lit"), unique("g")
+    produce(bs, f"{prefix}-a", PARTITIONS, 1)
+    produce(bs, literal, PARTITIONS, 1)
+    assigned: list[set[tuple[str, int]]] = []
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([literal, f"^{prefix}-.*"],
+                on_assign=lambda consumer, parts: assigned.append({(p.topic, p.partition) for p in parts}))
+    try:
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and sum(len(a) for a in assigned) < 2 * PARTITIONS:
+            c.poll(0.2)
+    finally:
+        c.close()
+    assert assigned[0] == {(literal, p) for p in range(PARTITIONS)}
+    assert set().union(*assigned[1:]) == {(f"{prefix}-a", p) for p in range(PARTITIONS)}

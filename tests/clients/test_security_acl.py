@@ -321,6 +321,12 @@ def test_every_api_family_denies_with_kafkas_codes(acl_broker) -> None:
         r = c.request(33, 2, resources=[dict(resource_type=2, resource_name=topic, configs=[
             dict(name="retention.ms", value="1000")])], validate_only=False)
         assert r.responses[0].error_code == T                                              # AlterConfigs
+        r = c.request(44, 1, resources=[dict(resource_type=4, resource_name="", configs=[
+            dict(name="log.retention.ms", config_operation=0, value="1000")])], validate_only=False)
+        assert r.responses[0].error_code == C                       # dynamic broker configs: ALTER_CONFIGS on CLUSTER
+        r = c.request(33, 2, resources=[dict(resource_type=4, resource_name="1", configs=[
+            dict(name="log.retention.ms", value="1000")])], validate_only=False)
+        assert r.responses[0].error_code == C
         r = c.request(30, 3, creations=[dict(resource_type=2, resource_name="x", resource_pattern_type=3,
                                              principal="User:bob", host="*", operation=2, permission_type=3)])
         assert r.results[0].error_code == C                                                # CreateAcls

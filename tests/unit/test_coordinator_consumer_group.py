@@ -45,6 +45,11 @@ class CG:
         return self.co._consumer_groups.get(gid)
 
 
+def resolving(cg: CG, gid: str = "g") -> bool:
+    """A regex resolution of the group is scheduled (Kafka: its executor task is pending)."""
+    return ("cg-regex", gid) in cg.co._timers
+
+
 def mine(result: Any) -> dict[uuid.UUID, list[int]]:
     return {t: sorted(ps) for t, ps in (result.assignment or {}).items()}
 
@@ -154,15 +159,83 @@ def test_partition_growth_and_topic_deletion_update_the_target() -> None:
     assert (a5.member_epoch, a5.assignment) == (4, None)
 
 
-def test_regex_subscription_follows_new_topics_and_bad_regex_is_refused() -> None:
+def test_regex_and_literal_topic_kafkas_two_assignments_literal_first() -> None:
+    """Kafka 4.0 resolves regexes asynchronously: the first heartbeat assigns the literal topic; the
+    resolution (a timer due at once) writes ConsumerGroupRegularExpression and bumps the group
+    epoch; the next heartbeat assigns the matched topic too."""
+    cg = CG()
+    cg.topics = {"orders-eu": (T1, 2), "payments": (T2, 2)}
+    a = cg.hb("a", 0, subscribed_topic_names=["payments"], subscribed_topic_regex="orders-.*")
+    assert (a.member_epoch, mine(a)) == (1, {T2: [0, 1]})
+    assert (cg.group().group_epoch, cg.group().assignment_epoch) == (1, 1)
+    assert cg.co.next_deadline() == 0 and resolving(cg)   # the resolution, due at once, not yet run
+    cg.records.clear()
+    cg.tick(0)
+    assert [rec.key_type(k) for k, _ in cg.records] == [
+        rec.REGULAR_EXPRESSION, rec.PARTITION_METADATA, rec.GROUP_METADATA]
+    regex_key, regex_value = cg.records[0]
+    k = rec.decode_key(regex_key)
+    v = rec.decode_value(rec.REGULAR_EXPRESSION, regex_value)
+    assert (k.group_id, k.regular_expression, v.topics, v.resolved_version, v.timestamp) == (
+        "g", "orders-.*", ["orders-eu"], 2, 0)
+    assert (cg.group().group_epoch, cg.group().assignment_epoch) == (2, 1)
+    assert not resolving(cg) and cg.co.next_deadline() == SESSION
+    a2 = cg.hb("a", 1, mine(a))
+    assert (a2.member_epoch, mine(a2)) == (2, {T1: [0, 1], T2: [0, 1]})
+    assert cg.group().state == "Stable"
+
+
+def test_regex_only_member_gets_nothing_until_the_resolution() -> None:
     cg = CG()
     cg.topics = {"orders-eu": (T1, 2), "payments": (T2, 2)}
     a = cg.hb("a", 0, subscribed_topic_regex="orders-.*")
-    assert mine(a) == {T1: [0, 1]}
+    assert (a.member_epoch, mine(a)) == (1, {})           # a new group moves off epoch 0 at once
+    a1 = cg.hb("a", 1, {})                                 # the due resolution runs first
+    assert (a1.member_epoch, mine(a1)) == (2, {T1: [0, 1]})
+    assert cg.hb("b", 0, subscribed_topic_regex="orders-(").error_code == 128
+
+
+def test_new_topics_are_picked_up_by_a_refresh_at_most_every_ten_seconds() -> None:
+    cg = CG()
+    cg.topics = {"orders-eu": (T1, 2)}
+    a = cg.hb("a", 0, subscribed_topic_regex="orders-.*")
+    cg.tick(0)
+    a = cg.hb("a", 1, {})
+    assert (a.member_epoch, mine(a)) == (2, {T1: [0, 1]})
     T3 = uuid.UUID(int=3)
     cg.topics["orders-us"] = (T3, 1)
-    assert mine(cg.hb("a", 1, mine(a))) == {T1: [0, 1], T3: [0]}
-    assert cg.hb("b", 0, subscribed_topic_regex="orders-(").error_code == 128
+    cg.now = 10_000                                        # not later than the last refresh + 10 s
+    a = cg.hb("a", 2, {T1: [0, 1]})
+    assert (a.member_epoch, a.assignment, resolving(cg)) == (2, None, False)
+    cg.now = 10_001
+    a = cg.hb("a", 2, {T1: [0, 1]})
+    assert (a.member_epoch, a.assignment, resolving(cg), cg.co.next_deadline()) == (2, None, True, 10_001)
+    cg.tick(10_001)
+    assert cg.group().resolved_regexes["orders-.*"].topics == frozenset({"orders-eu", "orders-us"})
+    a = cg.hb("a", 2, {T1: [0, 1]})
+    assert (a.member_epoch, mine(a)) == (3, {T1: [0, 1], T3: [0]})
+
+
+def test_a_second_member_of_a_resolved_regex_bumps_at_once_and_the_last_one_tombstones_it() -> None:
+    cg = CG()
+    cg.topics = {"orders-eu": (T1, 2), "payments": (T2, 2)}
+    cg.hb("a", 0, subscribed_topic_regex="orders-.*")
+    a = cg.hb("a", 1, {})                                  # resolved (timer fired first)
+    assert (a.member_epoch, mine(a)) == (2, {T1: [0, 1]})
+    b = cg.hb("b", 0, subscribed_topic_regex="orders-.*")
+    assert (b.member_epoch, cg.group().group_epoch, resolving(cg)) == (3, 3, False)
+    # replayed into a fresh coordinator, the resolution comes back with the group
+    replayed = GroupCoordinator(GroupCoordinatorConfig())
+    for key, value in cg.records:
+        replayed.replay(key, value)
+    assert replayed._consumer_groups["g"].resolved_regexes["orders-.*"].topics == frozenset({"orders-eu"})
+    cg.records.clear()
+    cg.hb("a", -1)
+    assert not [k for k, _ in cg.records if rec.key_type(k) == rec.REGULAR_EXPRESSION]   # b still uses it
+    cg.hb("b", -1)
+    assert [(rec.decode_key(k).regular_expression, v) for k, v in cg.records
+            if rec.key_type(k) == rec.REGULAR_EXPRESSION] == [("orders-.*", None)]
+    assert cg.group().resolved_regexes == {}
 
 
 @pytest.mark.parametrize("assignors,asked,expected", [(("uniform", "range"), None, "uniform"),

@@ -12,16 +12,12 @@ import structlog
 from protocol.errors import ErrorCode
 
 from broker.common.config import ConfigError
-from broker.common.config_defs import BROKER, BROKER_LOGGER, RESOURCE_NAMES, validate_topic_configs
+from broker.common.config_defs import BROKER_LOGGER, INTEGER_PATTERN, RESOURCE_NAMES, validate_topic_configs
 from broker.log.manager import topic_name_error
 from broker.metadata.topology import TopicConfigs
 from broker.network.dispatch import RequestContext
 
 log = structlog.get_logger("samsa.configs")
-
-DYNAMIC_BROKER_CONFIGS_UNSUPPORTED = (
-    "Samsa does not support dynamic broker configs: set broker properties in server.properties "
-    "or KAFKA_* environment variables and restart the broker.")
 
 DYNAMIC_LOG_LEVELS_UNSUPPORTED = (
     "Samsa does not support changing broker log levels at runtime: set SAMSA_LOG_LEVEL and restart.")
@@ -42,8 +38,8 @@ class ConfigRejected(Exception):
 
 
 def non_topic_error(rtype: int) -> ConfigRejected:
-    if rtype == BROKER:
-        return ConfigRejected(ErrorCode.INVALID_REQUEST, DYNAMIC_BROKER_CONFIGS_UNSUPPORTED)
+    """The answer for a resource type neither a topic nor a broker (BROKER is
+    ``apply_broker_configs``'s)."""
     if rtype == BROKER_LOGGER:
         return ConfigRejected(ErrorCode.INVALID_REQUEST, DYNAMIC_LOG_LEVELS_UNSUPPORTED)
     if rtype in RESOURCE_NAMES and rtype != 0:
@@ -71,6 +67,35 @@ async def apply_topic_configs(ctx: RequestContext, name: str, new: dict[str, str
         raise ConfigRejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     if not validate_only and new != topic.configs:
         rej = await ctx.broker.topology.alter_topic_configs(name, {k: v for k, v in new.items() if v is not None})
+        if rej is not None:
+            raise ConfigRejected(rej.code, rej.message)
+
+
+def check_broker_resource(ctx: RequestContext, name: str) -> None:
+    """Kafka's ConfigAdminManager.validateResourceNameIsCurrentNodeId: a BROKER resource is the
+    cluster-wide default ("") or this broker (a client sends a broker's resource to that broker)."""
+    if not name:
+        return
+    if not INTEGER_PATTERN.match(name):
+        raise ConfigRejected(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}")
+    node = ctx.broker.node_id
+    if int(name) != node:
+        raise ConfigRejected(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {node}, but received {name}")
+
+
+async def apply_broker_configs(ctx: RequestContext, name: str, new: dict[str, str], validate_only: bool) -> None:
+    """Validate a BROKER resource's complete new dynamic configs as Kafka's DynamicBrokerConfig
+    does (a refusal is INVALID_REQUEST with its message, KAFKA-13609), then store them as
+    ConfigRecords in the metadata log (broker/metadata/dynamic_broker_configs.py)."""
+    from broker.common.dynamic_config_defs import validate_dynamic_broker_configs
+    from broker.metadata.dynamic_broker_configs import alter_broker_configs
+
+    try:
+        validate_dynamic_broker_configs(new, per_broker=bool(name))
+    except ConfigError as exc:
+        raise ConfigRejected(ErrorCode.INVALID_REQUEST, str(exc)) from None
+    if not validate_only:
+        rej = await alter_broker_configs(ctx.broker, name, new)
         if rej is not None:
             raise ConfigRejected(rej.code, rej.message)
 

@@ -29,7 +29,7 @@ public class SamsaJavaClient {
     static final PrintStream OUT = new PrintStream(
             new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16), false, StandardCharsets.UTF_8);
     static final Set<String> FLAGS = Set.of("--commit", "--with-headers", "--print-records", "--quiet", "--abort",
-            "--validate-only", "--null-keys", "--internal");
+            "--validate-only", "--null-keys", "--internal", "--synonyms");
     static boolean reportedError = false;
 
     // ---------------------------------------------------------------- argument parsing
@@ -689,16 +689,23 @@ public class SamsaJavaClient {
 
     static void adminDescribeConfigs(Admin admin, Args a) throws Exception {
         ConfigResource res = a.has("--broker")
-                ? new ConfigResource(ConfigResource.Type.BROKER, a.req("--broker"))
+                ? new ConfigResource(ConfigResource.Type.BROKER, a.get("--broker", ""))
                 : new ConfigResource(ConfigResource.Type.TOPIC, a.req("--topic"));
         try {
-            Config c = admin.describeConfigs(List.of(res)).all().get().get(res);
+            DescribeConfigsOptions opts = new DescribeConfigsOptions().includeSynonyms(a.flag("--synonyms"));
+            Config c = admin.describeConfigs(List.of(res), opts).all().get().get(res);
             List<ConfigEntry> es = new ArrayList<>(c.entries());
             es.sort(Comparator.comparing(ConfigEntry::name));
-            for (ConfigEntry e : es)
+            Set<String> only = new HashSet<>(a.all("--name"));
+            for (ConfigEntry e : es) {
+                if (!only.isEmpty() && !only.contains(e.name())) continue;
+                List<Object> syns = new ArrayList<>();
+                for (ConfigEntry.ConfigSynonym s : e.synonyms())
+                    syns.add(List.of(s.name(), String.valueOf(s.value()), s.source().name()));
                 emit(obj("type", "config", "resource", res.name(), "name", e.name(), "value", e.value(),
                         "source", e.source().name(), "is_default", e.isDefault(), "read_only", e.isReadOnly(),
-                        "sensitive", e.isSensitive(), "config_type", e.type().name()));
+                        "sensitive", e.isSensitive(), "config_type", e.type().name(), "synonyms", syns));
+            }
         } catch (ExecutionException e) {
             error(e, "resource", res.name());
         }
@@ -730,7 +737,10 @@ public class SamsaJavaClient {
     }
 
     static void adminAlterConfigs(Admin admin, Args a) throws Exception {
-        ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, a.req("--topic"));
+        // --broker "" is the cluster-wide default (kafka-configs --entity-default)
+        ConfigResource res = a.has("--broker")
+                ? new ConfigResource(ConfigResource.Type.BROKER, a.get("--broker", ""))
+                : new ConfigResource(ConfigResource.Type.TOPIC, a.req("--topic"));
         List<AlterConfigOp> ops = new ArrayList<>();
         for (String kv : a.all("--set")) {
             int eq = kv.indexOf('=');
