@@ -203,15 +203,12 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                     appended = True
                     written.append(a.part)
                     part = a.part
-                    if part.replica is not None and part.replica.followers:
-                        broker.replicas.leader_appended(part)
-                        if acks == -1:
-                            replicated.append((part, part.log_end_offset, parts[i]))
+                    if part.replica is not None and part.replica.followers and acks == -1:
+                        replicated.append((part, part.log_end_offset, parts[i]))
         tid = getattr(td, "topic_id", None)
         responses.append(TR(name=td.name if ctx.api_version < 13 else None,
                             topic_id=tid if tid is not None else ZERO_UUID, partition_responses=parts))
-    if appended:
-        broker.appends.notify()
+    if appended:   # (each append already woke the fetches and moved a leader-only ISR's HW)
         # fsync before answering when samsa.fsync.on.acks.all (acks=all) or flush.messages asks for it
         await broker.logs.after_append(written, acks)
     if replicated:

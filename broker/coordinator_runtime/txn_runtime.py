@@ -49,7 +49,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
 
     def new_coordinator(self, partition: int) -> TransactionCoordinator:
         return TransactionCoordinator(self.coordinator_config, partition, loading=True,
-                                      allocate_producer_id=self._allocate_producer_id)
+                                      allocate_producer_id=self._allocate_producer_id, track_pending=True)
 
     def _allocate_producer_id(self) -> int:
         ids = self.broker.producer_ids
@@ -108,6 +108,12 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
             log.info("transaction aborted", partitions=partitions, **fields)
 
     def after_step(self, partition: int, step: Step) -> None:
+        """The step's records are committed: its transitions are no longer pending (a retry meanwhile
+        answered CONCURRENT_TRANSACTIONS), and its markers may go out."""
+        if step.transitions:
+            coord = self.coordinators.get(partition)
+            if coord is not None and not coord.unloaded:
+                coord.transitions_committed([tid for tid, _ in step.transitions])
         for job in step.markers:
             self._write_markers(partition, job)
 
