@@ -1,7 +1,7 @@
 """TxnOffsetCommit v0-v5.
 
-Quirks (Kafka's): first verifies, without yielding, that the group's ``__consumer_offsets``
-partition is in the producer's transaction (KIP-890: a wrong epoch answers
+Quirks (Kafka's): first verifies, under a verification guard, that the group's
+``__consumer_offsets`` partition is in the producer's transaction (KIP-890: a wrong epoch answers
 INVALID_PRODUCER_EPOCH, a partition not added INVALID_TXN_STATE; in a cluster the transaction
 coordinator on another broker is asked), then the group coordinator validates the member and
 stores the offsets as pending until the transaction's marker. A topic that does not exist answers
@@ -25,7 +25,7 @@ from broker.apis.shared.common import coordinator_fields
 from broker.apis.shared.transactions import PRODUCER_FENCED
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
-from broker.replica.txn_verify import remote_transaction_coordinator, verify_remotely
+from broker.replica.txn_verify import verify_transaction
 from broker.security.acl import Operation as Op, ResourceType as RT
 from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, TXN_DENIED, Handler, allowed, authorizes,
                                    denied_offset_topics, topics_allowed)
@@ -65,27 +65,31 @@ async def txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
 async def _verify_offsets_partition(ctx: RequestContext, req: Any,
                                     topics: list[OffsetCommitTopic]) -> dict[tuple[str, int], int]:
     """KIP-890 verification of the group's partition in the producer's transaction; an error
-    applies to every partition of the commit (empty when verified). In a cluster whose
-    transaction coordinator for the id is another broker, that broker is asked
-    (broker/replica/txn_verify.py)."""
+    applies to every partition of the commit (empty when verified). The transaction coordinator
+    is asked — in process, or the broker leading the transactional id's partition
+    (broker/replica/txn_verify.py) — under a verification guard on the offsets partition, as
+    Kafka's coordinator partition writer does: if the transaction ended meanwhile (its marker
+    reached the partition) or the producer moved on, the guard is gone and the offsets are not
+    written (INVALID_TXN_STATE), so no transactional batch is left without its marker. The
+    caller steps the group coordinator right after this returns, without yielding."""
     if not req.group_id:
         return {}        # the group coordinator answers INVALID_GROUP_ID
-    offsets_partition = partition_for_group(req.group_id, ctx.broker.groups.num_partitions)
-    ctx.broker.groups.ensure_topic()
+    groups = ctx.broker.groups
+    groups.ensure_topic()
+    offsets_partition = partition_for_group(req.group_id, groups.num_partitions)
     add = ctx.api_version >= 5    # v5 (transactions v2): no AddOffsetsToTxn before, the partition is added here
-    remote = remote_transaction_coordinator(ctx.broker, req.transactional_id or "")
-    if remote is not None:
-        code = await verify_remotely(ctx.broker, remote, req.transactional_id, req.producer_id, req.producer_epoch,
-                                     tx.OFFSETS_TOPIC, offsets_partition, add)
-    else:
-        r: tx.AddPartitionsResult = ctx.broker.txns.call_now(req.transactional_id, tx.AddPartitionsToTxn(
-            transactional_id=req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
-            partitions=[(tx.OFFSETS_TOPIC, offsets_partition)], verify_only=not add))
-        code = r.error_for((tx.OFFSETS_TOPIC, offsets_partition))
-    if code == ErrorCode.NONE:
-        return {}
+    part = ctx.broker.logs.partition(tx.OFFSETS_TOPIC, offsets_partition)
+    guard = part.producers.start_verification(req.producer_id, req.producer_epoch) if part is not None else None
+    errors = await verify_transaction(ctx.broker, req.transactional_id or "", req.producer_id, req.producer_epoch,
+                                      [(tx.OFFSETS_TOPIC, offsets_partition)], add)
+    code = errors[(tx.OFFSETS_TOPIC, offsets_partition)]
     if code == PRODUCER_FENCED:
         code = ErrorCode.INVALID_PRODUCER_EPOCH       # Kafka's AddPartitionsToTxnManager mapping
+    if code == ErrorCode.NONE and part is not None and \
+            not part.producers.verified(req.producer_id, req.producer_epoch, guard):
+        code = ErrorCode.INVALID_TXN_STATE            # the transaction ended while it was verified
+    if code == ErrorCode.NONE:
+        return {}
     return {(t.name, p.partition_index): code for t in topics for p in t.partitions}
 
 

@@ -69,12 +69,6 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
                      transactional_ids=sum(len(c.transactional_ids()) for c in self.coordinators.values()))
         return loaded
 
-    def call_now(self, transactional_id: str, request: Any) -> Any:
-        """A request answered within its own step, without yielding (verification before a
-        TxnOffsetCommit, so nothing can end the transaction between the check and the append)."""
-        p, coord = self.coordinator_for(transactional_id or "")
-        return self.step_now(p, coord, request)
-
     async def call(self, partition: int, request: Any) -> Any:
         self._request = request        # read by the request's own step (synchronous), then cleared
         return await super().call(partition, request)
