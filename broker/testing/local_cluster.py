@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from broker.common.config import read_properties
+from broker.control.client import Call, LinkControl
 from .broker_process import SamsaBroker
 from .ports import free_port
 
@@ -124,8 +125,13 @@ class EtcdProcess:
         self.proc = None
 
 
-class LocalCluster:
-    """etcd + brokers 1..N; broker i listens on ``base_port + i - 1`` (free ports when 0)."""
+class LocalCluster(LinkControl):
+    """etcd + brokers 1..N; broker i listens on ``base_port + i - 1`` (free ports when 0).
+
+    Network partitions (LinkControl, through each broker's control endpoint):
+    ``partition({1}, {2, 3})``, ``isolate(node_id, peers=True, etcd=True)``, ``heal()``,
+    ``links()``. They reach the brokers that are running; a broker started again after a cut
+    starts with all its links (cut it again)."""
 
     def __init__(self, data_dir: str | os.PathLike, brokers: int = 3, base_port: int = 0,
                  config_file: str | None = None, overrides: dict[str, str] | None = None,
@@ -190,6 +196,9 @@ class LocalCluster:
         self.etcd.stop()
 
     # -- the fixture's controls ----------------------------------------------------------------
+    def _link_calls(self) -> dict[int, Call]:
+        return {i: b._control_call for i, b in self.brokers.items() if b.proc is not None and b.proc.poll() is None}
+
     def kill(self, node_id: int) -> None:
         self.brokers[node_id].kill()
 
