@@ -105,6 +105,8 @@ class BrokerConnection:
                 body = await self._recv_exact(stream, size)
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError,
                 BrokerConnectionError) as exc:
+            if links is not None and links.peer_cut_at(self.host, self.port) is not None:
+                links.lost += 1       # cut while the request was out (close() keeps the FIN back)
             await self.close()
             raise BrokerConnectionError(f"request to {self.host}:{self.port} failed: {exc!r}") from None
         if links is not None:
