@@ -195,11 +195,14 @@ def test_samsa_ctl_partition_isolate_heal(samsa_cluster: LocalCluster) -> None:
     assert bad.returncode == 2 and "two partition groups" in bad.stderr
 
 
-def test_isolated_coordinator_and_leader_transaction_is_all_or_nothing(samsa_cluster: LocalCluster) -> None:
+@pytest.mark.parametrize("one_partition_first", [False, True], ids=["cut-at-begin", "cut-after-one-partition"])
+def test_isolated_coordinator_and_leader_transaction_is_all_or_nothing(samsa_cluster: LocalCluster,
+                                                                       one_partition_first: bool) -> None:
     """Issue 20, scenario 3: broker 1 is the transaction coordinator and the leader of both
     partitions; it is cut from the other brokers and etcd right after the transaction began (the
-    producer still reaches it). After the heal, and a next transaction from the same
-    transactional id, read_committed consumers see every transaction whole or not at all."""
+    producer still reaches it), or once the transaction's record on partition 0 was acknowledged.
+    After the heal, and a next transaction from the same transactional id, read_committed
+    consumers see every transaction whole or not at all."""
     from confluent_kafka import KafkaException, Producer
 
     c = samsa_cluster
@@ -220,8 +223,12 @@ def test_isolated_coordinator_and_leader_transaction_is_all_or_nothing(samsa_clu
     p.commit_transaction(30)           # t0: committed before any fault
 
     p.begin_transaction()
+    if one_partition_first:
+        p.produce("pair", b"t1", partition=0)
+        assert p.flush(30) == 0
     c.isolate(1)
-    p.produce("pair", b"t1", partition=0)
+    if not one_partition_first:
+        p.produce("pair", b"t1", partition=0)
     p.produce("pair", b"t1", partition=1)
     outcome = "committed"
     try:
@@ -249,6 +256,7 @@ def test_isolated_coordinator_and_leader_transaction_is_all_or_nothing(samsa_clu
     q.produce("pair", b"t2", partition=0)
     q.produce("pair", b"t2", partition=1)
     q.commit_transaction(60)
+    del q
 
     seen = {i: read_values(c, "pair", i, 2, isolation="read_committed") for i in (0, 1)}
     print(f"scenario 3: the first producer's t1 {outcome}; read_committed: {seen}")
