@@ -99,7 +99,7 @@ class LinkCuts:
     swallowed: int = 0          # requests from cut peers never answered
     lost: int = 0               # our own calls to cut peers (or etcd) that got no answer
     _changed: trio.Event = field(default_factory=trio.Event)
-    _deferred: list[Any] = field(default_factory=list)   # sockets to close once healed
+    _deferred: list[tuple[int | None, Any]] = field(default_factory=list)   # (peer, socket) to close once healed
 
     @property
     def active(self) -> bool:
@@ -116,10 +116,9 @@ class LinkCuts:
             ids.add(p)
         if not isinstance(etcd, bool):
             raise ValueError(f"etcd must be true or false, got {etcd!r}")
-        healed = (self.peers - ids) or (self.etcd and not etcd)
         self.peers, self.etcd = frozenset(ids), etcd
         log.warning("links cut", node_id=self.node_id, peers=sorted(ids), etcd=etcd)
-        self._notify(closing=bool(healed))
+        self._notify()
         return self.describe()
 
     def heal(self) -> dict[str, Any]:
@@ -127,23 +126,27 @@ class LinkCuts:
         if self.active:
             log.warning("links healed", node_id=self.node_id, peers=sorted(self.peers), etcd=self.etcd)
         self.peers, self.etcd = frozenset(), False
-        self._notify(closing=True)
+        self._notify()
         return self.describe()
 
     def describe(self) -> dict[str, Any]:
         return {"node_id": self.node_id, "peers": sorted(self.peers), "etcd": self.etcd,
                 "swallowed": self.swallowed, "lost": self.lost}
 
-    def _notify(self, closing: bool) -> None:
+    def _notify(self) -> None:
+        """Wake the waiters; close the sockets given up on links that work again."""
         event, self._changed = self._changed, trio.Event()
         event.set()
-        if closing:
-            deferred, self._deferred = self._deferred, []
-            for sock in deferred:
-                try:
-                    sock.close()
-                except OSError:
-                    pass
+        keep = []
+        for peer, sock in self._deferred:
+            if self.is_cut(peer):
+                keep.append((peer, sock))
+                continue
+            try:
+                sock.close()
+            except OSError:
+                pass
+        self._deferred = keep
 
     # -- what the clients and dispatch ask -----------------------------------------------------
     def is_cut(self, peer: int | None) -> bool:
@@ -166,10 +169,11 @@ class LinkCuts:
             return True
         return False
 
-    def defer_close(self, sock: Any) -> None:
-        """Close ``sock`` (anything with a synchronous ``close()``) when the links change, not
-        now: a connection given up during a cut sends its FIN only once packets flow again."""
-        self._deferred.append(sock)
+    def defer_close(self, peer: int | None, sock: Any) -> None:
+        """Close ``sock`` (anything with a synchronous ``close()``) once the link to ``peer``
+        (None: etcd) works again, not now: a connection given up during a cut sends its FIN only
+        once packets flow again."""
+        self._deferred.append((peer, sock))
 
     async def swallow(self, peer: int, what: str) -> None:
         """A request (or its answer) to/from a cut peer: never answered; once the link heals,

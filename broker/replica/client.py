@@ -74,16 +74,16 @@ class BrokerConnection:
         if healed and not had_stream:
             return
         links.lost += 1
-        self._detach(links)
+        self._detach(links, peer)
         what = "no answer" if had_stream else "connection timed out"
         raise BrokerConnectionError(f"{what} from broker {peer} at {self.host}:{self.port}: "
                                     f"{'the link was cut' if healed else 'the link is cut'}")
 
-    def _detach(self, links: LinkCuts) -> None:
-        """Give up the connection without a FIN on a cut link: closed when the links change."""
+    def _detach(self, links: LinkCuts, peer: int) -> None:
+        """Give up the connection without a FIN on a cut link: closed once the link heals."""
         stream, self._stream = self._stream, None
         if stream is not None:
-            links.defer_close(stream.socket)
+            links.defer_close(peer, stream.socket)
 
     async def call(self, request: Any, version: int, timeout_s: float | None = None) -> Any:
         """Send one request and wait for its response (``timeout_s`` beyond the socket timeout,
@@ -122,8 +122,9 @@ class BrokerConnection:
 
     async def close(self) -> None:
         links = current_links()
-        if links is not None and links.peer_cut_at(self.host, self.port) is not None:
-            self._detach(links)       # no FIN through a cut link
+        peer = links.peer_cut_at(self.host, self.port) if links is not None else None
+        if links is not None and peer is not None:
+            self._detach(links, peer)       # no FIN through a cut link
             return
         stream, self._stream = self._stream, None
         if stream is not None:

@@ -110,3 +110,47 @@ def test_a_request_from_a_cut_peer_is_swallowed_until_the_heal() -> None:
         assert links.swallowed == 1
 
     trio.run(main)
+
+
+def test_an_open_connection_is_not_closed_through_a_cut_only_after_the_heal() -> None:
+    """A request on an open connection gets no answer (the peer never sees it); the connection the
+    caller then gives up sends its FIN only once the link heals."""
+    from kafka.protocol.metadata import ApiVersionsRequest
+
+    async def main() -> None:
+        events: list[str] = []
+
+        async def peer(stream: trio.SocketStream) -> None:
+            from protocol.frame import peek_header
+            from protocol.messages import RESPONSES, encode_response
+
+            while True:
+                data = await stream.receive_some(65536)
+                if not data:
+                    events.append("eof")
+                    return
+                events.append("request")
+                header = peek_header(data[4:])
+                resp = RESPONSES[18](version=0, error_code=0, api_keys=[])
+                await stream.send_all(bytes(encode_response(resp, header.correlation_id)))
+
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(trio.serve_tcp, peer, 0)
+            port = listeners[0].socket.getsockname()[1]
+            links = LinkCuts(1, lambda host, p: 2 if p == port else None)
+            LINKS.set(links)
+            conn = BrokerConnection("127.0.0.1", port, "samsa-test-1", timeout_s=0.3)
+            assert (await conn.call(ApiVersionsRequest(), 0)).error_code == 0
+            links.cut([2])
+            with pytest.raises(BrokerConnectionError, match="no answer from broker 2"):
+                await conn.call(ApiVersionsRequest(), 0)
+            await conn.close()
+            await trio.sleep(0.1)
+            assert events == ["request"]          # neither the second request nor a FIN got through
+            links.heal()
+            await trio.sleep(0.1)
+            assert events == ["request", "eof"]
+            assert (await conn.call(ApiVersionsRequest(), 0)).error_code == 0     # a new connection
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
