@@ -160,7 +160,10 @@ class LinkControl:
         """node id -> the control transport of each broker that is running."""
         raise NotImplementedError
 
+    _plan: Mapping[int, tuple[frozenset[int], bool]] = {}    # the cuts last asked for, per node
+
     def _apply(self, plan: Mapping[int, tuple[frozenset[int], bool]]) -> dict[int, dict[str, Any]]:
+        self._plan = dict(plan)
         calls = self._link_calls()
         out: dict[int, dict[str, Any]] = {}
         for node, call in calls.items():     # heal first, so no moment has more cut than asked

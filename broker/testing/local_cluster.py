@@ -130,8 +130,8 @@ class LocalCluster(LinkControl):
 
     Network partitions (LinkControl, through each broker's control endpoint):
     ``partition({1}, {2, 3})``, ``isolate(node_id, peers=True, etcd=True)``, ``heal()``,
-    ``links()``. They reach the brokers that are running; a broker started again after a cut
-    starts with all its links (cut it again)."""
+    ``links()``. They reach the brokers that are running; a broker started again while a cut is
+    in force is told its side once it is up (it registers with etcd before that)."""
 
     def __init__(self, data_dir: str | os.PathLike, brokers: int = 3, base_port: int = 0,
                  config_file: str | None = None, overrides: dict[str, str] | None = None,
@@ -207,12 +207,20 @@ class LocalCluster(LinkControl):
 
     def start_broker(self, node_id: int) -> None:
         self.brokers[node_id].start(timeout=60)
+        self._recut(node_id)
 
     def restart(self, node_id: int) -> None:
         b = self.brokers[node_id]
         if b.proc is not None:
             b.stop()
         b.start(timeout=60)
+        self._recut(node_id)
+
+    def _recut(self, node_id: int) -> None:
+        """A broker started during a partition gets its side of it again (its table was in memory)."""
+        peers, etcd = self._plan.get(node_id, (frozenset(), False))
+        if peers or etcd:
+            self.brokers[node_id].links.cut(peers, etcd)
 
     def pause(self, node_id: int) -> None:
         proc = self.brokers[node_id].proc
