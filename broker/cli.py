@@ -1,5 +1,6 @@
 """``samsa serve`` runs the broker; ``samsa healthcheck`` asks one for ApiVersions; ``samsa ctl``
-arms faults and moves the clock of a broker through its control endpoint (broker/control/endpoint.py)."""
+arms faults, moves the clock and cuts the links of brokers through their control endpoints
+(broker/control/endpoint.py): ``samsa ctl --url A,B,C partition 1 2,3`` / ``isolate 1`` / ``heal``."""
 from __future__ import annotations
 
 import argparse
@@ -44,7 +45,8 @@ def _add_match(p: argparse.ArgumentParser) -> None:
 def _add_ctl(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("ctl", help="faults and clock of a broker with samsa.control.listener")
     c.add_argument("--url", default=os.environ.get("SAMSA_CONTROL_URL"),
-                   help="the control endpoint, e.g. http://127.0.0.1:8091 (default: $SAMSA_CONTROL_URL)")
+                   help="the control endpoint, e.g. http://127.0.0.1:8091 (default: $SAMSA_CONTROL_URL); "
+                        "partition, isolate and heal take every broker's, comma-separated")
     ops = c.add_subparsers(dest="op", required=True)
     p = ops.add_parser("fail", help="answer the next COUNT matching requests with a Kafka error")
     p.add_argument("api"), p.add_argument("error"), p.add_argument("--count", type=int, default=1)
@@ -64,6 +66,48 @@ def _add_ctl(sub: argparse._SubParsersAction) -> None:
     ops.add_parser("log", help="the faults that fired, on which requests")
     ops.add_parser("advance", help="move the broker's clock forward").add_argument("ms", type=int)
     ops.add_parser("now", help="the broker's clock")
+    ops.add_parser("links", help="the cut links of each broker")
+    p = ops.add_parser("partition", help="cut every link between groups of brokers: "
+                                         "`partition 1 2,3` (etcd stays with the group that names it: 2,3,etcd)")
+    p.add_argument("groups", nargs="+", help="comma-separated node ids, optionally with 'etcd'")
+    p = ops.add_parser("isolate", help="cut a broker from the other brokers and etcd (clients still reach it)")
+    p.add_argument("node_id", type=int)
+    p.add_argument("--keep-peers", action="store_true", help="cut only etcd")
+    p.add_argument("--keep-etcd", action="store_true", help="cut only the other brokers")
+    ops.add_parser("heal", help="every link of every broker works again")
+
+
+def _group(text: str) -> set[int | str]:
+    out: set[int | str] = set()
+    for item in text.split(","):
+        item = item.strip()
+        if item == "etcd":
+            out.add(item)
+        elif item.isdigit():
+            out.add(int(item))
+        elif item:
+            raise ValueError(f"a partition group is node ids and 'etcd', comma-separated; got {item!r}")
+    return out
+
+
+def _cluster_op(args: argparse.Namespace) -> object:
+    """partition/isolate/heal/links over every broker's control endpoint (--url a,b,c)."""
+    from broker.control.client import SamsaClusterControl
+
+    urls = [u.strip() for u in args.url.split(",") if u.strip()]
+    with SamsaClusterControl(urls, connect_wait=0.5) as cluster:
+        if args.op == "partition":
+            out = cluster.partition(*(_group(g) for g in args.groups))
+        elif args.op == "isolate":
+            out = cluster.isolate(args.node_id, peers=not args.keep_peers, etcd=not args.keep_etcd)
+        elif args.op == "heal":
+            out = cluster.heal()
+        else:
+            out = cluster.links()
+    return {str(node): links for node, links in sorted(out.items())}
+
+
+CLUSTER_OPS = ("links", "partition", "isolate", "heal")
 
 
 def _ctl(args: argparse.Namespace) -> int:
@@ -77,9 +121,11 @@ def _ctl(args: argparse.Namespace) -> int:
         return 2
     op = args.op
     params = {k: v for k, v in vars(args).items() if k not in ("command", "url", "op") and v is not None}
-    call = http_call(args.url, connect_wait=0.5)
     try:
-        print(json.dumps(call(op, params), indent=2))
+        if op in CLUSTER_OPS:
+            print(json.dumps(_cluster_op(args), indent=2))
+        else:
+            print(json.dumps(http_call(args.url, connect_wait=0.5)(op, params), indent=2))
     except ValueError as exc:
         print(f"samsa ctl {op}: {exc}", file=sys.stderr)
         return 2

@@ -1,4 +1,5 @@
-"""What a test holds to make a broker misbehave: ``.faults`` and ``.clock``.
+"""What a test holds to make a broker misbehave: ``.faults``, ``.clock`` and ``.links``; and, for a
+cluster, network partitions: ``partition``, ``isolate`` and ``heal`` (:class:`LinkControl`).
 
 The same objects serve a broker in a child process or started elsewhere (through its HTTP
 control endpoint, :class:`SamsaControl`) and a broker running in a thread of the test process
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 Call = Callable[[str, dict[str, Any]], Any]
 
@@ -89,6 +90,119 @@ class BrokerClock:
         return int(self._call("now", {})["now_ms"])
 
 
+class Links:
+    """One broker's cut links (broker/common/link_cuts.py): ``cut(peers, etcd)`` replaces them,
+    ``heal()`` clears them, ``describe()`` reads them (with the counts of swallowed requests and
+    lost calls). A partition is every broker told its side: see :class:`LinkControl`."""
+
+    def __init__(self, call: Call) -> None:
+        self._call = call
+
+    def cut(self, peers: Iterable[int] = (), etcd: bool = False) -> dict[str, Any]:
+        return dict(self._call("cut", {"peers": sorted(peers), "etcd": etcd}))
+
+    def heal(self) -> dict[str, Any]:
+        return dict(self._call("heal", {}))
+
+    def describe(self) -> dict[str, Any]:
+        """``{"node_id", "peers", "etcd", "swallowed", "lost"}``."""
+        return dict(self._call("links", {}))
+
+
+ETCD = "etcd"
+
+
+def plan_partition(nodes: Collection[int], groups: Sequence[Collection[int | str]],
+                   etcd: Collection[int] | None = None) -> dict[int, tuple[frozenset[int], bool]]:
+    """Each node's cut links for a partition into ``groups``: a node loses every node of the
+    other groups; a node named in no group keeps all its links. etcd stays with the group that
+    names ``"etcd"`` (or the group equal to ``etcd``): the nodes of every other group, and the
+    unnamed ones, lose it; with neither, every node keeps etcd."""
+    known = set(nodes)
+    sides: list[frozenset[int]] = []
+    etcd_side: frozenset[int] | None = None
+    for group in groups:
+        members = set(group)
+        with_etcd = ETCD in members
+        members.discard(ETCD)
+        bad = [m for m in members if isinstance(m, bool) or not isinstance(m, int) or m not in known]
+        if bad:
+            raise ValueError(f"partition groups name brokers by node id ({sorted(known)}) or 'etcd'; got {bad!r}")
+        side = frozenset(int(m) for m in members)
+        if any(side & s for s in sides):
+            raise ValueError(f"a broker is in two partition groups: {[sorted(s) for s in sides]} and {sorted(side)}")
+        sides.append(side)
+        if with_etcd:
+            if etcd_side is not None:
+                raise ValueError("'etcd' is named in two partition groups")
+            etcd_side = side
+    if etcd is not None:
+        wanted = frozenset(etcd)
+        if etcd_side is not None and etcd_side != wanted:
+            raise ValueError("etcd= names a different group from the one that contains 'etcd'")
+        if wanted not in sides:
+            raise ValueError(f"etcd= must be one of the groups {[sorted(s) for s in sides]}, got {sorted(wanted)}")
+        etcd_side = wanted
+    plan: dict[int, tuple[frozenset[int], bool]] = {}
+    for node in sorted(known):
+        mine = next((s for s in sides if node in s), None)
+        peers = frozenset().union(*(s for s in sides if s is not mine)) if mine is not None else frozenset()
+        plan[node] = (frozenset(peers), etcd_side is not None and node not in etcd_side)
+    return plan
+
+
+class LinkControl:
+    """Network partitions of a cluster, each broker told its own side so the cut is symmetric:
+    ``partition({1}, {2, 3})``, ``isolate(1)``, ``heal()``. Each call replaces the cuts before it
+    (a broker not named keeps or regains all its links). Clients still reach every broker."""
+
+    def _link_calls(self) -> Mapping[int, Call]:
+        """node id -> the control transport of each broker that is running."""
+        raise NotImplementedError
+
+    _plan: Mapping[int, tuple[frozenset[int], bool]] = {}    # the cuts last asked for, per node
+
+    def _apply(self, plan: Mapping[int, tuple[frozenset[int], bool]]) -> dict[int, dict[str, Any]]:
+        self._plan = dict(plan)
+        calls = self._link_calls()
+        out: dict[int, dict[str, Any]] = {}
+        for node, call in calls.items():     # heal first, so no moment has more cut than asked
+            peers, etcd = plan.get(node, (frozenset(), False))
+            if not peers and not etcd:
+                out[node] = Links(call).heal()
+        for node, call in calls.items():
+            peers, etcd = plan.get(node, (frozenset(), False))
+            if peers or etcd:
+                out[node] = Links(call).cut(peers, etcd)
+        return out
+
+    def partition(self, *groups: Collection[int | str], etcd: Collection[int] | None = None) -> dict[int, dict[str, Any]]:
+        """Cut every link between ``groups`` (sets of node ids; ``"etcd"`` in a group keeps etcd
+        on that side, as does ``etcd=`` that group; without either every broker keeps etcd).
+        Returns each broker's links."""
+        return self._apply(plan_partition(self._link_calls().keys(), groups, etcd))
+
+    def isolate(self, node_id: int, peers: bool = True, etcd: bool = True) -> dict[int, dict[str, Any]]:
+        """Cut ``node_id`` from the other brokers (``peers``) and from etcd (``etcd``); clients
+        still reach it."""
+        nodes = self._link_calls().keys()
+        if node_id not in nodes:
+            raise ValueError(f"no running broker {node_id} (running: {sorted(nodes)})")
+        others = set(nodes) - {node_id}
+        plan = plan_partition(nodes, [{node_id}, others] if peers else [], None)
+        if etcd:
+            plan[node_id] = (plan[node_id][0], True)
+        return self._apply(plan)
+
+    def heal(self) -> dict[int, dict[str, Any]]:
+        """Every link of every broker works again."""
+        return self._apply({})
+
+    def links(self) -> dict[int, dict[str, Any]]:
+        """Each running broker's cut links."""
+        return {node: Links(call).describe() for node, call in self._link_calls().items()}
+
+
 class ControlUnavailable(RuntimeError):
     """The broker has no control endpoint (``samsa.control.listener`` not set)."""
 
@@ -139,11 +253,37 @@ class SamsaControl:
         self._call = http_call(url, timeout, connect_wait)
         self.faults = Faults(self._call)
         self.clock = BrokerClock(self._call)
+        self.links = Links(self._call)
 
     def close(self) -> None:
         self._call.close()  # type: ignore[attr-defined]
 
     def __enter__(self) -> SamsaControl:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class SamsaClusterControl(LinkControl):
+    """Partitions of a cluster started elsewhere, through each broker's control endpoint:
+    ``SamsaClusterControl(["http://127.0.0.1:8091", "http://127.0.0.1:8092"]).isolate(1)``. The
+    node ids are read from the endpoints."""
+
+    def __init__(self, urls: Iterable[str], timeout: float = 30.0, connect_wait: float = 1.0) -> None:
+        self.brokers: dict[int, SamsaControl] = {}
+        for url in urls:
+            control = SamsaControl(url, timeout, connect_wait)
+            self.brokers[int(control.links.describe()["node_id"])] = control
+
+    def _link_calls(self) -> Mapping[int, Call]:
+        return {node: control._call for node, control in self.brokers.items()}
+
+    def close(self) -> None:
+        for control in self.brokers.values():
+            control.close()
+
+    def __enter__(self) -> SamsaClusterControl:
         return self
 
     def __exit__(self, *exc: Any) -> None:

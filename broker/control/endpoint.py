@@ -16,6 +16,10 @@ JSON API (all bodies and answers JSON):
 - ``GET /faults`` (armed faults), ``GET /faults/log`` (which fired, on which requests),
   ``DELETE /faults`` (clear: disarm all, release holds)
 - ``GET /clock`` → ``{"now_ms", "offset_ms"}``; ``POST /clock/advance`` ``{"ms"}``
+- ``GET /links`` → this broker's cut links ``{"node_id", "peers", "etcd", "swallowed", "lost"}``;
+  ``POST /links`` ``{"peers": [node ids], "etcd": false}`` sets them (replacing the earlier ones);
+  ``DELETE /links`` heals every link (broker/common/link_cuts.py). A partition of the cluster is
+  each broker told its own side: broker/control/client.py's ``partition``/``isolate``/``heal``.
 
 The listener binds loopback addresses only unless ``samsa.control.listener.allow.remote=true``:
 anyone who reaches it can make the broker fail requests.
@@ -55,6 +59,12 @@ def _now(broker: Broker) -> dict[str, Any]:
     return {"now_ms": broker.clock.now_ms(), "offset_ms": broker.clock.offset_ms}
 
 
+def _cut(broker: Broker, peers: Any = (), etcd: Any = False) -> dict[str, Any]:
+    if not isinstance(peers, (list, tuple)):
+        raise ValueError(f"peers must be a list of broker node ids, got {peers!r}")
+    return broker.links.cut(peers, etcd)
+
+
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "fail": _arm("fail"),
     "delay": _arm("delay"),
@@ -66,6 +76,9 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "log": lambda broker: broker.faults.log(),
     "advance": _advance,
     "now": _now,
+    "links": lambda broker: broker.links.describe(),
+    "cut": _cut,
+    "heal": lambda broker: broker.links.heal(),
 }
 
 # (method, path) of each operation; ``{id}`` is the fault id of ``release``
@@ -73,7 +86,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     "fail": ("POST", "/faults/fail"), "delay": ("POST", "/faults/delay"), "drop": ("POST", "/faults/drop"),
     "hold": ("POST", "/faults/hold"), "release": ("POST", "/faults/{id}/release"), "clear": ("DELETE", "/faults"),
     "faults": ("GET", "/faults"), "log": ("GET", "/faults/log"), "advance": ("POST", "/clock/advance"),
-    "now": ("GET", "/clock"),
+    "now": ("GET", "/clock"), "links": ("GET", "/links"), "cut": ("POST", "/links"), "heal": ("DELETE", "/links"),
 }
 
 

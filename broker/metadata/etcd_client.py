@@ -8,6 +8,11 @@ Python etcd clients are asyncio- or thread-based. Keys and values travel base64-
 
 Every call tries the configured endpoints in turn and raises ``MetadataUnavailable`` when none
 answers; callers decide whether to wait and retry.
+
+A broker whose etcd link is cut (broker/common/link_cuts.py) gets what a dropped network gives:
+a call waits the client's timeout and fails (an answer that arrives while the link is cut is
+dropped, though etcd may have applied the request), and an open watch delivers nothing until the
+link heals; so its lease expires and the controller fences it.
 """
 from __future__ import annotations
 
@@ -18,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from broker.common.link_cuts import current_links
 
 from .store import MetadataUnavailable
 
@@ -88,12 +95,29 @@ class EtcdClient:
         if not self.endpoints:
             raise ValueError("no etcd endpoints")
         self._client = httpx.AsyncClient(timeout=timeout_s)
+        self.timeout_s = timeout_s
         self._current = 0
 
     async def aclose(self) -> None:
         await self._client.aclose()
 
+    async def _unanswered(self, what: str) -> None:
+        """etcd's link is cut: wait the client's timeout (or until the link heals, when the
+        request goes on as if its packets had been retransmitted); MetadataUnavailable then."""
+        links = current_links()
+        if links is None or not links.etcd:
+            return
+        if not await links.wait_healed(None, self.timeout_s):
+            links.lost += 1
+            raise MetadataUnavailable(f"etcd unreachable at {self.endpoints}: {what} timed out (the link is cut)")
+
     async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        await self._unanswered(path)
+        out = await self._post(path, body)
+        await self._unanswered(f"the answer to {path}")     # cut while the request was out
+        return out
+
+    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         last: Exception | None = None
         for i in range(len(self.endpoints)):
             idx = (self._current + i) % len(self.endpoints)
@@ -152,6 +176,8 @@ class EtcdClient:
         if prefix:
             body["create_request"]["range_end"] = b64(prefix_end(key))
         url = self.endpoints[self._current] + "/v3/watch"
+        await self._unanswered("/v3/watch")
+        links = current_links()
         try:
             async with self._client.stream("POST", url, json=body,
                                            timeout=httpx.Timeout(5.0, read=None)) as resp:
@@ -160,6 +186,8 @@ class EtcdClient:
                 async for line in resp.aiter_lines():
                     if not line.strip():
                         continue
+                    if links is not None and links.etcd:
+                        await links.wait_healed(None)    # held in the network until the link heals
                     msg = json.loads(line)
                     if "error" in msg:
                         raise MetadataUnavailable(f"etcd watch error: {msg['error']}")

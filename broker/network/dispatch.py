@@ -17,6 +17,7 @@ from protocol.messages import REQUESTS, RESPONSES, decode_request, encode_respon
 from protocol.splice import splice
 
 from .faults import PASS
+from broker.common.link_cuts import peer_of_request
 from broker.log.region import FileRegion
 from broker.security.authz import authorized
 
@@ -114,6 +115,10 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
     header = request.header
     ctx = RequestContext(broker, key, version, prefix.correlation_id, header.client_id, client_host, listener,
                          session)
+    links = broker.links
+    peer = peer_of_request(ctx, request) if links.peers else None   # broker/common/link_cuts.py
+    if peer is not None and links.is_cut(peer):
+        await links.swallow(peer, f"{api_key.name} request")     # raises once the link heals
     injected = await broker.faults.before(ctx, request) if broker.faults.armed else PASS  # broker/network/faults.py
     if injected is not PASS:
         response = injected
@@ -123,6 +128,10 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
         response = await authorized(ctx, request, HANDLERS[key])
     if response is None:
         return None
+    if links.peers and peer is None:
+        peer = peer_of_request(ctx, request)
+    if peer is not None and links.is_cut(peer):                 # cut while the request was handled
+        await links.swallow(peer, f"the answer to a {api_key.name} request")
     if isinstance(response, Spliced):
         message = response.message
         encoded = encode_response(message, prefix.correlation_id)

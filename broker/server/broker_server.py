@@ -12,6 +12,7 @@ from .api_table import advertised_table
 from broker.coordinator_runtime.share_runtime import ShareGroups
 from broker.common.clock import Clock
 from broker.common.config import BrokerConfig
+from broker.common.link_cuts import LINKS, LinkCuts, topology_resolver
 from broker.network.faults import FaultRegistry
 from broker.coordinator_runtime.group_runtime import GroupShell
 from broker.log import cleaner, flush, retention
@@ -74,6 +75,7 @@ class Broker:
         self.share_groups = ShareGroups(self)   # KIP-932, in memory (broker/coordinator_runtime/share_runtime.py)
         self.metrics: BrokerMetrics | None = None   # set when samsa.http.listener serves /metrics
         self.faults = FaultRegistry()   # broker/network/faults.py; armed through broker/control/endpoint.py
+        self.links = LinkCuts(self.node_id, topology_resolver(self))   # cut links (broker/common/link_cuts.py)
         self.api_versions = advertised_table(config)
         self.security = Security(config, config.log_dir, self.now_ms, lambda: self.metadata)
         self.authorizer = self.security.authorizer   # None unless authorizer.class.name is set
@@ -102,6 +104,7 @@ class Broker:
             from broker.metadata.cluster_mode import ClusterMetadata
             from broker.metadata.cluster_topology import ClusterTopology
 
+            LINKS.set(self.links)   # the peer and etcd clients of every task started from here on consult it
             cluster = self.cluster = ClusterMetadata(self)
             await cluster.start()
             self._metadata = cluster.store

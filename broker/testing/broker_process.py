@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from broker.control.client import BrokerClock, Faults, SamsaControl, refused
+from broker.control.client import BrokerClock, Faults, Links, SamsaControl, refused
 from broker.control.healthcheck import healthcheck
 from .ports import free_port
 
@@ -58,6 +58,11 @@ class SamsaBroker:
     @property
     def clock(self) -> BrokerClock:
         return BrokerClock(self._control_call)
+
+    @property
+    def links(self) -> Links:
+        """This broker's cut links (a cluster's partitions: LocalCluster.partition/isolate/heal)."""
+        return Links(self._control_call)
 
     def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> str:
         from kafka.admin import KafkaAdminClient, NewTopic

@@ -21,7 +21,7 @@ from broker import apis  # noqa: F401  (registers the API handlers)
 from broker.server.broker_server import Broker
 from broker.common.config import BrokerConfig
 from broker.control.endpoint import run_operation
-from broker.control.client import BrokerClock, Faults
+from broker.control.client import BrokerClock, Faults, Links
 from .ports import free_port
 from broker.server.serving import serve
 
@@ -44,6 +44,7 @@ class InProcessBroker:
         self._error: BaseException | None = None
         self.faults = Faults(self._call)
         self.clock = BrokerClock(self._call)
+        self.links = Links(self._call)      # cut links: a single node has no peers or etcd to cut, but the table is there
 
     @property
     def bootstrap_servers(self) -> str:

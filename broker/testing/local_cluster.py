@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from broker.common.config import read_properties
+from broker.control.client import Call, LinkControl
 from .broker_process import SamsaBroker
 from .ports import free_port
 
@@ -124,8 +125,13 @@ class EtcdProcess:
         self.proc = None
 
 
-class LocalCluster:
-    """etcd + brokers 1..N; broker i listens on ``base_port + i - 1`` (free ports when 0)."""
+class LocalCluster(LinkControl):
+    """etcd + brokers 1..N; broker i listens on ``base_port + i - 1`` (free ports when 0).
+
+    Network partitions (LinkControl, through each broker's control endpoint):
+    ``partition({1}, {2, 3})``, ``isolate(node_id, peers=True, etcd=True)``, ``heal()``,
+    ``links()``. They reach the brokers that are running; a broker started again while a cut is
+    in force is told its side once it is up (it registers with etcd before that)."""
 
     def __init__(self, data_dir: str | os.PathLike, brokers: int = 3, base_port: int = 0,
                  config_file: str | None = None, overrides: dict[str, str] | None = None,
@@ -190,6 +196,9 @@ class LocalCluster:
         self.etcd.stop()
 
     # -- the fixture's controls ----------------------------------------------------------------
+    def _link_calls(self) -> dict[int, Call]:
+        return {i: b._control_call for i, b in self.brokers.items() if b.proc is not None and b.proc.poll() is None}
+
     def kill(self, node_id: int) -> None:
         self.brokers[node_id].kill()
 
@@ -198,12 +207,20 @@ class LocalCluster:
 
     def start_broker(self, node_id: int) -> None:
         self.brokers[node_id].start(timeout=60)
+        self._recut(node_id)
 
     def restart(self, node_id: int) -> None:
         b = self.brokers[node_id]
         if b.proc is not None:
             b.stop()
         b.start(timeout=60)
+        self._recut(node_id)
+
+    def _recut(self, node_id: int) -> None:
+        """A broker started during a partition gets its side of it again (its table was in memory)."""
+        peers, etcd = self._plan.get(node_id, (frozenset(), False))
+        if peers or etcd:
+            self.brokers[node_id].links.cut(peers, etcd)
 
     def pause(self, node_id: int) -> None:
         proc = self.brokers[node_id].proc

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 from .broker_process import SamsaBroker
 from .ports import free_port  # noqa: F401  (public: tests import it from here)
-from broker.control.client import BrokerClock, Faults, SamsaControl, refused  # noqa: F401  (SamsaControl: public)
+from broker.control.client import BrokerClock, Faults, SamsaClusterControl, SamsaControl, refused  # noqa: F401  (SamsaControl, SamsaClusterControl: public)
 
 if TYPE_CHECKING:
     from broker.testing.local_cluster import LocalCluster
@@ -124,7 +124,9 @@ def samsa_topic(request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
 def samsa_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
     """etcd and 3 brokers (node ids 1..3) as child processes (broker/testing/local_cluster.py), with
     ``.bootstrap_servers``, ``.kill/.stop/.restart/.pause/.resume(node_id)``,
-    ``.leader(topic, partition)``, ``.controller()``, ``.image()`` and ``.restart_etcd()``.
+    ``.leader(topic, partition)``, ``.controller()``, ``.image()`` and ``.restart_etcd()``; network
+    partitions cut inside the brokers: ``.partition({1}, {2, 3})``, ``.isolate(node_id, peers=True,
+    etcd=True)``, ``.heal()``, ``.links()`` (broker/control/client.py's LinkControl).
     Parametrize indirectly with ``{"brokers": N, "overrides": {...}, "broker_overrides":
     {node_id: {...}}, "listeners": ["SASL_PLAINTEXT"]}`` (extra listeners beside PLAINTEXT, on free
     ports: ``.bootstrap("SASL_PLAINTEXT", node_id=None)``); the broker session

@@ -413,3 +413,21 @@ def test_clock_advance_expires_committed_offsets_after_offsets_retention(samsa_b
     assert committed(b.bootstrap_servers, "retained") == {("kept", 0): (5, "", 0)}
     b.clock.advance(7 * 24 * 3600 * 1000 + 600_000 + 1)     # offsets.retention.minutes + one check interval
     wait_until("the offsets expired", lambda: committed(b.bootstrap_servers, "retained") == {}, timeout=5)
+
+
+def test_links_endpoint_sets_reads_and_heals_and_refuses_bad_input(samsa_broker, samsa_broker_in_process):
+    """One broker's cut links through the control operations (broker/common/link_cuts.py), the
+    same in process and over HTTP; a partition of a cluster is tests/cluster/test_cluster_partitions.py."""
+    for broker in (samsa_broker, samsa_broker_in_process):
+        assert broker.links.describe() == {"node_id": 1, "peers": [], "etcd": False, "swallowed": 0, "lost": 0}
+        assert broker.links.cut([2, 3], etcd=True)["peers"] == [2, 3]
+        assert broker.links.describe()["etcd"] is True
+        for peers, message in (([1], "cannot be cut from itself"), (["2"], "node ids"), ([True], "node ids")):
+            with pytest.raises(ValueError, match=message):
+                broker.links.cut(peers)
+        assert broker.links.heal() == {"node_id": 1, "peers": [], "etcd": False, "swallowed": 0, "lost": 0}
+    r = httpx.post(samsa_broker.control_url + "/links", json={"peers": [2], "etcd": "yes"})
+    assert r.status_code == 400 and "etcd must be true or false" in r.json()["error"]
+    r = httpx.post(samsa_broker.control_url + "/links", json={"peers": 2})
+    assert r.status_code == 400 and "a list of broker node ids" in r.json()["error"]
+    assert httpx.get(samsa_broker.control_url + "/links").json()["peers"] == []

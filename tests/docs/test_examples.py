@@ -30,6 +30,18 @@ def test_fault_and_clock_examples_run_as_a_users_suite(pytester: pytest.Pytester
     result.assert_outcomes(passed=5)
 
 
+def test_partition_example_runs_as_a_users_suite(pytester: pytest.Pytester):
+    from broker.testing.local_cluster import find_etcd
+
+    if find_etcd() is None:
+        pytest.skip("etcd is not installed (the 'etcd' extra or Debian's etcd-server): samsa_cluster needs it")
+    examples = code_blocks(section(page("testing.md"), "## Network partitions"), "python")
+    assert len(examples) == 1 and "samsa_cluster.isolate(" in examples[0]
+    pytester.makepyfile(test_partition_example=examples[0])
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", timeout=300)
+    result.assert_outcomes(passed=1)
+
+
 def test_readme_pytest_example_runs_as_a_users_suite(pytester: pytest.Pytester):
     examples = code_blocks(section(page("README.md"), "## Samsa in your tests"), "python")
     assert len(examples) == 1 and "def test_" in examples[0] and "samsa_broker" in examples[0]
