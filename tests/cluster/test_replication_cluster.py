@@ -136,7 +136,9 @@ def test_kafka_python_idempotent_acks_all_across_leader_kills(cluster: LocalClus
 
     send(200)
     for round_ in range(3):
-        c.wait_for(fully_replicated, timeout=60, what="kp and the group's offsets partition fully in sync")
+        # 120 s: on an overloaded machine (load average 15-25 on 2 cores) the brokers' 3 s leases
+        # expire and the ISRs shrink and grow for a while before both are full at once
+        c.wait_for(fully_replicated, timeout=120, what="kp and the group's offsets partition fully in sync")
         leader = c.leader("kp", 0)
         c.kill(leader)
         send(200)                       # answered by the new leader once the controller moved it
@@ -173,9 +175,7 @@ def _group_diagnostics(c: LocalCluster, group: str, acked: list[bytes], seen: li
     try:
         admin = KafkaAdminClient(bootstrap_servers=c.bootstrap_servers, request_timeout_ms=5000)
         try:
-            d = admin.describe_consumer_groups([group])[0]
-            out.append(f"DescribeGroups: state {d.state}, members "
-                       f"{[(m.member_id, m.member_assignment) for m in d.members]}")
+            out.append(f"DescribeGroups: {str(admin.describe_groups([group]))[:600]}")
         finally:
             admin.close()
     except Exception as e:  # the diagnosis must not hide the failure
