@@ -144,7 +144,7 @@ def test_kafka_python_idempotent_acks_all_across_leader_kills(cluster: LocalClus
         send(200)                       # answered by the new leader once the controller moved it
         assert c.leader("kp", 0) != leader
         c.start_broker(leader)
-        c.wait_for(lambda: isr(c, "kp") == (1, 2, 3), timeout=60, what="killed broker back in the ISR")
+        c.wait_for(lambda: isr(c, "kp") == (1, 2, 3), timeout=120, what="killed broker back in the ISR")
     producer.flush()
     producer.close()
     got = consume_all(c, "kp", len(acked))
