@@ -68,10 +68,12 @@ def _consumer(bootstrap: str, group_id: str, **conf: object) -> Consumer:
                      "enable.auto.offset.store": False, **conf}, logger=RDK_LOG)
 
 
-def create_topic(bootstrap: str, name: str, partitions: int, timeout: float = 30.0) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int, timeout: float = 30.0,
+                 replication_factor: int = 1) -> None:
     """CreateTopics, then wait until Metadata shows every partition with a leader."""
     admin = AdminClient({**_base(bootstrap)}, logger=RDK_LOG)
-    fut = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=timeout)[name]
+    fut = admin.create_topics([NewTopic(name, partitions, replication_factor)],
+                              operation_timeout=timeout)[name]
     try:
         fut.result(timeout=timeout)
     except KafkaException as e:
@@ -415,11 +417,15 @@ class CommitRate:
     commits: int
     errors: int
     note: str = ""
+    p50_ms: float = float("nan")   # latency of one synchronous commit() call, all groups pooled
+    p99_ms: float = float("nan")
 
 
 def offset_commit_rate(bootstrap: str, topic: str, groups: int, seconds: float) -> CommitRate:
     """`groups` consumers, each alone in its own group and never subscribed (like assign()-only
-    clients: generation -1), each committing synchronously in a loop from its own thread."""
+    clients: generation -1), each committing synchronously in a loop from its own thread. Each
+    timed commit() call's latency is kept too: with groups=1 that is the latency of an
+    OffsetCommit on an otherwise idle broker (bench/cluster_coordinators.py)."""
     consumers = [_consumer(bootstrap, f"bench-commit-{i}-{uuid.uuid4().hex[:6]}")
                  for i in range(groups)]
     counts = [0] * groups
@@ -429,6 +435,7 @@ def offset_commit_rate(bootstrap: str, topic: str, groups: int, seconds: float) 
     start = threading.Barrier(groups + 1)
     stop = threading.Event()
     warm_ok = [False] * groups
+    lat_ms: list[list[float]] = [[] for _ in range(groups)]
 
     def work(i: int) -> None:
         c = consumers[i]
@@ -445,9 +452,11 @@ def offset_commit_rate(bootstrap: str, topic: str, groups: int, seconds: float) 
         while not stop.is_set():
             k += 1
             try:
+                c0 = time.perf_counter()
                 c.commit(offsets=[TopicPartition(topic, 0, k)], asynchronous=False)
                 if not stop.is_set():
                     counts[i] += 1
+                    lat_ms[i].append((time.perf_counter() - c0) * 1000)
                 last[i] = k
             except KafkaException as e:
                 errs[i] += 1
@@ -483,7 +492,9 @@ def offset_commit_rate(bootstrap: str, topic: str, groups: int, seconds: float) 
             note = f"{sum(errs)} commit errors (first: {first_err[:1]})"
         if bad:
             note += f" {bad} sampled groups read back a different offset"
-        return CommitRate(total / elapsed, total, sum(errs), note.strip())
+        pooled = sorted(x for xs in lat_ms for x in xs)
+        p50, p99 = (_percentile(pooled, 50), _percentile(pooled, 99)) if pooled else (float("nan"),) * 2
+        return CommitRate(total / elapsed, total, sum(errs), note.strip(), p50, p99)
     finally:
         stop.set()
         _close_all(consumers)
@@ -498,8 +509,10 @@ class TxnRate:
     note: str = ""
 
 
-def transaction_rate(bootstrap: str, topic: str, seconds: float, records: int = 10) -> TxnRate:
-    """One transactional producer committing transactions of `records` 1 KB records in a loop.
+def transaction_rate(bootstrap: str, topic: str, seconds: float, records: int = 10,
+                     min_count: int = 0, max_seconds: float = 120.0) -> TxnRate:
+    """One transactional producer committing transactions of `records` 1 KB records in a loop
+    for `seconds`, or longer until `min_count` transactions are done (never past `max_seconds`).
     EndTxn latency is the commit call alone, timed after the records were flushed."""
     p = Producer({**_base(bootstrap), "transactional.id": f"bench-txn-{uuid.uuid4().hex[:8]}",
                   "linger.ms": 0, "transaction.timeout.ms": 60000}, logger=RDK_LOG)
@@ -508,8 +521,8 @@ def transaction_rate(bootstrap: str, topic: str, seconds: float, records: int = 
         p.init_transactions(30)
         commits: list[float] = []
         t0 = time.perf_counter()
-        deadline = t0 + seconds
-        while time.perf_counter() < deadline:
+        deadline, cap = t0 + seconds, t0 + max(seconds, max_seconds)
+        while time.perf_counter() < deadline or (len(commits) < min_count and time.perf_counter() < cap):
             p.begin_transaction()
             for _ in range(records):
                 p.produce(topic, pad)
