@@ -300,8 +300,6 @@ def test_configs_user_scram_credentials(tbroker: SamsaBroker) -> None:
     assert r.stdout == f"SCRAM credential configs for user-principal '{user}' are SCRAM-SHA-256=iterations=8192\n"
 
 
-@pytest.mark.xfail(reason="dynamic broker configs are the other issue-22 branch's: on this branch Samsa answers "
-                          "INVALID_REQUEST for BROKER resources", strict=False)
 def test_configs_broker_default_alter_reaches_describe(tbroker: SamsaBroker) -> None:
     """Kafka's outcome: the cluster-wide default is set and reported with its source."""
     b = tbroker.bootstrap_servers
