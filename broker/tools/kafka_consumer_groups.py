@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from .common import (
+    error_message,
     ToolError,
     admin_client,
     client_config,
@@ -344,7 +345,7 @@ class GroupService:
         else:
             print("\nError: Deletion of some consumer groups failed:")
             for g in java_hashmap_order(list(failed), java_string_hash):
-                print(f"* Group '{g}' could not be deleted due to: {java_exception(failed[g])}")
+                print(f"* Group '{g}' could not be deleted due to: {error_message(failed[g])}")
             if success:
                 print("\nThese consumer groups were deleted successfully: '" + "'".join(success) + "', '")
 
@@ -378,7 +379,7 @@ class GroupService:
                     err = e.args[0] if e.args else None
                     results[(t, -1)] = (java_error(Errors.UnknownTopicOrPartitionError)
                                         if getattr(err, "name", lambda: "")() == "UNKNOWN_TOPIC_OR_PART"
-                                        else java_exception(e))
+                                        else error_message(e))
         props = load_properties(args.command_config) if args.command_config else {}
         kp = KafkaAdminClient(**kafka_python_config(props, args.bootstrap_server))
         top: Any = None
@@ -440,7 +441,7 @@ class GroupService:
                     d = self._get(futs[t])
                 except Exception as e:
                     raise ToolError(f"\nError: Executing consumer group command failed due to "
-                                    f"{java_exception(e)}", exit_code=0) from e
+                                    f"{error_message(e)}", exit_code=0) from e
                 specified.extend((t, p.id) for p in d.partitions)
         return specified
 
@@ -578,13 +579,6 @@ def java_error(err: Any) -> str:
     return f"org.apache.kafka.common.errors.{known[1]}: {message}"
 
 
-def java_exception(exc: BaseException) -> str:
-    err = exc.args[0] if exc.args else None
-    if err is not None and hasattr(err, "str"):
-        return str(err.str())
-    return str(exc)
-
-
 def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -633,12 +627,12 @@ def main(argv: list[str]) -> int:
     except ToolError:
         raise
     except Exception as e:
-        print(f"\nError: Executing consumer group command failed due to {java_exception(e)}")
+        print(f"\nError: Executing consumer group command failed due to {error_message(e)}")
     return 0
 
 
 def entry() -> None:
-    run(main, failure=lambda e: ToolError("\nError: Executing consumer group command failed due to " + java_exception(e),
+    run(main, failure=lambda e: ToolError("\nError: Executing consumer group command failed due to " + error_message(e),
                                           exit_code=0))
 
 

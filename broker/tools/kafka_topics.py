@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from .common import (
+    error_message,
     ToolError,
     admin_client,
     client_config,
@@ -141,7 +142,7 @@ class TopicService:
             err = e.args[0] if e.args else None
             if args.if_not_exists and getattr(err, "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
                 return
-            raise ToolError("Error while executing topic command : " + error_text(e)) from e
+            raise ToolError("Error while executing topic command : " + error_message(e)) from e
         print(f"Created topic {name}.")
 
     def list_action(self, args: argparse.Namespace) -> None:
@@ -171,7 +172,7 @@ class TopicService:
             for fut in self.admin.create_partitions(news, operation_timeout=30).values():
                 self._result(fut)
         except Exception as e:
-            raise ToolError("Error while executing topic command : " + error_text(e)) from e
+            raise ToolError("Error while executing topic command : " + error_message(e)) from e
 
     def delete(self, args: argparse.Namespace) -> None:
         topics = self.topics(args.topic, args.exclude_internal)
@@ -182,7 +183,7 @@ class TopicService:
             for fut in self.admin.delete_topics(topics, operation_timeout=30).values():
                 self._result(fut)
         except Exception as e:
-            raise ToolError("Error while executing topic command : " + error_text(e)) from e
+            raise ToolError("Error while executing topic command : " + error_message(e)) from e
 
     def describe(self, args: argparse.Namespace) -> None:
         from confluent_kafka import TopicCollection
@@ -214,7 +215,7 @@ class TopicService:
                 futs = self.admin.describe_topics(TopicCollection(topics))
                 descriptions = [self._result(futs[t]) for t in topics]
             except Exception as e:
-                raise ToolError("Error while executing topic command : " + error_text(e)) from e
+                raise ToolError("Error while executing topic command : " + error_message(e)) from e
         resources = [ConfigResource(ResourceType.TOPIC, d.name) for d in descriptions]
         config_futs = {r.name: f for r, f in self.admin.describe_configs(resources).items()}
         live = {b.id for b in self._result(self.admin.describe_cluster()).nodes}
@@ -255,15 +256,6 @@ class TopicService:
                       "\tElr: \tLastKnownElr: ")
 
 
-def error_text(exc: BaseException) -> str:
-    """The message Kafka's Java admin client would carry: the broker's message when it sent one,
-    else librdkafka's text for the error."""
-    err = exc.args[0] if exc.args else None
-    if err is not None and hasattr(err, "str"):
-        return str(err.str())
-    return str(exc)
-
-
 def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -301,7 +293,7 @@ def main(argv: list[str]) -> int:
 
 
 def entry() -> None:
-    run(main, failure=lambda e: ToolError("Error while executing topic command : " + error_text(e)))
+    run(main, failure=lambda e: ToolError("Error while executing topic command : " + error_message(e)))
 
 
 if __name__ == "__main__":
