@@ -157,3 +157,31 @@ def test_usage_errors(sbroker: SamsaBroker) -> None:
     assert (r.returncode, r.stdout) == (1, "\nError: Executing share group command failed due to "
                                            "org.apache.kafka.common.errors.GroupIdNotFoundException: "
                                            "Group no-such-group not found.\n"), r
+
+
+@pytest.mark.parametrize("samsa_cluster", [{"overrides": SHARE_PROPS}], indirect=True)
+def test_on_a_cluster_the_coordinator_answers(samsa_cluster) -> None:
+    """Three brokers: the tool finds the group's coordinator (FindCoordinator) and describes the
+    group there; --state names that broker. (The member joins at the coordinator, found the same way:
+    Samsa's other brokers do not answer NOT_COORDINATOR to a share heartbeat yet.)"""
+    b = samsa_cluster.bootstrap_servers
+    topic, group = unique("sc"), unique("sg")
+    create_topics(b, {topic: 3})
+    admin = KafkaAdminClient(bootstrap_servers=b)
+    try:
+        node = admin._manager.run(admin._find_coordinator_id, group)
+        broker = admin._manager.cluster.broker_metadata(node)
+        coordinator = f"{broker.host}:{broker.port}"
+    finally:
+        admin.close()
+    with RawClient(coordinator) as c:
+        join(c, group, "m1", [topic])
+        r = share_tool(b, "--describe", "--group", group, "--state")
+        assert r.returncode == 0, r
+        assert r.stdout.split("\n")[2].split() == [group, coordinator, f"({node})", "Stable", "1"], r
+        r = share_tool(b, "--describe", "--group", group, "--members")
+        assert r.stdout.split("\n")[2].split() == [group, "m1", HOST, CLIENT, "3", f"{topic}:0,1,2"], r
+        assert group in share_tool(b, "--list").stdout.splitlines()
+        leave(c, group, "m1")
+    r = share_tool(b, "--delete", "--group", group)
+    assert (r.returncode, r.stdout) == (0, f"Deletion of requested share groups ('{group}') was successful.\n"), r
