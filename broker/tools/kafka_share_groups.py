@@ -139,16 +139,21 @@ class ShareGroupService:
     def describe_group(self, group: str) -> tuple[Any, str]:
         """The ShareGroupDescribe answer of ``group``'s coordinator, and the coordinator as Kafka's
         tool prints it (``host:port  (id)``)."""
+        import kafka.errors as Errors
+
         from protocol.schema_messages import ShareGroupDescribeRequest
 
         admin = self.admin
         node = admin._manager.run(admin._find_coordinator_id, group)
         request = ShareGroupDescribeRequest(group_ids=[group], include_authorized_operations=False)
-        response = admin._manager.run(functools.partial(admin._manager.send, request, node_id=node))
+        try:
+            response = admin._manager.run(functools.partial(admin._manager.send, request, node_id=node))
+        except Errors.IncompatibleBrokerVersion as e:
+            # a broker without share groups: Kafka's admin client fails the describe with this
+            raise CommandFailed("org.apache.kafka.common.errors.UnsupportedVersionException: "
+                                "The node does not support SHARE_GROUP_DESCRIBE") from e
         (described,) = response.groups
         if described.error_code:
-            import kafka.errors as Errors
-
             err = Errors.for_code(described.error_code)
             raise CommandFailed(java_error(err, described.error_message or err.description))
         broker = admin._manager.cluster.broker_metadata(node)
@@ -161,7 +166,7 @@ class ShareGroupService:
     def describe(self, args: Any) -> None:
         groups = self.group_ids(args)
         described = {g: self.describe_group(g) for g in groups}
-        if not args.members and args.state is None:
+        if described and not args.members and args.state is None:
             self.fail_offsets()
         for group in sorted(described):
             desc, coordinator = described[group]
@@ -345,7 +350,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.flush()
         print(f"\nError: Executing share group command failed due to {e}")
         sys.stdout.flush()
-        if trace is not None:
+        if isinstance(trace, ToolError):
             # Kafka's tool prints the exception's stack trace on stderr: its first line
             sys.stderr.write(f"{trace}\n")
         return 1

@@ -185,3 +185,21 @@ def test_on_a_cluster_the_coordinator_answers(samsa_cluster) -> None:
         leave(c, group, "m1")
     r = share_tool(b, "--delete", "--group", group)
     assert (r.returncode, r.stdout) == (0, f"Deletion of requested share groups ('{group}') was successful.\n"), r
+
+
+def test_a_broker_without_share_groups(samsa_broker: SamsaBroker, tmp_path) -> None:
+    """Share groups off (Kafka's default before 4.2): nothing listed; describe fails with the
+    UnsupportedVersionException Kafka's admin client raises; --command-config is read."""
+    b = samsa_broker.bootstrap_servers
+    config = tmp_path / "client.properties"
+    config.write_text("# a Kafka client properties file\nsecurity.protocol=PLAINTEXT\nclient.id=share-tool\n")
+    r = share_tool(b, "--command-config", str(config), "--list")
+    assert (r.returncode, r.stdout) == (0, ""), r
+    r = share_tool(b, "--command-config", str(config), "--describe", "--group", "g", "--state")
+    assert (r.returncode, r.stdout) == (1, "\nError: Executing share group command failed due to "
+                                           "org.apache.kafka.common.errors.UnsupportedVersionException: "
+                                           "The node does not support SHARE_GROUP_DESCRIBE\n"), r
+    r = share_tool(b, "--describe", "--all-groups")          # no share group: nothing to describe
+    assert (r.returncode, r.stdout) == (0, ""), r
+    r = share_tool(b, "--command-config", str(tmp_path / "missing.properties"), "--list")
+    assert r.returncode == 1 and "missing.properties" in r.stdout + r.stderr, r
