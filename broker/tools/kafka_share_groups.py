@@ -87,7 +87,12 @@ def build_parser() -> Any:
 
 
 class CommandFailed(Exception):
-    """A failure Kafka's tool reports as ``Executing share group command failed due to <message>``."""
+    """A failure Kafka's tool reports as ``Executing share group command failed due to <message>``
+    on stdout, with the exception's stack trace on stderr (``trace``: its first line)."""
+
+    def __init__(self, message: str, trace: str | None = None) -> None:
+        super().__init__(message)
+        self.trace = trace
 
 
 def java_error(err: Any, message: str | None = None) -> str:
@@ -178,13 +183,12 @@ class ShareGroupService:
     def fail_offsets(self) -> None:
         """The offsets of a share group come from DescribeShareGroupOffsets (API 90): a broker without
         it fails the command as Kafka's admin client fails it (UnsupportedVersionException)."""
-        admin = self.admin
-        version = admin._manager.broker_version_data
-        advertised = DESCRIBE_SHARE_GROUP_OFFSETS in getattr(version, "api_versions", {}) if version else False
-        if not advertised:
+        version = self.admin._manager.broker_version_data
+        if DESCRIBE_SHARE_GROUP_OFFSETS not in (getattr(version, "api_versions", None) or {}):
             raise CommandFailed("The node does not support DESCRIBE_SHARE_GROUP_OFFSETS",
-                                ) from ToolError("org.apache.kafka.common.errors.UnsupportedVersionException: "
-                                                 "The node does not support DESCRIBE_SHARE_GROUP_OFFSETS")
+                                trace="org.apache.kafka.common.errors.UnsupportedVersionException: "
+                                      "The node does not support DESCRIBE_SHARE_GROUP_OFFSETS")
+        # a broker with the API (Kafka 4.1+): this tool has no DescribeShareGroupOffsets message yet
         raise CommandFailed("share-group offsets (DescribeShareGroupOffsets) are not supported by this tool yet")
 
     # --- delete ----------------------------------------------------------------------------
@@ -346,13 +350,11 @@ def main(argv: list[str]) -> int:
         else:
             service.delete(args)
     except CommandFailed as e:
-        trace = e.__cause__
         sys.stdout.flush()
         print(f"\nError: Executing share group command failed due to {e}")
         sys.stdout.flush()
-        if isinstance(trace, ToolError):
-            # Kafka's tool prints the exception's stack trace on stderr: its first line
-            sys.stderr.write(f"{trace}\n")
+        if e.trace is not None:
+            sys.stderr.write(f"{e.trace}\n")
         return 1
     finally:
         service.close()
