@@ -46,7 +46,7 @@ COPY --from=build /opt/samsa /opt/samsa
 # kafka-topics and kafka-topics.sh are also on PATH (/opt/samsa/bin, console scripts of broker/tools/)
 RUN mkdir -p /opt/kafka/bin \
  && for tool in kafka-topics kafka-console-producer kafka-console-consumer kafka-consumer-groups kafka-configs \
-                kafka-get-offsets kafka-acls kafka-features kafka-transactions; do \
+                kafka-get-offsets kafka-acls kafka-features kafka-transactions kafka-share-groups; do \
         ln -s /opt/samsa/bin/$tool.sh /opt/kafka/bin/$tool.sh; \
     done
 
