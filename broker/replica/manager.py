@@ -31,6 +31,7 @@ from protocol.errors import ErrorCode
 from ..log.partition import Partition
 from broker.common.notifier import Notifier
 from .checkpoint import HW_CHECKPOINT_FILE, read_offsets_checkpoint, write_offsets_checkpoint
+from .fetch_session import FetchSessionCache
 from .fetcher import ReplicaFetcher
 from .state import FollowerState, ReplicaState
 
@@ -85,6 +86,9 @@ class ReplicaManager:
         self.follows: Any = None
         self.attached: Any = None
         self.hw_moved = Notifier()
+        # followers' incremental fetch sessions with this broker as leader (KIP-227)
+        self.fetch_sessions = FetchSessionCache(int(broker.config["max.incremental.fetch.session.cache.slots"]),
+                                                int(broker.config["min.incremental.fetch.session.eviction.ms"]))
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.led: dict[tuple[str, int], Partition] = {}      # partitions led here that have followers
         # called with (partition, is_leader) after each role change (coordinators load/unload)
