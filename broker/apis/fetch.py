@@ -27,6 +27,7 @@ from protocol.splice import placeholder
 
 from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID, absent_partition_error, check_leader_epoch, find_topic
+from broker.log.partition import Partition
 from broker.log.region import FileRegion
 from broker.log.segment import Segment
 from broker.network.dispatch import RequestContext, Spliced, handles
@@ -71,6 +72,13 @@ class SessionCollect:
     topics: list[SessionTopic]
     incremental: bool
     pairs: list[tuple[CachedPartition, Any]] = field(default_factory=list)
+    watched: list[Partition] = field(default_factory=list)   # the local partitions collected
+
+    def signature(self, broker: Any) -> tuple[int, int, int]:
+        """What a wake must have changed for a follower's parked fetch to find anything new:
+        a leader's log end (follower fetches read to it) or the metadata image (leadership,
+        deletions); high watermark moves alone never end the wait. Far cheaper than collecting."""
+        return (sum(p.log_end_offset for p in self.watched), len(self.watched), id(broker.replicas.image))
 
 
 @dataclass(slots=True)
@@ -109,6 +117,7 @@ def _collect(ctx: RequestContext, req: FetchRequest, by_topic: dict[str, int] | 
     out = []
     if session is not None:
         session.pairs = []
+        session.watched = []
     for ft in req.topics if session is None else session.topics:
         tid = getattr(ft, "topic_id", None)
         topic = find_topic(broker, None if by_id else ft.topic, tid if by_id else None)
@@ -128,6 +137,8 @@ def _collect(ctx: RequestContext, req: FetchRequest, by_topic: dict[str, int] | 
                     session.pairs.append((fp, parts[-1]))
                 continue
             assert topic is not None   # a partition was found in it
+            if session is not None:
+                session.watched.append(part)
             if by_topic is not None and topic.name not in by_topic:
                 by_topic[topic.name] = 0
             hw = part.high_watermark
@@ -245,13 +256,26 @@ async def fetch(ctx: RequestContext, req: FetchRequest) -> Spliced:
     min_bytes = max(req.min_bytes, 1)
     if total < min_bytes and req.max_wait_ms > 0 and not _has_error(topics) and not broker.stopping.is_set():
         # every append notifies, so the last collection is current when the wait times out
+        seen = collecting.signature(broker) if collecting is not None else None
+        stale = False
         with trio.move_on_after(req.max_wait_ms / 1000):
             while not broker.stopping.is_set():
                 await broker.appends.wait()
+                if collecting is not None:
+                    # a follower's session: every append anywhere wakes it; collect only on news
+                    now_seen = collecting.signature(broker)
+                    if now_seen == seen:
+                        stale = True
+                        continue
+                    seen = now_seen
                 by_topic = {} if by_topic is not None else None
                 topics, regions, total = _collect(ctx, req, by_topic, collecting)
+                stale = False
                 if total >= min_bytes or _has_error(topics):
                     break
+        if stale:     # skipped wakes may have moved high watermarks: the answer tells them
+            by_topic = {} if by_topic is not None else None
+            topics, regions, total = _collect(ctx, req, by_topic, collecting)
     if by_topic is not None:   # the bytes of the answer that goes out, per topic
         assert broker.metrics is not None   # by_topic is kept only when there are metrics
         broker.metrics.fetched(by_topic)

@@ -375,9 +375,14 @@ class ReplicaManager:
         f = rs.followers.get(replica_id)
         if f is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        f.update(min(fetch_offset, part.log_end_offset), part.log_end_offset, now_ms)
-        self._maybe_increment_hw(part, rs)
-        if rs.pending_isr is None and rs.may_join_isr(replica_id, part.high_watermark):
+        leo = part.log_end_offset
+        previous = f.leo
+        f.update(min(fetch_offset, leo), leo, now_ms)
+        if f.leo != previous:
+            # the HW moves only with a follower's LEO here (appends and ISR changes move it elsewhere);
+            # an idle partition of a fetch session, reported at every fetch, costs no more
+            self._maybe_increment_hw(part, rs)
+        if rs.pending_isr is None and replica_id not in rs.isr and rs.may_join_isr(replica_id, part.high_watermark):
             self._alter_isr(part, rs, rs.isr + [replica_id], "expand")
         return ErrorCode.NONE
 
