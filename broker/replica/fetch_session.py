@@ -78,12 +78,13 @@ class CachedPartition:
                    fp.partition_max_bytes, getattr(fp, "current_leader_epoch", -1),
                    getattr(fp, "last_fetched_epoch", -1))
 
-    def update_request_params(self, fp: Any) -> None:
-        self.fetch_offset = fp.fetch_offset
-        self.log_start_offset = getattr(fp, "log_start_offset", -1)
-        self.partition_max_bytes = fp.partition_max_bytes
-        self.current_leader_epoch = getattr(fp, "current_leader_epoch", -1)
-        self.last_fetched_epoch = getattr(fp, "last_fetched_epoch", -1)
+    def update_request_params(self, other: CachedPartition) -> None:
+        """Kafka's updateRequestParams: the follower's new fetch state (what it was told stays)."""
+        self.fetch_offset = other.fetch_offset
+        self.log_start_offset = other.log_start_offset
+        self.partition_max_bytes = other.partition_max_bytes
+        self.current_leader_epoch = other.current_leader_epoch
+        self.last_fetched_epoch = other.last_fetched_epoch
 
     def must_respond(self, has_records: bool, high_watermark: int, last_stable_offset: int,
                      log_start_offset: int, error_code: int, update: bool) -> bool:
@@ -130,11 +131,7 @@ class FetchSession:
             if cached is None:
                 self.partitions[key] = cp
             else:
-                cached.fetch_offset = cp.fetch_offset
-                cached.log_start_offset = cp.log_start_offset
-                cached.partition_max_bytes = cp.partition_max_bytes
-                cached.current_leader_epoch = cp.current_leader_epoch
-                cached.last_fetched_epoch = cp.last_fetched_epoch
+                cached.update_request_params(cp)
         for key in forgotten:
             self.partitions.pop(key, None)
 
