@@ -89,6 +89,8 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "replica.fetch.backoff.ms": ("int", 1000),
     "replica.socket.timeout.ms": ("int", 30000),
     "replica.high.watermark.checkpoint.interval.ms": ("long", 5000),
+    "max.incremental.fetch.session.cache.slots": ("int", 1000),     # followers' fetch sessions (KIP-227)
+    "min.incremental.fetch.session.eviction.ms": ("int", 120000),
     "broker.rack": ("string", None),
     "cluster.id": ("string", None),
     # security (issue 13): listeners' protocols, TLS, SASL, the authorizer

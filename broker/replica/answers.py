@@ -91,14 +91,16 @@ def replica_id_of(ctx: RequestContext, req: Any) -> int:
     return req.replica_id
 
 
-def follower_fetched(ctx: RequestContext, req: Any) -> None:
+def follower_fetched(ctx: RequestContext, req: Any, topics: list | None = None) -> None:
     """A follower's fetch reports its log end offset for each partition (once per request,
-    before the answer is collected, so the answer carries the HW it moved)."""
+    before the answer is collected, so the answer carries the HW it moved). ``topics`` (a fetch
+    session's partitions, with their cached fetch offsets) replaces the request's topics: an
+    incremental request leaves out the partitions whose offset did not move."""
     broker = ctx.broker
     replica_id = replica_id_of(ctx, req)
     now = broker.now_ms()
     by_id = ctx.api_version >= 13
-    for ft in req.topics:
+    for ft in req.topics if topics is None else topics:
         topic = broker.logs.topics_by_id.get(ft.topic_id) if by_id else broker.logs.topics.get(ft.topic)
         if topic is None:
             continue

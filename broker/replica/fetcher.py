@@ -6,7 +6,9 @@ leader, with OffsetForLeaderEpoch, where its own latest epoch ends in the leader
 cuts its log there, so a tail the leader never had (written by an old leader before it lost
 leadership) is dropped before anything is fetched. Then it fetches in a loop — Fetch v15
 with topic ids, the follower's id in ``ReplicaState`` (KIP-903), ``current_leader_epoch`` and
-``last_fetched_epoch``, as Kafka's brokers send it — appends the
+``last_fetched_epoch``, as Kafka's brokers send it, in an incremental fetch session (KIP-227,
+fetch_session_handler.py: after the first full fetch only changed partitions are named and
+only partitions with news are answered) — appends the
 batches with the leader's offsets and takes the high watermark from the answer (never above
 its own log end). The fetch long-polls at the leader for ``replica.fetch.wait.max.ms``; the
 leader answers at once when it appends.
@@ -26,6 +28,7 @@ from protocol.errors import ErrorCode
 from ..log.epoch_cache import UNDEFINED_EPOCH
 from ..log.partition import Partition
 from .client import BrokerConnection, BrokerConnectionError
+from .fetch_session_handler import SESSION_ERRORS, FetchSessionHandler, PartitionData
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
@@ -73,6 +76,7 @@ class ReplicaFetcher:
         self.partitions: dict[tuple[str, int], FetchState] = {}
         self.changed = trio.Event()
         self.cancel_scope = trio.CancelScope()
+        self.session = FetchSessionHandler()     # the incremental fetch session with this leader
         cfg = manager.broker.config
         self.wait_ms = int(cfg["replica.fetch.wait.max.ms"])
         self.min_bytes = int(cfg["replica.fetch.min.bytes"])
@@ -189,31 +193,51 @@ class ReplicaFetcher:
         return done or part.epochs.latest_epoch == UNDEFINED_EPOCH
 
     async def _fetch(self, conn: BrokerConnection, states: dict[tuple[str, int], FetchState]) -> None:
-        by_topic: dict[str, list] = {}
-        ids: dict[str, Any] = {}
+        wanted: list[PartitionData] = []
+        names: dict[Any, str] = {}
         logs = self.manager.broker.logs
         for (topic, index), s in states.items():
             part = s.part
             local = logs.topics.get(topic)
             if local is None:
                 continue
-            ids[topic] = local.topic_id
+            names[local.topic_id] = topic
             leo = part.log_end_offset
             last_epoch = part.epochs.epoch_for_offset(leo - 1) if leo > 0 else -1
-            by_topic.setdefault(topic, []).append(
-                FP(partition=index, current_leader_epoch=s.leader_epoch, fetch_offset=leo,
-                   last_fetched_epoch=last_epoch, log_start_offset=part.log_start_offset,
-                   partition_max_bytes=self.max_bytes))
-        if not by_topic:
+            wanted.append(PartitionData(local.topic_id, index, leo, part.log_start_offset, self.max_bytes,
+                                        s.leader_epoch, last_epoch))
+        if not wanted:
             return
-        names = {tid: name for name, tid in ids.items()}
+        # an incremental fetch (KIP-227) names only the partitions whose fetch state changed
+        data = self.session.build(wanted)
+        by_topic: dict[Any, list] = {}
+        for p in data.to_send:
+            by_topic.setdefault(p.topic_id, []).append(
+                FP(partition=p.partition, current_leader_epoch=p.current_leader_epoch, fetch_offset=p.fetch_offset,
+                   last_fetched_epoch=p.last_fetched_epoch, log_start_offset=p.log_start_offset,
+                   partition_max_bytes=p.partition_max_bytes))
+        forgotten: dict[Any, list[int]] = {}
+        for topic_id, index in data.to_forget:
+            forgotten.setdefault(topic_id, []).append(index)
         req = FetchRequest(replica_state=FetchRequest.ReplicaState(replica_id=self.manager.node_id, replica_epoch=-1),
                            max_wait_ms=self.wait_ms, min_bytes=self.min_bytes,
-                           max_bytes=self.response_max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
-                           topics=[FT(topic_id=ids[t], partitions=ps) for t, ps in by_topic.items()],
-                           forgotten_topics_data=[], rack_id="")
-        resp = await conn.call(req, FETCH_VERSION, timeout_s=self.socket_timeout_s + self.wait_ms / 1000)
-        if resp.error_code:
+                           max_bytes=self.response_max_bytes, isolation_level=0, session_id=data.session_id,
+                           session_epoch=data.epoch,
+                           topics=[FT(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
+                           forgotten_topics_data=[FetchRequest.ForgottenTopic(topic_id=t, partitions=ps)
+                                                  for t, ps in forgotten.items()],
+                           rack_id="")
+        try:
+            resp = await conn.call(req, FETCH_VERSION, timeout_s=self.socket_timeout_s + self.wait_ms / 1000)
+        except BrokerConnectionError:
+            self.session.handle_error()
+            raise
+        answered = {(rt.topic_id, rp.partition_index) for rt in resp.responses for rp in rt.partitions}
+        if not self.session.handle_response(resp.error_code, resp.session_id, answered):
+            if resp.error_code in SESSION_ERRORS or not resp.error_code:
+                log.info("fetch session reset; the next fetch is full", leader=self.leader_id,
+                         session_id=data.session_id, epoch=data.epoch, error=ErrorCode(resp.error_code).name)
+                return
             raise BrokerConnectionError(f"fetch answered error {resp.error_code}")
         now_ms = self.manager.broker.now_ms()
         moved = False

@@ -31,6 +31,7 @@ from protocol.errors import ErrorCode
 from ..log.partition import Partition
 from broker.common.notifier import Notifier
 from .checkpoint import HW_CHECKPOINT_FILE, read_offsets_checkpoint, write_offsets_checkpoint
+from .fetch_session import FetchSessionCache
 from .fetcher import ReplicaFetcher
 from .state import FollowerState, ReplicaState
 
@@ -85,6 +86,9 @@ class ReplicaManager:
         self.follows: Any = None
         self.attached: Any = None
         self.hw_moved = Notifier()
+        # followers' incremental fetch sessions with this broker as leader (KIP-227)
+        self.fetch_sessions = FetchSessionCache(int(broker.config["max.incremental.fetch.session.cache.slots"]),
+                                                int(broker.config["min.incremental.fetch.session.eviction.ms"]))
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.led: dict[tuple[str, int], Partition] = {}      # partitions led here that have followers
         # called with (partition, is_leader) after each role change (coordinators load/unload)
@@ -371,9 +375,14 @@ class ReplicaManager:
         f = rs.followers.get(replica_id)
         if f is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        f.update(min(fetch_offset, part.log_end_offset), part.log_end_offset, now_ms)
-        self._maybe_increment_hw(part, rs)
-        if rs.pending_isr is None and rs.may_join_isr(replica_id, part.high_watermark):
+        leo = part.log_end_offset
+        previous = f.leo
+        f.update(min(fetch_offset, leo), leo, now_ms)
+        if f.leo != previous:
+            # the HW moves only with a follower's LEO here (appends and ISR changes move it elsewhere);
+            # an idle partition of a fetch session, reported at every fetch, costs no more
+            self._maybe_increment_hw(part, rs)
+        if rs.pending_isr is None and replica_id not in rs.isr and rs.may_join_isr(replica_id, part.high_watermark):
             self._alter_isr(part, rs, rs.isr + [replica_id], "expand")
         return ErrorCode.NONE
 
