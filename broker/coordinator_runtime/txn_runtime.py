@@ -17,11 +17,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import structlog
+import trio
 
+from coordinator.txn import coordinator as tx
 from coordinator.txn import records as txr
 from coordinator.step import MarkerJob, Step
 from coordinator.txn.coordinator import OFFSETS_TOPIC, TransactionCoordinator, TxnCoordinatorConfig
 
+from broker.common.notifier import Notifier
 from broker.coordinator_runtime.runtime import CoordinatorShell
 
 if TYPE_CHECKING:
@@ -31,6 +34,7 @@ log = structlog.get_logger("samsa.txn")
 
 TXN_TOPIC = "__transaction_state"
 DEFAULT_SEGMENT_BYTES = 104857600
+CONCURRENT_WAIT_S = 1.0   # how long an AddPartitionsToTxn waits for the previous transaction to settle
 
 
 class TxnShell(CoordinatorShell[TransactionCoordinator]):
@@ -46,6 +50,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         # per transactional id, the last state logged and its partition count (for the logs)
         self._states: dict[str, tuple[int, int]] = {}
         self._request: Any = None
+        self._settled = Notifier()   # a step's transaction state records committed (see ``call``)
 
     def new_coordinator(self, partition: int) -> TransactionCoordinator:
         return TransactionCoordinator(self.coordinator_config, partition, loading=True,
@@ -70,6 +75,23 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         return loaded
 
     async def call(self, partition: int, request: Any) -> Any:
+        result = await self._call_once(partition, request)
+        if isinstance(request, (tx.AddPartitionsToTxn, tx.AddOffsetsToTxn)) and \
+                not getattr(request, "verify_only", False) and result.error_code == tx.CONCURRENT_TRANSACTIONS:
+            # Deviation (latency only): Kafka answers CONCURRENT_TRANSACTIONS while the previous
+            # transaction's markers and Complete* record are being written, and the client retries
+            # after its backoff (librdkafka ~20-100 ms). In a cluster that window is a few
+            # replication round trips, so the next transaction's first AddPartitionsToTxn would
+            # nearly always pay the backoff. Here it waits for the transaction to settle (woken when
+            # its state records commit, at most CONCURRENT_WAIT_S) and is stepped again; a
+            # transaction still unsettled then gets Kafka's answer.
+            with trio.move_on_after(CONCURRENT_WAIT_S):
+                while result.error_code == tx.CONCURRENT_TRANSACTIONS:
+                    await self._settled.wait()
+                    result = await self._call_once(partition, request)
+        return result
+
+    async def _call_once(self, partition: int, request: Any) -> Any:
         self._request = request        # read by the request's own step (synchronous), then cleared
         return await super().call(partition, request)
 
@@ -108,6 +130,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
             coord = self.coordinators.get(partition)
             if coord is not None and not coord.unloaded:
                 coord.transitions_committed([tid for tid, _ in step.transitions])
+            self._settled.notify()
         for job in step.markers:
             self._write_markers(partition, job)
 
