@@ -51,6 +51,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         self._states: dict[str, tuple[int, int]] = {}
         self._request: Any = None
         self._settled = Notifier()   # a step's transaction state records committed (see ``call``)
+        self._settled_count = 0
 
     def new_coordinator(self, partition: int) -> TransactionCoordinator:
         return TransactionCoordinator(self.coordinator_config, partition, loading=True,
@@ -75,6 +76,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         return loaded
 
     async def call(self, partition: int, request: Any) -> Any:
+        seen = self._settled_count
         result = await self._call_once(partition, request)
         if isinstance(request, (tx.AddPartitionsToTxn, tx.AddOffsetsToTxn)) and \
                 not getattr(request, "verify_only", False) and result.error_code == tx.CONCURRENT_TRANSACTIONS:
@@ -87,7 +89,9 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
             # transaction still unsettled then gets Kafka's answer.
             with trio.move_on_after(CONCURRENT_WAIT_S):
                 while result.error_code == tx.CONCURRENT_TRANSACTIONS:
-                    await self._settled.wait()
+                    if self._settled_count == seen:    # (it may have settled while the answer waited)
+                        await self._settled.wait()
+                    seen = self._settled_count
                     result = await self._call_once(partition, request)
         return result
 
@@ -130,6 +134,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
             coord = self.coordinators.get(partition)
             if coord is not None and not coord.unloaded:
                 coord.transitions_committed([tid for tid, _ in step.transitions])
+            self._settled_count += 1
             self._settled.notify()
         for job in step.markers:
             self._write_markers(partition, job)
