@@ -116,10 +116,31 @@ def test_image_runs_as_non_root_without_a_source_tree(samsa_image: str):
              "find / -xdev \\( -name pyproject.toml -o -name 'samsa_broker.egg-info' -o -path '*/broker/cli.py' \\)"
              " -print 2>/dev/null; "
              "ls /opt; samsa healthcheck --help >/dev/null && echo cli-ok; "
+             # Kafka's tools where Kafka's image has them, and on PATH (issue 22)
+             "/opt/kafka/bin/kafka-topics.sh --version >/dev/null && kafka-topics.sh --version >/dev/null && echo tools-ok; "
              "python -m pip --version >/dev/null 2>&1 && echo pip-present || echo no-pip")
     out = docker("run", "--rm", "--entrypoint", "sh", samsa_image, "-c", probe).stdout.split()
-    assert out == ["10001", "10001", "/opt/samsa/lib/python3.11/site-packages/broker/cli.py", "samsa", "cli-ok",
-                   "no-pip"]
+    assert out == ["10001", "10001", "/opt/samsa/lib/python3.11/site-packages/broker/cli.py", "kafka", "samsa",
+                   "cli-ok", "tools-ok", "no-pip"]
+
+
+def test_kafka_quick_start_habit_docker_exec_kafka_topics(samsa_image: str, res: Resources):
+    """Kafka's docker quick start, unchanged: `docker exec <broker> /opt/kafka/bin/kafka-topics.sh
+    --bootstrap-server localhost:9092 --create ...` creates the topic, and --describe shows it."""
+    name, port = res.container(), free_port()
+    docker("run", "-d", "--name", name, "-p", f"{port}:9092", samsa_image)   # advertises localhost:9092, as Kafka's
+    wait_ready(name, port)
+    tool = "/opt/kafka/bin/kafka-topics.sh"
+    created = docker("exec", name, tool, "--bootstrap-server", "localhost:9092", "--create", "--topic", "orders",
+                     "--partitions", "3")
+    assert created.stdout.strip() == "Created topic orders."
+    again = docker("exec", name, tool, "--bootstrap-server", "localhost:9092", "--create", "--topic", "orders",
+                   check=False)
+    assert again.returncode == 1 and "Topic 'orders' already exists." in again.stdout + again.stderr
+    described = docker("exec", name, tool, "--bootstrap-server", "localhost:9092", "--describe", "--topic", "orders")
+    lines = described.stdout.strip().splitlines()
+    assert lines[0].startswith("Topic: orders\tTopicId: ") and "\tPartitionCount: 3\tReplicationFactor: 1\t" in lines[0]
+    assert [line.split("\t")[1:3] for line in lines[1:]] == [["Topic: orders", f"Partition: {p}"] for p in range(3)]
 
 
 # ---------------------------------------------------------------- running it
