@@ -65,17 +65,29 @@ def tool_parser(prog: str, description: str) -> KafkaArgumentParser:
 
 
 def require_bootstrap(parser: KafkaArgumentParser, args: argparse.Namespace,
-                      missing: str | None = None) -> str:
-    """The ``--bootstrap-server`` value; without one, Kafka's usage error (``missing``: the tool's
-    own message, printed without the help, as Kafka's tools that throw it do)."""
+                      missing: str | None = None, usage: str = 'Missing required argument "[bootstrap-server]"') -> str:
+    """``--version`` answered, else the ``--bootstrap-server`` value; without one, Kafka's usage
+    error (``usage``, with the help; ``missing``: the tool's own message, printed without the
+    help, as Kafka's tools that throw it do)."""
     if args.version:
         print(KAFKA_VERSION)
         sys.exit(0)
     if not args.bootstrap_server:
         if missing is not None:
             raise ToolError(missing, stream="stderr")
-        parser.usage_and_exit('Missing required argument "[bootstrap-server]"')
+        parser.usage_and_exit(usage)
     return str(args.bootstrap_server)
+
+
+def check_describe_options(parser: KafkaArgumentParser, args: argparse.Namespace) -> None:
+    """The --describe checks Kafka's ConsumerGroupCommandOptions and ShareGroupCommandOptions
+    share: a group scope, at most one of --members/--offsets/--state, --state without a value."""
+    if not args.group and not args.all_groups:
+        parser.usage_and_exit("Option [describe] takes one of these options: [group], [all-groups]")
+    if sum(1 for x in (args.members, args.offsets, args.state is not None) if x) > 1:
+        parser.usage_and_exit("Option [describe] takes at most one of these options: [members], [offsets], [state]")
+    if args.state:
+        parser.usage_and_exit("Option [describe] does not take a value for [state]")
 
 
 # the Kafka release whose tools' flags and output these follow (printed by --version)

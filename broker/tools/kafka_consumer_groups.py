@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from .common import (
+    check_describe_options,
     error_message,
     ToolError,
     admin_client,
@@ -592,12 +593,7 @@ def main(argv: list[str]) -> int:
                               "--delete-offsets")
     scope = "[group], [all-groups]"
     if args.describe:
-        if not args.group and not args.all_groups:
-            parser.usage_and_exit(f"Option [describe] takes one of these options: {scope}")
-        if sum(1 for x in (args.members, args.offsets, args.state is not None) if x) > 1:
-            parser.usage_and_exit("Option [describe] takes at most one of these options: [members], [offsets], [state]")
-        if args.state:
-            parser.usage_and_exit("Option [describe] does not take a value for [state]")
+        check_describe_options(parser, args)
     if args.delete:
         if not args.group and not args.all_groups:
             parser.usage_and_exit(f"Option [delete] takes one of these options: {scope}")

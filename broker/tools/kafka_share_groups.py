@@ -23,6 +23,7 @@ import sys
 from typing import Any
 
 from .common import (
+    check_describe_options,
     ToolError,
     java_hashmap_order,
     java_string_hash,
@@ -291,14 +292,8 @@ def check_args(parser: Any, args: Any, argv: list[str]) -> None:
     if not argv:
         parser.usage_and_exit(DESCRIPTION)
     require_bootstrap(parser, args)
-    scope = "[group], [all-groups]"
     if args.describe:
-        if not args.group and not args.all_groups:
-            parser.usage_and_exit(f"Option [describe] takes one of these options: {scope}")
-        if sum(1 for x in (args.members, args.offsets, args.state is not None) if x) > 1:
-            parser.usage_and_exit("Option [describe] takes at most one of these options: [members], [offsets], [state]")
-        if args.state:
-            parser.usage_and_exit("Option [describe] does not take a value for [state]")
+        check_describe_options(parser, args)
     for flag in ("members", "offsets", "verbose"):
         if getattr(args, flag) and not args.describe:
             parser.usage_and_exit(f"Option [{flag}] can be specified only if [describe] is specified")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .common import ToolError, kafka_python_config, load_properties, run, tool_parser
+from .common import ToolError, kafka_python_config, load_properties, require_bootstrap, run, tool_parser
 
 
 def pretty_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -34,11 +34,7 @@ def error_text(e: BaseException) -> str:
 def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.version:
-        print("4.1.0 (Samsa's kafka tools)")
-        return 0
-    if not args.bootstrap_server:
-        parser.usage_and_exit("one of the arguments --bootstrap-server --bootstrap-controller is required")
+    require_bootstrap(parser, args, usage="one of the arguments --bootstrap-server --bootstrap-controller is required")
     if args.command is None:
         parser.usage_and_exit("too few arguments")
     from kafka.admin import KafkaAdminClient
