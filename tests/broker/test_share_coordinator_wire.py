@@ -239,3 +239,77 @@ def test_the_persister_in_process(broker):
                                                   batches=(B(5, 5, 0, 2), B(6, 6, 2, 2), B(7, 9, 0, 2)),
                                                   delivery_complete_count=1))
     assert (summ.error_code, summ.state_epoch, summ.leader_epoch, summ.start_offset) == (0, 1, 2, 5)
+
+
+class _AlwaysRemote:
+    """The persister's broker-to-broker path, aimed at this broker itself (a single node leads every
+    ``__share_group_state`` partition, so it answers as the share coordinator): every request and
+    answer goes through the wire codecs a cluster uses."""
+
+    @staticmethod
+    def make(b: InProcessBroker, monkeypatch: pytest.MonkeyPatch) -> Any:
+        from broker.coordinator_runtime import share_persister as sp
+
+        monkeypatch.setattr(sp, "endpoint_of", lambda image, node_id, listener: ("127.0.0.1", b.port))
+
+        class Remote(sp.SharePersister):
+            async def _once(self, key: Any, local: Any, remote: Any, error: Any) -> Any:
+                return await self._remote(self.broker.node_id, remote, error)
+
+        assert b.broker is not None
+        return Remote(b.broker)
+
+
+def test_the_persister_broker_to_broker(broker, monkeypatch):
+    tid = topic_id(broker)
+    key = SharePartitionKey(GROUP, tid, 0)
+    persister = _AlwaysRemote.make(broker, monkeypatch)
+
+    async def scenario() -> tuple[Any, ...]:
+        results = (await persister.read_state(key, 0),
+                   await persister.initialize_state(key, 0, 3),
+                   await persister.write_state(key, ShareState(state_epoch=0, start_offset=3, leader_epoch=4,
+                                                               batches=(B(3, 8, 0, 1), B(4, 4, 4, 5)),
+                                                               delivery_complete_count=1)),
+                   await persister.write_state(key, ShareState(state_epoch=0, start_offset=-1, leader_epoch=3)),
+                   await persister.read_state(key, 4),
+                   await persister.read_summary(key),
+                   await persister.delete_state(key),
+                   await persister.read_summary(key))
+        await persister.close()
+        return results
+
+    uninit, init, written, fenced, state, summ, deleted, gone = on_loop(broker, scenario)
+    assert (uninit.error_code, uninit.error_message) == (ErrorCode.INVALID_REQUEST,
+                                                         "Read operation on uninitialized share partition not allowed.")
+    assert (init, written, fenced, deleted) == (0, 0, ErrorCode.FENCED_LEADER_EPOCH, 0)
+    assert state == ReadStateResult(0, ShareState(state_epoch=0, start_offset=3, leader_epoch=4,
+                                                  batches=(B(3, 3, 0, 1), B(4, 4, 4, 5), B(5, 8, 0, 1))))
+    assert (summ.error_code, summ.state_epoch, summ.leader_epoch, summ.start_offset,
+            summ.delivery_complete_count) == (0, 0, 4, 3, 1)
+    assert (gone.error_code, gone.start_offset) == (0, -1)
+    assert persister.remote_requests == 8
+
+
+def test_the_persister_retries_while_the_coordinator_is_not_ready(broker, monkeypatch):
+    from broker.coordinator_runtime import share_persister as sp
+
+    assert broker.broker is not None
+    persister = sp.SharePersister(broker.broker)
+    answers = [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE]
+    calls = []
+
+    async def once(key: Any, local: Any, remote: Any, error: Any) -> Any:
+        calls.append(trio.current_time())
+        return error(answers.pop(0)) if answers else error(ErrorCode.FENCED_STATE_EPOCH)
+
+    monkeypatch.setattr(persister, "_once", once)
+    key = SharePartitionKey(GROUP, uuid.uuid4(), 0)
+    assert on_loop(broker, persister.delete_state, key) == ErrorCode.FENCED_STATE_EPOCH   # not retried
+    assert len(calls) == 4
+    gaps = [b - a for a, b in zip(calls, calls[1:])]
+    assert gaps[0] >= sp.BACKOFF_INITIAL_S and gaps[1] >= 2 * sp.BACKOFF_INITIAL_S   # doubling backoff
+    monkeypatch.setattr(sp, "RETRY_TIMEOUT_S", 0.3)
+    answers[:] = [ErrorCode.NOT_COORDINATOR] * 100
+    summary = on_loop(broker, persister.read_summary, key)
+    assert summary.error_code == ErrorCode.NOT_COORDINATOR          # bounded: the last answer
