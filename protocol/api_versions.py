@@ -79,6 +79,10 @@ SHARE_GROUP_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.WRITE_SHARE_GROUP_STATE: (0, 1),
     ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 1),
+    # the share admin APIs (kafka-share-groups.sh --describe/--reset-offsets/--delete-offsets)
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
 }
 SUPPORTED_WITH_SHARE_GROUPS: dict[ApiKey, tuple[int, int]] = {**SUPPORTED, **SHARE_GROUP_APIS}
 

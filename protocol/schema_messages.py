@@ -16,6 +16,9 @@ clients/src/main/resources/common/message and group-coordinator/src/main/resourc
   generated classes, the stored mirror of Kafka's JSON being older), and the ``__share_group_state``
   records ShareSnapshot (key type 0) and ShareUpdate (key type 1), keys and values as Kafka's
   share-coordinator JSON definitions (values with Kafka 4.2's tagged DeliveryCompleteCount).
+- KIP-932's share admin APIs: DescribeShareGroupOffsets (90) v0-1 (v1 adds Lag, KIP-1226),
+  AlterShareGroupOffsets (91) v0, DeleteShareGroupOffsets (92) v0, laid out as the 4.3 Java client's
+  generated classes (the stored mirror of Kafka's JSON predates them).
   ShareFetch v2's IsRenewAck and ShareGroupHeartbeat v1's layout follow the 4.3 Java client's
   generated classes, the stored mirror of Kafka's JSON being older for those two.
 - The coordinator records of consumer groups in ``__consumer_offsets`` (key versions 3-8, and 16:
@@ -56,6 +59,13 @@ class DeleteShareGroupStateResponse(ApiMessage, load_json=_SCHEMAS): ...
 class ReadShareGroupStateSummaryRequest(ApiMessage, load_json=_SCHEMAS): ...
 class ReadShareGroupStateSummaryResponse(ApiMessage, load_json=_SCHEMAS): ...
 
+class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS): ...
+class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS): ...
+class AlterShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS): ...
+class AlterShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS): ...
+class DeleteShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS): ...
+class DeleteShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS): ...
+
 
 class ConsumerGroupMetadataKey(ApiData, load_json=_SCHEMAS): ...
 class ConsumerGroupMetadataValue(ApiData, load_json=_SCHEMAS): ...
@@ -88,7 +98,10 @@ SHARE_STATE_MESSAGES = (InitializeShareGroupStateRequest, InitializeShareGroupSt
                         WriteShareGroupStateRequest, WriteShareGroupStateResponse,
                         DeleteShareGroupStateRequest, DeleteShareGroupStateResponse,
                         ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse)
-API_MESSAGES += SHARE_STATE_MESSAGES
+SHARE_ADMIN_MESSAGES = (DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
+                        AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse,
+                        DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse)
+API_MESSAGES += SHARE_STATE_MESSAGES + SHARE_ADMIN_MESSAGES
 
-__all__ = [name for name in dir() if name.startswith(("ConsumerGroup", "Share")) or "ShareGroupState" in name] + \
+__all__ = [name for name in dir() if name.startswith(("ConsumerGroup", "Share")) or "ShareGroup" in name] + \
     ["API_MESSAGES"]

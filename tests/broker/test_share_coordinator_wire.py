@@ -22,6 +22,7 @@ from protocol import schema_messages as m
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from tests.support.rawclient import RawClient
+from tests.support.share_state_support import on_loop, topic_id
 
 PER_SNAPSHOT = 3
 PROPS = {"group.share.enable": "true", "share.coordinator.state.topic.num.partitions": "3",
@@ -36,19 +37,6 @@ def broker(tmp_path: Path) -> Iterator[InProcessBroker]:
         yield b
     finally:
         b.stop()
-
-
-def topic_id(b: InProcessBroker, name: str = "t") -> uuid.UUID:
-    def get() -> uuid.UUID:
-        assert b.broker is not None
-        return b.broker.logs.topics[name].topic_id
-    result: uuid.UUID = b._on_loop(get)
-    return result
-
-
-def on_loop(b: InProcessBroker, fn: Any, *args: Any) -> Any:
-    """Run an async function of the broker on its trio loop."""
-    return trio.from_thread.run(fn, *args, trio_token=b._token)
 
 
 # -- the requests ------------------------------------------------------------------------------------
