@@ -301,3 +301,39 @@ def test_the_persister_retries_while_the_coordinator_is_not_ready(broker, monkey
     answers[:] = [ErrorCode.NOT_COORDINATOR] * 100
     summary = on_loop(broker, persister.read_summary, key)
     assert summary.error_code == ErrorCode.NOT_COORDINATOR          # bounded: the last answer
+
+
+def test_authorization_as_kafka(tmp_path):
+    """Without ACLs (no allow.everyone.if.no.acl.found) the share-group state APIs and FindCoordinator
+    key type 2 answer CLUSTER_AUTHORIZATION_FAILED (they need CLUSTER_ACTION, brokers only), the
+    share admin APIs GROUP_AUTHORIZATION_FAILED; nothing is written."""
+    props = {**PROPS, "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    b = InProcessBroker(tmp_path / "authz", overrides=props, topics={"t": 1}).start()
+    try:
+        tid = topic_id(b)
+        with RawClient(b.bootstrap_servers) as c:
+            assert initialize(c, tid, 0, 0, 0).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            assert write(c, tid, 0, [B(0, 0, 2, 1)]).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            assert read(c, tid, 0, 0).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            assert summary(c, tid, 0).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            assert delete(c, tid, 0).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            key = rec.share_coordinator_key(SharePartitionKey(GROUP, tid, 0))
+            found = c.request(ApiKey.FIND_COORDINATOR, 6, key_type=2, coordinator_keys=[key]).coordinators
+            assert [(f.key, f.error_code) for f in found] == [(key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)]
+            R = m.DescribeShareGroupOffsetsRequest
+            described = c.call(R(groups=[R.DescribeShareGroupOffsetsRequestGroup(group_id=GROUP, topics=None)]),
+                               m.DescribeShareGroupOffsetsResponse, 1).groups
+            assert [(g.group_id, g.error_code) for g in described] == [(GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED)]
+            A = m.AlterShareGroupOffsetsRequest
+            assert c.call(A(group_id=GROUP, topics=[]), m.AlterShareGroupOffsetsResponse, 0).error_code == \
+                ErrorCode.GROUP_AUTHORIZATION_FAILED
+            D = m.DeleteShareGroupOffsetsRequest
+            assert c.call(D(group_id=GROUP, topics=[]), m.DeleteShareGroupOffsetsResponse, 0).error_code == \
+                ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+        def state_topic_exists() -> bool:
+            assert b.broker is not None
+            return "__share_group_state" in b.broker.logs.topics
+        assert b._on_loop(state_topic_exists) is False
+    finally:
+        b.stop()
