@@ -75,19 +75,6 @@ class ShareCoordinatorShell(CoordinatorShell[ShareCoordinator]):
         """Kafka's ``ShareCoordinatorService.partitionFor(SharePartitionKey)``."""
         return self.partition_for(share_coordinator_key(key))
 
-    def leads(self, key: SharePartitionKey) -> bool:
-        """This broker runs the (loaded or loading) coordinator of ``key``'s state partition.
-        On a single node it always does (the topic is created here on first use)."""
-        if not self.clustered:
-            return True
-        topic = self.broker.logs.topics.get(self.topic)
-        if topic is None:
-            return False
-        if self.num_partitions != topic.partition_count:
-            self.num_partitions = topic.partition_count
-        coord = self.coordinators.get(self.partition_for_key(key))
-        return coord is not None and not coord.unloaded
-
     async def call_key(self, key: SharePartitionKey, request: Any) -> Any:
         """Step a share-state request on the coordinator of ``key``'s partition and wait for its
         committed answer (NOT_COORDINATOR from a partition not led here)."""
