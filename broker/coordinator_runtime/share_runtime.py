@@ -143,7 +143,9 @@ class ShareGroups:
         read = await self._call(self.persister.read_state(pkey, epoch))
         if isinstance(read, int):
             return answer_for(read)
-        uninitialized = read.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or (
+        # never initialized: Kafka's share coordinator answers INVALID_REQUEST ("Read operation on
+        # uninitialized share partition not allowed."); older ones a start offset of -1
+        uninitialized = read.error_code in (ErrorCode.INVALID_REQUEST, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) or (
             read.error_code == ErrorCode.NONE and read.state is not None
             and read.state.start_offset == UNINITIALIZED_START_OFFSET)
         if uninitialized:    # Kafka's share.auto.offset.reset

@@ -2,7 +2,9 @@
 the share coordinator's rules (Kafka's ShareCoordinatorShard): a write's batches are merged over
 the stored ones offset by offset and those below the new start offset dropped; a read by a leader
 records its leader epoch and fences older leaders (FENCED_LEADER_EPOCH), a write with an older
-state epoch is FENCED_STATE_EPOCH; a partition never initialized answers UNKNOWN_TOPIC_OR_PARTITION.
+state epoch is FENCED_STATE_EPOCH; reading or writing a partition never initialized answers
+INVALID_REQUEST (Kafka's "Read operation on uninitialized share partition not allowed."), its
+summary a start offset of -1.
 
 The broker uses it only while it has no ``share_persister`` (the share coordinator on
 ``__share_group_state``): then the state survives a share partition being dropped and read again
@@ -50,7 +52,8 @@ class MemoryPersister:
             return ReadStateResult(code)
         s = self.states.get(key)
         if s is None:
-            return ReadStateResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return ReadStateResult(ErrorCode.INVALID_REQUEST, None,
+                                   "Read operation on uninitialized share partition not allowed.")
         if leader_epoch < s.leader_epoch:
             return ReadStateResult(ErrorCode.FENCED_LEADER_EPOCH)
         s.leader_epoch = leader_epoch
@@ -62,7 +65,7 @@ class MemoryPersister:
             return code
         s = self.states.get(key)
         if s is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return ErrorCode.INVALID_REQUEST
         if state.leader_epoch < s.leader_epoch:
             return ErrorCode.FENCED_LEADER_EPOCH
         if state.state_epoch < s.state_epoch:
@@ -88,7 +91,7 @@ class MemoryPersister:
             return StateSummary(code)
         s = self.states.get(key)
         if s is None:
-            return StateSummary(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return StateSummary(ErrorCode.NONE)
         return StateSummary(ErrorCode.NONE, s.state_epoch, s.leader_epoch, s.start_offset)
 
 
