@@ -72,6 +72,13 @@ SHARE_GROUP_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
     ApiKey.SHARE_FETCH: (1, 1),
     ApiKey.SHARE_ACKNOWLEDGE: (1, 1),
+    # between brokers: a share partition's leader and the share coordinator (broker/apis/*_share_group_state*.py);
+    # Kafka 4.2 lists them on the broker listener, Write and Summary at v1 (KIP-1226)
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: (0, 0),
+    ApiKey.READ_SHARE_GROUP_STATE: (0, 0),
+    ApiKey.WRITE_SHARE_GROUP_STATE: (0, 1),
+    ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 1),
 }
 SUPPORTED_WITH_SHARE_GROUPS: dict[ApiKey, tuple[int, int]] = {**SUPPORTED, **SHARE_GROUP_APIS}
 

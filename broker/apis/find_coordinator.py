@@ -1,10 +1,13 @@
 """FindCoordinator v0-v6.
 
 Quirks: v4+ batches keys; key type 1 locates the transaction coordinator (the
-``__transaction_state`` partition of the id, created on first use); Kafka fills error_message with
+``__transaction_state`` partition of the id, created on first use); key type 2 (SHARE, between
+brokers) the share coordinator of a share partition (``"<group>:<topic id>:<partition>"``, its
+``__share_group_state`` partition; a key not of that form is INVALID_REQUEST); Kafka fills error_message with
 "NONE" on success. In a cluster the coordinator is the leader of the key's internal partition
 (broker/coordinator_runtime/placement.py), COORDINATOR_NOT_AVAILABLE while it has no live leader.
-Authorization: DESCRIBE on the group or transactional id (v0-v3 answer Kafka's message).
+Authorization: DESCRIBE on the group or transactional id (v0-v3 answer Kafka's message); CLUSTER_ACTION
+on the cluster for key type 2, as Kafka.
 """
 from __future__ import annotations
 
@@ -16,11 +19,11 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from broker.common.services import RequestScope
-from broker.coordinator_runtime.placement import GROUP_KEY, TRANSACTION_KEY, locate_coordinator
+from broker.coordinator_runtime.placement import GROUP_KEY, SHARE_KEY, TRANSACTION_KEY, locate_coordinator, share_key_error
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import (DENIED_MESSAGES, GROUP_DENIED, TXN_DENIED, Handler, allowed, answer_allowed,
-                                   authorizes, response_class)
+from broker.security.authz import (CLUSTER_DENIED, DENIED_MESSAGES, GROUP_DENIED, TXN_DENIED, Handler, allowed,
+                                   answer_allowed, authorizes, cluster, response_class, whole_request)
 
 
 @handles(ApiKey.FIND_COORDINATOR)
@@ -37,6 +40,11 @@ async def find_coordinator(ctx: RequestContext, req: Any) -> Any:
             return ErrorCode.NONE, "NONE"
         if key_type == TRANSACTION_KEY:
             ctx.broker.txns.coordinator_for(key or "")
+            return ErrorCode.NONE, "NONE"
+        if key_type == SHARE_KEY:
+            if (reason := share_key_error(key)) is not None:
+                return ErrorCode.INVALID_REQUEST, reason
+            ctx.broker.share_coordinator.coordinator_for(key)
             return ErrorCode.NONE, "NONE"
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}"
 
@@ -74,6 +82,8 @@ async def cluster_find_coordinator(ctx: RequestContext, req: Any) -> Any:
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.FIND_COORDINATOR)
 async def authorize_find_coordinator(ctx: RequestScope, req: Any, handler: Handler) -> Any:
+    if req.key_type == SHARE_KEY:    # Kafka: the share coordinator is found by brokers only
+        return await whole_request(ctx, req, handler, cluster(ctx, Op.CLUSTER_ACTION), CLUSTER_DENIED)
     rtype, code = (RT.TRANSACTIONAL_ID, TXN_DENIED) if req.key_type == 1 else (RT.GROUP, GROUP_DENIED)
     if ctx.api_version < 4:
         if allowed(ctx, Op.DESCRIBE, rtype, req.key):

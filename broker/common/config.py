@@ -153,6 +153,12 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "group.share.delivery.count.limit": ("int", 5),
     "group.share.partition.max.record.locks": ("int", 2000),
     "samsa.share.auto.offset.reset": ("string", "latest"),   # the default of the share.auto.offset.reset group config
+    # KIP-932's share coordinator on __share_group_state (broker/coordinator_runtime/share_state_runtime.py)
+    "share.coordinator.state.topic.num.partitions": ("int", 50),
+    "share.coordinator.state.topic.replication.factor": ("short", 3),
+    "share.coordinator.state.topic.min.isr": ("short", 2),
+    "share.coordinator.state.topic.segment.bytes": ("int", 104857600),
+    "share.coordinator.snapshot.update.records.per.snapshot": ("int", 500),
 }
 
 LONG_MAX = 9223372036854775807

@@ -130,6 +130,12 @@ BROKER_DOCS: dict[str, str] = {
     "transaction.state.log.num.partitions": "Partition count of __transaction_state.",
     "transaction.state.log.replication.factor": "Replication factor of __transaction_state.",
     "transaction.state.log.segment.bytes": "segment.bytes of __transaction_state.",
+    "share.coordinator.state.topic.num.partitions": "Partition count of __share_group_state.",
+    "share.coordinator.state.topic.replication.factor": "Replication factor of __share_group_state.",
+    "share.coordinator.state.topic.min.isr": "min.insync.replicas of __share_group_state.",
+    "share.coordinator.state.topic.segment.bytes": "segment.bytes of __share_group_state.",
+    "share.coordinator.snapshot.update.records.per.snapshot":
+        "ShareUpdate records per share partition between two ShareSnapshot records.",
     "transaction.max.timeout.ms": "Largest transaction timeout a producer may ask for.",
     "transactional.id.expiration.ms": "How long an idle transactional id is remembered.",
     "transaction.partition.verification.enable": ("Verify with the transaction coordinator that a partition "

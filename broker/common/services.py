@@ -19,6 +19,8 @@ from .config import BrokerConfig
 if TYPE_CHECKING:   # types only: broker.common sits below broker.log and broker.security
     from broker.coordinator_runtime.group_runtime import GroupShell
     from broker.coordinator_runtime.share_runtime import ShareGroups
+    from broker.coordinator_runtime.share_persister import SharePersister
+    from broker.coordinator_runtime.share_state_runtime import ShareCoordinatorShell
     from broker.coordinator_runtime.txn_runtime import TxnShell
     from broker.log.manager import LogManager
     from broker.metadata.cluster_mode import ClusterMetadata
@@ -49,6 +51,8 @@ class BrokerServices(Protocol):
     groups: GroupShell
     txns: TxnShell
     share_groups: ShareGroups       # KIP-932, in memory
+    share_coordinator: ShareCoordinatorShell   # KIP-932's share coordinator on __share_group_state
+    share_persister: SharePersister            # a share partition leader's way to its state
     replicas: ReplicaManager
     metrics: BrokerMetrics | None       # None until samsa.http.listener serves /metrics
     cluster: ClusterMetadata | None     # None on a single node

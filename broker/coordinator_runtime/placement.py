@@ -14,7 +14,36 @@ from broker.metadata.topic_creation import auto_create
 if TYPE_CHECKING:
     from broker.network.dispatch import RequestContext
 
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+
+
+def share_key_error(key: str | None) -> str | None:
+    """Kafka's ``SharePartitionKey.validate`` of a FindCoordinator key of type SHARE:
+    ``"<group id>:<topic id>:<partition>"``; the reason it is invalid, or None."""
+    import uuid
+
+    parts = (key or "").rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        return f"Share coordinator key {key!r} is not of the form <group>:<topic id>:<partition>."
+    try:
+        _base64_uuid(parts[1]) if len(parts[1]) == 22 else uuid.UUID(parts[1])
+        if int(parts[2]) < 0:
+            raise ValueError
+    except ValueError:
+        return f"Share coordinator key {key!r} is not of the form <group>:<topic id>:<partition>."
+    return None
+
+
+def _base64_uuid(s: str) -> None:
+    """Kafka prints a topic id in URL-safe base64 (``Uuid.toString``): 22 characters."""
+    import base64
+    import binascii
+
+    try:
+        if len(base64.urlsafe_b64decode(s + "==")) != 16:
+            raise ValueError(s)
+    except binascii.Error as exc:
+        raise ValueError(s) from exc
 
 
 async def locate_coordinator(ctx: RequestContext, key_type: int, key: str) -> tuple[int, str | None, int, str, int]:
@@ -24,6 +53,10 @@ async def locate_coordinator(ctx: RequestContext, key_type: int, key: str) -> tu
         topic_name = broker.groups.topic
     elif key_type == TRANSACTION_KEY:
         topic_name = broker.txns.topic
+    elif key_type == SHARE_KEY:
+        if (reason := share_key_error(key)) is not None:
+            return ErrorCode.INVALID_REQUEST, reason, -1, "", -1
+        topic_name = broker.share_coordinator.topic
     else:
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type {key_type}", -1, "", -1
     cluster = broker.cluster

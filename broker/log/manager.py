@@ -47,7 +47,7 @@ METADATA_FILE = "samsa-topics.json"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 
 
 def topic_name_error(name: str | None) -> str | None:

@@ -129,7 +129,7 @@ class ReplicaManager:
 
     def _coordinator_roles(self, part: Partition, is_leader: bool) -> None:
         """A coordinator lives on its partition's leader: load on becoming leader, unload on losing it."""
-        for shell in (self.broker.groups, self.broker.txns):
+        for shell in (self.broker.groups, self.broker.txns, self.broker.share_coordinator):
             if part.topic == shell.topic:
                 if is_leader:
                     shell.become_leader(part.index)

@@ -10,6 +10,8 @@ import trio
 
 from .api_table import advertised_table
 from broker.coordinator_runtime.share_runtime import ShareGroups
+from broker.coordinator_runtime.share_persister import SharePersister
+from broker.coordinator_runtime.share_state_runtime import ShareCoordinatorShell
 from broker.common.clock import Clock
 from broker.common.config import BrokerConfig
 from broker.common.link_cuts import LINKS, LinkCuts, topology_resolver
@@ -72,6 +74,8 @@ class Broker:
         self.producer_ids: ProducerIds | None = None   # the single node's, or the cluster's blocks
         self.groups = GroupShell(self)
         self.txns = TxnShell(self)
+        self.share_coordinator = ShareCoordinatorShell(self)   # KIP-932 state on __share_group_state
+        self.share_persister = SharePersister(self)    # in process, or to the share coordinator's broker
         self.share_groups = ShareGroups(self)   # KIP-932 (broker/coordinator_runtime/share_runtime.py)
         self.metrics: BrokerMetrics | None = None   # set when samsa.http.listener serves /metrics
         self.faults = FaultRegistry()   # broker/network/faults.py; armed through broker/control/endpoint.py
@@ -151,6 +155,7 @@ class Broker:
             self.producer_ids = ProducerIdAllocator(self.logs.log_dir)
         self.groups.load()
         self.txns.load()      # after the groups: finishing a transaction may settle their offsets
+        self.share_coordinator.load()
 
     async def run_services(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
         """Background work that lives as long as the broker: group and transaction coordinator
@@ -160,6 +165,7 @@ class Broker:
                 await nursery.start(service)
             await nursery.start(self.groups.run_timers)
             await nursery.start(self.txns.run_timers)
+            await nursery.start(self.share_coordinator.run_timers)
             await nursery.start(self.share_groups.run)     # background share-state writes (lock expiry)
             # storage: retention, flush.ms, log compaction (broker/log/)
             await nursery.start(retention.run_retention, self.logs, self.appends.notify)

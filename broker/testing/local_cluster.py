@@ -148,6 +148,8 @@ class LocalCluster(LinkControl):
         props.setdefault("offsets.topic.replication.factor", str(min(3, brokers)))
         props.setdefault("transaction.state.log.replication.factor", str(min(3, brokers)))
         props.setdefault("transaction.state.log.min.isr", str(min(2, brokers)))
+        props.setdefault("share.coordinator.state.topic.replication.factor", str(min(3, brokers)))
+        props.setdefault("share.coordinator.state.topic.min.isr", str(min(2, brokers)))
         props.update(overrides or {})
         self.props = props
         self.brokers: dict[int, SamsaBroker] = {}
