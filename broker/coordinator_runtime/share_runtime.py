@@ -3,10 +3,10 @@ share sessions and one SharePartition per (group, topic, partition) this broker 
 (coordinator/share/partition.py), driven by broker/apis/share_*.py.
 
 Share-partition state is persisted as Kafka's SharePartition / SharePartitionManager do, through a
-``Persister`` (coordinator/share/persister.py): ``broker.share_persister`` (the share coordinator on
-``__share_group_state``), else, until the broker has one, an in-memory MemoryPersister
-(coordinator/share/memory_persister.py: the state then survives a leader change inside the process,
-not a restart).
+``Persister`` (coordinator/share/persister.py): ``broker.share_persister``
+(broker/coordinator_runtime/share_persister.py: the share coordinator on ``__share_group_state``, in
+process or broker to broker), so it survives restarts and leader changes. A shell built without
+one (unit tests) uses an in-memory MemoryPersister (coordinator/share/memory_persister.py).
 
 - Initialization (Kafka's ``maybeInitialize``): the first use of a share partition on its leader
   reads the state at the partition's leader epoch; a state never initialized is initialized at

@@ -6,9 +6,9 @@ state epoch is FENCED_STATE_EPOCH; reading or writing a partition never initiali
 INVALID_REQUEST (Kafka's "Read operation on uninitialized share partition not allowed."), its
 summary a start offset of -1.
 
-The broker uses it only while it has no ``share_persister`` (the share coordinator on
-``__share_group_state``): then the state survives a share partition being dropped and read again
-(a leader change inside the process), not a restart. Tests use it to inject failures (``fail``).
+The broker's own is ``broker.share_persister`` (the share coordinator on ``__share_group_state``);
+this one serves a ShareGroups shell built without it (unit tests) and tests that inject persister
+failures (``fail``) or look at what was written (``states``, ``calls``).
 """
 from __future__ import annotations
 
