@@ -189,8 +189,9 @@ class ShareGroups:
         meta = self.meta.get(key)
         if sp is None or meta is None or meta.leader_epoch != _leader_epoch(part):
             return None
+        start = sp.start_offset
         sp.move_start(part.log_start_offset)
-        if sp.expire_locks(self.broker.now_ms()) or sp.start_offset != sp.persisted_start:
+        if sp.expire_locks(self.broker.now_ms()) or sp.start_offset != start:
             self.schedule_write(key)
         return sp
 
@@ -228,16 +229,18 @@ class ShareGroups:
             if code:
                 return code
             changed = sp.dirty_batches(planned)
-            if changed or sp.start_offset != sp.persisted_start:
-                code = await self._write(key, sp, meta, changed)
+            start = sp.start_after(planned)
+            if changed or start != sp.persisted_start:
+                code = await self._write(key, sp, meta, changed, start)
                 if code:
                     return code
             sp.apply_planned(member_id, planned)
         return ErrorCode.NONE
 
-    async def _write(self, key: Key, sp: SharePartition, meta: _Persisted, changed: list) -> int:
-        """WriteShareGroupState of ``changed`` at the current start offset (caller holds the lock)."""
-        start = sp.start_offset
+    async def _write(self, key: Key, sp: SharePartition, meta: _Persisted, changed: list, start: int) -> int:
+        """WriteShareGroupState of ``changed`` and the start offset (the caller holds the lock).
+        Kafka's leader writes the start offset from before the change and moves it after; here the
+        write carries the start the change moves to, so no second write follows an acknowledgement."""
         state = ShareState(state_epoch=meta.state_epoch, start_offset=start, leader_epoch=meta.leader_epoch,
                            batches=tuple(changed))
         code = await self._call(self.persister.write_state(SharePartitionKey(*key), state))
@@ -274,7 +277,7 @@ class ShareGroups:
             changed = sp.dirty_batches()
             if not changed and sp.start_offset == sp.persisted_start:
                 return ErrorCode.NONE
-            return await self._write(key, sp, meta, changed)
+            return await self._write(key, sp, meta, changed, sp.start_offset)
 
     def release(self, group_id: str, member_id: str) -> int:
         """A member's session closed or it left the group: its acquired records become available."""

@@ -289,6 +289,21 @@ class SharePartition:
             return code, {}
         return NONE, {off: r for off, r in copies.items() if r != self.records[off]}
 
+    def start_after(self, planned: dict[int, InFlight]) -> int:
+        """The start offset once ``planned`` is applied (what :meth:`_advance_start` would make it),
+        so that the write carrying an acknowledgement carries the start it moves to."""
+        start = self.start_offset
+        while start < self.end_offset:
+            r = planned.get(start) or self.records.get(start)
+            if r is None:
+                later = [off for off in self.records if off > start]
+                start = min(later) if later else self.end_offset
+                continue
+            if r.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+                break
+            start += 1
+        return start
+
     def apply_planned(self, member_id: str, planned: dict[int, InFlight]) -> None:
         """Apply planned acknowledgements whose write succeeded, to the records the member still
         holds (one whose lock expired meanwhile and was acquired again is left alone)."""

@@ -91,6 +91,17 @@ def test_plan_acknowledge_changes_nothing_until_applied():
     assert sp.plan_acknowledge("other", [(2, 2, [ACCEPT])], 0) == (INVALID_RECORD_STATE, {})
 
 
+def test_start_after_is_the_start_the_planned_acknowledgement_moves_to():
+    sp = SharePartition(0, lock_duration_ms=1000)
+    sp.acquire("m", extents((0, 3), (100, 101)), 102, 100, 0)    # 4-99 not in the log (compacted)
+    _, planned = sp.plan_acknowledge("m", [(0, 3, [ACCEPT])], 0)
+    assert sp.start_after(planned) == 100 and sp.start_offset == 0
+    _, planned = sp.plan_acknowledge("m", [(0, 1, [REJECT]), (2, 2, [RELEASE])], 0)
+    assert sp.start_after(planned) == 2
+    sp.apply_planned("m", planned)
+    assert sp.start_offset == 2
+
+
 def test_apply_planned_leaves_records_acquired_again_by_another_member():
     sp = SharePartition(0, lock_duration_ms=1000)
     sp.acquire("m", extents((0, 1)), 2, 100, 0)
