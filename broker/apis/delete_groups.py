@@ -19,7 +19,7 @@ from broker.security.authz import GROUP_DENIED, Handler, allowed, answer_allowed
 @handles(ApiKey.DELETE_GROUPS)
 async def delete_groups(ctx: RequestContext, req: Any) -> Any:
     shares = ctx.broker.share_groups    # KIP-932 share groups are deleted here too (Admin.deleteShareGroups)
-    by_group = {gid: shares.delete(gid, ctx.broker.now_ms()) for gid in req.groups_names if shares.has(gid)}
+    by_group = {gid: await shares.delete(gid, ctx.broker.now_ms()) for gid in req.groups_names if shares.has(gid)}
     results = await call_per_coordinator_partition(ctx, [gid for gid in req.groups_names if gid not in by_group],
                                    lambda gids: g.DeleteGroups(groups=gids, **coordinator_fields(ctx)))
     by_group.update({x.group_id: x.error_code for r in results.values() for x in r.results})

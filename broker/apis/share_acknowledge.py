@@ -33,7 +33,7 @@ async def share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     if code:
         resp.error_code = code
         return resp
-    acks = acknowledge(ctx, group_id, member_id, req.topics)
+    acks = await acknowledge(ctx, group_id, member_id, req.topics)
     if epoch == FINAL_SESSION_EPOCH:
         shares.release(group_id, member_id)
     T = resp.ShareAcknowledgeTopicResponse

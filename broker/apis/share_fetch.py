@@ -25,7 +25,9 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from broker.common.services import RequestScope
-from broker.apis.shared.share_partitions import acknowledge, current_leader, local_partition, node_endpoints
+from broker.apis.shared.share_partitions import (
+    acknowledge, current_leader, load_share_partitions, local_partition, node_endpoints,
+)
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation, ResourceType
 from broker.security.authz import Handler, authorizes, share_records_allowed
@@ -52,6 +54,9 @@ def _acquire(ctx: RequestContext, group_id: str, member_id: str, tps: list[tuple
         if acquired >= max_records or remaining <= 0:
             continue
         sp = shares.partition(group_id, tid, index, part)
+        if sp is None:      # its state could not be loaded (share_runtime.py)
+            out[(tid, index)] = (shares.load_errors.get((group_id, tid, index), ErrorCode.NOT_LEADER_OR_FOLLOWER), b"", [])
+            continue
         hw = part.high_watermark
         start = sp.next_fetch_offset(now)
         if start >= hw:
@@ -117,7 +122,7 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
     code, session = shares.sessions.fetch(group_id, member_id, epoch, added, forgotten)
     if code:
         return _error_fetch(ctx, code)
-    acks = acknowledge(ctx, group_id, member_id, req.topics)
+    acks = await acknowledge(ctx, group_id, member_id, req.topics)
     fetched: dict[tuple[uuid.UUID, int], Fetched] = {}
     if session is None:          # epoch -1: the session is closed; what the member still holds goes back
         shares.release(group_id, member_id)
@@ -125,6 +130,7 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
         # the coordinator keeps topic ids opaque; the ones this broker put there are the requests' UUIDs
         tps = cast(list[tuple[uuid.UUID, int]], sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1])))
         max_records = req.max_records if req.max_records and req.max_records > 0 else 0x7FFFFFFF
+        await load_share_partitions(ctx, group_id, tps)
         fetched, count = _acquire(ctx, group_id, member_id, tps, req.max_bytes, max_records)
         if count == 0 and req.max_wait_ms > 0 and not acks and not any(e for e, *_ in fetched.values()):
             with trio.move_on_after(req.max_wait_ms / 1000):

@@ -50,7 +50,7 @@ class BrokerServices(Protocol):
     clock: Clock
     groups: GroupShell
     txns: TxnShell
-    share_groups: ShareGroups       # KIP-932, in memory
+    share_groups: ShareGroups       # KIP-932 share groups; share-partition state through share_persister
     share_coordinator: ShareCoordinatorShell   # KIP-932's share coordinator on __share_group_state
     share_persister: SharePersister            # a share partition leader's way to its state
     replicas: ReplicaManager

@@ -76,7 +76,7 @@ class Broker:
         self.txns = TxnShell(self)
         self.share_coordinator = ShareCoordinatorShell(self)   # KIP-932 state on __share_group_state
         self.share_persister = SharePersister(self)    # in process, or to the share coordinator's broker
-        self.share_groups = ShareGroups(self)   # KIP-932, in memory (broker/coordinator_runtime/share_runtime.py)
+        self.share_groups = ShareGroups(self)   # KIP-932 (broker/coordinator_runtime/share_runtime.py)
         self.metrics: BrokerMetrics | None = None   # set when samsa.http.listener serves /metrics
         self.faults = FaultRegistry()   # broker/network/faults.py; armed through broker/control/endpoint.py
         self.links = LinkCuts(self.node_id, topology_resolver(self))   # cut links (broker/common/link_cuts.py)
@@ -84,6 +84,7 @@ class Broker:
         self.security = Security(config, config.log_dir, self.now_ms, lambda: self.metadata)
         self.authorizer = self.security.authorizer   # None unless authorizer.class.name is set
         self.replicas = ReplicaManager(self)   # idle until cluster metadata arrives (broker/replica/)
+        self.replicas.role_listeners.append(self.share_groups.on_role_change)   # share partitions follow leadership
         self.logs.on_leader_append = self._leader_appended
         # cluster metadata (broker/metadata/): ClusterMetadata when an etcd endpoint is set, else None;
         # ``metadata`` is the MetadataStore either way (the etcd one, or the single node's local file)
@@ -165,6 +166,7 @@ class Broker:
             await nursery.start(self.groups.run_timers)
             await nursery.start(self.txns.run_timers)
             await nursery.start(self.share_coordinator.run_timers)
+            await nursery.start(self.share_groups.run)     # background share-state writes (lock expiry)
             # storage: retention, flush.ms, log compaction (broker/log/)
             await nursery.start(retention.run_retention, self.logs, self.appends.notify)
             await nursery.start(flush.run_flusher, self.logs)

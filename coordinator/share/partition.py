@@ -18,15 +18,28 @@ records are seen only as batch extents ``(base_offset, last_offset, is_control)`
   ACQUIRED by that member (e.g. after its lock expired) is INVALID_RECORD_STATE, as in Kafka.
 - Lock expiry is evaluated lazily at ``now`` whenever the partition is touched (no timers).
 
-Not persisted: Kafka's share coordinator keeps this state in ``__share_group_state``; here it is in
-memory and lost on restart (the group then starts again at ``share.auto.offset.reset``).
+Persisted as Kafka's SharePartition persists it (the flow is broker/coordinator_runtime/share_runtime.py,
+through a ``Persister``, coordinator/share/persister.py): a leader rebuilds a partition from its
+persisted state (:meth:`SharePartition.from_state`), and writes the records whose state or delivery
+count changed since the last write (:meth:`SharePartition.dirty_batches`). Acquiring writes nothing
+(Kafka's ``acquire`` does not call the persister): an ACQUIRED record keeps its last persisted form,
+so after a restart or a leader change it is AVAILABLE again with the delivery count of its last
+release (a first delivery that was never acknowledged comes back with delivery count 1).
+Acknowledgements are planned on copies (:meth:`SharePartition.plan_acknowledge`) and applied only
+once written (:meth:`SharePartition.apply_planned`), Kafka's "ongoing state transition": while the
+write is under way the records stay ACQUIRED, so nothing re-acquires them and a failed write has
+nothing to roll back.
 """
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+import copy
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+
+from coordinator.share.persister import PersisterStateBatch, ShareState
+from protocol.errors import ErrorCode
 
 
 NONE = 0
@@ -82,6 +95,9 @@ class SharePartition:
     max_record_locks: int = 2000
     end_offset: int = -1
     records: dict[int, InFlight] = field(default_factory=dict)
+    # what the persister holds: (delivery state, delivery count) per in-flight offset, and the start offset
+    persisted: dict[int, tuple[int, int]] = field(default_factory=dict)
+    persisted_start: int = -1
 
     def __post_init__(self) -> None:
         if self.end_offset < self.start_offset:
@@ -202,6 +218,113 @@ class SharePartition:
             self._release(r)
         self._advance_start()
         return len(mine)
+
+
+    # -- persistence (Kafka's SharePartition with its Persister) ----------------------------------------
+    @classmethod
+    def from_state(cls, state: ShareState, lock_duration_ms: int = 30000, delivery_count_limit: int = 5,
+                   max_record_locks: int = 2000) -> SharePartition:
+        """Rebuild from what ReadShareGroupState answered (Kafka's ``maybeInitialize``): AVAILABLE
+        records keep their delivery count and are delivered again; ACKNOWLEDGED and ARCHIVED ones
+        never are; the start then moves past a delivery-complete prefix. A batch state the leader
+        never writes (ACQUIRED) is read as AVAILABLE."""
+        sp = cls(state.start_offset, lock_duration_ms, delivery_count_limit, max_record_locks)
+        for b in sorted(state.batches, key=lambda b: b.first_offset):
+            if b.last_offset < sp.start_offset:
+                continue
+            kind = RecordState(b.delivery_state) if b.delivery_state in (0, 2, 4) else RecordState.AVAILABLE
+            for off in range(max(b.first_offset, sp.start_offset), b.last_offset + 1):
+                sp.records[off] = InFlight(kind, b.delivery_count)
+                sp.persisted[off] = (b.delivery_state, b.delivery_count)
+            sp.end_offset = max(sp.end_offset, b.last_offset + 1)
+        sp.persisted_start = state.start_offset
+        sp._advance_start()
+        return sp
+
+    def export_state(self, state_epoch: int, leader_epoch: int = -1) -> ShareState:
+        """The whole in-flight state as WriteShareGroupState would carry it (ACQUIRED records as
+        AVAILABLE with their count: a lock does not survive its leader)."""
+        batches = _batches((off, RecordState.AVAILABLE if r.state == RecordState.ACQUIRED else r.state,
+                            r.delivery_count) for off, r in sorted(self.records.items()) if off >= self.start_offset)
+        return ShareState(state_epoch=state_epoch, start_offset=self.start_offset, leader_epoch=leader_epoch,
+                          batches=tuple(batches))
+
+    def dirty_batches(self, planned: dict[int, InFlight] | None = None) -> list[PersisterStateBatch]:
+        """The records whose (state, delivery count) differ from what was last written, as
+        consecutive runs; ACQUIRED records are left as persisted (acquiring writes nothing).
+        ``planned`` (offset -> its state after a planned acknowledgement) overrides the records."""
+        changed = []
+        for off in sorted(set(self.records) | set(planned or ())):
+            r = (planned or {}).get(off) or self.records.get(off)
+            if r is None or off < self.start_offset or r.state == RecordState.ACQUIRED:
+                continue
+            if self.persisted.get(off) != (int(r.state), r.delivery_count):
+                changed.append((off, r.state, r.delivery_count))
+        return _batches(changed)
+
+    def has_dirty(self) -> bool:
+        return self.start_offset != self.persisted_start or bool(self.dirty_batches())
+
+    def mark_persisted(self, batches: Iterable[PersisterStateBatch], start_offset: int) -> None:
+        """A write of ``batches`` at ``start_offset`` succeeded."""
+        for b in batches:
+            for off in range(b.first_offset, b.last_offset + 1):
+                self.persisted[off] = (b.delivery_state, b.delivery_count)
+        self.persisted_start = start_offset
+        floor = min(start_offset, self.start_offset)
+        for off in [off for off in self.persisted if off < floor]:
+            del self.persisted[off]
+
+    def plan_acknowledge(self, member_id: str, batches: Sequence[tuple[int, int, Sequence[int]]],
+                         now_ms: int) -> tuple[int, dict[int, InFlight]]:
+        """Run :meth:`acknowledge` on copies of the records it names: (error code, offset -> the
+        record as it would be). Nothing here changes until :meth:`apply_planned`."""
+        shadow = copy.copy(self)
+        spans = [(first, last) for first, last, _ in batches]
+        copies = {off: dataclasses.replace(r) for off, r in self.records.items()
+                  if any(first <= off <= last for first, last in spans)}
+        shadow.records = dict(copies)
+        code = shadow.acknowledge(member_id, batches, now_ms)
+        if code:
+            return code, {}
+        return NONE, {off: r for off, r in copies.items() if r != self.records[off]}
+
+    def start_after(self, planned: dict[int, InFlight]) -> int:
+        """The start offset once ``planned`` is applied (what :meth:`_advance_start` would make it),
+        so that the write carrying an acknowledgement carries the start it moves to."""
+        start = self.start_offset
+        while start < self.end_offset:
+            r = planned.get(start) or self.records.get(start)
+            if r is None:
+                later = [off for off in self.records if off > start]
+                start = min(later) if later else self.end_offset
+                continue
+            if r.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+                break
+            start += 1
+        return start
+
+    def apply_planned(self, member_id: str, planned: dict[int, InFlight]) -> None:
+        """Apply planned acknowledgements whose write succeeded, to the records the member still
+        holds (one whose lock expired meanwhile and was acquired again is left alone)."""
+        for off, new in planned.items():
+            r = self.records.get(off)
+            if r is not None and r.state == RecordState.ACQUIRED and r.member_id == member_id:
+                self.records[off] = dataclasses.replace(new)
+        self._advance_start()
+
+
+def _batches(states: Iterable[tuple[int, int, int]]) -> list[PersisterStateBatch]:
+    """(offset, state, delivery count) in offset order as runs of consecutive offsets alike."""
+    out: list[PersisterStateBatch] = []
+    for off, state, count in states:
+        last = out[-1] if out else None
+        if last is not None and last.last_offset == off - 1 and last.delivery_state == state \
+                and last.delivery_count == count:
+            out[-1] = PersisterStateBatch(last.first_offset, off, last.delivery_state, count)
+        else:
+            out.append(PersisterStateBatch(off, off, int(state), count))
+    return out
 
 
 def _ranges(taken: list[tuple[int, int]]) -> list[AcquiredRange]:

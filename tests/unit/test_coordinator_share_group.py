@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+import trio
 
 from coordinator.share.group import (FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, UNKNOWN_MEMBER_ID, ShareGroupConfig, ShareGroupCoordinator, ShareGroupHeartbeat, simple_assign)
 from coordinator.share.partition import (INVALID_RECORD_STATE, INVALID_SHARE_SESSION_EPOCH, NONE, SHARE_SESSION_NOT_FOUND, AcquiredRange, RecordState, SharePartition, ShareSessions)
@@ -262,12 +263,13 @@ def test_shell_releases_records_and_drops_sessions_of_departed_members():
                                                  "group.share.min.session.timeout.ms": 1000,
                                                  "group.share.heartbeat.interval.ms": 100,
                                                  "group.share.min.heartbeat.interval.ms": 100,
-                                                 "samsa.share.auto.offset.reset": "earliest"}))
-    log = SimpleNamespace(log_start_offset=0, high_watermark=5)
+                                                 "samsa.share.auto.offset.reset": "earliest"}, now_ms=lambda: 0))
+    log = SimpleNamespace(log_start_offset=0, high_watermark=5, leader_epoch=0)
     shares.coordinator.heartbeat(hb("m1", 0, ["t"]), 0)
     r2 = shares.coordinator.heartbeat(hb("m2", 0, ["t"]), 0)
     shares.settle_departures()
     shares.sessions.fetch("g", "m1", 0, [(T1, 0)], [])
+    assert trio.run(shares.load, "g", T1, 0, log) == NONE      # initialized at earliest by the in-memory persister
     sp = shares.partition("g", T1, 0, log)
     assert sp.acquire("m1", batches((0, 4)), 5, 100, 0).ranges == (AcquiredRange(0, 4, 1),)
     r2 = shares.coordinator.heartbeat(hb("m2", r2.member_epoch), 900)

@@ -25,8 +25,9 @@ def local_partition(ctx: RequestContext, topic_id: uuid.UUID, index: int) -> tup
     return part, ErrorCode.NONE
 
 
-def acknowledge(ctx: RequestContext, group_id: str, member_id: str, topics: Any) -> dict[tuple[uuid.UUID, int], int]:
-    """Apply every partition's acknowledgement batches; error code per (topic id, partition)."""
+async def acknowledge(ctx: RequestContext, group_id: str, member_id: str, topics: Any) -> dict[tuple[uuid.UUID, int], int]:
+    """Apply every partition's acknowledgement batches, each answered once its state is written
+    (broker/coordinator_runtime/share_runtime.py); error code per (topic id, partition)."""
     shares = ctx.broker.share_groups
     now = ctx.broker.now_ms()
     out: dict[tuple[uuid.UUID, int], int] = {}
@@ -36,11 +37,22 @@ def acknowledge(ctx: RequestContext, group_id: str, member_id: str, topics: Any)
             if not batches:
                 continue
             part, code = local_partition(ctx, t.topic_id, p.partition_index)
-            sp = shares.existing(group_id, t.topic_id, p.partition_index) if part is not None else None
             if part is not None:
-                code = sp.acknowledge(member_id, batches, now) if sp is not None else ErrorCode.INVALID_RECORD_STATE
+                code = await shares.acknowledge(group_id, t.topic_id, p.partition_index, member_id, batches, now)
             out[(t.topic_id, p.partition_index)] = code
     return out
+
+
+async def load_share_partitions(ctx: RequestContext, group_id: str,
+                                tps: list[tuple[uuid.UUID, int]]) -> None:
+    """Load (read or initialize from the persister) the share partitions of the session that this
+    broker leads, before acquiring from them; those that fail keep their error in
+    ``share_groups.load_errors`` for the fetch's answer."""
+    shares = ctx.broker.share_groups
+    for tid, index in tps:
+        part, code = local_partition(ctx, tid, index)
+        if part is not None:
+            await shares.load(group_id, tid, index, part)
 
 
 def current_leader(ctx: RequestContext, topic_id: uuid.UUID, index: int, cls: Any) -> Any:
