@@ -12,10 +12,11 @@ may batch underneath).
 
 Error codes are Kafka's (``protocol.errors.ErrorCode``): e.g. FENCED_STATE_EPOCH,
 FENCED_LEADER_EPOCH, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
-UNKNOWN_TOPIC_OR_PARTITION (state never initialized).
+INVALID_REQUEST (a read or write of state never initialized: initialize it first, as Kafka).
 """
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass
 from typing import Protocol
@@ -33,7 +34,10 @@ class SharePartitionKey:
 
     @property
     def coordinator_key(self) -> str:
-        return f"{self.group_id}:{self.topic_id}:{self.partition}"
+        """Kafka's ``asCoordinatorKey``: the topic id as Kafka prints a Uuid (URL-safe base64
+        without padding), which is what places the state on a ``__share_group_state`` partition."""
+        topic = base64.urlsafe_b64encode(self.topic_id.bytes).decode().rstrip("=")
+        return f"{self.group_id}:{topic}:{self.partition}"
 
 
 @dataclass(frozen=True, slots=True)

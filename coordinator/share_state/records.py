@@ -47,9 +47,8 @@ def kafka_uuid(u: uuid.UUID) -> str:
 def share_coordinator_key(key: SharePartitionKey) -> str:
     """Kafka's ``SharePartitionKey.asCoordinatorKey``: ``"<group>:<topic id>:<partition>"`` with
     the topic id as Kafka prints it (base64), the FindCoordinator key of type SHARE (2) whose Java
-    String.hashCode places the share partition's state on a ``__share_group_state`` partition.
-    (``SharePartitionKey.coordinator_key`` prints the id as a dashed UUID, which hashes elsewhere.)"""
-    return f"{key.group_id}:{kafka_uuid(key.topic_id)}:{key.partition}"
+    String.hashCode places the share partition's state on a ``__share_group_state`` partition."""
+    return key.coordinator_key
 
 
 def key_type(key: bytes) -> int:
