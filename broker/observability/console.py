@@ -11,13 +11,11 @@ console (``/timeline/<group>``, JSON), since the coordinator keeps it in memory.
 """
 from __future__ import annotations
 
-import datetime
-import html
 from typing import TYPE_CHECKING
 from collections.abc import Iterable
 from urllib.parse import quote, unquote
 
-from broker.observability import cluster_view, introspect
+from broker.observability import cluster_view, introspect, markup, records_view
 from broker.observability.cluster_view import ClusterView, LeaderOffsets
 from broker.coordinator_runtime.group_timeline import Rebalance, timeline_to_json
 from ..log.manager import INTERNAL_TOPICS
@@ -40,6 +38,9 @@ th{background:#eef0f4}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .lag{font-weight:bold;color:#b3261e}.ok{color:#1e7a34}.muted{color:#778}
 .missing{background:#fdecea;border:1px solid #f5c2bd;padding:6px 12px;margin:8px 0}
 code{font-size:12px}.state{font-weight:bold}label{font-size:12px;color:#cfd6e4;margin-left:auto}
+form label{color:#1d2330;margin:0 12px 6px 0;display:inline-block}form{margin:8px 0}
+pre.v{margin:0;white-space:pre-wrap;word-break:break-all;font-size:12px;max-width:640px}
+table.record th{width:150px}
 """
 
 _SCRIPT = """
@@ -55,33 +56,7 @@ _SCRIPT = """
 """
 
 
-def _e(x: object) -> str:
-    return html.escape("" if x is None else str(x))
-
-
-def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], cls: str = "") -> str:
-    head = "".join(f"<th>{h}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(rows_cell for rows_cell in row) + "</tr>" for row in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _td(x: object, num: bool = False, cls: str = "", raw: bool = False) -> str:
-    classes = " ".join(c for c in ("n" if num else "", cls) if c)
-    return f'<td class="{classes}">{x if raw else _e(x)}</td>' if classes else f"<td>{x if raw else _e(x)}</td>"
-
-
-def _ms(ts: int | None) -> str:
-    if ts is None or ts < 0:
-        return ""
-    return datetime.datetime.fromtimestamp(ts / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
+_e, _table, _td, _ms, _size = markup.e, markup.table, markup.td, markup.ms, markup.size
 
 
 def _bytes(b: bytes | None) -> str:
@@ -197,6 +172,7 @@ def topic_page(broker: Broker, name: str, view: ClusterView) -> str | None:
         _td("<br>".join(f"{_e(k)}: {_bytes(v)}" for k, v in r.headers), raw=True)] for r in records],
         "records") if records else '<p class="muted">No records.</p>'
     return (f"{_missing(view)}<h2>Topic {_e(name)}</h2><p>Topic id <code>{_e(topic_id)}</code> · configs: {_e(cfg)}</p>"
+            f"<p><a id=\"browse\" href=\"/topics/{quote(name, safe='')}/records\">Browse and search records</a></p>"
             f"{table}<h2>Producers per partition</h2>{producers}"
             f"<h2>Recent records</h2><p class=\"muted\">The last 20 committed records of each partition, newest "
             f"first; values cut at {RECORD_PREVIEW_BYTES} bytes.</p>{rec}")
@@ -244,10 +220,12 @@ def group_page(broker: Broker, group_id: str, view: ClusterView,
             f"<h2>Rebalance timeline</h2>{tl}")
 
 
-def _page(title: str, content: str) -> str:
+def _page(title: str, content: str, live: bool = True) -> str:
+    """A whole page; ``live``: the live-refresh box starts ticked (off on pages with a form, whose
+    inputs a refresh would reset)."""
     return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{_e(title)} · Samsa</title>"
             f"<style>{_STYLE}</style></head><body><header><b>Samsa</b><a href=\"/\">Overview</a>"
-            f"<a href=\"/metrics\">Metrics</a><label><input type=\"checkbox\" id=\"live\" checked> live refresh "
+            f"<a href=\"/metrics\">Metrics</a><label><input type=\"checkbox\" id=\"live\"{' checked' if live else ''}> live refresh "
             f"<span id=\"refreshed\"></span></label></header><main id=\"content\">{content}</main>"
             f"<script>{_SCRIPT}</script></body></html>")
 
@@ -257,8 +235,20 @@ def console_app(broker: Broker) -> ASGIApp:
         path = unquote(scope.get("path", "/"))
         fragment = any(k.lower() == b"x-samsa-fragment" for k, _ in scope.get("headers", []))
         content: str | None     # None: not found
+        query = scope.get("query_string", b"").decode("latin-1")
+        live = True
         if path in ("/", ""):
             title, content = "Overview", overview(broker, await cluster_view.gather(broker))
+        elif path.startswith("/topics/") and "/records" in path[len("/topics/"):]:
+            name, _, rest = path[len("/topics/"):].partition("/records")
+            live, title = False, f"{name} records"
+            bits = rest.strip("/").split("/")
+            if rest.strip("/") == "":
+                content = await records_view.records_page(broker, name, query)
+            elif len(bits) == 2 and all(b.isdigit() for b in bits):
+                content = await records_view.record_page(broker, name, int(bits[0]), int(bits[1]))
+            else:
+                content = None
         elif path.startswith("/topics/"):
             name = path[len("/topics/"):]
             title, content = name, topic_page(broker, name, await cluster_view.gather(broker, everything=False))
@@ -280,5 +270,5 @@ def console_app(broker: Broker) -> ASGIApp:
             await respond(send, 404, _page("Not found", f"<h2>Not found: {_e(path)}</h2>"),
                           "text/html; charset=utf-8")
             return
-        await respond(send, 200, content if fragment else _page(title, content), "text/html; charset=utf-8")
+        await respond(send, 200, content if fragment else _page(title, content, live), "text/html; charset=utf-8")
     return app
