@@ -154,21 +154,31 @@ async def read_chunk(broker: Broker, topic: str, partition: int, offset: int,
         return Chunk(data, hw, part.last_stable_offset, part.log_start_offset,
                      [(a.producer_id, a.first_offset) for a in part.aborted_in_range(start, hw)])
     FT, FP = FetchRequest.FetchTopic, FetchRequest.FetchTopic.FetchPartition
-    req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, isolation_level=0,
-                       session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
-                       topics=[FT(topic=topic, partitions=[FP(partition=partition, current_leader_epoch=-1,
-                                                              fetch_offset=offset, last_fetched_epoch=-1,
-                                                              log_start_offset=-1, partition_max_bytes=max_bytes)])])
-    resp = await _remote(broker, leader, req, FETCH_VERSION)
-    for rt in resp.responses:         # type: ignore[attr-defined]
-        for rp in rt.partitions:
-            if rp.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and offset < rp.log_start_offset:
-                return await read_chunk(broker, topic, partition, rp.log_start_offset, max_bytes)
-            if rp.error_code:
-                raise ReadError(f"the leader, broker {leader}, answered {ErrorCode(rp.error_code).name}")
-            return Chunk(bytes(rp.records or b""), rp.high_watermark, rp.last_stable_offset, rp.log_start_offset,
-                         [(a.producer_id, a.first_offset) for a in rp.aborted_transactions or []])
-    raise ReadError(f"the leader, broker {leader}, did not answer for {topic}-{partition}")
+
+    async def fetch(isolation: int) -> object:
+        req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, isolation_level=isolation,
+                           session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
+                           topics=[FT(topic=topic, partitions=[FP(partition=partition, current_leader_epoch=-1,
+                                                                  fetch_offset=offset, last_fetched_epoch=-1,
+                                                                  log_start_offset=-1, partition_max_bytes=max_bytes)])])
+        resp = await _remote(broker, leader, req, FETCH_VERSION)
+        for rt in resp.responses:         # type: ignore[attr-defined]
+            for rp in rt.partitions:
+                return rp
+        raise ReadError(f"the leader, broker {leader}, did not answer for {topic}-{partition}")
+
+    # read_uncommitted for the records up to the high watermark; a Fetch names the aborted
+    # transactions only when read_committed, which reads up to the LSO: records above it are
+    # classed "open" (undecided) even when their transaction has since been aborted
+    rp = await fetch(0)
+    if rp.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and offset < rp.log_start_offset:
+        return await read_chunk(broker, topic, partition, rp.log_start_offset, max_bytes)
+    if rp.error_code:
+        raise ReadError(f"the leader, broker {leader}, answered {ErrorCode(rp.error_code).name}")
+    committed = await fetch(1) if rp.last_stable_offset > offset else None
+    aborted = [(a.producer_id, a.first_offset) for a in (committed.aborted_transactions or [])] \
+        if committed is not None and not committed.error_code else []
+    return Chunk(bytes(rp.records or b""), rp.high_watermark, rp.last_stable_offset, rp.log_start_offset, aborted)
 
 
 async def offset_for(broker: Broker, topic: str, partition: int, timestamp: int) -> int:
