@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from collections.abc import Iterable
 from urllib.parse import quote, unquote
 
-from broker.observability import cluster_view, introspect, markup, records_view
+from broker.observability import cluster_view, console_writes, introspect, markup, records_view
 from broker.observability.cluster_view import ClusterView, LeaderOffsets
 from broker.coordinator_runtime.group_timeline import Rebalance, timeline_to_json
 from ..log.manager import INTERNAL_TOPICS
@@ -37,6 +37,7 @@ th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:to
 th{background:#eef0f4}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .lag{font-weight:bold;color:#b3261e}.ok{color:#1e7a34}.muted{color:#778}
 .missing{background:#fdecea;border:1px solid #f5c2bd;padding:6px 12px;margin:8px 0}
+.done{background:#e7f5ea;border:1px solid #b7dfc0;padding:6px 12px;margin:8px 0}
 code{font-size:12px}.state{font-weight:bold}label{font-size:12px;color:#cfd6e4;margin-left:auto}
 form label{color:#1d2330;margin:0 12px 6px 0;display:inline-block}form{margin:8px 0}
 pre.v{margin:0;white-space:pre-wrap;word-break:break-all;font-size:12px;max-width:640px}
@@ -104,6 +105,8 @@ def overview(broker: Broker, view: ClusterView) -> str:
         _td(sum(o.high_watermark - o.log_start_offset for o in known[name]), num=True),
         _td(_size(sum(max(o.size_bytes, 0) for o in known[name])), num=True),
         _td("yes" if name in INTERNAL_TOPICS else "")] for name, ps in by_topic.items()], "topics")
+    create = '<p><a id="create-topic" href="/create-topic">Create a topic</a></p>' \
+        if console_writes.enabled(broker) else ""
     groups = view.groups
     group_table = _table(["Group", "State", "Protocol", "Members", "Partitions committed", "Total lag",
                           "Coordinator"], [[
@@ -112,7 +115,7 @@ def overview(broker: Broker, view: ClusterView) -> str:
         _td(len(v.offsets), num=True), _td(v.total_lag, num=True, cls="lag" if v.total_lag else "ok"),
         _td(v.coordinator, num=True)]
         for v in groups], "groups") if groups else '<p class="muted">No consumer groups.</p>'
-    return (f"{_missing(view)}<h2>Brokers</h2>{brokers}<h2>Topics</h2>{topics}<h2>Consumer groups</h2>{group_table}"
+    return (f"{_missing(view)}<h2>Brokers</h2>{brokers}<h2>Topics</h2>{topics}{create}<h2>Consumer groups</h2>{group_table}"
             f"<h2>Transactions in flight</h2>{_transactions(broker, view)}")
 
 
@@ -172,7 +175,10 @@ def topic_page(broker: Broker, name: str, view: ClusterView) -> str | None:
         _td("<br>".join(f"{_e(k)}: {_bytes(v)}" for k, v in r.headers), raw=True)] for r in records],
         "records") if records else '<p class="muted">No records.</p>'
     return (f"{_missing(view)}<h2>Topic {_e(name)}</h2><p>Topic id <code>{_e(topic_id)}</code> · configs: {_e(cfg)}</p>"
-            f"<p><a id=\"browse\" href=\"/topics/{quote(name, safe='')}/records\">Browse and search records</a></p>"
+            f"<p><a id=\"browse\" href=\"/topics/{quote(name, safe='')}/records\">Browse and search records</a>"
+            + (f" · <a id=\"produce\" href=\"/topics/{quote(name, safe='')}/produce\">Produce a record</a> · "
+               f"<a id=\"admin\" href=\"/topics/{quote(name, safe='')}/admin\">Edit configs or delete</a>"
+               if console_writes.enabled(broker) else "") + "</p>"
             f"{table}<h2>Producers per partition</h2>{producers}"
             f"<h2>Recent records</h2><p class=\"muted\">The last 20 committed records of each partition, newest "
             f"first; values cut at {RECORD_PREVIEW_BYTES} bytes.</p>{rec}")
@@ -237,6 +243,11 @@ def console_app(broker: Broker) -> ASGIApp:
         content: str | None     # None: not found
         query = scope.get("query_string", b"").decode("latin-1")
         live = True
+        written = await console_writes.handle(broker, scope, receive, path)
+        if written is not None:
+            status, title, content = written
+            await respond(send, status, _page(title, content, live=False), "text/html; charset=utf-8")
+            return
         if path in ("/", ""):
             title, content = "Overview", overview(broker, await cluster_view.gather(broker))
         elif path.startswith("/topics/") and "/records" in path[len("/topics/"):]:

@@ -1,6 +1,7 @@
 """The console's record browser in a cluster: a broker that does not lead a partition reads its
 records from the leader (a Fetch over the inter-broker listener), seeks by timestamp through the
-leader's ListOffsets, and marks an aborted transaction's record as the leader's log says."""
+leader's ListOffsets, and marks an aborted transaction's record as the leader's log says; with writes enabled, a record produced from a non-leader's console reaches the
+leader, and a topic created from one broker's console is led and listed cluster-wide."""
 from __future__ import annotations
 
 import re
@@ -26,7 +27,7 @@ def rows(c: LocalCluster, node: int, path: str) -> list[list[str]]:
 
 @pytest.mark.parametrize("samsa_cluster", [{
     "overrides": {**FAST_REPLICATION, "transaction.state.log.num.partitions": "3",
-                  "broker.session.timeout.ms": "30000"},
+                  "broker.session.timeout.ms": "30000", "samsa.http.console.write.enable": "true"},
     "broker_overrides": http_overrides()}], indirect=True, ids=["http"])
 def test_records_read_from_the_leader(samsa_cluster: LocalCluster) -> None:
     from confluent_kafka import Producer
@@ -56,3 +57,15 @@ def test_records_read_from_the_leader(samsa_cluster: LocalCluster) -> None:
     assert [(r[4], r[6]) for r in got] == [("v7", ""), ("aborted", "aborted")]
     page = httpx.get(url(c, other) + "/topics/rc/records/0/5", timeout=15).text
     assert re.search(r'id="rec-value"><pre[^>]*>v5</pre>', page)
+
+    # writes: the Produce goes to the leader, the CreateTopics through the cluster's Topology
+    r = httpx.post(url(c, other) + "/topics/rc/produce", data={"partition": "0", "key": "new", "value": "from console"},
+                   headers={"Origin": url(c, other)}, timeout=30)
+    assert r.status_code == 200 and "Produced to partition 0 at offset 32." in r.text, r.text
+    assert [r[4] for r in rows(c, leader, "/topics/rc/records?key=new")] == ["from console"]
+    r = httpx.post(url(c, other) + "/topics", data={"name": "made-here", "partitions": "3", "replication_factor": "2"},
+                   headers={"Origin": url(c, other)}, timeout=30)
+    assert r.status_code == 200 and "Created topic made-here." in r.text, r.text
+    c.wait_for(lambda: all(c.leader("made-here", q) > 0 for q in range(3)), what="made-here's leaders")
+    third = next(n for n in (1, 2, 3) if n not in (leader, other))
+    assert httpx.get(url(c, third) + "/topics/made-here", timeout=15).status_code == 200
