@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING
 from collections.abc import Iterable
 from urllib.parse import quote, unquote
 
-from broker.observability import cluster_view, console_writes, introspect, markup, records_view
+from broker.observability import charts, cluster_view, console_writes, introspect, markup, records_view
 from broker.observability.cluster_view import ClusterView, LeaderOffsets
 from broker.coordinator_runtime.group_timeline import Rebalance, timeline_to_json
 from ..log.manager import INTERNAL_TOPICS
 from broker.network.http_serve import ASGIApp, Receive, Scope, Send, respond, respond_json
 
 if TYPE_CHECKING:
+    from broker.observability.history import History
 
     from broker.server.broker_server import Broker
 
@@ -42,6 +43,7 @@ code{font-size:12px}.state{font-weight:bold}label{font-size:12px;color:#cfd6e4;m
 form label{color:#1d2330;margin:0 12px 6px 0;display:inline-block}form{margin:8px 0}
 pre.v{margin:0;white-space:pre-wrap;word-break:break-all;font-size:12px;max-width:640px}
 table.record th{width:150px}
+""" + charts.STYLE + """
 """
 
 _SCRIPT = """
@@ -179,9 +181,25 @@ def topic_page(broker: Broker, name: str, view: ClusterView) -> str | None:
             + (f" · <a id=\"produce\" href=\"/topics/{quote(name, safe='')}/produce\">Produce a record</a> · "
                f"<a id=\"admin\" href=\"/topics/{quote(name, safe='')}/admin\">Edit configs or delete</a>"
                if console_writes.enabled(broker) else "") + "</p>"
-            f"{table}<h2>Producers per partition</h2>{producers}"
+            f"{table}{_topic_charts(broker, name)}<h2>Producers per partition</h2>{producers}"
             f"<h2>Recent records</h2><p class=\"muted\">The last 20 committed records of each partition, newest "
             f"first; values cut at {RECORD_PREVIEW_BYTES} bytes.</p>{rec}")
+
+
+def _history(broker: Broker) -> History | None:
+    return broker.metrics.history if broker.metrics is not None else None
+
+
+def _topic_charts(broker: Broker, name: str) -> str:
+    """Messages and bytes per second over the last minutes (this broker's counters)."""
+    history = _history(broker)
+    if history is None:
+        return ""
+    rates = history.topic_rates(name)
+    return ("<h2>Movement</h2>"
+            + charts.line_chart("chart-messages-in", "Messages in per second", {"messages in/s": rates["messages in/s"]})
+            + charts.line_chart("chart-bytes", "Bytes in and out per second",
+                                {"bytes in/s": rates["bytes in/s"], "bytes out/s": rates["bytes out/s"]}))
 
 
 def group_page(broker: Broker, group_id: str, view: ClusterView,
@@ -222,8 +240,16 @@ def group_page(broker: Broker, group_id: str, view: ClusterView,
             f"<p>State <span class=\"state\" id=\"group-state\">{_e(v.state)}</span> · protocol "
             f"{_e(v.protocol_type)}/{_e(v.protocol)} · coordinator partition {v.coordinator_partition} of "
             f"__consumer_offsets{f' (broker {v.coordinator})' if v.coordinator >= 0 else ''} · total lag <span id=\"total-lag\">{v.total_lag}</span></p>"
-            f"<h2>Members</h2>{members}<h2>Committed offsets and lag</h2>{offsets}"
+            f"<h2>Members</h2>{members}<h2>Committed offsets and lag</h2>{offsets}{_lag_chart(broker, v.group_id)}"
             f"<h2>Rebalance timeline</h2>{tl}")
+
+
+def _lag_chart(broker: Broker, group_id: str) -> str:
+    history = _history(broker)
+    if history is None:
+        return ""
+    return charts.line_chart("chart-lag", "Lag over the last minutes (total and per partition)",
+                             history.group_lag(group_id))
 
 
 def _page(title: str, content: str, live: bool = True) -> str:
