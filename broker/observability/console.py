@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from collections.abc import Iterable
 from urllib.parse import quote, unquote
 
-from broker.observability import charts, cluster_view, console_writes, introspect, markup, records_view
+from broker.observability import charts, cluster_view, console_writes, introspect, markup, records_view, timeline_view
 from broker.observability.cluster_view import ClusterView, LeaderOffsets
 from broker.coordinator_runtime.group_timeline import Rebalance, timeline_to_json
 from ..log.manager import INTERNAL_TOPICS
@@ -42,7 +42,7 @@ th{background:#eef0f4}td.n{text-align:right;font-variant-numeric:tabular-nums}
 code{font-size:12px}.state{font-weight:bold}label{font-size:12px;color:#cfd6e4;margin-left:auto}
 form label{color:#1d2330;margin:0 12px 6px 0;display:inline-block}form{margin:8px 0}
 pre.v{margin:0;white-space:pre-wrap;word-break:break-all;font-size:12px;max-width:640px}
-table.record th{width:150px}
+table.record th{width:150px}.timeline-chart{overflow-x:auto;margin-bottom:8px}
 """ + charts.STYLE + """
 """
 
@@ -241,7 +241,7 @@ def group_page(broker: Broker, group_id: str, view: ClusterView,
             f"{_e(v.protocol_type)}/{_e(v.protocol)} · coordinator partition {v.coordinator_partition} of "
             f"__consumer_offsets{f' (broker {v.coordinator})' if v.coordinator >= 0 else ''} · total lag <span id=\"total-lag\">{v.total_lag}</span></p>"
             f"<h2>Members</h2>{members}<h2>Committed offsets and lag</h2>{offsets}{_lag_chart(broker, v.group_id)}"
-            f"<h2>Rebalance timeline</h2>{tl}")
+            f"<h2>Rebalance timeline</h2>{timeline_view.timeline_svg(timeline or [], broker.now_ms())}{tl}")
 
 
 def _lag_chart(broker: Broker, group_id: str) -> str:
