@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from collections.abc import Iterable
 from urllib.parse import quote, unquote
 
-from broker.observability import charts, cluster_view, console_writes, introspect, markup, records_view, timeline_view
+from broker.observability import charts, cluster_view, console_writes, introspect, markup, records_view, search_view, timeline_view
 from broker.observability.cluster_view import ClusterView, LeaderOffsets
 from broker.coordinator_runtime.group_timeline import Rebalance, timeline_to_json
 from ..log.manager import INTERNAL_TOPICS
@@ -42,17 +42,24 @@ th{background:#eef0f4}td.n{text-align:right;font-variant-numeric:tabular-nums}
 code{font-size:12px}.state{font-weight:bold}label{font-size:12px;color:#cfd6e4;margin-left:auto}
 form label{color:#1d2330;margin:0 12px 6px 0;display:inline-block}form{margin:8px 0}
 pre.v{margin:0;white-space:pre-wrap;word-break:break-all;font-size:12px;max-width:640px}
+header form.search{margin:0}header input{font-size:13px;padding:3px 6px}time.local{border-bottom:1px dotted #99a}
 table.record th{width:150px}.timeline-chart{overflow-x:auto;margin-bottom:8px}
 """ + charts.STYLE + """
 """
 
 _SCRIPT = """
 (function(){
+  function pad(n,w){return String(n).padStart(w||2,'0');}
+  // times arrive as UTC text; shown in the browser's zone, the UTC text kept on hover (title)
+  function localize(root){root.querySelectorAll('time[data-ms]').forEach(function(t){var d=new Date(+t.dataset.ms);
+    t.textContent=d.getFullYear()+'-'+pad(d.getMonth()+1)+'-'+pad(d.getDate())+' '+pad(d.getHours())+':'+
+      pad(d.getMinutes())+':'+pad(d.getSeconds())+'.'+pad(d.getMilliseconds(),3);t.classList.add('local');});}
+  localize(document);
   var box=document.getElementById('live');
   setInterval(function(){
     if(!box.checked) return;
     fetch(location.href,{headers:{'X-Samsa-Fragment':'1'}}).then(function(r){return r.text();})
-      .then(function(t){document.getElementById('content').innerHTML=t;
+      .then(function(t){var c=document.getElementById('content');c.innerHTML=t;localize(c);
         document.getElementById('refreshed').textContent=new Date().toLocaleTimeString();});
   },2000);
 })();
@@ -129,7 +136,7 @@ def _transactions(broker: Broker, view: ClusterView) -> str:
     return _table(["Transactional id", "State", "Producer id", "Epoch", "Started", "Age (ms)", "Timeout (ms)",
                    "Partitions", "Coordinator"], [[
         _td(d.transactional_id), _td(d.state, cls="state"), _td(d.producer_id, num=True),
-        _td(d.producer_epoch, num=True), _td(_ms(d.start_time_ms)),
+        _td(d.producer_epoch, num=True), _td(markup.when(d.start_time_ms), raw=True),
         _td(now - d.start_time_ms if d.start_time_ms > 0 else "", num=True), _td(d.timeout_ms, num=True),
         _td(", ".join(f"{t}[{','.join(map(str, ps))}]" for t, ps in d.topics)),
         _td(d.coordinator, num=True)] for d in txns], "transactions")
@@ -166,13 +173,13 @@ def topic_page(broker: Broker, name: str, view: ClusterView) -> str | None:
         for pr in introspect.producers(broker, name, p.partition):
             prod_rows.append([_td(p.partition, num=True), _td(pr.producer_id, num=True),
                               _td(pr.producer_epoch, num=True), _td(pr.last_sequence, num=True),
-                              _td(_ms(pr.last_timestamp)), _td(pr.current_txn_start_offset
+                              _td(markup.when(pr.last_timestamp), raw=True), _td(pr.current_txn_start_offset
                                                                if pr.current_txn_start_offset >= 0 else "")])
     producers = _table(["Partition", "Producer id", "Epoch", "Last sequence", "Last write", "Open txn from"],
                        prod_rows, "producers") if prod_rows else '<p class="muted">No idempotent producers.</p>'
     records = introspect.recent_records(broker, name)
     rec = _table(["Partition", "Offset", "Timestamp", "Key", "Value", "Headers"], [[
-        _td(r.partition, num=True), _td(r.offset, num=True), _td(_ms(r.timestamp)), _td(_bytes(r.key), raw=True),
+        _td(r.partition, num=True), _td(r.offset, num=True), _td(markup.when(r.timestamp), raw=True), _td(_bytes(r.key), raw=True),
         _td(_bytes(r.value), raw=True),
         _td("<br>".join(f"{_e(k)}: {_bytes(v)}" for k, v in r.headers), raw=True)] for r in records],
         "records") if records else '<p class="muted">No records.</p>'
@@ -222,7 +229,7 @@ def group_page(broker: Broker, group_id: str, view: ClusterView,
     timeline, source = (remote_timeline or (None, "")) if remote else (broker.groups.timeline.timeline(group_id), "")
     tl = _table(["Generation", "Started", "Completed", "Duration (ms)", "Why", "Joined", "Left", "Assignment"], [[
         _td(r.generation if r.generation is not None else f"after {r.previous_generation} (in progress)"),
-        _td(_ms(r.started_ms)), _td(_ms(r.completed_ms)),
+        _td(markup.when(r.started_ms), raw=True), _td(markup.when(r.completed_ms), raw=True),
         _td(r.duration_ms if r.duration_ms is not None else "", num=True),
         _td("<br>".join(_e(x) for x in r.reasons), raw=True),
         _td("<br>".join(_e(f"{c.member_id} ({c.client_id})") for c in r.joined), raw=True),
@@ -252,12 +259,13 @@ def _lag_chart(broker: Broker, group_id: str) -> str:
                              history.group_lag(group_id))
 
 
-def _page(title: str, content: str, live: bool = True) -> str:
+def _page(title: str, content: str, live: bool = True, q: str = "") -> str:
     """A whole page; ``live``: the live-refresh box starts ticked (off on pages with a form, whose
     inputs a refresh would reset)."""
     return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{_e(title)} · Samsa</title>"
             f"<style>{_STYLE}</style></head><body><header><b>Samsa</b><a href=\"/\">Overview</a>"
-            f"<a href=\"/metrics\">Metrics</a><label><input type=\"checkbox\" id=\"live\"{' checked' if live else ''}> live refresh "
+            f"<a href=\"/metrics\">Metrics</a><form class=\"search\" method=\"get\" action=\"/search\">"
+            f"<input name=\"q\" id=\"search\" placeholder=\"Search topics and groups\" size=\"28\" value=\"{_e(q)}\"></form><label><input type=\"checkbox\" id=\"live\"{' checked' if live else ''}> live refresh "
             f"<span id=\"refreshed\"></span></label></header><main id=\"content\">{content}</main>"
             f"<script>{_SCRIPT}</script></body></html>")
 
@@ -296,6 +304,12 @@ def console_app(broker: Broker) -> ASGIApp:
             remote = await cluster_view.remote_timeline(broker, coordinator, name) \
                 if coordinator not in (-1, broker.node_id) else None
             title, content = name, group_page(broker, name, view, remote)
+        elif path == "/search":
+            live, title = False, "Search"
+            q = search_view.query_of(query)
+            content = search_view.search_page(broker, q, await cluster_view.gather(broker))
+            await respond(send, 200, content if fragment else _page(title, content, live, q), "text/html; charset=utf-8")
+            return
         elif path.startswith("/timeline/"):
             # this broker's in-memory rebalance timeline of a group it coordinates, as JSON: what
             # another broker's console shows for it (broker/observability/cluster_view.py remote_timeline)
