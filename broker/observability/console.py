@@ -12,7 +12,6 @@ console (``/timeline/<group>``, JSON), since the coordinator keeps it in memory.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from collections.abc import Iterable
 from urllib.parse import quote, unquote
 
 from broker.observability import charts, cluster_view, console_writes, introspect, markup, records_view, search_view, timeline_view

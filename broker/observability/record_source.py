@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
@@ -127,7 +127,7 @@ def _connection(broker: Broker, node: int) -> BrokerConnection:
     return BrokerConnection(*endpoint, f"samsa-console-{broker.node_id}", timeout_s=PEER_TIMEOUT_S)
 
 
-async def _remote(broker: Broker, node: int, request: object, version: int) -> object:
+async def _remote(broker: Broker, node: int, request: object, version: int) -> Any:
     conn = _connection(broker, node)
     try:
         with trio.fail_after(PEER_TIMEOUT_S):
@@ -155,7 +155,7 @@ async def read_chunk(broker: Broker, topic: str, partition: int, offset: int,
                      [(a.producer_id, a.first_offset) for a in part.aborted_in_range(start, hw)])
     FT, FP = FetchRequest.FetchTopic, FetchRequest.FetchTopic.FetchPartition
 
-    async def fetch(isolation: int) -> object:
+    async def fetch(isolation: int) -> Any:
         req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes, isolation_level=isolation,
                            session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
                            topics=[FT(topic=topic, partitions=[FP(partition=partition, current_leader_epoch=-1,

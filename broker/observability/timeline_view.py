@@ -73,14 +73,14 @@ def timeline_svg(timeline: list[Rebalance], now_ms: int) -> str:
                     out.append(f'<text x="{x(r.started_ms) + 4:.1f}" y="{y + 12}" font-size="10" fill="#fff" '
                                f'pointer-events="none">g{r.generation}</text>')
         for c in r.joined:
-            y = PAD_T + lanes[c.member_id] * LANE_H + LANE_H / 2 - 2
+            y = PAD_T + lanes[c.member_id] * LANE_H + LANE_H // 2 - 2
             cx = x(r.started_ms)
             out.append(f'<path class="mark join" data-member="{e(c.member_id)}" d="M{cx - 5:.1f},{y - 6:.1f} '
                        f'L{cx + 3:.1f},{y:.1f} L{cx - 5:.1f},{y + 6:.1f} Z" fill="{JOIN}">'
                        f'<title>{e(c.client_id)} joined: {e(c.reason)} ({e(ms(r.started_ms))} UTC)</title></path>')
         for c in r.left:
             kind = _kind(c.reason)
-            y = PAD_T + lanes[c.member_id] * LANE_H + LANE_H / 2 - 2
+            y = PAD_T + lanes[c.member_id] * LANE_H + LANE_H // 2 - 2
             cx = x(r.started_ms)
             out.append(f'<path class="mark {kind}" data-member="{e(c.member_id)}" d="M{cx - 5:.1f},{y - 5:.1f} '
                        f'L{cx + 5:.1f},{y + 5:.1f} M{cx - 5:.1f},{y + 5:.1f} L{cx + 5:.1f},{y - 5:.1f}" '

@@ -30,7 +30,7 @@ def test_search_and_local_times(console_broker: SamsaBroker, browser: object) ->
 
     driver.get(base + "/")  # type: ignore[attr-defined]
     box = driver.find_element(By.ID, "search")  # type: ignore[attr-defined]
-    box.send_keys(f"ORDERS-")
+    box.send_keys("ORDERS-")
     box.send_keys(Keys.ENTER)
     found = [r[0] for r in rows(driver, "found-topics") if r[0].endswith(tag)]
     assert found == [f"Orders-{tag}", f"orders-eu-{tag}"]
