@@ -8,6 +8,11 @@ timeline). Brokers are read from what Metadata would say, so a cluster shows eve
 cluster mode the groups, transactions and partition offsets of the other brokers are asked of
 them (broker/observability/cluster_view.py), and a group's rebalance timeline is read from its coordinator's
 console (``/timeline/<group>``, JSON), since the coordinator keeps it in memory.
+
+The other pages live in their own modules: the record browser and a record's page
+(records_view.py over record_source.py), the writes behind ``samsa.http.console.write.enable``
+(console_writes.py), the charts (charts.py over history.py's samples), the rebalance timeline
+drawing (timeline_view.py) and the search (search_view.py); markup.py holds the HTML pieces.
 """
 from __future__ import annotations
 

@@ -134,7 +134,7 @@ def _form(topic: str, q: dict[str, str], parts: list[int], seek: str, limit: int
     seek_opts = "".join(opt(s, label, s == seek) for s, label in (
         ("end", "newest"), ("beginning", "oldest"), ("offset", "from offset"), ("timestamp", "from timestamp")))
     iso = opt("read_committed", "read_committed", read_committed) + \
-        opt("read_uncommitted", "read_uncommitted (aborted and open shown)", not read_committed)
+        opt("read_uncommitted", "read_uncommitted", not read_committed)
     return (f'<form class="browse" method="get" action="/topics/{quote(topic, safe="")}/records">'
             f'<label>Partition <select name="partition" id="f-partition">{part_opts}</select></label>'
             f'<label>Start <select name="seek" id="f-seek">{seek_opts}</select></label>'

@@ -62,10 +62,15 @@ def console_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
         yield broker
 
 
-def shot(driver: object, name: str) -> Path:
+def shot(driver: object, name: str, element_id: str | None = None) -> Path:
+    """A screenshot of the page (or of one element: a small image, as the docs use)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"console-{name}.png"
-    driver.save_screenshot(str(path))  # type: ignore[attr-defined]
+    if element_id is not None:
+        from selenium.webdriver.common.by import By
+        driver.find_element(By.ID, element_id).screenshot(str(path))  # type: ignore[attr-defined]
+    else:
+        driver.save_screenshot(str(path))  # type: ignore[attr-defined]
     return path
 
 
@@ -228,6 +233,7 @@ def test_rebalance_timeline_join_expire_leave(console_broker: SamsaBroker, brows
         serve_until([first], lambda: len(first.assignment()) == PARTITIONS and len(generations()) >= 5)
         gens = {int(r[0]): r for r in generations()}
         shot(driver, "timeline")
+        shot(driver, "timeline-chart", "timeline-chart")
     finally:
         if crashing.poll() is None:
             crashing.kill()

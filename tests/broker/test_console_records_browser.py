@@ -104,6 +104,7 @@ def test_key_filter_among_10000_and_one_record(console_broker: SamsaBroker, brow
     assert "continue" not in driver.page_source  # type: ignore[attr-defined]  # scanned to the end
     assert took < 20, took
     shot(driver, "records-key-filter")
+    shot(driver, "records-key-filter-content", "content")
 
     _submit(driver, isolation="read_uncommitted")
     got = rows(driver, "records-browse")
