@@ -25,7 +25,8 @@ from broker.replica.client import BrokerConnection, BrokerConnectionError
 if TYPE_CHECKING:
     from broker.server.broker_server import Broker
 
-CHUNK_BYTES = 1 << 20                 # one read (or Fetch) of stored batches
+CHUNK_BYTES = 256 << 10               # one read (or Fetch) of stored batches: a few thousand records decoded
+                                      # between two checkpoints, so Kafka requests are served meanwhile
 SCAN_BUDGET_BYTES = 16 << 20          # batches scanned for one page, over all partitions read
 PEER_TIMEOUT_S = 5.0
 FETCH_VERSION = 12                    # topic names (13+ name topics by id), aborted transactions, LSO
@@ -270,6 +271,7 @@ async def scan(broker: Broker, topic: str, partition: int, start: int, limit: in
             out.log_start_offset = chunk.log_start_offset
             offset = max(offset, chunk.log_start_offset)
             records, after = decode(chunk, partition, active)
+            await trio.lowlevel.checkpoint()     # decoding is CPU: let the broker's other tasks run
             out.scanned_bytes += len(chunk.data)
             for r in records:
                 if r.offset < offset:
@@ -277,7 +279,8 @@ async def scan(broker: Broker, topic: str, partition: int, start: int, limit: in
                 if visible(r, read_committed) and flt.matches(r):
                     out.records.append(r)
                     if len(out.records) >= limit:
-                        out.next_offset, out.stopped = r.offset + 1, "limit"
+                        out.next_offset = r.offset + 1
+                        out.stopped = "end" if out.next_offset >= chunk.high_watermark else "limit"
                         return out
             if after < 0 or after <= offset:
                 out.next_offset = offset
