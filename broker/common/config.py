@@ -126,6 +126,9 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     # Samsa's own (no Kafka equivalent; see the README's configuration section)
     "samsa.fsync.on.acks.all": ("boolean", False),
     "samsa.http.listener": ("string", None),  # /metrics and the web console, e.g. http://127.0.0.1:8090
+    # the console may produce records and create, delete and configure topics (it has no authentication)
+    "samsa.http.console.write.enable": ("boolean", False),
+    "samsa.http.console.sample.interval.ms": ("long", 5000),   # the console's charts: one sample per interval
     "samsa.emulate.kafka.version": ("string", None),   # e.g. 2.8: advertise that release's API versions
     "samsa.control.listener": ("string", None),        # http://127.0.0.1:PORT: faults and clock (broker/control/endpoint.py)
     "samsa.control.listener.allow.remote": ("boolean", False),

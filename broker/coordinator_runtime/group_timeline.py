@@ -74,6 +74,7 @@ class Rebalance:
     protocol: str | None = None
     leader: str | None = None
     assignment: dict[str, int] = field(default_factory=dict)   # member id -> partitions assigned
+    held: dict[str, list[str]] = field(default_factory=dict)    # member id -> "topic-partition"s (console detail)
 
     @property
     def duration_ms(self) -> int | None:
@@ -210,9 +211,9 @@ class GroupTimeline:
                      members=len(value.members))
         r.generation, r.completed_ms = value.generation, now
         r.protocol, r.leader = value.protocol, value.leader
-        r.assignment = {m.member_id: sum(len(p) for p in
-                                         decode_assignment(m.assignment, value.protocol_type).values())
-                        for m in value.members}
+        decoded = {m.member_id: decode_assignment(m.assignment, value.protocol_type) for m in value.members}
+        r.assignment = {m: sum(len(p) for p in a.values()) for m, a in decoded.items()}
+        r.held = {m: [f"{t}-{p}" for t, ps in sorted(a.items()) for p in sorted(ps)] for m, a in decoded.items()}
         t.generation = value.generation
         t.current = None
         t.timeline.append(r)

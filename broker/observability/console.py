@@ -8,22 +8,25 @@ timeline). Brokers are read from what Metadata would say, so a cluster shows eve
 cluster mode the groups, transactions and partition offsets of the other brokers are asked of
 them (broker/observability/cluster_view.py), and a group's rebalance timeline is read from its coordinator's
 console (``/timeline/<group>``, JSON), since the coordinator keeps it in memory.
+
+The other pages live in their own modules: the record browser and a record's page
+(records_view.py over record_source.py), the writes behind ``samsa.http.console.write.enable``
+(console_writes.py), the charts (charts.py over history.py's samples), the rebalance timeline
+drawing (timeline_view.py) and the search (search_view.py); markup.py holds the HTML pieces.
 """
 from __future__ import annotations
 
-import datetime
-import html
 from typing import TYPE_CHECKING
-from collections.abc import Iterable
 from urllib.parse import quote, unquote
 
-from broker.observability import cluster_view, introspect
+from broker.observability import charts, cluster_view, console_writes, introspect, markup, records_view, search_view, timeline_view
 from broker.observability.cluster_view import ClusterView, LeaderOffsets
 from broker.coordinator_runtime.group_timeline import Rebalance, timeline_to_json
 from ..log.manager import INTERNAL_TOPICS
 from broker.network.http_serve import ASGIApp, Receive, Scope, Send, respond, respond_json
 
 if TYPE_CHECKING:
+    from broker.observability.history import History
 
     from broker.server.broker_server import Broker
 
@@ -39,49 +42,35 @@ th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:to
 th{background:#eef0f4}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .lag{font-weight:bold;color:#b3261e}.ok{color:#1e7a34}.muted{color:#778}
 .missing{background:#fdecea;border:1px solid #f5c2bd;padding:6px 12px;margin:8px 0}
+.done{background:#e7f5ea;border:1px solid #b7dfc0;padding:6px 12px;margin:8px 0}
 code{font-size:12px}.state{font-weight:bold}label{font-size:12px;color:#cfd6e4;margin-left:auto}
+form label{color:#1d2330;margin:0 12px 6px 0;display:inline-block}form{margin:8px 0}
+pre.v{margin:0;white-space:pre-wrap;word-break:break-all;font-size:12px;max-width:640px}
+header form.search{margin:0}header input{font-size:13px;padding:3px 6px}time.local{border-bottom:1px dotted #99a}
+table.record th{width:150px}.timeline-chart{overflow-x:auto;margin-bottom:8px}
+""" + charts.STYLE + """
 """
 
 _SCRIPT = """
 (function(){
+  function pad(n,w){return String(n).padStart(w||2,'0');}
+  // times arrive as UTC text; shown in the browser's zone, the UTC text kept on hover (title)
+  function localize(root){root.querySelectorAll('time[data-ms]').forEach(function(t){var d=new Date(+t.dataset.ms);
+    t.textContent=d.getFullYear()+'-'+pad(d.getMonth()+1)+'-'+pad(d.getDate())+' '+pad(d.getHours())+':'+
+      pad(d.getMinutes())+':'+pad(d.getSeconds())+'.'+pad(d.getMilliseconds(),3);t.classList.add('local');});}
+  localize(document);
   var box=document.getElementById('live');
   setInterval(function(){
     if(!box.checked) return;
     fetch(location.href,{headers:{'X-Samsa-Fragment':'1'}}).then(function(r){return r.text();})
-      .then(function(t){document.getElementById('content').innerHTML=t;
+      .then(function(t){var c=document.getElementById('content');c.innerHTML=t;localize(c);
         document.getElementById('refreshed').textContent=new Date().toLocaleTimeString();});
   },2000);
 })();
 """
 
 
-def _e(x: object) -> str:
-    return html.escape("" if x is None else str(x))
-
-
-def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], cls: str = "") -> str:
-    head = "".join(f"<th>{h}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(rows_cell for rows_cell in row) + "</tr>" for row in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _td(x: object, num: bool = False, cls: str = "", raw: bool = False) -> str:
-    classes = " ".join(c for c in ("n" if num else "", cls) if c)
-    return f'<td class="{classes}">{x if raw else _e(x)}</td>' if classes else f"<td>{x if raw else _e(x)}</td>"
-
-
-def _ms(ts: int | None) -> str:
-    if ts is None or ts < 0:
-        return ""
-    return datetime.datetime.fromtimestamp(ts / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
+_e, _table, _td, _ms, _size = markup.e, markup.table, markup.td, markup.ms, markup.size
 
 
 def _bytes(b: bytes | None) -> str:
@@ -129,6 +118,8 @@ def overview(broker: Broker, view: ClusterView) -> str:
         _td(sum(o.high_watermark - o.log_start_offset for o in known[name]), num=True),
         _td(_size(sum(max(o.size_bytes, 0) for o in known[name])), num=True),
         _td("yes" if name in INTERNAL_TOPICS else "")] for name, ps in by_topic.items()], "topics")
+    create = '<p><a id="create-topic" href="/create-topic">Create a topic</a></p>' \
+        if console_writes.enabled(broker) else ""
     groups = view.groups
     group_table = _table(["Group", "State", "Protocol", "Members", "Partitions committed", "Total lag",
                           "Coordinator"], [[
@@ -137,7 +128,7 @@ def overview(broker: Broker, view: ClusterView) -> str:
         _td(len(v.offsets), num=True), _td(v.total_lag, num=True, cls="lag" if v.total_lag else "ok"),
         _td(v.coordinator, num=True)]
         for v in groups], "groups") if groups else '<p class="muted">No consumer groups.</p>'
-    return (f"{_missing(view)}<h2>Brokers</h2>{brokers}<h2>Topics</h2>{topics}<h2>Consumer groups</h2>{group_table}"
+    return (f"{_missing(view)}<h2>Brokers</h2>{brokers}<h2>Topics</h2>{topics}{create}<h2>Consumer groups</h2>{group_table}"
             f"<h2>Transactions in flight</h2>{_transactions(broker, view)}")
 
 
@@ -149,7 +140,7 @@ def _transactions(broker: Broker, view: ClusterView) -> str:
     return _table(["Transactional id", "State", "Producer id", "Epoch", "Started", "Age (ms)", "Timeout (ms)",
                    "Partitions", "Coordinator"], [[
         _td(d.transactional_id), _td(d.state, cls="state"), _td(d.producer_id, num=True),
-        _td(d.producer_epoch, num=True), _td(_ms(d.start_time_ms)),
+        _td(d.producer_epoch, num=True), _td(markup.when(d.start_time_ms), raw=True),
         _td(now - d.start_time_ms if d.start_time_ms > 0 else "", num=True), _td(d.timeout_ms, num=True),
         _td(", ".join(f"{t}[{','.join(map(str, ps))}]" for t, ps in d.topics)),
         _td(d.coordinator, num=True)] for d in txns], "transactions")
@@ -186,20 +177,40 @@ def topic_page(broker: Broker, name: str, view: ClusterView) -> str | None:
         for pr in introspect.producers(broker, name, p.partition):
             prod_rows.append([_td(p.partition, num=True), _td(pr.producer_id, num=True),
                               _td(pr.producer_epoch, num=True), _td(pr.last_sequence, num=True),
-                              _td(_ms(pr.last_timestamp)), _td(pr.current_txn_start_offset
+                              _td(markup.when(pr.last_timestamp), raw=True), _td(pr.current_txn_start_offset
                                                                if pr.current_txn_start_offset >= 0 else "")])
     producers = _table(["Partition", "Producer id", "Epoch", "Last sequence", "Last write", "Open txn from"],
                        prod_rows, "producers") if prod_rows else '<p class="muted">No idempotent producers.</p>'
     records = introspect.recent_records(broker, name)
     rec = _table(["Partition", "Offset", "Timestamp", "Key", "Value", "Headers"], [[
-        _td(r.partition, num=True), _td(r.offset, num=True), _td(_ms(r.timestamp)), _td(_bytes(r.key), raw=True),
+        _td(r.partition, num=True), _td(r.offset, num=True), _td(markup.when(r.timestamp), raw=True), _td(_bytes(r.key), raw=True),
         _td(_bytes(r.value), raw=True),
         _td("<br>".join(f"{_e(k)}: {_bytes(v)}" for k, v in r.headers), raw=True)] for r in records],
         "records") if records else '<p class="muted">No records.</p>'
     return (f"{_missing(view)}<h2>Topic {_e(name)}</h2><p>Topic id <code>{_e(topic_id)}</code> · configs: {_e(cfg)}</p>"
-            f"{table}<h2>Producers per partition</h2>{producers}"
+            f"<p><a id=\"browse\" href=\"/topics/{quote(name, safe='')}/records\">Browse and search records</a>"
+            + (f" · <a id=\"produce\" href=\"/topics/{quote(name, safe='')}/produce\">Produce a record</a> · "
+               f"<a id=\"admin\" href=\"/topics/{quote(name, safe='')}/admin\">Edit configs or delete</a>"
+               if console_writes.enabled(broker) else "") + "</p>"
+            f"{table}{_topic_charts(broker, name)}<h2>Producers per partition</h2>{producers}"
             f"<h2>Recent records</h2><p class=\"muted\">The last 20 committed records of each partition, newest "
             f"first; values cut at {RECORD_PREVIEW_BYTES} bytes.</p>{rec}")
+
+
+def _history(broker: Broker) -> History | None:
+    return broker.metrics.history if broker.metrics is not None else None
+
+
+def _topic_charts(broker: Broker, name: str) -> str:
+    """Messages and bytes per second over the last minutes (this broker's counters)."""
+    history = _history(broker)
+    if history is None:
+        return ""
+    rates = history.topic_rates(name)
+    return ("<h2>Movement</h2>"
+            + charts.line_chart("chart-messages-in", "Messages in per second", {"messages in/s": rates["messages in/s"]})
+            + charts.line_chart("chart-bytes", "Bytes in and out per second",
+                                {"bytes in/s": rates["bytes in/s"], "bytes out/s": rates["bytes out/s"]}))
 
 
 def group_page(broker: Broker, group_id: str, view: ClusterView,
@@ -222,7 +233,7 @@ def group_page(broker: Broker, group_id: str, view: ClusterView,
     timeline, source = (remote_timeline or (None, "")) if remote else (broker.groups.timeline.timeline(group_id), "")
     tl = _table(["Generation", "Started", "Completed", "Duration (ms)", "Why", "Joined", "Left", "Assignment"], [[
         _td(r.generation if r.generation is not None else f"after {r.previous_generation} (in progress)"),
-        _td(_ms(r.started_ms)), _td(_ms(r.completed_ms)),
+        _td(markup.when(r.started_ms), raw=True), _td(markup.when(r.completed_ms), raw=True),
         _td(r.duration_ms if r.duration_ms is not None else "", num=True),
         _td("<br>".join(_e(x) for x in r.reasons), raw=True),
         _td("<br>".join(_e(f"{c.member_id} ({c.client_id})") for c in r.joined), raw=True),
@@ -240,14 +251,25 @@ def group_page(broker: Broker, group_id: str, view: ClusterView,
             f"<p>State <span class=\"state\" id=\"group-state\">{_e(v.state)}</span> · protocol "
             f"{_e(v.protocol_type)}/{_e(v.protocol)} · coordinator partition {v.coordinator_partition} of "
             f"__consumer_offsets{f' (broker {v.coordinator})' if v.coordinator >= 0 else ''} · total lag <span id=\"total-lag\">{v.total_lag}</span></p>"
-            f"<h2>Members</h2>{members}<h2>Committed offsets and lag</h2>{offsets}"
-            f"<h2>Rebalance timeline</h2>{tl}")
+            f"<h2>Members</h2>{members}<h2>Committed offsets and lag</h2>{offsets}{_lag_chart(broker, v.group_id)}"
+            f"<h2>Rebalance timeline</h2>{timeline_view.timeline_svg(timeline or [], broker.now_ms())}{tl}")
 
 
-def _page(title: str, content: str) -> str:
+def _lag_chart(broker: Broker, group_id: str) -> str:
+    history = _history(broker)
+    if history is None:
+        return ""
+    return charts.line_chart("chart-lag", "Lag over the last minutes (total and per partition)",
+                             history.group_lag(group_id))
+
+
+def _page(title: str, content: str, live: bool = True, q: str = "") -> str:
+    """A whole page; ``live``: the live-refresh box starts ticked (off on pages with a form, whose
+    inputs a refresh would reset)."""
     return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{_e(title)} · Samsa</title>"
             f"<style>{_STYLE}</style></head><body><header><b>Samsa</b><a href=\"/\">Overview</a>"
-            f"<a href=\"/metrics\">Metrics</a><label><input type=\"checkbox\" id=\"live\" checked> live refresh "
+            f"<a href=\"/metrics\">Metrics</a><form class=\"search\" method=\"get\" action=\"/search\">"
+            f"<input name=\"q\" id=\"search\" placeholder=\"Search topics and groups\" size=\"28\" value=\"{_e(q)}\"></form><label><input type=\"checkbox\" id=\"live\"{' checked' if live else ''}> live refresh "
             f"<span id=\"refreshed\"></span></label></header><main id=\"content\">{content}</main>"
             f"<script>{_SCRIPT}</script></body></html>")
 
@@ -257,8 +279,25 @@ def console_app(broker: Broker) -> ASGIApp:
         path = unquote(scope.get("path", "/"))
         fragment = any(k.lower() == b"x-samsa-fragment" for k, _ in scope.get("headers", []))
         content: str | None     # None: not found
+        query = scope.get("query_string", b"").decode("latin-1")
+        live = True
+        written = await console_writes.handle(broker, scope, receive, path)
+        if written is not None:
+            status, title, content = written
+            await respond(send, status, _page(title, content, live=False), "text/html; charset=utf-8")
+            return
         if path in ("/", ""):
             title, content = "Overview", overview(broker, await cluster_view.gather(broker))
+        elif path.startswith("/topics/") and "/records" in path[len("/topics/"):]:
+            name, _, rest = path[len("/topics/"):].partition("/records")
+            live, title = False, f"{name} records"
+            bits = rest.strip("/").split("/")
+            if rest.strip("/") == "":
+                content = await records_view.records_page(broker, name, query)
+            elif len(bits) == 2 and all(b.isdigit() for b in bits):
+                content = await records_view.record_page(broker, name, int(bits[0]), int(bits[1]))
+            else:
+                content = None
         elif path.startswith("/topics/"):
             name = path[len("/topics/"):]
             title, content = name, topic_page(broker, name, await cluster_view.gather(broker, everything=False))
@@ -269,6 +308,12 @@ def console_app(broker: Broker) -> ASGIApp:
             remote = await cluster_view.remote_timeline(broker, coordinator, name) \
                 if coordinator not in (-1, broker.node_id) else None
             title, content = name, group_page(broker, name, view, remote)
+        elif path == "/search":
+            live, title = False, "Search"
+            q = search_view.query_of(query)
+            content = search_view.search_page(broker, q, await cluster_view.gather(broker))
+            await respond(send, 200, content if fragment else _page(title, content, live, q), "text/html; charset=utf-8")
+            return
         elif path.startswith("/timeline/"):
             # this broker's in-memory rebalance timeline of a group it coordinates, as JSON: what
             # another broker's console shows for it (broker/observability/cluster_view.py remote_timeline)
@@ -280,5 +325,5 @@ def console_app(broker: Broker) -> ASGIApp:
             await respond(send, 404, _page("Not found", f"<h2>Not found: {_e(path)}</h2>"),
                           "text/html; charset=utf-8")
             return
-        await respond(send, 200, content if fragment else _page(title, content), "text/html; charset=utf-8")
+        await respond(send, 200, content if fragment else _page(title, content, live), "text/html; charset=utf-8")
     return app

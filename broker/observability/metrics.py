@@ -27,6 +27,7 @@ from . import introspect
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
+    from broker.observability.history import History
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -77,6 +78,7 @@ class BrokerMetrics:
         self.connections_created: dict[str, int] = {}
         self.connections_closed: dict[str, int] = {}
         self.open_connections: dict[str, int] = {}
+        self.history: History | None = None       # the console's samples (broker/observability/history.py)
         self.registry.register(_CounterCollector(self))
         self.registry.register(_ScrapeCollector(broker))
 

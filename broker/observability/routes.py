@@ -29,9 +29,14 @@ def observe_routes(broker: Broker) -> Routes:
 
 
 async def run_http_listener(broker: Broker, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve ``samsa.http.listener`` until cancelled; the broker keeps metrics only from here on."""
+    """Serve ``samsa.http.listener`` until cancelled; the broker keeps metrics only from here on,
+    and the console's charts sample them (broker/observability/history.py) alongside."""
+    from broker.observability.history import History, run_sampler
     from broker.observability.metrics import BrokerMetrics
 
     broker.metrics = BrokerMetrics(broker)
-    await serve_http(observe_routes(broker), str(broker.config["samsa.http.listener"]), "samsa.http.listener",
-                     task_status=task_status)
+    broker.metrics.history = History()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run_sampler, broker, broker.metrics.history)
+        await serve_http(observe_routes(broker), str(broker.config["samsa.http.listener"]), "samsa.http.listener",
+                         task_status=task_status)

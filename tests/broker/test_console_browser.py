@@ -62,10 +62,15 @@ def console_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
         yield broker
 
 
-def shot(driver: object, name: str) -> Path:
+def shot(driver: object, name: str, element_id: str | None = None) -> Path:
+    """A screenshot of the page (or of one element: a small image, as the docs use)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"console-{name}.png"
-    driver.save_screenshot(str(path))  # type: ignore[attr-defined]
+    if element_id is not None:
+        from selenium.webdriver.common.by import By
+        driver.find_element(By.ID, element_id).screenshot(str(path))  # type: ignore[attr-defined]
+    else:
+        driver.save_screenshot(str(path))  # type: ignore[attr-defined]
     return path
 
 
@@ -156,6 +161,17 @@ def test_console_shows_group_lag_topics_and_transactions(console_broker: SamsaBr
         del txn
 
 
+def timeline_drawing(driver: object) -> tuple[list[str], list[tuple[str, int, list[str]]], list[tuple[str, str]]]:
+    """The timeline SVG's lanes (member ids), spans (member, generation, partitions) and marks
+    (member, join/leave/expire), read in one script call."""
+    lanes, spans, marks = driver.execute_script(  # type: ignore[attr-defined]
+        "var s = document.querySelector('#timeline-chart svg');"
+        "return [Array.from(s.querySelectorAll('g.lane')).map(g => g.dataset.member),"
+        " Array.from(s.querySelectorAll('rect.span')).map(r => [r.dataset.member, r.dataset.generation, r.dataset.partitions]),"
+        " Array.from(s.querySelectorAll('path.mark')).map(p => [p.dataset.member, p.classList[1]])];")
+    return lanes, [(m, int(g), p.split(",")) for m, g, p in spans], [(m, k) for m, k in marks]
+
+
 _CRASHING_MEMBER = """
 import sys, time
 from confluent_kafka import Consumer
@@ -217,6 +233,7 @@ def test_rebalance_timeline_join_expire_leave(console_broker: SamsaBroker, brows
         serve_until([first], lambda: len(first.assignment()) == PARTITIONS and len(generations()) >= 5)
         gens = {int(r[0]): r for r in generations()}
         shot(driver, "timeline")
+        shot(driver, "timeline-chart", "timeline-chart")
     finally:
         if crashing.poll() is None:
             crashing.kill()
@@ -234,5 +251,15 @@ def test_rebalance_timeline_join_expire_leave(console_broker: SamsaBroker, brows
     for n in (1, 3, 5):
         assert gens[n][7].endswith(": 3 partitions") and "\n" not in gens[n][7]
     assert all(int(r[3]) >= 0 for r in gens.values())
+    # the same sequence drawn as a timeline: one lane per member, one span per generation it was in
+    lanes, spans, marks = timeline_drawing(driver)
+    ids = {gens[1][5].split(" (")[0]: "first", gens[2][5].split(" (")[0]: "crashing", gens[4][5].split(" (")[0]: "leaving"}
+    assert set(lanes) == set(ids)
+    assert {ids[m]: sorted(g for mm, g, _ in spans if mm == m) for m in ids} == {
+        "first": [1, 2, 3, 4, 5], "crashing": [2], "leaving": [4]}
+    held = {(ids[m], g): ps for m, g, ps in spans}
+    assert len(held[("first", 1)]) == PARTITIONS and len(held[("first", 2)]) + len(held[("crashing", 2)]) == PARTITIONS
+    assert sorted((ids[m], kind) for m, kind in marks) == [
+        ("crashing", "expire"), ("crashing", "join"), ("first", "join"), ("leaving", "join"), ("leaving", "leave")]
     log = console_broker.read_log()
     assert "member expired" in log and "session timeout expired" in log
