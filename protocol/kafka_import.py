@@ -42,18 +42,18 @@ def _defer_crc32c_init() -> None:
     pkg = importlib.util.module_from_spec(spec)
     sys.modules["crc32c"] = pkg
     try:
-        pkg.crc32c = importlib.import_module("crc32c._crc32c").crc32c  # type: ignore[attr-defined]
+        pkg.__dict__["crc32c"] = importlib.import_module("crc32c._crc32c").crc32c
     except ImportError:
         del sys.modules["crc32c"]
         return
     loader = spec.loader
 
     def __getattr__(name: str) -> object:
-        del pkg.__getattr__     # type: ignore[attr-defined]  # once: the real __init__ defines the rest
+        del pkg.__dict__["__getattr__"]     # once: the real __init__ defines the rest
         loader.exec_module(pkg)
         return getattr(pkg, name)
 
-    pkg.__getattr__ = __getattr__   # type: ignore[attr-defined]
+    pkg.__dict__["__getattr__"] = __getattr__
 
 
 def import_submodule_alone(name: str) -> types.ModuleType:
