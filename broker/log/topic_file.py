@@ -44,6 +44,8 @@ def read_topic_file(path: str) -> tuple[dict[str, Any], int, bool]:
             pass
     lines = data.split(b"\n")
     complete, tail = lines[:-1], lines[-1]
+    if not complete:               # empty, or a torn first line: nothing to append after
+        return {"topics": []}, 0, True
     rewrite = bool(tail)
     meta: dict[str, Any] = {"topics": []}
     changes = 0
@@ -56,6 +58,8 @@ def read_topic_file(path: str) -> tuple[dict[str, Any], int, bool]:
             rewrite = True         # a torn change (a crash mid-write): never acknowledged
             break
         if i == 0:
+            if not isinstance(entry, dict) or "topics" not in entry:
+                raise ValueError(f"{path}: the first line is not a snapshot of the topics")
             meta = entry
         else:
             apply(meta, entry)

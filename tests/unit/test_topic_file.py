@@ -102,3 +102,8 @@ def test_a_failed_append_rewrites_the_file_at_the_next_change(tmp_path: Path, mo
     assert (tmp_path / METADATA_FILE).read_bytes().count(b"\n") == 1
     lm.shutdown()
     assert sorted(_manager(tmp_path).topics) == ["a", "b", "c"]
+
+
+def test_an_empty_topic_file_reads_as_no_topics_and_is_rewritten_before_any_change(tmp_path: Path) -> None:
+    (tmp_path / METADATA_FILE).write_bytes(b"")
+    assert read_topic_file(str(tmp_path / METADATA_FILE)) == ({"topics": []}, 0, True)
