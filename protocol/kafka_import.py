@@ -1,8 +1,10 @@
 """Start-up speed: import kafka-python's protocol, error and record-util modules without
 running ``kafka/__init__.py`` (which pulls in the whole client: admin, consumer, producer,
 doubling the broker's start time) or ``kafka/record/__init__.py`` (the client's record
-builders and every codec). Only the broker process calls this, before any kafka import;
-test code and users' code import kafka-python normally."""
+builders and every codec), and the crc32c package's checksum without its ``__init__`` (which
+reads its own version through ``importlib.metadata``: ~35 ms scanning the installed
+distributions). Only the broker process calls this, before any kafka import; test code and
+users' code import kafka-python and crc32c normally."""
 from __future__ import annotations
 
 import importlib.util
@@ -25,6 +27,33 @@ def skip_client_package_init() -> None:
         pkg.__file__ = spec.origin
         pkg.__package__ = name
         sys.modules[name] = pkg
+    _defer_crc32c_init()
+
+
+def _defer_crc32c_init() -> None:
+    """``crc32c`` as a module holding the C checksum at once and running the package's real
+    ``__init__`` into itself on the first use of anything else (``crc32c.__version__``...), so
+    that a later ``import crc32c`` in the broker process still sees the whole package."""
+    if "crc32c" in sys.modules:
+        return
+    spec = importlib.util.find_spec("crc32c")
+    if spec is None or spec.loader is None or not spec.submodule_search_locations:
+        return
+    pkg = importlib.util.module_from_spec(spec)
+    sys.modules["crc32c"] = pkg
+    try:
+        pkg.__dict__["crc32c"] = importlib.import_module("crc32c._crc32c").crc32c
+    except ImportError:
+        del sys.modules["crc32c"]
+        return
+    loader = spec.loader
+
+    def __getattr__(name: str) -> object:
+        del pkg.__dict__["__getattr__"]     # once: the real __init__ defines the rest
+        loader.exec_module(pkg)
+        return getattr(pkg, name)
+
+    pkg.__dict__["__getattr__"] = __getattr__
 
 
 def import_submodule_alone(name: str) -> types.ModuleType:

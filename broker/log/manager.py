@@ -1,7 +1,8 @@
 """Topics and their partition logs under ``log.dirs``.
 
-Topic names, ids, partition counts and config overrides live in one metadata file,
-replaced atomically, so topic ids stay stable across restarts. A ``.kafka_cleanshutdown``
+Topic names, ids, partition counts and config overrides live in one metadata file, a
+snapshot followed by the changes since, each fdatasynced before it is acknowledged
+(broker/log/topic_file.py), so topic ids stay stable across restarts. A ``.kafka_cleanshutdown``
 marker (Kafka's name) lets start-up trust the persisted indexes and producer snapshots and
 skip CRC-checking the active segments.
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import heapq
-import json
 import os
 import re
 import secrets
@@ -37,6 +37,7 @@ from .flush import after_append
 from .partition import LogCorrupt, Partition
 from .partition_map import PartitionMap
 from .segment import fsync_dir
+from .topic_file import COMPACT_AFTER, TopicFile, read_topic_file
 
 if TYPE_CHECKING:   # types only: broker.metadata sits above broker.log
     from broker.metadata.topology import TopicConfigs
@@ -95,6 +96,8 @@ class LogManager:
         self._deletions: list[tuple[int, int, list[str]]] = []  # (due ms, seq, renamed paths)
         self._deletions_changed = trio.Event()
         self._seq = 0
+        self._deleter_running = False    # run_file_deleter removes deleted topics' directories
+        self.topic_file = TopicFile(os.path.join(self.log_dir, METADATA_FILE))
         # the broker's reaction to any leader append (wake parked fetches, move the HW of a
         # partition whose ISR is the leader alone); set once by the broker
         self.on_leader_append: Callable[[Partition], None] | None = None
@@ -125,11 +128,7 @@ class LogManager:
         clean = os.path.exists(marker)
         if not clean and not fresh:
             log.warning("previous shutdown was not clean; checking segment tails", log_dir=self.log_dir)
-        try:
-            with open(os.path.join(self.log_dir, METADATA_FILE)) as f:
-                meta = json.load(f)
-        except FileNotFoundError:
-            meta = {"topics": []}
+        meta, changes, rewrite = read_topic_file(self.topic_file.path)
         written_for = meta.get("cluster_id")
         if written_for and written_for != self.cluster_id:
             problem = (f"meta.properties in {self.log_dir} says cluster.id={self.cluster_id}, but its topics were "
@@ -147,6 +146,10 @@ class LogManager:
                 except LogCorrupt as exc:
                     log.error("refusing to start: partition log is inconsistent", error=str(exc))
                     raise SystemExit(f"refusing to start: {exc}") from None
+        if rewrite:
+            self._save()           # a torn change cut off, or the older layout: a snapshot to append to
+        elif os.path.exists(self.topic_file.path):
+            self.topic_file.open(changes)
         if clean:
             os.unlink(marker)
         previous = {"new_log_dir": True} if fresh else {"clean_shutdown": clean}
@@ -223,29 +226,42 @@ class LogManager:
         self._deletions_changed.set()
 
     async def run_file_deleter(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
-        """Remove renamed segment files once their file.delete.delay.ms has passed."""
+        """Remove renamed segment files once their file.delete.delay.ms has passed, and the
+        renamed directories of deleted topics at once, in a worker thread (a directory's
+        removal waits on the file system's journal: milliseconds the event loop keeps)."""
+        self._deleter_running = True
         task_status.started()
-        while True:
-            self._deletions_changed = trio.Event()
-            now = self.now_ms()
-            while self._deletions and self._deletions[0][0] <= now:
-                _, _, paths = heapq.heappop(self._deletions)
-                for path in paths:
-                    try:
-                        os.unlink(path)
-                    except FileNotFoundError:
-                        pass
-            await self.clock.wait(self._deletions[0][0] if self._deletions else None, self._deletions_changed)
+        try:
+            while True:
+                self._deletions_changed = trio.Event()
+                now = self.now_ms()
+                while self._deletions and self._deletions[0][0] <= now:
+                    _, _, paths = heapq.heappop(self._deletions)
+                    for path in paths:
+                        if path.endswith(DELETE_SUFFIX):
+                            await trio.to_thread.run_sync(functools.partial(shutil.rmtree, path, ignore_errors=True))
+                            continue
+                        try:
+                            os.unlink(path)
+                        except FileNotFoundError:
+                            pass
+                await self.clock.wait(self._deletions[0][0] if self._deletions else None, self._deletions_changed)
+        finally:
+            self._deleter_running = False
 
     def _save(self) -> None:
-        meta = {"cluster_id": self.cluster_id, "topics": [{"name": t.name, "id": str(t.topic_id), "partitions": t.partition_count,
-                            "configs": t.configs, **_hosted(t)} for t in self.topics.values()]}
-        path = os.path.join(self.log_dir, METADATA_FILE)
-        with open(path + ".tmp", "w") as f:
-            json.dump(meta, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(path + ".tmp", path)
+        """Rewrite the topic file as one snapshot (durable on return)."""
+        self.topic_file.rewrite({"cluster_id": self.cluster_id,
+                                 "topics": [_entry(t) for t in self.topics.values()]})
+
+    def _persist(self, topic: Topic, removed: bool = False) -> None:
+        """Make one topic's change durable before it is answered: one line appended to the
+        topic file and fdatasynced (a snapshot instead for the file's first change, after a
+        failed write, and every COMPACT_AFTER changes)."""
+        if not self.topic_file.is_open or self.topic_file.changes >= COMPACT_AFTER:
+            self._save()
+        else:
+            self.topic_file.append({"remove": topic.name} if removed else {"put": _entry(topic)})
 
     # -- configs -------------------------------------------------------------------------
     def broker_configs_changed(self) -> None:
@@ -288,7 +304,7 @@ class LogManager:
         for p in range(partitions):
             if hosted is None or p in hosted:
                 topic.partitions.add(self._open_partition(topic, p, True))
-        self._save()
+        self._persist(topic)
         log.info("topic created", topic=name, partitions=partitions, topic_id=str(topic.topic_id),
                  **({} if hosted is None else {"hosted": sorted(hosted)}))
         return topic
@@ -300,14 +316,14 @@ class LogManager:
             if hosted is None or p in hosted:
                 topic.partitions.add(self._open_partition(topic, p, True))
         topic.partition_count = max(topic.partition_count, total)
-        self._save()
+        self._persist(topic)
 
     def add_replica(self, name: str, index: int) -> Partition:
         """A cluster made this broker a replica of an existing partition (a reassignment): an empty log."""
         topic = self.topics[name]
         part = self._open_partition(topic, index, True)
         topic.partitions.add(part)
-        self._save()
+        self._persist(topic)
         return part
 
     def delete_replica(self, name: str, index: int) -> None:
@@ -319,15 +335,17 @@ class LogManager:
             # files first: a crash before the save leaves the replica listed with an empty log,
             # which the next image deletes again (never a directory nothing lists)
             _remove_partition_files(part)
-        if not topic.partitions:
+        gone = not topic.partitions
+        if gone:
             self.topics.pop(name)
             self.topics_by_id.pop(topic.topic_id, None)
-        self._save()
+        self._persist(topic, removed=gone)
         log.info("replica deleted", topic=name, partition=index)
 
     def alter_configs(self, name: str, configs: dict[str, str]) -> None:
-        self.topics[name].configs = dict(configs)
-        self._save()
+        topic = self.topics[name]
+        topic.configs = dict(configs)
+        self._persist(topic)
 
     def delete_topic(self, name: str) -> Topic:
         """Kafka's order: each partition directory is first renamed to ``<dir>.<id>-delete``
@@ -338,9 +356,15 @@ class LogManager:
         self.topics_by_id.pop(topic.topic_id, None)
         for part in topic.partitions:
             _mark_for_deletion(part)
-        self._save()
+        self._persist(topic, removed=True)
         for part in topic.partitions:
-            _remove_partition_files(part)
+            if self._deleter_running:
+                # as Kafka's LogManager.asyncDelete: the renamed directory goes in the background
+                # (right after the answer, file deleter); a restart before then removes it too
+                _close_partition_files(part)
+                self._delete_later([part.directory], 0)
+            else:
+                _remove_partition_files(part)
         log.info("topic deleted", topic=name)
         return topic
 
@@ -362,6 +386,7 @@ class LogManager:
                     log.error("flush failed at shutdown", partition=part.name, error=str(exc))
                 part.close()
         self.fds.close_all()
+        self.topic_file.close()
         if not ok:
             log.warning("not marking the shutdown clean: a flush failed", log_dir=self.log_dir)
             return
@@ -371,6 +396,11 @@ class LogManager:
             os.fsync(f.fileno())
         fsync_dir(self.log_dir)
         log.info("log manager shut down cleanly", log_dir=self.log_dir)
+
+
+def _entry(t: Topic) -> dict[str, Any]:
+    """A topic as the topic file lists it."""
+    return {"name": t.name, "id": str(t.topic_id), "partitions": t.partition_count, "configs": t.configs, **_hosted(t)}
 
 
 def _hosted(t: Topic) -> dict[str, list[int]]:
@@ -391,10 +421,14 @@ def _mark_for_deletion(part: Partition) -> None:
     part.directory = marked
 
 
-def _remove_partition_files(part: Partition) -> None:
+def _close_partition_files(part: Partition) -> None:
     for seg in part.segments:
         seg.close()
     part.deleted = True
+
+
+def _remove_partition_files(part: Partition) -> None:
+    _close_partition_files(part)
     shutil.rmtree(part.directory, ignore_errors=True)
 
 

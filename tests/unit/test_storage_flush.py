@@ -71,11 +71,11 @@ def test_fsync_on_acks_all_shares_one_fsync_between_concurrent_requests(tmp_path
 
 
 def test_flusher_task_honours_flush_ms_and_default_relies_on_the_os(tmp_path, monkeypatch):
-    counter = SyncCounter(monkeypatch)
     lm = LogManager(BrokerConfig({"log.dirs": str(tmp_path)}))
     lm.load()
     timed = lm.create_topic("timed", 1, {"flush.ms": "50"})
     default = lm.create_topic("default", 1)
+    counter = SyncCounter(monkeypatch)      # the segments' syncs (a topic change syncs the topic file)
     broker = SimpleNamespace(logs=lm, now_ms=lambda: int(time.time() * 1000))
     for t in (timed, default):
         data = rb.build_batch([(b"k", b"v")], timestamp_ms=broker.now_ms())
