@@ -25,7 +25,6 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
