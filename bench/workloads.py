@@ -419,13 +419,16 @@ class CommitRate:
     note: str = ""
     p50_ms: float = float("nan")   # latency of one synchronous commit() call, all groups pooled
     p99_ms: float = float("nan")
+    broker_cpu_us: float = float("nan")   # broker CPU per commit over the timed window
 
 
-def offset_commit_rate(bootstrap: str, topic: str, groups: int, seconds: float) -> CommitRate:
+def offset_commit_rate(bootstrap: str, topic: str, groups: int, seconds: float,
+                       broker_pid: int | None = None) -> CommitRate:
     """`groups` consumers, each alone in its own group and never subscribed (like assign()-only
     clients: generation -1), each committing synchronously in a loop from its own thread. Each
     timed commit() call's latency is kept too: with groups=1 that is the latency of an
-    OffsetCommit on an otherwise idle broker (bench/cluster_coordinators.py)."""
+    OffsetCommit on an otherwise idle broker (bench/cluster_coordinators.py). With
+    ``broker_pid`` the broker process' CPU time over the timed window is reported per commit."""
     consumers = [_consumer(bootstrap, f"bench-commit-{i}-{uuid.uuid4().hex[:6]}")
                  for i in range(groups)]
     counts = [0] * groups
@@ -473,10 +476,12 @@ def offset_commit_rate(bootstrap: str, topic: str, groups: int, seconds: float) 
             raise WorkloadError("warm-up commits did not finish within 60 s") from None
         if not any(warm_ok):
             raise WorkloadError(f"OffsetCommit failed: {first_err[:1]}")
+        cpu0 = _cpu_seconds(broker_pid) if broker_pid else 0.0
         t0 = time.perf_counter()
         time.sleep(seconds)
         stop.set()
         elapsed = time.perf_counter() - t0
+        cpu = _cpu_seconds(broker_pid) - cpu0 if broker_pid else float("nan")
         end = time.monotonic() + 20.0
         for t in threads:
             t.join(timeout=max(0.0, end - time.monotonic()))
@@ -494,7 +499,8 @@ def offset_commit_rate(bootstrap: str, topic: str, groups: int, seconds: float) 
             note += f" {bad} sampled groups read back a different offset"
         pooled = sorted(x for xs in lat_ms for x in xs)
         p50, p99 = (_percentile(pooled, 50), _percentile(pooled, 99)) if pooled else (float("nan"),) * 2
-        return CommitRate(total / elapsed, total, sum(errs), note.strip(), p50, p99)
+        return CommitRate(total / elapsed, total, sum(errs), note.strip(), p50, p99,
+                          cpu / total * 1e6 if total else float("nan"))
     finally:
         stop.set()
         _close_all(consumers)
@@ -507,34 +513,85 @@ class TxnRate:
     p50_ms: float
     p99_ms: float
     note: str = ""
+    broker_cpu_us: float = float("nan")   # broker CPU per transaction over the timed window
 
 
 def transaction_rate(bootstrap: str, topic: str, seconds: float, records: int = 10,
-                     min_count: int = 0, max_seconds: float = 120.0) -> TxnRate:
-    """One transactional producer committing transactions of `records` 1 KB records in a loop
-    for `seconds`, or longer until `min_count` transactions are done (never past `max_seconds`).
-    EndTxn latency is the commit call alone, timed after the records were flushed."""
-    p = Producer({**_base(bootstrap), "transactional.id": f"bench-txn-{uuid.uuid4().hex[:8]}",
-                  "linger.ms": 0, "transaction.timeout.ms": 60000}, logger=RDK_LOG)
+                     min_count: int = 0, max_seconds: float = 120.0, clients: int = 1,
+                     broker_pid: int | None = None) -> TxnRate:
+    """``clients`` transactional producers (one thread and transactional.id each) committing
+    transactions of `records` 1 KB records in a loop for `seconds`, or longer until
+    `min_count` transactions are done (never past `max_seconds`). Producers are initialised
+    (InitProducerId) and have done one transaction before the clock starts. EndTxn latency is
+    the commit call alone, timed after the records were flushed; all producers pooled. With
+    ``broker_pid`` the broker process' CPU time over the timed window is reported per transaction."""
     pad = _payload()
+    producers = [Producer({**_base(bootstrap), "transactional.id": f"bench-txn-{i}-{uuid.uuid4().hex[:8]}",
+                           "linger.ms": 0, "transaction.timeout.ms": 60000}, logger=RDK_LOG)
+                 for i in range(clients)]
+    start = threading.Barrier(clients + 1)
+    stop = threading.Event()
+    commits: list[list[float]] = [[] for _ in range(clients)]
+    failures: list[str] = []
+
+    def one(p: Producer) -> float:
+        p.begin_transaction()
+        for _ in range(records):
+            p.produce(topic, pad)
+        p.flush(30)
+        c0 = time.perf_counter()
+        p.commit_transaction(30)
+        return (time.perf_counter() - c0) * 1000
+
+    def work(i: int) -> None:
+        p = producers[i]
+        try:
+            p.init_transactions(30)
+            one(p)                                     # warm-up: coordinator and partition leader
+        except KafkaException as e:
+            failures.append(str(e))
+            start.abort()
+            return
+        try:
+            start.wait(timeout=120.0)
+        except threading.BrokenBarrierError:
+            return
+        try:
+            while not stop.is_set():
+                ms = one(p)
+                if not stop.is_set():
+                    commits[i].append(ms)
+        except KafkaException as e:
+            failures.append(str(e))
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(clients)]
+    for t in threads:
+        t.start()
     try:
-        p.init_transactions(30)
-        commits: list[float] = []
-        t0 = time.perf_counter()
-        deadline, cap = t0 + seconds, t0 + max(seconds, max_seconds)
-        while time.perf_counter() < deadline or (len(commits) < min_count and time.perf_counter() < cap):
-            p.begin_transaction()
-            for _ in range(records):
-                p.produce(topic, pad)
-            p.flush(30)
-            c0 = time.perf_counter()
-            p.commit_transaction(30)
-            commits.append((time.perf_counter() - c0) * 1000)
-        elapsed = time.perf_counter() - t0
-    except KafkaException as e:
-        return TxnRate(0.0, 0, 0.0, 0.0, f"transactions failed: {e}")
-    commits.sort()
-    return TxnRate(len(commits) / elapsed, len(commits), _percentile(commits, 50), _percentile(commits, 99))
+        start.wait(timeout=120.0)
+    except threading.BrokenBarrierError:
+        stop.set()
+        return TxnRate(0.0, 0, 0.0, 0.0, f"transactions failed: {failures[:1] or 'warm-up timed out'}")
+    cpu0 = _cpu_seconds(broker_pid) if broker_pid else 0.0
+    t0 = time.perf_counter()
+    deadline, cap = t0 + seconds, t0 + max(seconds, max_seconds)
+    while time.perf_counter() < deadline or (
+            sum(map(len, commits)) < min_count and time.perf_counter() < cap and not failures):
+        time.sleep(0.01)
+    stop.set()
+    elapsed = time.perf_counter() - t0
+    cpu = _cpu_seconds(broker_pid) - cpu0 if broker_pid else float("nan")
+    end = time.monotonic() + 60.0
+    for t in threads:
+        t.join(timeout=max(0.0, end - time.monotonic()))
+    pooled = sorted(x for xs in commits for x in xs)
+    if failures and not pooled:
+        return TxnRate(0.0, 0, 0.0, 0.0, f"transactions failed: {failures[0]}")
+    note = f"{len(failures)} producers failed (first: {failures[0]})" if failures else ""
+    if not pooled:
+        return TxnRate(0.0, 0, 0.0, 0.0, note or "no transaction completed")
+    return TxnRate(len(pooled) / elapsed, len(pooled), _percentile(pooled, 50), _percentile(pooled, 99),
+                   note, cpu / len(pooled) * 1e6)
 
 
 # --------------------------------------------------------------------------------------------

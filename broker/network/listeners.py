@@ -207,6 +207,8 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener:
             session.limit_frames(decoder)
         async with trio.open_nursery() as nursery:
             idle = IdleExpiry(nursery.cancel_scope, int(broker.config["connections.max.idle.ms"]))
+            if idle.enabled:
+                nursery.start_soon(idle.watch)
             nursery.start_soon(_answer, broker, conn, receive, peer, host, listener, nursery.cancel_scope,
                                session, idle)
             for frame in pending:           # answered first, in order, before anything read later

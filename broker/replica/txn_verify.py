@@ -47,6 +47,8 @@ def remote_transaction_coordinator(broker: BrokerServices, transactional_id: str
     """The broker leading the transactional id's partition when it is not this one (in a cluster;
     -1 while it has no leader)."""
     shell = broker.txns
+    if not shell.clustered:
+        return None     # a single node leads every partition (spares listing them per Produce)
     index = shell.partition_for(transactional_id)
     state = next((p for p in broker.topology.partitions(shell.topic) if p.index == index), None)
     if state is None or state.leader == broker.node_id:
