@@ -69,6 +69,7 @@ def test_share_group_page_shows_member_and_exact_in_flight_counts(share_broker: 
         assert int(member[1]) >= 1
         # start 5, end 20, in flight 15: 10 acquired, 5 acknowledged; lag 20 - 5 - 5
         assert rows(browser, "share-partitions") == [[topic, "0", "5", "20", "15", "0", "10", "5", "0", "20", "10", "1"]]
+        browser.set_window_size(1220, 560)      # a small image, as docs/observability.md shows it
         shot(browser, "share-group")
     finally:
         c.close()
