@@ -12,7 +12,10 @@ console (``/timeline/<group>``, JSON), since the coordinator keeps it in memory.
 The other pages live in their own modules: the record browser and a record's page
 (records_view.py over record_source.py), the writes behind ``samsa.http.console.write.enable``
 (console_writes.py), the charts (charts.py over history.py's samples), the rebalance timeline
-drawing (timeline_view.py) and the search (search_view.py); markup.py holds the HTML pieces.
+drawing (timeline_view.py), the search (search_view.py), the share groups (share_groups_view.py:
+``/share-groups``, ``/share-groups/<id>``, and this broker's part as JSON at ``/share-state``), every
+transaction (transactions_view.py: ``/transactions``) and the producers per partition
+(producers_view.py: ``/producers``); markup.py holds the HTML pieces.
 """
 from __future__ import annotations
 

@@ -90,7 +90,8 @@ def local_state(broker: Broker) -> dict[str, Any]:
     it leads. Read-only (no lock expiry is evaluated: a lock past its deadline still counts as
     acquired until the partition is next touched, as Kafka's lazy timers would show it)."""
     shares = broker.share_groups
-    by_id = {t.topic_id: t.name for t in broker.logs.topics.values()}
+    # the cluster's topics (the coordinator of a group need not host the topics it assigns)
+    by_id = {t.topic_id: name for name, t in broker.topology.topics().items()}
     groups = []
     for gid, g in sorted(shares.coordinator.groups.items()):
         groups.append({"group_id": gid, "state": g.state, "group_epoch": g.group_epoch,
