@@ -84,13 +84,15 @@ def _endpoint(broker: Broker, node: int) -> tuple[str, int] | None:
     return None if ep is None else (ep.host, ep.port)
 
 
-def local_view(broker: Broker, group: str | None = None, everything: bool = True) -> ClusterView:
-    """This broker's own part: the groups and transactions it coordinates, the partitions it leads
-    (only the partitions without ``everything``)."""
+def local_view(broker: Broker, group: str | None = None, everything: bool = True,
+               all_transactions: bool = False) -> ClusterView:
+    """This broker's own part: the groups and transactions it coordinates (in flight, or in any
+    state with ``all_transactions``), the partitions it leads (only the partitions without
+    ``everything``)."""
     view = ClusterView(groups=introspect.groups(broker, only=group) if everything else [],
                        transactions=[] if not everything or group is not None else [TxnView(d.transactional_id, d.state, d.producer_id, d.producer_epoch,
                                              d.start_time_ms, d.timeout_ms, list(d.topics), broker.node_id)
-                                     for d in introspect.transactions(broker)])
+                                     for d in introspect.transactions(broker, in_flight=not all_transactions)])
     for p in introspect.partitions(broker):
         if p.leader == broker.node_id:
             view.offsets[(p.topic, p.partition)] = LeaderOffsets(p.log_start_offset, p.high_watermark,
@@ -100,11 +102,12 @@ def local_view(broker: Broker, group: str | None = None, everything: bool = True
     return view
 
 
-async def gather(broker: Broker, group: str | None = None, everything: bool = True) -> ClusterView:
+async def gather(broker: Broker, group: str | None = None, everything: bool = True,
+                 all_transactions: bool = False) -> ClusterView:
     """The cluster's groups (or just ``group``), transactions in flight and partition offsets
     (only the offsets without ``everything``): this broker's part read locally, every other
     registered broker's asked in parallel."""
-    view = local_view(broker, group, everything)
+    view = local_view(broker, group, everything, all_transactions)
     topology = broker.topology
     others = [b for b in topology.brokers() if b.id != broker.node_id]
     if not others:
@@ -125,7 +128,7 @@ async def gather(broker: Broker, group: str | None = None, everything: bool = Tr
         conn = BrokerConnection(*endpoint, f"samsa-console-{broker.node_id}", timeout_s=PEER_TIMEOUT_S)
         try:
             with trio.move_on_after(PEER_TIMEOUT_S) as scope:
-                await _ask(conn, node, topology, view, group, everything)
+                await _ask(conn, node, topology, view, group, everything, all_transactions)
             if scope.cancelled_caught:
                 view.missing[node] = f"broker {node} did not answer within {PEER_TIMEOUT_S:g} s"
         except BrokerConnectionError as exc:
@@ -147,6 +150,39 @@ async def gather(broker: Broker, group: str | None = None, everything: bool = Tr
     return view
 
 
+async def ask_peers(broker: Broker, nodes: list[int], missing: dict[int, str],
+                    ask: Callable[[BrokerConnection, int], Awaitable[None]]) -> None:
+    """``ask(conn, node)`` of each broker in ``nodes`` in parallel over the broker-to-broker client,
+    each within ``PEER_TIMEOUT_S``; a broker fenced, without an endpoint, failing or hung is named
+    in ``missing`` instead (the pages that gather other things than :func:`gather` use this)."""
+    fenced = {b.id for b in broker.topology.brokers() if b.fenced}
+
+    async def one(node: int) -> None:
+        if node in fenced:
+            missing[node] = f"broker {node} is fenced (not registered alive): its part is not shown"
+            return
+        endpoint = _endpoint(broker, node)
+        if endpoint is None:
+            missing[node] = f"broker {node} has no endpoint"
+            return
+        conn = BrokerConnection(*endpoint, f"samsa-console-{broker.node_id}", timeout_s=PEER_TIMEOUT_S)
+        try:
+            with trio.move_on_after(PEER_TIMEOUT_S) as scope:
+                await ask(conn, node)
+            if scope.cancelled_caught:
+                missing[node] = f"broker {node} did not answer within {PEER_TIMEOUT_S:g} s"
+        except BrokerConnectionError as exc:
+            missing[node] = f"broker {node} did not answer: {exc}"
+        finally:
+            with trio.CancelScope(shield=True):
+                await conn.close()
+
+    async with trio.open_nursery() as nursery:
+        for node in nodes:
+            if node != broker.node_id:
+                nursery.start_soon(one, node)
+
+
 def http_url_of(broker: Broker, node: int) -> str | None:
     """Another broker's ``samsa.http.listener`` as it registered it in etcd (``brokers/<id>``),
     with a wildcard host replaced by the host it advertises; None when it has none."""
@@ -165,10 +201,9 @@ def http_url_of(broker: Broker, node: int) -> str | None:
     return url.rstrip("/")
 
 
-async def remote_timeline(broker: Broker, node: int, group_id: str) -> tuple[list[Rebalance] | None, str]:
-    """The rebalance timeline the group's coordinator ``node`` keeps in memory, read from its
-    console (``/timeline/<group>`` on its ``samsa.http.listener``) within ``PEER_TIMEOUT_S``;
-    (None, why) when it cannot be had."""
+async def peer_json(broker: Broker, node: int, path: str) -> tuple[Any, str]:
+    """GET ``path`` from another broker's console (its ``samsa.http.listener``) within
+    ``PEER_TIMEOUT_S``: (the JSON answer, the console's base url), or (None, why not)."""
     import httpx
 
     base = http_url_of(broker, node)
@@ -177,21 +212,34 @@ async def remote_timeline(broker: Broker, node: int, group_id: str) -> tuple[lis
     try:
         with trio.move_on_after(PEER_TIMEOUT_S):
             async with httpx.AsyncClient(timeout=PEER_TIMEOUT_S) as client:
-                resp = await client.get(f"{base}/timeline/{quote(group_id, safe='')}")
+                resp = await client.get(f"{base}{path}")
             if resp.status_code != 200:
                 return None, f"broker {node}'s console answered HTTP {resp.status_code} at {base}"
-            return timeline_from_json(resp.json()), base
+            return resp.json(), base
     except (httpx.HTTPError, ValueError, TypeError) as exc:
         return None, f"broker {node}'s console at {base} did not answer: {exc!r}"
     return None, f"broker {node}'s console at {base} did not answer within {PEER_TIMEOUT_S:g} s"
 
 
+async def remote_timeline(broker: Broker, node: int, group_id: str) -> tuple[list[Rebalance] | None, str]:
+    """The rebalance timeline the group's coordinator ``node`` keeps in memory, read from its
+    console (``/timeline/<group>`` on its ``samsa.http.listener``) within ``PEER_TIMEOUT_S``;
+    (None, why) when it cannot be had."""
+    payload, source = await peer_json(broker, node, f"/timeline/{quote(group_id, safe='')}")
+    if payload is None:
+        return None, source
+    try:
+        return timeline_from_json(payload), source
+    except (ValueError, TypeError, KeyError) as exc:
+        return None, f"broker {node}'s console at {source} answered an unreadable timeline: {exc!r}"
+
+
 async def _ask(conn: BrokerConnection, node: int, topology: Any, view: ClusterView, group: str | None,
-               everything: bool) -> None:
+               everything: bool, all_transactions: bool = False) -> None:
     """One broker's part, appended to ``view`` only once all of it arrived (a half answer from a
     broker that then hangs is not shown as if complete)."""
     groups = await _groups(conn, node, group, view) if everything else []
-    txns = await _transactions(conn, node, view) if everything and group is None else []
+    txns = await _transactions(conn, node, view, all_transactions) if everything and group is None else []
     led = await _offsets(conn, [(name, p.index) for name in list(topology.topics())
                                     for p in topology.partitions(name) if p.leader == node])
     view.groups.extend(groups)
@@ -243,8 +291,10 @@ async def _groups(conn: BrokerConnection, node: int, only: str | None, view: Clu
     return out
 
 
-async def _transactions(conn: BrokerConnection, node: int, view: ClusterView) -> list[TxnView]:
-    listed = await conn.call(ListTransactionsRequest(state_filters=introspect.IN_FLIGHT, producer_id_filters=[]), 0)
+async def _transactions(conn: BrokerConnection, node: int, view: ClusterView,
+                        all_transactions: bool = False) -> list[TxnView]:
+    listed = await conn.call(ListTransactionsRequest(
+        state_filters=[] if all_transactions else introspect.IN_FLIGHT, producer_id_filters=[]), 0)
     _check(view, node, "ListTransactions", listed.error_code)
     ids = sorted(t.transactional_id for t in listed.transaction_states)
     if not ids:

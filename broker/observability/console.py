@@ -12,14 +12,18 @@ console (``/timeline/<group>``, JSON), since the coordinator keeps it in memory.
 The other pages live in their own modules: the record browser and a record's page
 (records_view.py over record_source.py), the writes behind ``samsa.http.console.write.enable``
 (console_writes.py), the charts (charts.py over history.py's samples), the rebalance timeline
-drawing (timeline_view.py) and the search (search_view.py); markup.py holds the HTML pieces.
+drawing (timeline_view.py), the search (search_view.py), the share groups (share_groups_view.py:
+``/share-groups``, ``/share-groups/<id>``, and this broker's part as JSON at ``/share-state``), every
+transaction (transactions_view.py: ``/transactions``) and the producers per partition
+(producers_view.py: ``/producers``); markup.py holds the HTML pieces.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import quote, unquote
+from urllib.parse import parse_qs, quote, unquote
 
-from broker.observability import charts, cluster_view, console_writes, introspect, markup, records_view, search_view, timeline_view
+from broker.observability import (charts, cluster_view, console_writes, introspect, markup, producers_view, records_view,
+                                  search_view, share_groups_view, timeline_view, transactions_view)
 from broker.observability.cluster_view import ClusterView, LeaderOffsets
 from broker.coordinator_runtime.group_timeline import Rebalance, timeline_to_json
 from ..log.manager import INTERNAL_TOPICS
@@ -129,7 +133,9 @@ def overview(broker: Broker, view: ClusterView) -> str:
         _td(v.coordinator, num=True)]
         for v in groups], "groups") if groups else '<p class="muted">No consumer groups.</p>'
     return (f"{_missing(view)}<h2>Brokers</h2>{brokers}<h2>Topics</h2>{topics}{create}<h2>Consumer groups</h2>{group_table}"
-            f"<h2>Transactions in flight</h2>{_transactions(broker, view)}")
+            f"<h2>Transactions in flight</h2>{_transactions(broker, view)}"
+            f'<p><a id="all-transactions" href="/transactions">Every transaction, in any state</a> · '
+            f'<a href="/producers">Producers per partition</a> · <a href="/share-groups">Share groups</a></p>')
 
 
 def _transactions(broker: Broker, view: ClusterView) -> str:
@@ -146,7 +152,9 @@ def _transactions(broker: Broker, view: ClusterView) -> str:
         _td(d.coordinator, num=True)] for d in txns], "transactions")
 
 
-def topic_page(broker: Broker, name: str, view: ClusterView) -> str | None:
+def topic_page(broker: Broker, name: str, view: ClusterView, producers_html: str | None = None) -> str | None:
+    """``producers_html``: the producers per partition as their leaders answer them
+    (producers_view.gather); else this broker's own partitions' producers."""
     known = broker.topology.topic(name)   # the cluster's view: a topic may have no replica here
     if known is None:
         return None
@@ -179,8 +187,9 @@ def topic_page(broker: Broker, name: str, view: ClusterView) -> str | None:
                               _td(pr.producer_epoch, num=True), _td(pr.last_sequence, num=True),
                               _td(markup.when(pr.last_timestamp), raw=True), _td(pr.current_txn_start_offset
                                                                if pr.current_txn_start_offset >= 0 else "")])
-    producers = _table(["Partition", "Producer id", "Epoch", "Last sequence", "Last write", "Open txn from"],
-                       prod_rows, "producers") if prod_rows else '<p class="muted">No idempotent producers.</p>'
+    producers = producers_html if producers_html is not None else _table(
+        ["Partition", "Producer id", "Epoch", "Last sequence", "Last write", "Open txn from"],
+        prod_rows, "producers") if prod_rows else '<p class="muted">No idempotent producers.</p>'
     records = introspect.recent_records(broker, name)
     rec = _table(["Partition", "Offset", "Timestamp", "Key", "Value", "Headers"], [[
         _td(r.partition, num=True), _td(r.offset, num=True), _td(markup.when(r.timestamp), raw=True), _td(_bytes(r.key), raw=True),
@@ -268,7 +277,8 @@ def _page(title: str, content: str, live: bool = True, q: str = "") -> str:
     inputs a refresh would reset)."""
     return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{_e(title)} · Samsa</title>"
             f"<style>{_STYLE}</style></head><body><header><b>Samsa</b><a href=\"/\">Overview</a>"
-            f"<a href=\"/metrics\">Metrics</a><form class=\"search\" method=\"get\" action=\"/search\">"
+            f"<a href=\"/share-groups\">Share groups</a><a href=\"/transactions\">Transactions</a>"
+            f"<a href=\"/producers\">Producers</a><a href=\"/metrics\">Metrics</a><form class=\"search\" method=\"get\" action=\"/search\">"
             f"<input name=\"q\" id=\"search\" placeholder=\"Search topics and groups\" size=\"28\" value=\"{_e(q)}\"></form><label><input type=\"checkbox\" id=\"live\"{' checked' if live else ''}> live refresh "
             f"<span id=\"refreshed\"></span></label></header><main id=\"content\">{content}</main>"
             f"<script>{_SCRIPT}</script></body></html>")
@@ -300,7 +310,27 @@ def console_app(broker: Broker) -> ASGIApp:
                 content = None
         elif path.startswith("/topics/"):
             name = path[len("/topics/"):]
-            title, content = name, topic_page(broker, name, await cluster_view.gather(broker, everything=False))
+            prods, prods_missing = await producers_view.gather(broker, name) if broker.topology.topic(name) else ({}, {})
+            title, content = name, topic_page(broker, name, await cluster_view.gather(broker, everything=False),
+                                              producers_view.section(prods, prods_missing, with_topic=False))
+        elif path in ("/share-groups", "/share-groups/"):
+            title, content = "Share groups", share_groups_view.list_page(await share_groups_view.gather(broker))
+        elif path.startswith("/share-groups/"):
+            name = path[len("/share-groups/"):]
+            title, content = name, share_groups_view.group_page(await share_groups_view.gather(broker), name)
+        elif path == "/share-state":
+            # this broker's share groups and the share partitions it leads, as JSON: what the other
+            # brokers' share-group pages merge (broker/observability/share_groups_view.py)
+            await respond_json(send, 200, share_groups_view.local_state(broker))
+            return
+        elif path in ("/transactions", "/transactions/"):
+            states = transactions_view.states_of(query)
+            title, content = "Transactions", transactions_view.page(
+                broker, await cluster_view.gather(broker, all_transactions=True), states)
+        elif path in ("/producers", "/producers/"):
+            topic = (parse_qs(query).get("topic") or [None])[0]
+            prods, prods_missing = await producers_view.gather(broker, topic)
+            title, content = "Producers", producers_view.page(prods, prods_missing, topic)
         elif path.startswith("/groups/"):
             name = path[len("/groups/"):]
             view = await cluster_view.gather(broker, group=name)
