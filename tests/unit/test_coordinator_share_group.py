@@ -228,8 +228,13 @@ def test_session_epoch_wraps_to_one(epoch):
 
 
 # -- the switch -----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("props, enabled", [({}, False), ({"group.share.enable": False, "samsa.share.version": 0}, False),
-                                            ({"group.share.enable": True}, True), ({"samsa.share.version": 1}, True)])
+@pytest.mark.parametrize("props, enabled", [
+    ({}, True),                                                 # Kafka 4.2: share.version finalized at 1 by default
+    ({"group.share.enable": False, "samsa.share.version": 0}, False), ({"samsa.share.version": 0}, False),
+    ({"group.share.enable": False}, False),                      # 4.1's explicit off, share.version unset
+    ({"group.share.enable": False, "samsa.share.version": 1}, True),
+    ({"group.share.enable": True, "samsa.share.version": 0}, True),
+    ({"group.share.enable": True}, True), ({"samsa.share.version": 1}, True)])
 def test_share_group_apis_and_feature_only_when_enabled(props, enabled):
     from broker.server.api_table import advertised_table
     from protocol import features
@@ -239,7 +244,7 @@ def test_share_group_apis_and_feature_only_when_enabled(props, enabled):
     assert {k: v for k, v in table.items() if k not in SHARE_GROUP_APIS} == SUPPORTED
     finalized = dict(features.finalized_features(2, share_groups=enabled))
     assert finalized.get("share.version") == (1 if enabled else None)
-    assert ("share.version" in {n for n, *_ in features.supported_features(share_groups=enabled)}) is enabled
+    assert "share.version" in {n for n, *_ in features.supported_features(share_groups=enabled)}  # as Kafka 4.2
 
 
 def test_departed_members_are_reported_once_for_the_shell():

@@ -38,7 +38,8 @@ def acknowledge(ctx: RequestContext, group_id: str, member_id: str, topics: Any)
             part, code = local_partition(ctx, t.topic_id, p.partition_index)
             sp = shares.existing(group_id, t.topic_id, p.partition_index) if part is not None else None
             if part is not None:
-                code = sp.acknowledge(member_id, batches, now) if sp is not None else ErrorCode.INVALID_RECORD_STATE
+                code = sp.acknowledge(member_id, batches, now, renew=ctx.api_version >= 2) if sp is not None \
+                    else ErrorCode.INVALID_RECORD_STATE     # RENEW (KIP-1222) from v2
             out[(t.topic_id, p.partition_index)] = code
     return out
 
