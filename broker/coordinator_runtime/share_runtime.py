@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from coordinator.share.group import SHARE_GROUP_PROPERTIES, ShareGroupConfig, ShareGroupCoordinator
 from coordinator.share.partition import SharePartition, ShareSessions
+from broker.metadata.group_configs import share_start_offset
 
 if TYPE_CHECKING:
     from broker.log.partition import Partition
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 class ShareGroups:
     def __init__(self, broker: BrokerServices) -> None:
         cfg = broker.config
+        self.broker = broker
         config = ShareGroupConfig.from_properties({k: cfg.get(k) for k in SHARE_GROUP_PROPERTIES})
         self.coordinator = ShareGroupCoordinator(config)
         self.sessions = ShareSessions()
@@ -38,7 +40,7 @@ class ShareGroups:
         key = (group_id, topic_id, index)
         sp = self.partitions.get(key)
         if sp is None:
-            start = part.log_start_offset if self.auto_offset_reset == "earliest" else part.high_watermark
+            start = share_start_offset(self.broker, group_id, part)   # share.auto.offset.reset
             sp = self.partitions[key] = SharePartition(start, self.lock_duration_ms, self.delivery_count_limit,
                                                        self.max_record_locks)
         sp.move_start(part.log_start_offset)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from coordinator.group.group_config import ShareGroupSettings, share_settings
+from coordinator.group.group_config import ShareGroupSettings, duration_ms, share_settings
 from coordinator.metadata.records import ConfigRecord
 from protocol.errors import ErrorCode
 
@@ -22,6 +22,7 @@ from .topology import Rejection
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
+    from broker.log.partition import Partition
 
 log = structlog.get_logger("samsa.configs")
 
@@ -63,6 +64,21 @@ def share_group_settings(broker: BrokerServices, group_id: str) -> ShareGroupSet
     return share_settings(overrides, BrokerProps(broker))
 
 
+def share_start_offset(broker: BrokerServices, group_id: str, part: Partition) -> int:
+    """Where a share partition starts when the group first uses it: the group's
+    ``share.auto.offset.reset`` (default ``samsa.share.auto.offset.reset``): ``earliest`` is the log
+    start, ``latest`` the high watermark, ``by_duration:<ISO-8601>`` the first record no older than
+    that (the high watermark when there is none), as Kafka's SharePartition initializes it."""
+    reset = share_group_settings(broker, group_id).auto_offset_reset
+    if reset == "earliest":
+        return part.log_start_offset
+    if reset.startswith("by_duration:"):
+        ms = duration_ms(reset[len("by_duration:"):])
+        found = part.offset_for_timestamp(broker.now_ms() - ms) if ms is not None else None
+        return max(found[0], part.log_start_offset) if found else part.high_watermark
+    return part.high_watermark
+
+
 async def alter_group_configs(broker: BrokerServices, group_id: str, configs: Mapping[str, str]) -> Rejection | None:
     """Replace the group's overrides with ``configs``: the difference as ConfigRecords (value None
     deletes), one batch, in the image once ``append`` returns."""
@@ -82,4 +98,5 @@ async def alter_group_configs(broker: BrokerServices, group_id: str, configs: Ma
     return None
 
 
-__all__ = ["GROUP_RESOURCE", "BrokerProps", "alter_group_configs", "share_group_settings", "stored_group_configs"]
+__all__ = ["GROUP_RESOURCE", "BrokerProps", "alter_group_configs", "share_group_settings", "share_start_offset",
+           "stored_group_configs"]

@@ -267,7 +267,8 @@ def test_shell_releases_records_and_drops_sessions_of_departed_members():
                                                  "group.share.min.session.timeout.ms": 1000,
                                                  "group.share.heartbeat.interval.ms": 100,
                                                  "group.share.min.heartbeat.interval.ms": 100,
-                                                 "samsa.share.auto.offset.reset": "earliest"}))
+                                                 "samsa.share.auto.offset.reset": "earliest"},
+                                         metadata=SimpleNamespace(image=SimpleNamespace(configs={}))))
     log = SimpleNamespace(log_start_offset=0, high_watermark=5)
     shares.coordinator.heartbeat(hb("m1", 0, ["t"]), 0)
     r2 = shares.coordinator.heartbeat(hb("m2", 0, ["t"]), 0)
