@@ -1,6 +1,6 @@
 """KIP-932 share groups with the real Java client 4.3 (KafkaShareConsumer, tests/support/java/ShareConsumerClient.java)
-against a real broker with share groups enabled, plus the gate: the default broker advertises none
-of the share-group APIs."""
+against a real broker with share groups enabled, plus the gate: share groups are on by default, as
+in a new Kafka 4.2 cluster, and samsa.share.version=0 turns them off."""
 from __future__ import annotations
 
 import time
@@ -56,14 +56,21 @@ def produce_one_by_one(bootstrap: str, topic: str, count: int, first: int = 0, p
     return values
 
 
-def test_default_broker_advertises_no_share_group_api(samsa_broker):
+def test_default_broker_advertises_the_share_group_apis(samsa_broker):
+    """Kafka 4.2 finalizes share.version 1 on a new cluster: share groups need no switch."""
+    apis = advertised_apis(samsa_broker.bootstrap_servers)
+    assert {k: apis[k] for k in SHARE_APIS} == {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}
+
+
+@pytest.mark.samsa_broker(overrides={"samsa.share.version": "0"})
+def test_share_version_0_turns_share_groups_off(samsa_broker):
     apis = advertised_apis(samsa_broker.bootstrap_servers)
     assert not SHARE_APIS & set(apis)
 
 
 def test_enabled_broker_advertises_share_group_apis(share_broker):
     apis = advertised_apis(share_broker.bootstrap_servers)
-    assert {k: apis[k] for k in SHARE_APIS} == {76: (1, 1), 77: (1, 1), 78: (1, 1), 79: (1, 1)}
+    assert {k: apis[k] for k in SHARE_APIS} == {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}
 
 
 @requires_java
