@@ -310,3 +310,41 @@ def test_share_fetch_v2_record_limit_and_renew_on_the_wire(broker):
         assert r.acquisition_lock_timeout_ms == 30000
         r = fetch(c, 4, 0, 3, acks=[(3, 3, [4])], version=1)          # no RENEW before v2
         assert r.responses[0].partitions[0].acknowledge_error_code == 42     # INVALID_REQUEST
+
+
+def test_kafka_configs_tool_on_groups(broker):
+    """``kafka-configs --entity-type groups`` (broker/tools/kafka_configs.py) sets, lists and deletes
+    group configs, and a group's lock duration then applies to its share fetches."""
+    from tests.clients.test_share_groups import topic_id_of
+    from tests.support.kafka_tools import tool
+    from tests.support.rawclient import RawClient
+
+    bs = broker.bootstrap_servers
+    group = unique("sg")
+    r = tool("kafka-configs", "--bootstrap-server", bs, "--entity-type", "groups", "--entity-name", group, "--alter",
+             "--add-config", "share.record.lock.duration.ms=5000,share.isolation.level=read_committed")
+    assert (r.returncode, r.stdout) == (0, f"Completed updating config for group {group}.\n"), r.stderr
+    r = tool("kafka-configs", "--bootstrap-server", bs, "--entity-type", "groups", "--entity-name", group, "--describe")
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"Dynamic configs for group {group} are:"
+    assert [x.split(" sensitive")[0] for x in lines[1:]] == ["  share.isolation.level=read_committed",
+                                                    "  share.record.lock.duration.ms=5000"]
+    topic = unique("q")
+    produce(bs, topic, ["v0"])
+    with RawClient(bs) as c:
+        resp = c.request(78, 2, group_id=group, member_id="m", share_session_epoch=0, max_wait_ms=0, min_bytes=1,
+                         max_bytes=1 << 20, max_records=10, batch_size=10, share_acquire_mode=0, is_renew_ack=False,
+                         topics=[_fetch_topic(topic_id_of(bs, topic))], forgotten_topics_data=[])
+        assert resp.acquisition_lock_timeout_ms == 5000
+    r = tool("kafka-configs", "--bootstrap-server", bs, "--entity-type", "groups", "--entity-name", group, "--alter",
+             "--delete-config", "share.record.lock.duration.ms")
+    assert r.returncode == 0, r.stderr
+    r = tool("kafka-configs", "--bootstrap-server", bs, "--entity-type", "groups", "--entity-name", group, "--describe")
+    assert [x.split(" sensitive")[0] for x in r.stdout.splitlines()[1:]] == ["  share.isolation.level=read_committed"]
+
+
+def _fetch_topic(tid: Any) -> Any:
+    from protocol.schema_messages import ShareFetchRequest as Q
+
+    return Q.FetchTopic(topic_id=tid, partitions=[Q.FetchTopic.FetchPartition(partition_index=0,
+                                                                              acknowledgement_batches=[])])
