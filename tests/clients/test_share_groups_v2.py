@@ -348,3 +348,28 @@ def _fetch_topic(tid: Any) -> Any:
 
     return Q.FetchTopic(topic_id=tid, partitions=[Q.FetchTopic.FetchPartition(partition_index=0,
                                                                               acknowledgement_batches=[])])
+
+
+def test_group_configs_reach_every_broker_of_a_cluster(samsa_cluster):
+    """A group config set through one broker is a GROUP ConfigRecord in the cluster's metadata log:
+    every broker describes it, and a restarted broker still has it."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    from tests.support.cluster_support import wait_for
+
+    boots = samsa_cluster.bootstrap_servers.split(",")
+    group = unique("sg")
+    alter_group_configs(boots[0], group, {"share.record.lock.duration.ms": "20000"})
+
+    def value_at(bootstrap: str) -> str:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        res = ConfigResource(ResourceType.GROUP, group)
+        try:
+            entries = list(admin.describe_configs([res]).values())[0].result(timeout=10)
+        except Exception:           # the broker is restarting: not yet
+            return ""
+        return entries["share.record.lock.duration.ms"].value
+
+    wait_for(lambda: all(value_at(b) == "20000" for b in boots), what="the group config on every broker")
+    samsa_cluster.restart(3)
+    wait_for(lambda: value_at(boots[2]) == "20000", what="the group config after a restart")
