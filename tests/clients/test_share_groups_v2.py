@@ -373,3 +373,26 @@ def test_group_configs_reach_every_broker_of_a_cluster(samsa_cluster):
     wait_for(lambda: all(value_at(b) == "20000" for b in boots), what="the group config on every broker")
     samsa_cluster.restart(3)
     wait_for(lambda: value_at(boots[2]) == "20000", what="the group config after a restart")
+
+
+def test_share_heartbeat_follows_the_group_configs(broker):
+    """share.heartbeat.interval.ms is what ShareGroupHeartbeat answers from the next heartbeat on;
+    share.session.timeout.ms keeps the broker's bounds."""
+    from tests.support.rawclient import RawClient
+
+    bs = broker.bootstrap_servers
+    topic, group = unique("q"), unique("sg")
+    produce(bs, topic, ["v0"])
+    with RawClient(bs) as c:
+        def beat(member: str, epoch: int) -> Any:
+            return c.request(76, 1, group_id=group, member_id=member, member_epoch=epoch, rack_id=None,
+                             subscribed_topic_names=[topic] if epoch == 0 else None)
+
+        joined = beat("m1", 0)
+        assert joined.heartbeat_interval_ms == 500                            # the broker's
+        alter_group_configs(bs, group, {"share.heartbeat.interval.ms": "1500"})
+        hb = beat("m1", joined.member_epoch)
+        assert (hb.error_code, hb.heartbeat_interval_ms) == (0, 1500)
+        with pytest.raises(Exception, match="share.session.timeout.ms must be"):
+            alter_group_configs(bs, group, {"share.session.timeout.ms": "1000"})   # below the broker's min
+    assert share_consume(bs, topic, group, explicit=False, expect=1, max_s=15) == [("v0", 1, "accept")]
