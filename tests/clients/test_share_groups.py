@@ -39,6 +39,22 @@ def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBrok
         broker.stop()
 
 
+def wait_for_members(bootstrap: str, group: str, count: int, timeout: float = 60) -> None:
+    """Until ShareGroupDescribe shows ``count`` members, each with its assignment."""
+    from tests.support.rawclient import RawClient
+
+    deadline = time.monotonic() + timeout
+    with RawClient(bootstrap) as c:
+        while time.monotonic() < deadline:
+            [g] = c.request(77, 1, group_ids=[group], include_authorized_operations=False).groups
+            if g.error_code == 0 and len(g.members) == count and all(m.assignment.topic_partitions
+                                                                    for m in g.members):
+                time.sleep(1)       # their first share fetches
+                return
+            time.sleep(0.2)
+    raise AssertionError(f"share group {group} never had {count} members")
+
+
 def produce_one_by_one(bootstrap: str, topic: str, count: int, first: int = 0, per_batch: int = 1) -> list[str]:
     """``count`` records in batches of ``per_batch`` (small, so two consumers can split them),
     values v<first>...."""
@@ -82,7 +98,7 @@ def test_two_share_consumers_split_a_partition_accept_and_release(share_broker):
               "--max-ms", "60000", "--sleep-ms", "100", "--max-poll-records", "5"]
     consumers = [start_java_source("4.3.0", SOURCE, *common, "--client-id", f"c{i}") for i in range(2)]
     try:
-        time.sleep(3)
+        wait_for_members(bs, group, 2)      # JVMs start slowly on a loaded machine: both must be in
         # batches of 5: v7 comes back inside its batch, of which only v7 is acquired again
         values = ["v0"] + produce_one_by_one(bs, topic, 59, first=1, per_batch=5)
         described = start_java_source("4.3.0", SOURCE, "--bootstrap", bs, "--describe", group).result(timeout=60)
@@ -102,7 +118,8 @@ def test_two_share_consumers_split_a_partition_accept_and_release(share_broker):
     assert g["state"] == "Stable" and sorted(m["client_id"] for m in g["members"]) == ["c0", "c1"]
     assert all(m["partitions"] == [f"{topic}-0"] for m in g["members"])   # one partition: shared by both
     per_consumer = [len(of_type(lines, "record")) for lines in results]
-    assert all(n > 0 for n in per_consumer), per_consumer     # both members of the group got records
+    assert all(n > 0 for n in per_consumer), (per_consumer, [[x for x in lines if x["type"] != "record"]
+                                                             for lines in results])   # both got records
 
 
 @requires_java
