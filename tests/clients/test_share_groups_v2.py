@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from broker.testing import SamsaBroker
+from tests.clients.test_share_groups import wait_for_members
 from tests.support.groups_support import unique
 from tests.support.javaclient import of_type, requires_java, start_java_source
 
@@ -216,7 +217,7 @@ def test_java_renew_keeps_a_record_past_the_lock_duration(broker):
     assert of_type(configs, "altered")
     holder = start_java_source("4.3.0", SOURCE, "--bootstrap", bs, "--topic", topic, "--group", group,
                                "--renew", "v3", "--hold-ms", "5000", "--expect", "6", "--max-ms", "30000")
-    time.sleep(3)
+    wait_for_members(bs, group, 1)           # the holder has the records before the other one joins
     other = start_java_source("4.3.0", SOURCE, "--bootstrap", bs, "--topic", topic, "--group", group,
                               "--idle-ms", "8000", "--max-ms", "12000")
     held, seen = holder.result(timeout=60), other.result(timeout=60)
