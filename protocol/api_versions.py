@@ -65,13 +65,14 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
 }
 
 # KIP-932 share groups (broker/apis/share_*.py): advertised only when share groups are enabled
-# (``group.share.enable`` or share.version >= 1, see broker/server/api_table.py), as Kafka does. Only the
-# first stable versions: ShareFetch/ShareAcknowledge v2 add renew acknowledgements (KIP-1222).
+# (share.version >= 1, Kafka 4.2's default, or ``group.share.enable``; see broker/server/api_table.py),
+# as Kafka does. Kafka 4.2's versions: ShareFetch/ShareAcknowledge v2 add the record_limit acquire
+# mode (KIP-1206) and renew acknowledgements (KIP-1222).
 SHARE_GROUP_APIS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
-    ApiKey.SHARE_FETCH: (1, 1),
-    ApiKey.SHARE_ACKNOWLEDGE: (1, 1),
+    ApiKey.SHARE_FETCH: (1, 2),
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
     # between brokers: a share partition's leader and the share coordinator (broker/apis/*_share_group_state*.py);
     # Kafka 4.2 lists them on the broker listener, Write and Summary at v1 (KIP-1226)
     ApiKey.INITIALIZE_SHARE_GROUP_STATE: (0, 0),

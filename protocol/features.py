@@ -7,8 +7,9 @@ finalized, with Kafka 4.0's feature names and levels.
   the broker property ``samsa.transaction.version`` names (Kafka sets it with kafka-features.sh,
   it has no broker property). Java 4.x producers use transactions v2 (KIP-890 part 2) exactly
   when the finalized level is 2 or more, so it must not exceed what is implemented.
-- ``share.version``: 0-1, finalized 1, only when share groups are enabled (``group.share.enable`` or
-  ``samsa.share.version``); otherwise absent, so the default table is unchanged.
+- ``share.version``: supported 0-1 (as a Kafka 4.2 broker); finalized 1 when share groups are enabled
+  (the default, as a new Kafka 4.2 cluster: broker/server/api_table.py), absent when disabled
+  (level 0 is not listed, as Kafka omits features finalized at 0).
 
 The finalized features epoch is 0: they never change while the broker runs (Java clients ignore
 finalized features whose epoch is -1).
@@ -24,13 +25,13 @@ FINALIZED_FEATURES_EPOCH = 0
 SHARE_VERSION = ("share.version", 0, 1)
 
 
-def supported_features(share_groups: bool = False) -> list[tuple[str, int, int]]:
-    """(name, min, max) per supported feature."""
-    out = [METADATA_VERSION, GROUP_VERSION, ("transaction.version", 0, TRANSACTION_VERSION_MAX)]
-    return out + [SHARE_VERSION] if share_groups else out
+def supported_features(share_groups: bool = True) -> list[tuple[str, int, int]]:
+    """(name, min, max) per supported feature: share.version whether or not it is finalized
+    (``share_groups`` is kept for callers; a disabled broker still supports the feature)."""
+    return [METADATA_VERSION, GROUP_VERSION, ("transaction.version", 0, TRANSACTION_VERSION_MAX), SHARE_VERSION]
 
 
-def finalized_features(transaction_version: int, share_groups: bool = False) -> list[tuple[str, int]]:
+def finalized_features(transaction_version: int, share_groups: bool = True) -> list[tuple[str, int]]:
     """(name, level) per finalized feature; ``transaction_version`` is clamped to what is implemented."""
     tv = max(0, min(int(transaction_version), TRANSACTION_VERSION_MAX))
     out = [(METADATA_VERSION[0], METADATA_VERSION[2]), (GROUP_VERSION[0], GROUP_VERSION[2])]

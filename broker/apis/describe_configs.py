@@ -18,6 +18,9 @@ Kafka's rules, as its ConfigHelper applies them:
   treated as sensitive (value null);
 - ``configuration_keys`` null or empty means all keys; an unknown topic answers
   UNKNOWN_TOPIC_OR_PARTITION in that resource only; documentation from v3.
+- a group (GROUP, 32) lists Kafka's group configs (coordinator/group/group_config.py): an override
+  is GROUP_CONFIG (8), anything else the broker property it defaults to (STATIC_BROKER_CONFIG when
+  set, else DEFAULT_CONFIG); the group need not exist.
 In a cluster a topic's configs are the metadata image's ConfigRecords.
 Authorization: DESCRIBE_CONFIGS on each topic (or group), on the cluster for broker resources.
 """
@@ -39,7 +42,7 @@ from broker.common.config_defs import (BROKER, BROKER_DOCS, BROKER_LOGGER, CONFI
                                        DYNAMIC_BROKER_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG,
                                        DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_ONLY_DEFAULTS, EXTRA_BROKER_DEFAULTS,
                                        INTEGER_PATTERN,
-                                       RESOURCE_NAMES, STATIC_BROKER_CONFIG, TOPIC, broker_kind, broker_value,
+                                       GROUP, RESOURCE_NAMES, STATIC_BROKER_CONFIG, TOPIC, broker_kind, broker_value,
                                        render_config, synonym_chain, topic_config_entries)
 from broker.common.dynamic_config_defs import ALL_DYNAMIC_CONFIGS
 from broker.log.manager import topic_name_error
@@ -130,6 +133,33 @@ def _describe_broker(ctx: RequestContext, name: str, keys: list[str] | None, syn
     return DR(error_code=0, error_message=None, resource_type=BROKER, resource_name=name, configs=configs)
 
 
+GROUP_CONFIG = 8       # DescribeConfigs' ConfigSource.GROUP_CONFIG
+
+
+def _describe_group(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> Any:
+    """Kafka's ConfigHelper for GROUP resources: every group config, its override or default."""
+    from coordinator.group.group_config import GROUP_CONFIG_DEFS, default_value
+    from broker.metadata.group_configs import BrokerProps, stored_group_configs
+
+    if not name:
+        return DR(error_code=ErrorCode.INVALID_REQUEST, error_message="Group name must not be empty.",
+                  resource_type=GROUP, resource_name=name, configs=[])
+    overrides = stored_group_configs(ctx.broker, name)
+    props = BrokerProps(ctx.broker)
+    configs = []
+    for n in _wanted(keys, GROUP_CONFIG_DEFS):
+        d = GROUP_CONFIG_DEFS[n]
+        default = str(default_value(d, props))
+        default_source = STATIC_BROKER_CONFIG if d.default_property and not ctx.broker.config.is_default(
+            d.default_property) else DEFAULT_CONFIG
+        chain = ([(n, overrides[n], GROUP_CONFIG)] if n in overrides else []) + \
+            [(d.default_property or n, default, default_source)]
+        configs.append(DC(name=n, value=chain[0][1], read_only=False, config_source=chain[0][2], is_sensitive=False,
+                          synonyms=[DS(name=a, value=b, source=c) for a, b, c in chain] if synonyms else [],
+                          config_type=CONFIG_TYPE_IDS[d.kind], documentation=d.doc if docs else None))
+    return DR(error_code=0, error_message=None, resource_type=GROUP, resource_name=name, configs=configs)
+
+
 def _log_level_name() -> str:
     try:
         level = structlog.get_logger().get_effective_level()  # type: ignore[attr-defined]
@@ -183,6 +213,8 @@ async def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> 
             results.append(_describe_broker(ctx, name, keys, synonyms, docs))
         elif rtype == BROKER_LOGGER:
             results.append(_describe_broker_logger(ctx, name, keys))
+        elif rtype == GROUP:
+            results.append(_describe_group(ctx, name, keys, synonyms, docs))
         else:
             results.append(DR(error_code=ErrorCode.INVALID_REQUEST,
                               error_message=f"Unsupported resource type: {RESOURCE_NAMES.get(rtype, rtype)}",

@@ -7,7 +7,10 @@ operations answer INVALID_REQUEST; the resulting overrides are validated as Alte
 ("" for the cluster-wide default, else this broker's id) takes Kafka's dynamic broker configs: the
 operations apply to the resource's stored configs (APPEND/SUBTRACT only on LIST properties, Kafka's
 prepareIncrementalConfigs), the result is checked as AlterConfigs checks it and stored as
-ConfigRecords in the metadata log. BROKER_LOGGER answers INVALID_REQUEST.
+ConfigRecords in the metadata log. A GROUP resource takes Kafka's group configs
+(coordinator/group/group_config.py: SET and DELETE, checked as Kafka's GroupConfig checks them,
+INVALID_CONFIG otherwise), stored as GROUP ConfigRecords (broker/metadata/group_configs.py); the group
+need not exist. BROKER_LOGGER answers INVALID_REQUEST.
 Authorization: ALTER_CONFIGS on each topic (or group), on the cluster for broker resources.
 """
 from __future__ import annotations
@@ -25,7 +28,7 @@ from broker.apis.shared.config_changes import (ConfigRejected, apply_broker_conf
                                                check_broker_resource, check_topic_resource, config_topic,
                                                each_resource, non_topic_error, resource_response)
 from broker.common.config import TOPIC_CONFIG_DEFS
-from broker.common.config_defs import BROKER, TOPIC, broker_default, render_config
+from broker.common.config_defs import BROKER, GROUP, TOPIC, broker_default, render_config
 from broker.common.dynamic_config_defs import dynamic_kind
 from broker.metadata.dynamic_broker_configs import stored_broker_configs
 from broker.metadata.topology import TopicConfigs
@@ -100,6 +103,32 @@ def _incremental_broker(current: dict[str, str], configs: list) -> dict[str, str
     return new
 
 
+async def _alter_group(ctx: RequestContext, group_id: str, configs: list, validate_only: bool) -> None:
+    """Kafka's group configs: SET/DELETE on the stored overrides, the result checked as its
+    GroupConfig.validate does (no LIST configs, so APPEND/SUBTRACT are INVALID_CONFIG)."""
+    from coordinator.group.group_config import validate
+    from broker.metadata.group_configs import BrokerProps, alter_group_configs, stored_group_configs
+
+    if not group_id:
+        raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Group name must not be empty.")
+    new = stored_group_configs(ctx.broker, group_id)
+    for c in configs:
+        if c.config_operation == SET:
+            new[c.name] = c.value
+        elif c.config_operation == DELETE:
+            new.pop(c.name, None)
+        else:
+            raise ConfigRejected(ErrorCode.INVALID_CONFIG,
+                                 f"Can't {_OP_NAMES[c.config_operation]} to key {c.name} because its type is not LIST.")
+    error = validate(new, BrokerProps(ctx.broker))
+    if error:
+        raise ConfigRejected(ErrorCode.INVALID_CONFIG, error)
+    if not validate_only:
+        rej = await alter_group_configs(ctx.broker, group_id, new)
+        if rej is not None:
+            raise ConfigRejected(rej.code, rej.message)
+
+
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 async def incremental_alter_configs(ctx: RequestContext,
                                     req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
@@ -122,6 +151,10 @@ async def incremental_alter_configs(ctx: RequestContext,
                 check_broker_resource(ctx, name)
                 configs = _incremental_broker(stored_broker_configs(ctx.broker, name), list(res.configs))
                 await apply_broker_configs(ctx, name, configs, bool(req.validate_only))
+                out.append(resource_response(IncrementalAlterConfigsResponse, rtype, name))
+                continue
+            if rtype == GROUP:
+                await _alter_group(ctx, name, list(res.configs), bool(req.validate_only))
                 out.append(resource_response(IncrementalAlterConfigsResponse, rtype, name))
                 continue
             if rtype != TOPIC:

@@ -1,4 +1,7 @@
-"""ShareAcknowledge v1 (KIP-932): acknowledges records acquired by ShareFetch.
+"""ShareAcknowledge v1-v2 (KIP-932): acknowledges records acquired by ShareFetch. v2 (Kafka 4.2,
+KIP-1222) adds RENEW (type 4): the member's acquisition locks on those records start again for the
+group's ``share.record.lock.duration.ms``, answered as AcquisitionLockTimeoutMs; the records are not
+delivered again.
 
 Quirks: epoch -1 closes the share session and releases the member's remaining acquired records;
 partitions answered NOT_LEADER_OR_FOLLOWER name the current leader and its endpoint.
@@ -16,6 +19,7 @@ from protocol.errors import ErrorCode
 
 from broker.common.services import RequestScope
 from broker.apis.shared.share_partitions import acknowledge, current_leader, node_endpoints
+from broker.metadata.group_configs import share_group_settings
 from broker.network.dispatch import RequestContext, handles
 from broker.security.authz import Handler, authorizes, share_records_allowed
 
@@ -25,7 +29,7 @@ async def share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     shares = ctx.broker.share_groups
     group_id, member_id, epoch = req.group_id or "", req.member_id or "", req.share_session_epoch
     resp = ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, responses=[],
-                        node_endpoints=[])
+                        node_endpoints=[], acquisition_lock_timeout_ms=shares.lock_duration_ms)
     if not group_id or not member_id:
         resp.error_code, resp.error_message = ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set."
         return resp
@@ -33,6 +37,13 @@ async def share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     if code:
         resp.error_code = code
         return resp
+    lock_ms = share_group_settings(ctx.broker, group_id).record_lock_duration_ms
+    resp.acquisition_lock_timeout_ms = lock_ms
+    for t in req.topics:         # RENEW extends locks by the group's duration
+        for p in t.partitions:
+            sp = shares.existing(group_id, t.topic_id, p.partition_index)
+            if sp is not None:
+                sp.lock_duration_ms = lock_ms
     acks = await acknowledge(ctx, group_id, member_id, req.topics)
     if epoch == FINAL_SESSION_EPOCH:
         shares.release(group_id, member_id)

@@ -1,5 +1,6 @@
-"""ShareFetch v1 (KIP-932 share groups). Advertised only when share groups are enabled
-(broker/server/api_table.py); state in broker/coordinator_runtime/share_runtime.py.
+"""ShareFetch v1-v2 (KIP-932 share groups; v2 is Kafka 4.2's: KIP-1206 acquire modes and KIP-1222
+renew acknowledgements). Advertised only when share groups are enabled (broker/server/api_table.py);
+state in broker/coordinator_runtime/share_runtime.py.
 
 Quirks: reads whole stored batches from the first AVAILABLE record of each session partition (no
 per-record decoding: only batch headers are parsed to know their offsets) and returns those
@@ -7,8 +8,17 @@ holding an acquired record, as stored bytes, with AcquiredRecords ranges (the cl
 records of a batch it did not acquire); it long-polls on appends up to MaxWaitMs when nothing was
 acquired. Acknowledgements piggy-backed on it are applied before fetching; epoch -1 closes the
 share session and releases the member's remaining acquired records. Answers name only partitions
-with records, errors or acknowledgement results. v2 (renew acknowledgements, KIP-1222) is not
-implemented.
+with records, errors or acknowledgement results.
+v2: ShareAcquireMode 1 (record_limit, the client's ``share.acquire.mode``) acquires at most
+MaxRecords records, splitting a stored batch (the batch travels whole; AcquiredRecords names only
+what was acquired); 0 (batch_optimized) finishes batches as v1 does. RENEW acknowledgements (type 4,
+only from v2) extend the member's locks; a request with IsRenewAck set only acknowledges and
+answers at once, acquiring nothing (KIP-1222).
+The group configs (broker/metadata/group_configs.py) apply per request: the lock duration
+(``share.record.lock.duration.ms``, answered as AcquisitionLockTimeoutMs), the delivery count
+limit and ``share.isolation.level``: a read_committed group acquires only below the last stable
+offset and archives the records of aborted transactions unseen, as Kafka's SharePartition does with
+the partition's aborted-transaction list.
 Authorization: READ on the group and on each topic.
 """
 from __future__ import annotations
@@ -19,7 +29,8 @@ from collections.abc import Awaitable
 
 import trio
 
-from coordinator.share.partition import INITIAL_SESSION_EPOCH, AcquiredRange
+from coordinator.group.group_config import ShareGroupSettings
+from coordinator.share.partition import INITIAL_SESSION_EPOCH, AcquiredRange, ShareAcquireMode, never_delivered
 from protocol import records as rb
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -28,6 +39,7 @@ from broker.common.services import RequestScope
 from broker.apis.shared.share_partitions import (
     acknowledge, current_leader, load_share_partitions, local_partition, node_endpoints,
 )
+from broker.metadata.group_configs import share_group_settings
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation, ResourceType
 from broker.security.authz import Handler, authorizes, share_records_allowed
@@ -36,7 +48,8 @@ Fetched = tuple[int, bytes, list[AcquiredRange]]    # a partition's fetch error,
 
 
 def _acquire(ctx: RequestContext, group_id: str, member_id: str, tps: list[tuple[uuid.UUID, int]],
-             max_bytes: int, max_records: int) -> tuple[dict[tuple[uuid.UUID, int], Fetched], int]:
+             max_bytes: int, max_records: int, record_limit: bool,
+             settings: ShareGroupSettings) -> tuple[dict[tuple[uuid.UUID, int], Fetched], int]:
     """Acquire records for the session's partitions: per partition (error, batch bytes, acquired
     ranges) for those with something to say, and the number of records acquired."""
     shares = ctx.broker.share_groups
@@ -57,14 +70,19 @@ def _acquire(ctx: RequestContext, group_id: str, member_id: str, tps: list[tuple
         if sp is None:      # its state could not be loaded (share_runtime.py)
             out[(tid, index)] = (shares.load_errors.get((group_id, tid, index), ErrorCode.NOT_LEADER_OR_FOLLOWER), b"", [])
             continue
-        hw = part.high_watermark
+        sp.lock_duration_ms = settings.record_lock_duration_ms
+        sp.delivery_count_limit = settings.delivery_count_limit
+        upper = part.last_stable_offset if settings.read_committed else part.high_watermark
         start = sp.next_fetch_offset(now)
-        if start >= hw:
+        if start >= upper:
             continue
-        data = part.read(start, remaining, hw, min_one=True)
+        data = part.read(start, remaining, upper, min_one=True)
         headers = _batch_headers(data)
-        got = sp.acquire(member_id, [(h.base_offset, h.last_offset, h.is_control) for h in headers], hw,
-                         max_records - acquired, now)
+        aborted = [(a.producer_id, a.first_offset, a.last_offset) for a in part.aborted_in_range(start, upper)] \
+            if settings.read_committed else []
+        got = sp.acquire(member_id, [(h.base_offset, h.last_offset, never_delivered(
+            (h.base_offset, h.last_offset, h.is_control, h.producer_id, h.is_transactional), aborted))
+            for h in headers], upper, max_records - acquired, now, record_limit=record_limit)
         if not got.ranges:
             continue
         chosen = [headers[i] for i in got.batches]
@@ -102,10 +120,10 @@ def _may_read(ctx: RequestContext, topic_id: uuid.UUID) -> bool:
                                                  ResourceType.TOPIC, topic.name)
 
 
-def _error_fetch(ctx: RequestContext, code: int, message: str | None = None) -> Any:
+def _error_fetch(ctx: RequestContext, code: int, message: str | None = None, lock_ms: int | None = None) -> Any:
     return ctx.response(throttle_time_ms=0, error_code=code, error_message=message,
-                        acquisition_lock_timeout_ms=ctx.broker.share_groups.lock_duration_ms, responses=[],
-                        node_endpoints=[])
+                        acquisition_lock_timeout_ms=ctx.broker.share_groups.lock_duration_ms if lock_ms is None
+                        else lock_ms, responses=[], node_endpoints=[])
 
 
 @handles(ApiKey.SHARE_FETCH)
@@ -122,26 +140,38 @@ async def share_fetch(ctx: RequestContext, req: Any) -> Any:
     code, session = shares.sessions.fetch(group_id, member_id, epoch, added, forgotten)
     if code:
         return _error_fetch(ctx, code)
+    settings = share_group_settings(ctx.broker, group_id)
+    for (tid, index) in {(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions
+                         if p.acknowledgement_batches}:     # RENEW extends locks by the group's duration
+        sp = shares.existing(group_id, tid, index)
+        if sp is not None:
+            sp.lock_duration_ms = settings.record_lock_duration_ms
     acks = await acknowledge(ctx, group_id, member_id, req.topics)
     fetched: dict[tuple[uuid.UUID, int], Fetched] = {}
+    v2 = ctx.api_version >= 2
     if session is None:          # epoch -1: the session is closed; what the member still holds goes back
         shares.release(group_id, member_id)
-    else:
+    elif not (v2 and req.is_renew_ack):     # a renew-only request acquires nothing (KIP-1222)
         # the coordinator keeps topic ids opaque; the ones this broker put there are the requests' UUIDs
         tps = cast(list[tuple[uuid.UUID, int]], sorted(session.partitions, key=lambda tp: (str(tp[0]), tp[1])))
         max_records = req.max_records if req.max_records and req.max_records > 0 else 0x7FFFFFFF
         await load_share_partitions(ctx, group_id, tps)
-        fetched, count = _acquire(ctx, group_id, member_id, tps, req.max_bytes, max_records)
+        record_limit = v2 and req.share_acquire_mode == ShareAcquireMode.RECORD_LIMIT
+
+        def acquire() -> tuple[dict[tuple[uuid.UUID, int], Fetched], int]:
+            return _acquire(ctx, group_id, member_id, tps, req.max_bytes, max_records, record_limit, settings)
+
+        fetched, count = acquire()
         if count == 0 and req.max_wait_ms > 0 and not acks and not any(e for e, *_ in fetched.values()):
             with trio.move_on_after(req.max_wait_ms / 1000):
                 while not ctx.broker.stopping.is_set():
                     await ctx.broker.appends.wait()
-                    fetched, count = _acquire(ctx, group_id, member_id, tps, req.max_bytes, max_records)
+                    fetched, count = acquire()
                     if count:
                         break
             if count == 0:          # locks may have expired meanwhile
-                fetched, count = _acquire(ctx, group_id, member_id, tps, req.max_bytes, max_records)
-    resp = _error_fetch(ctx, ErrorCode.NONE)
+                fetched, count = acquire()
+    resp = _error_fetch(ctx, ErrorCode.NONE, lock_ms=settings.record_lock_duration_ms)
     T = resp.ShareFetchableTopicResponse
     P = T.PartitionData
     by_topic: dict[uuid.UUID, list] = {}

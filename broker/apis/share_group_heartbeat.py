@@ -1,7 +1,8 @@
 """ShareGroupHeartbeat v1 (KIP-932).
 
 Quirks: the heartbeat carries the cluster's current topics; a group id of a classic or consumer
-group answers GROUP_ID_NOT_FOUND, as Kafka.
+group answers GROUP_ID_NOT_FOUND, as Kafka. The group configs ``share.session.timeout.ms`` and
+``share.heartbeat.interval.ms`` (broker/metadata/group_configs.py) are read on every heartbeat.
 Authorization: READ on the group, DESCRIBE on every subscribed topic.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from protocol.api_keys import ApiKey
 from broker.common.services import RequestScope
 from broker.apis.shared.common import coordinator_fields, group_heartbeat_answer, other_group_type_answer
 from broker.metadata import topic_catalog
+from broker.metadata.group_configs import share_group_settings
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
 from broker.security.authz import GROUP_DENIED, TOPIC_DENIED, Handler, allowed, authorizes, whole_request
@@ -38,6 +40,9 @@ async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
     if request.group_id not in shares.coordinator.groups and request.group_id \
             and ctx.broker.groups.coordinator_for(request.group_id)[1].has_group(request.group_id):
         return other_group_type_answer(ctx, request.group_id, request.member_epoch, "share")
+    if request.group_id:
+        settings = share_group_settings(ctx.broker, request.group_id)
+        shares.coordinator.configure(request.group_id, settings.session_timeout_ms, settings.heartbeat_interval_ms)
     r = shares.coordinator.heartbeat(request, ctx.broker.now_ms())
     shares.settle_departures()
     return group_heartbeat_answer(ctx, r)

@@ -140,9 +140,10 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "transaction.state.log.min.isr": ("int", 2),
     "samsa.log.max.open.segment.files": ("int", None),
     "samsa.transaction.version": ("int", None),     # finalized transaction.version (protocol/features.py)
-    # KIP-932 share groups (coordinator/share/group.py, share_partition.py): off unless enabled, as in Kafka
-    "group.share.enable": ("boolean", False),      # Kafka 4.0/4.1's switch
-    "samsa.share.version": ("int", 0),             # finalized share.version (Kafka sets it with kafka-features.sh)
+    # KIP-932 share groups (coordinator/share/group.py, share_partition.py): on unless disabled, as a new
+    # Kafka 4.2 cluster (share.version finalized at 1); see broker/server/api_table.py share_groups_enabled
+    "group.share.enable": ("boolean", None),       # Kafka 4.0/4.1's switch (unset: share.version decides)
+    "samsa.share.version": ("int", None),          # finalized share.version (Kafka sets it with kafka-features.sh; unset: 1)
     "group.share.session.timeout.ms": ("int", 45000),
     "group.share.min.session.timeout.ms": ("int", 45000),
     "group.share.max.session.timeout.ms": ("int", 60000),

@@ -43,6 +43,7 @@ from coordinator.share.memory_persister import MemoryPersister
 from coordinator.share.partition import INVALID_RECORD_STATE, SharePartition, ShareSessions
 from coordinator.share.persister import UNINITIALIZED_START_OFFSET, Persister, SharePartitionKey, ShareState
 from protocol.errors import ErrorCode
+from broker.metadata.group_configs import share_start_offset
 
 if TYPE_CHECKING:
     from broker.log.partition import Partition
@@ -149,7 +150,7 @@ class ShareGroups:
             read.error_code == ErrorCode.NONE and read.state is not None
             and read.state.start_offset == UNINITIALIZED_START_OFFSET)
         if uninitialized:    # Kafka's share.auto.offset.reset
-            start = part.log_start_offset if self.auto_offset_reset == "earliest" else part.high_watermark
+            start = share_start_offset(self.broker, key[0], part)   # the group's share.auto.offset.reset
             state_epoch = read.state.state_epoch if read.state is not None else 0
             code = await self._call(self.persister.initialize_state(pkey, state_epoch, start))
             if code:
@@ -213,7 +214,7 @@ class ShareGroups:
 
     # -- writes ------------------------------------------------------------------------------------------
     async def acknowledge(self, group_id: str, topic_id: uuid.UUID, index: int, member_id: str,
-                          batches: list[tuple[int, int, list[int]]], now_ms: int) -> int:
+                          batches: list[tuple[int, int, list[int]]], now_ms: int, renew: bool = False) -> int:
         """Apply a member's acknowledgement batches once WriteShareGroupState has them (Kafka's
         acknowledge futures complete after the persister write); error code."""
         key = (group_id, topic_id, index)
@@ -225,7 +226,7 @@ class ShareGroups:
             if self.partitions.get(key) is not sp:      # dropped while waiting for the lock
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             sp.expire_locks(now_ms)
-            code, planned = sp.plan_acknowledge(member_id, batches, now_ms)
+            code, planned = sp.plan_acknowledge(member_id, batches, now_ms, renew=renew)
             if code:
                 return code
             changed = sp.dirty_batches(planned)

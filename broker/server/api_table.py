@@ -5,6 +5,7 @@ broker need it, and must agree; it imports only protocol/ so the lobby stays lig
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
@@ -14,10 +15,25 @@ if TYPE_CHECKING:    # the lobby imports this module: types only
     from broker.common.config import BrokerConfig
 
 
-def share_groups_enabled(config: BrokerConfig) -> bool:
-    """Kafka's switches for KIP-932 share groups: ``group.share.enable`` (4.0/4.1) or the finalized
-    ``share.version`` feature at 1 or more (here ``samsa.share.version``)."""
-    return bool(config.get("group.share.enable")) or int(config.get("samsa.share.version") or 0) >= 1
+# share.version a new Kafka 4.2 cluster finalizes: ShareVersion.SV_1 is its LATEST_PRODUCTION level
+# (bootstrap metadata version 4.2-IV0), so share groups are on without a switch.
+DEFAULT_SHARE_VERSION = 1
+
+
+def share_groups_enabled(config: BrokerConfig | Mapping[str, object]) -> bool:
+    """Kafka's switches for KIP-932 share groups: the finalized ``share.version`` feature at 1 or
+    more (here ``samsa.share.version``; 1 unless set, as a new Kafka 4.2 cluster) or 4.0/4.1's
+    ``group.share.enable=true``. ``samsa.share.version=0`` turns them off, and so does
+    ``group.share.enable=false`` when share.version is not set (a 4.1 configuration that said off)."""
+    enable = config.get("group.share.enable")
+    version = config.get("samsa.share.version")
+    if enable:
+        return True
+    if version is not None:
+        return int(str(version)) >= 1
+    if enable is not None:      # explicitly false
+        return False
+    return DEFAULT_SHARE_VERSION >= 1
 
 
 def advertised_table(config: BrokerConfig) -> dict[ApiKey, tuple[int, int]]:

@@ -7,8 +7,9 @@ target assignment computed for it by the ``simple`` assignor (below). Unlike con
 there is nothing to revoke: several members may hold one partition, so a member moves straight to
 the target assignment and epoch on its next heartbeat (Kafka's ShareGroupMember has no
 UNREVOKED state). Members choose their own member id (v1); epoch 0 joins, -1 leaves. A member
-that does not heartbeat within ``group.share.session.timeout.ms`` is removed the next time the
-group is touched (expiry is evaluated lazily at ``now``; no timers).
+that does not heartbeat within ``group.share.session.timeout.ms`` (or the group config
+``share.session.timeout.ms``, see ``configure``) is removed the next time the group is touched
+(expiry is evaluated lazily at ``now``; no timers).
 
 Error codes follow Kafka's GroupMetadataManager for share groups: INVALID_REQUEST for an empty
 group id, member id or (on join) subscription; UNKNOWN_MEMBER_ID for an unknown member;
@@ -214,6 +215,21 @@ class ShareGroupCoordinator:
         self.groups: dict[str, ShareGroup] = {}
         self.departed: list[tuple[str, str]] = []   # (group, member) that left or expired, for the shell
         self._unloaded = False
+        # the group configs share.session.timeout.ms / share.heartbeat.interval.ms, per group
+        self.timeouts: dict[str, tuple[int, int]] = {}
+
+    def configure(self, group_id: str, session_timeout_ms: int, heartbeat_interval_ms: int) -> None:
+        """The group's ``share.session.timeout.ms`` and ``share.heartbeat.interval.ms`` (Kafka's
+        group configs, set by the shell before each heartbeat; the broker's values otherwise). A
+        member's deadline is set on each heartbeat, so a change applies from its next one."""
+        if (session_timeout_ms, heartbeat_interval_ms) == (self.config.session_timeout_ms,
+                                                           self.config.heartbeat_interval_ms):
+            self.timeouts.pop(group_id, None)
+        else:
+            self.timeouts[group_id] = (session_timeout_ms, heartbeat_interval_ms)
+
+    def _timeouts(self, group_id: str) -> tuple[int, int]:
+        return self.timeouts.get(group_id, (self.config.session_timeout_ms, self.config.heartbeat_interval_ms))
 
     # -- the Coordinator protocol ------------------------------------------------------------------
     def handle(self, request: Any, now_ms: int) -> Step:
@@ -288,7 +304,7 @@ class ShareGroupCoordinator:
 
     # -- ShareGroupHeartbeat ------------------------------------------------------------------------
     def heartbeat(self, req: ShareGroupHeartbeat, now_ms: int) -> ShareGroupHeartbeatResult:
-        interval = self.config.heartbeat_interval_ms
+        session_timeout, interval = self._timeouts(req.group_id)
 
         def error(code: int, message: str) -> ShareGroupHeartbeatResult:
             return ShareGroupHeartbeatResult(error_code=code, error_message=message,
@@ -348,7 +364,7 @@ class ShareGroupCoordinator:
                 bump = True
         if req.rack_id is not None:
             member.rack_id = req.rack_id
-        member.deadline_ms = now_ms + self.config.session_timeout_ms
+        member.deadline_ms = now_ms + session_timeout
         if bump:
             group.group_epoch += 1
         self._retarget(group, req.topics)

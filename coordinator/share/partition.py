@@ -7,12 +7,14 @@ records are seen only as batch extents ``(base_offset, last_offset, is_control)`
   offset is the next offset never acquired. Records in between are *in flight*, one state each:
   AVAILABLE, ACQUIRED (by a member, with an acquisition lock that ends at a deadline),
   ACKNOWLEDGED or ARCHIVED. Their number is bounded by ``group.share.partition.max.record.locks``.
-- Acquiring takes AVAILABLE in-flight records first, then new records up to the high watermark,
-  whole batches at a time (the record limit may be exceeded to finish a batch, as Kafka's
-  batch-optimised mode does); each acquisition increments the delivery count. Control batches
+- Acquiring takes AVAILABLE in-flight records first, then new records up to the high watermark
+  (the last stable offset for a read_committed group), whole batches at a time (the record limit
+  may be exceeded to finish a batch, as Kafka's batch-optimised mode does; the record_limit acquire
+  mode of KIP-1206 splits the batch instead); each acquisition increments the delivery count. Control batches
   (transaction markers) are archived, offsets missing from the log (compaction) skipped: never
   delivered. Work is bounded by the in-flight records, never by offset distances.
-- ACCEPT acknowledges; RELEASE makes the record AVAILABLE again; REJECT and GAP archive it. A
+- ACCEPT acknowledges; RELEASE makes the record AVAILABLE again; REJECT and GAP archive it; RENEW
+  (KIP-1222) extends the member's acquisition lock by the lock duration from now. A
   record whose lock expires is released; released records that reached
   ``group.share.delivery.count.limit`` deliveries are archived instead. Acknowledging a record not
   ACQUIRED by that member (e.g. after its lock expired) is INVALID_RECORD_STATE, as in Kafka.
@@ -64,6 +66,13 @@ class AcknowledgeType(IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4       # KIP-1222 (ShareFetch/ShareAcknowledge v2): extend the acquisition lock
+
+
+class ShareAcquireMode(IntEnum):
+    """KIP-1206 (ShareFetch v2's ShareAcquireMode, the client's ``share.acquire.mode``)."""
+    BATCH_OPTIMIZED = 0     # whole batches: MaxRecords may be exceeded to finish a batch
+    RECORD_LIMIT = 1        # never more than MaxRecords records, a batch is split
 
 
 @dataclass(slots=True)
@@ -149,18 +158,25 @@ class SharePartition:
         return min(available) if available else self.end_offset
 
     def acquire(self, member_id: str, batches: Sequence[tuple[int, int, bool]], high_watermark: int,
-                max_records: int, now_ms: int) -> Acquisition:
+                max_records: int, now_ms: int, record_limit: bool = False) -> Acquisition:
         """Acquire records of ``batches`` (read from :meth:`next_fetch_offset`, in offset order) for
-        a member, at most ``max_records`` unless a batch must be finished."""
+        a member, at most ``max_records``: in batch-optimised mode a batch is finished even past
+        the limit; with ``record_limit`` (KIP-1206) never more, so a batch may be split (the rest
+        of it stays unacquired and is read again by the next fetch). A batch whose third element is
+        true (a control batch, or an aborted transaction's for a read_committed group) is archived,
+        never delivered. ``high_watermark`` is where acquisition stops (the last stable offset for
+        a read_committed group)."""
         self.expire_locks(now_ms)
         deadline = now_ms + self.lock_duration_ms
         taken: list[tuple[int, int]] = []       # (offset, delivery count)
         chosen: list[int] = []
-        for i, (base, last, control) in enumerate(batches):
+        for i, (base, last, archive) in enumerate(batches):
             if len(taken) >= max_records:
                 break
             took = False
             for off in range(max(base, self.start_offset), min(last + 1, high_watermark)):
+                if record_limit and len(taken) >= max_records:
+                    break
                 if off < self.end_offset:
                     r = self.records.get(off)
                     if r is None or r.state != RecordState.AVAILABLE:
@@ -169,8 +185,8 @@ class SharePartition:
                     if self.end_offset - self.start_offset >= self.max_record_locks:
                         break
                     self.end_offset = off + 1      # offsets the log does not hold get no entry
-                    r = self.records[off] = InFlight(RecordState.ARCHIVED if control else RecordState.AVAILABLE)
-                    if control:
+                    r = self.records[off] = InFlight(RecordState.ARCHIVED if archive else RecordState.AVAILABLE)
+                    if archive:
                         continue
                 r.state = RecordState.ACQUIRED
                 r.delivery_count += 1
@@ -184,17 +200,22 @@ class SharePartition:
         return Acquisition(tuple(_ranges(taken)), tuple(chosen))
 
     # -- acknowledge --------------------------------------------------------------------------------
-    def acknowledge(self, member_id: str, batches: Iterable[tuple[int, int, Sequence[int]]], now_ms: int) -> int:
+    def acknowledge(self, member_id: str, batches: Iterable[tuple[int, int, Sequence[int]]], now_ms: int,
+                renew: bool = True) -> int:
         """Apply acknowledgement batches ``(first, last, types)`` of a member, all or nothing;
-        returns Kafka's error code."""
+        returns Kafka's error code. RENEW (KIP-1222, only when ``renew``: ShareFetch and
+        ShareAcknowledge v2) keeps the record acquired by the member with a fresh lock of
+        ``lock_duration_ms`` from ``now_ms``; it is not delivered again and its delivery count
+        does not move."""
         self.expire_locks(now_ms)
+        valid = _ACK_TYPES_RENEW if renew else _ACK_TYPES
         plan: list[tuple[InFlight, int]] = []
         for first, last, types in batches:
             if first > last or not types or (len(types) != 1 and len(types) != last - first + 1):
                 return INVALID_REQUEST
             if first < self.start_offset or last >= self.end_offset:    # also bounds the loop below
                 return INVALID_RECORD_STATE
-            if any(t not in (0, 1, 2, 3) for t in types):
+            if any(t not in valid for t in types):
                 return INVALID_REQUEST
             for off in range(first, last + 1):
                 r = self.records.get(off)
@@ -206,6 +227,8 @@ class SharePartition:
                 r.state, r.member_id, r.deadline_ms = RecordState.ACKNOWLEDGED, None, 0
             elif t == AcknowledgeType.RELEASE:
                 self._release(r)
+            elif t == AcknowledgeType.RENEW:
+                r.deadline_ms = now_ms + self.lock_duration_ms
             else:   # REJECT, GAP
                 r.state, r.member_id, r.deadline_ms = RecordState.ARCHIVED, None, 0
         self._advance_start()
@@ -276,7 +299,7 @@ class SharePartition:
             del self.persisted[off]
 
     def plan_acknowledge(self, member_id: str, batches: Sequence[tuple[int, int, Sequence[int]]],
-                         now_ms: int) -> tuple[int, dict[int, InFlight]]:
+                         now_ms: int, renew: bool = False) -> tuple[int, dict[int, InFlight]]:
         """Run :meth:`acknowledge` on copies of the records it names: (error code, offset -> the
         record as it would be). Nothing here changes until :meth:`apply_planned`."""
         shadow = copy.copy(self)
@@ -284,7 +307,7 @@ class SharePartition:
         copies = {off: dataclasses.replace(r) for off, r in self.records.items()
                   if any(first <= off <= last for first, last in spans)}
         shadow.records = dict(copies)
-        code = shadow.acknowledge(member_id, batches, now_ms)
+        code = shadow.acknowledge(member_id, batches, now_ms, renew=renew)
         if code:
             return code, {}
         return NONE, {off: r for off, r in copies.items() if r != self.records[off]}
@@ -325,6 +348,22 @@ def _batches(states: Iterable[tuple[int, int, int]]) -> list[PersisterStateBatch
         else:
             out.append(PersisterStateBatch(off, off, int(state), count))
     return out
+
+
+_ACK_TYPES = frozenset((AcknowledgeType.GAP, AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT))
+_ACK_TYPES_RENEW = _ACK_TYPES | {AcknowledgeType.RENEW}
+
+
+def never_delivered(batch: tuple[int, int, bool, int, bool], aborted: Iterable[tuple[int, int, int]]) -> bool:
+    """Whether a batch ``(base, last, is_control, producer_id, is_transactional)`` is archived
+    unseen: a control batch (transaction marker), or for a read_committed share group
+    (``share.isolation.level``) a transactional batch inside one of the ``aborted`` transactions
+    ``(producer_id, first_offset, marker_offset)`` (the partition's aborted-transaction index, as
+    Kafka's SharePartition filters with the fetch's aborted transactions)."""
+    base, _, control, producer_id, transactional = batch
+    if control:
+        return True
+    return transactional and any(pid == producer_id and first <= base <= marker for pid, first, marker in aborted)
 
 
 def _ranges(taken: list[tuple[int, int]]) -> list[AcquiredRange]:

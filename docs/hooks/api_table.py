@@ -89,8 +89,8 @@ def render(rows: list[dict[str, Any]]) -> str:
         module = f"`{module}`" if module else "—"
         mark = "" if row["always"] else " ¹"
         lines.append(f"| {row['key']} | {row['name']}<br>`ApiKey.{row['java']}` | {row['versions']}{mark} | {module} |")
-    lines += ["", "¹ Advertised only when share groups are enabled (`group.share.enable=true` or "
-              "`samsa.share.version=1`); otherwise ApiVersions is exactly the other rows. "
+    lines += ["", "¹ Advertised when share groups are enabled: by default, as a new Kafka 4.2 cluster "
+              "(`samsa.share.version=0` turns them off, and ApiVersions is then exactly the other rows). "
               "`samsa.emulate.kafka.version` narrows the table further to what an older Kafka release had "
               "([Testing your application](testing.md#faults-and-the-clock))."]
     return "\n".join(lines)

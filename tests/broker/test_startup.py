@@ -12,7 +12,7 @@ from pathlib import Path
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
 from broker.testing import SamsaBroker
-from protocol.api_versions import SUPPORTED
+from protocol.api_versions import SUPPORTED_WITH_SHARE_GROUPS
 from tests.support.rawclient import RawClient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def test_requests_sent_while_the_broker_loads_are_answered_in_order(tmp_path: Pa
         second = MetadataResponse.decode(client.recv_frame(), version=12, header=True)
         third = ApiVersionsResponse.decode(client.recv_frame(), version=0, header=True)
         assert [r.header.correlation_id for r in (first, second, third)] == [1, 2, 3]
-        assert {k.api_key: (k.min_version, k.max_version) for k in first.api_keys} == SUPPORTED
+        assert {k.api_key: (k.min_version, k.max_version) for k in first.api_keys} == SUPPORTED_WITH_SHARE_GROUPS
         assert first.error_code == 0 and third.error_code == 0
         assert [(br.host, br.port) for br in second.brokers] == [("127.0.0.1", b.port)]
         sock.close()

@@ -13,7 +13,7 @@ from kafka.protocol.producer import ProduceRequest
 
 from broker.testing import SamsaBroker
 from protocol import records as rb
-from protocol.api_versions import SUPPORTED
+from protocol.api_versions import SUPPORTED, SUPPORTED_WITH_SHARE_GROUPS
 from protocol.errors import ErrorCode
 from tests.support.rawclient import RawClient
 from tests.support.wire import (API_VERSIONS, FETCH, INIT_PID, LIST_OFFSETS, METADATA, PRODUCE, batch, batches_in, create, fetch,
@@ -31,7 +31,7 @@ def test_api_versions_advertises_exactly_the_table(client: RawClient, version: i
     kw = {"client_software_name": "samsa-tests", "client_software_version": "1"} if version >= 3 else {}
     resp = client.request(API_VERSIONS, version, **kw)
     assert resp.error_code == 0
-    assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == SUPPORTED
+    assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == SUPPORTED_WITH_SHARE_GROUPS   # share groups on: Kafka 4.2
 
 
 def test_api_versions_newer_than_supported_gets_v0_unsupported_version(client: RawClient):
@@ -45,7 +45,7 @@ def test_api_versions_newer_than_supported_gets_v0_unsupported_version(client: R
     (count,) = struct.unpack_from(">i", frame, 6)
     entries = {struct.unpack_from(">hhh", frame, 10 + 6 * i)[0]: struct.unpack_from(">hhh", frame, 10 + 6 * i)[1:]
                for i in range(count)}
-    assert entries == SUPPORTED
+    assert entries == SUPPORTED_WITH_SHARE_GROUPS
 
 
 def test_unknown_api_key_and_unsupported_version_close_only_that_connection(samsa_broker: SamsaBroker):

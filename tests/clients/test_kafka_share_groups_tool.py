@@ -187,8 +187,9 @@ def test_on_a_cluster_the_coordinator_answers(samsa_cluster) -> None:
     assert (r.returncode, r.stdout) == (0, f"Deletion of requested share groups ('{group}') was successful.\n"), r
 
 
+@pytest.mark.samsa_broker(overrides={"samsa.share.version": "0"})
 def test_a_broker_without_share_groups(samsa_broker: SamsaBroker, tmp_path) -> None:
-    """Share groups off (Kafka's default before 4.2): nothing listed; describe fails with the
+    """Share groups off (share.version 0; Kafka's default before 4.2): nothing listed; describe fails with the
     UnsupportedVersionException Kafka's admin client raises; --command-config is read."""
     b = samsa_broker.bootstrap_servers
     config = tmp_path / "client.properties"

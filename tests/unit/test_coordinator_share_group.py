@@ -229,8 +229,13 @@ def test_session_epoch_wraps_to_one(epoch):
 
 
 # -- the switch -----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("props, enabled", [({}, False), ({"group.share.enable": False, "samsa.share.version": 0}, False),
-                                            ({"group.share.enable": True}, True), ({"samsa.share.version": 1}, True)])
+@pytest.mark.parametrize("props, enabled", [
+    ({}, True),                                                 # Kafka 4.2: share.version finalized at 1 by default
+    ({"group.share.enable": False, "samsa.share.version": 0}, False), ({"samsa.share.version": 0}, False),
+    ({"group.share.enable": False}, False),                      # 4.1's explicit off, share.version unset
+    ({"group.share.enable": False, "samsa.share.version": 1}, True),
+    ({"group.share.enable": True, "samsa.share.version": 0}, True),
+    ({"group.share.enable": True}, True), ({"samsa.share.version": 1}, True)])
 def test_share_group_apis_and_feature_only_when_enabled(props, enabled):
     from broker.server.api_table import advertised_table
     from protocol import features
@@ -240,7 +245,7 @@ def test_share_group_apis_and_feature_only_when_enabled(props, enabled):
     assert {k: v for k, v in table.items() if k not in SHARE_GROUP_APIS} == SUPPORTED
     finalized = dict(features.finalized_features(2, share_groups=enabled))
     assert finalized.get("share.version") == (1 if enabled else None)
-    assert ("share.version" in {n for n, *_ in features.supported_features(share_groups=enabled)}) is enabled
+    assert "share.version" in {n for n, *_ in features.supported_features(share_groups=enabled)}  # as Kafka 4.2
 
 
 def test_departed_members_are_reported_once_for_the_shell():
@@ -263,7 +268,8 @@ def test_shell_releases_records_and_drops_sessions_of_departed_members():
                                                  "group.share.min.session.timeout.ms": 1000,
                                                  "group.share.heartbeat.interval.ms": 100,
                                                  "group.share.min.heartbeat.interval.ms": 100,
-                                                 "samsa.share.auto.offset.reset": "earliest"}, now_ms=lambda: 0))
+                                                 "samsa.share.auto.offset.reset": "earliest"}, now_ms=lambda: 0,
+                                         metadata=SimpleNamespace(image=SimpleNamespace(configs={}))))
     log = SimpleNamespace(log_start_offset=0, high_watermark=5, leader_epoch=0)
     shares.coordinator.heartbeat(hb("m1", 0, ["t"]), 0)
     r2 = shares.coordinator.heartbeat(hb("m2", 0, ["t"]), 0)

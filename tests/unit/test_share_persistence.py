@@ -139,7 +139,7 @@ def test_memory_persister_merges_prunes_and_fences():
 # -- the leader's flow (ShareGroups) -----------------------------------------------------------------------
 def shell(persister: MemoryPersister, reset: str = "earliest") -> tuple[ShareGroups, SimpleNamespace]:
     broker = SimpleNamespace(config={"samsa.share.auto.offset.reset": reset}, now_ms=lambda: 0,
-                             share_persister=persister)
+                             share_persister=persister, metadata=SimpleNamespace(image=SimpleNamespace(configs={})))
     return ShareGroups(broker), SimpleNamespace(log_start_offset=0, high_watermark=20, leader_epoch=0)
 
 

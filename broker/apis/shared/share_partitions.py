@@ -38,7 +38,8 @@ async def acknowledge(ctx: RequestContext, group_id: str, member_id: str, topics
                 continue
             part, code = local_partition(ctx, t.topic_id, p.partition_index)
             if part is not None:
-                code = await shares.acknowledge(group_id, t.topic_id, p.partition_index, member_id, batches, now)
+                code = await shares.acknowledge(group_id, t.topic_id, p.partition_index, member_id, batches, now,
+                                               renew=ctx.api_version >= 2)  # RENEW (KIP-1222) from v2
             out[(t.topic_id, p.partition_index)] = code
     return out
 

@@ -1,0 +1,102 @@
+"""Group configs kept where Kafka keeps them: ConfigRecords on GROUP resources (type 32) in the
+metadata log (the single node's local file, etcd in a cluster), replayed into the image, so a
+change made through one broker reaches every broker and survives restarts. Which configs exist
+and how they are checked: coordinator/group/group_config.py (Kafka's GroupConfig).
+
+Readers look the image up when they need a group's settings (ShareFetch, ShareGroupHeartbeat):
+nothing is cached, so a change applies to the next request.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import structlog
+
+from coordinator.group.group_config import ShareGroupSettings, duration_ms, share_settings
+from coordinator.metadata.records import ConfigRecord
+from protocol.errors import ErrorCode
+
+from .store import MetadataUnavailable
+from .topology import Rejection
+
+if TYPE_CHECKING:
+    from broker.common.services import BrokerServices
+    from broker.log.partition import Partition
+
+log = structlog.get_logger("samsa.configs")
+
+GROUP_RESOURCE = 32          # ConfigResource.Type.GROUP
+WRITE_TIMEOUT_MS = 30000
+
+
+def stored_group_configs(broker: BrokerServices, group_id: str) -> dict[str, str]:
+    """The group's overrides as the metadata log holds them."""
+    return dict(broker.metadata.image.configs.get((GROUP_RESOURCE, group_id), {}))
+
+
+class BrokerProps(Mapping[str, object]):
+    """The broker's properties as coordinator/group/group_config.py reads them (defaults and bounds)."""
+
+    def __init__(self, broker: BrokerServices) -> None:
+        self._config = broker.config
+
+    def __getitem__(self, name: str) -> object:
+        value = self._config.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def get(self, name: str, default: object = None) -> object:  # type: ignore[override]
+        value = self._config.get(name)
+        return default if value is None else value
+
+
+def share_group_settings(broker: BrokerServices, group_id: str) -> ShareGroupSettings:
+    """The share group's settings now: its overrides over the broker's properties."""
+    overrides = broker.metadata.image.configs.get((GROUP_RESOURCE, group_id), {})
+    return share_settings(overrides, BrokerProps(broker))
+
+
+def share_start_offset(broker: BrokerServices, group_id: str, part: Partition) -> int:
+    """Where a share partition starts when the group first uses it: the group's
+    ``share.auto.offset.reset`` (default ``samsa.share.auto.offset.reset``): ``earliest`` is the log
+    start, ``latest`` the high watermark, ``by_duration:<ISO-8601>`` the first record no older than
+    that (the high watermark when there is none), as Kafka's SharePartition initializes it."""
+    reset = share_group_settings(broker, group_id).auto_offset_reset
+    if reset == "earliest":
+        return part.log_start_offset
+    if reset.startswith("by_duration:"):
+        ms = duration_ms(reset[len("by_duration:"):])
+        found = part.offset_for_timestamp(broker.now_ms() - ms) if ms is not None else None
+        return max(found[0], part.log_start_offset) if found else part.high_watermark
+    return part.high_watermark
+
+
+async def alter_group_configs(broker: BrokerServices, group_id: str, configs: Mapping[str, str]) -> Rejection | None:
+    """Replace the group's overrides with ``configs``: the difference as ConfigRecords (value None
+    deletes), one batch, in the image once ``append`` returns."""
+    store = broker.metadata
+    current = stored_group_configs(broker, group_id)
+    records = [ConfigRecord(GROUP_RESOURCE, group_id, k, v) for k, v in sorted(configs.items()) if current.get(k) != v]
+    records += [ConfigRecord(GROUP_RESOURCE, group_id, k, None) for k in sorted(current) if k not in configs]
+    if not records:
+        return None
+    from .cluster_topology import while_unavailable
+
+    try:
+        await while_unavailable(WRITE_TIMEOUT_MS, store.append, records)
+    except MetadataUnavailable as exc:
+        return Rejection(ErrorCode.REQUEST_TIMED_OUT, f"the cluster metadata store is unavailable: {exc}")
+    log.info("group configs altered", group=group_id, configs=dict(configs))
+    return None
+
+
+__all__ = ["GROUP_RESOURCE", "BrokerProps", "alter_group_configs", "share_group_settings", "share_start_offset",
+           "stored_group_configs"]
