@@ -40,7 +40,7 @@ import trio
 
 from coordinator.share.group import SHARE_GROUP_PROPERTIES, ShareGroupConfig, ShareGroupCoordinator
 from coordinator.share.memory_persister import MemoryPersister
-from coordinator.share.partition import INVALID_RECORD_STATE, SharePartition, ShareSessions
+from coordinator.share.partition import INVALID_RECORD_STATE, RecordState, SharePartition, ShareSessions
 from coordinator.share.persister import UNINITIALIZED_START_OFFSET, Persister, SharePartitionKey, ShareState
 from protocol.errors import ErrorCode
 
@@ -242,7 +242,7 @@ class ShareGroups:
         Kafka's leader writes the start offset from before the change and moves it after; here the
         write carries the start the change moves to, so no second write follows an acknowledgement."""
         state = ShareState(state_epoch=meta.state_epoch, start_offset=start, leader_epoch=meta.leader_epoch,
-                           batches=tuple(changed))
+                           batches=tuple(changed), delivery_complete_count=delivery_complete_count(sp, changed, start))
         code = await self._call(self.persister.write_state(SharePartitionKey(*key), state))
         if code:
             log.warning("share state write failed", group=key[0], topic_id=str(key[1]), partition=key[2], error=code)
@@ -325,3 +325,14 @@ class ShareGroups:
 
 def _leader_epoch(part: Partition) -> int:
     return int(getattr(part, "leader_epoch", 0) or 0)
+
+
+def delivery_complete_count(sp: SharePartition, changed: list, start: int) -> int:
+    """KIP-1226's delivery-complete count a write carries (WriteShareGroupState v1): the in-flight
+    records at or after ``start`` that are ACKNOWLEDGED or ARCHIVED once ``changed`` is applied, so
+    that DescribeShareGroupOffsets' lag (high watermark - start offset - this) is exact."""
+    states = {off: int(r.state) for off, r in sp.records.items() if off >= start}
+    for b in changed:
+        for off in range(max(b.first_offset, start), b.last_offset + 1):
+            states[off] = b.delivery_state
+    return sum(1 for st in states.values() if st in (int(RecordState.ACKNOWLEDGED), int(RecordState.ARCHIVED)))
