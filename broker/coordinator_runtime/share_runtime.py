@@ -308,19 +308,41 @@ class ShareGroups:
 
     async def delete(self, group_id: str, now_ms: int) -> int:
         """DeleteGroups: an empty share group goes with its share-partition state, deleted from the
-        persister too (DeleteShareGroupState; NON_EMPTY_GROUP while it has members, as Kafka)."""
+        persister too (DeleteShareGroupState; NON_EMPTY_GROUP while it has members, as Kafka).
+
+        Which share partitions have state: Kafka's group coordinator keeps the group's initialized
+        partitions (ShareGroupStatePartitionMetadata records). This one does not (the partitions are
+        initialized by their leaders, on any broker of a cluster, and by AlterShareGroupOffsets), and
+        an empty group has no subscription left to go by, so DeleteShareGroupState is sent for every
+        partition of every topic (the ones loaded here first): the share coordinator answers it
+        without writing anything where it holds no state. Cost: one persister call per partition
+        of the cluster (broker-to-broker for keys whose ``__share_group_state`` partition is led
+        elsewhere) per deleted share group; nothing when ``__share_group_state`` does not exist."""
         code = self.coordinator.delete(group_id, now_ms)
         self.settle_departures()
         if code:
             return code
         for key in [k for k in self.partitions if k[0] == group_id]:
             self.drop(key)
-        for topic_id, index in sorted(self.loaded_by_group.pop(group_id, set()), key=lambda tp: (str(tp[0]), tp[1])):
+        loaded = sorted(self.loaded_by_group.pop(group_id, set()), key=lambda tp: (str(tp[0]), tp[1]))
+        for topic_id, index in loaded + [tp for tp in self._all_partitions() if tp not in set(loaded)]:
             result = await self._call(self.persister.delete_state(SharePartitionKey(group_id, topic_id, index)))
             if result:
                 log.warning("share state delete failed", group=group_id, topic_id=str(topic_id), partition=index,
                             error=result)
         return ErrorCode.NONE
+
+
+    def _all_partitions(self) -> list[tuple[uuid.UUID, int]]:
+        """(topic id, partition) of every partition of every non-internal topic, when share state can
+        exist at all (``__share_group_state`` exists, or the in-memory persister of a shell-less broker)."""
+        from broker.metadata import topic_catalog
+
+        shell = getattr(self.broker, "share_coordinator", None)
+        if shell is not None and topic_catalog.topic(self.broker, shell.topic) is None:
+            return []
+        topics = sorted(topic_catalog.all_topics(self.broker).values(), key=lambda t: t.name)
+        return [(t.topic_id, p) for t in topics if not t.internal for p in range(t.partition_count)]
 
 
 def _leader_epoch(part: Partition) -> int:
