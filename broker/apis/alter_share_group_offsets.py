@@ -4,7 +4,8 @@
 Quirks: as Kafka's GroupCoordinatorService, the share group must exist (GROUP_ID_NOT_FOUND) and have
 no members (NON_EMPTY_GROUP), a top-level error; each share partition is then initialized through
 ``broker.share_persister`` with the next state epoch (its current one + 1), which fences the
-leader's older state: an unknown topic or partition answers UNKNOWN_TOPIC_OR_PARTITION in it.
+leader's older state (a share partition this broker has loaded is dropped at once, so its next
+fetch reads the new state rather than serving the old one until its next write is fenced): an unknown topic or partition answers UNKNOWN_TOPIC_OR_PARTITION in it.
 Authorization: READ on the group (else GROUP_AUTHORIZATION_FAILED for the request), READ on each
 topic (else TOPIC_AUTHORIZATION_FAILED in its partitions).
 """
@@ -48,6 +49,8 @@ async def alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
             summary = await broker.share_persister.read_summary(key)
             err = summary.error_code or await broker.share_persister.initialize_state(
                 key, summary.state_epoch + 1, p.start_offset)
+            if not err:     # the state this broker has loaded is fenced: the next fetch reads the new one
+                broker.share_groups.drop((req.group_id, t.topic_id, p.partition_index))
             results.append(P(partition_index=p.partition_index, error_code=err, error_message=None))
         responses.append(T(topic_name=topic.topic_name, topic_id=t.topic_id if t else topic_catalog.ZERO_UUID,
                            partitions=results))

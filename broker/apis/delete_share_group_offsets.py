@@ -44,6 +44,8 @@ async def delete_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
         err = 0
         for p in range(t.partition_count):
             code = await broker.share_persister.delete_state(SharePartitionKey(req.group_id, t.topic_id, p))
+            if not code:    # nor served from this broker's memory any longer
+                broker.share_groups.drop((req.group_id, t.topic_id, p))
             err = err or code
         responses.append(T(topic_name=topic.topic_name, topic_id=t.topic_id, error_code=err, error_message=None))
     return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, responses=responses)

@@ -40,7 +40,7 @@ import trio
 
 from coordinator.share.group import SHARE_GROUP_PROPERTIES, ShareGroupConfig, ShareGroupCoordinator
 from coordinator.share.memory_persister import MemoryPersister
-from coordinator.share.partition import INVALID_RECORD_STATE, SharePartition, ShareSessions
+from coordinator.share.partition import INVALID_RECORD_STATE, RecordState, SharePartition, ShareSessions
 from coordinator.share.persister import UNINITIALIZED_START_OFFSET, Persister, SharePartitionKey, ShareState
 from protocol.errors import ErrorCode
 from broker.metadata.group_configs import share_start_offset
@@ -243,7 +243,7 @@ class ShareGroups:
         Kafka's leader writes the start offset from before the change and moves it after; here the
         write carries the start the change moves to, so no second write follows an acknowledgement."""
         state = ShareState(state_epoch=meta.state_epoch, start_offset=start, leader_epoch=meta.leader_epoch,
-                           batches=tuple(changed))
+                           batches=tuple(changed), delivery_complete_count=delivery_complete_count(sp, changed, start))
         code = await self._call(self.persister.write_state(SharePartitionKey(*key), state))
         if code:
             log.warning("share state write failed", group=key[0], topic_id=str(key[1]), partition=key[2], error=code)
@@ -309,14 +309,24 @@ class ShareGroups:
 
     async def delete(self, group_id: str, now_ms: int) -> int:
         """DeleteGroups: an empty share group goes with its share-partition state, deleted from the
-        persister too (DeleteShareGroupState; NON_EMPTY_GROUP while it has members, as Kafka)."""
+        persister too (DeleteShareGroupState; NON_EMPTY_GROUP while it has members, as Kafka).
+
+        Which share partitions have state: Kafka's group coordinator keeps the group's initialized
+        partitions (ShareGroupStatePartitionMetadata records). This one does not (the partitions are
+        initialized by their leaders, on any broker of a cluster, and by AlterShareGroupOffsets), and
+        an empty group has no subscription left to go by, so DeleteShareGroupState is sent for every
+        partition of every topic (the ones loaded here first): the share coordinator answers it
+        without writing anything where it holds no state. Cost: one persister call per partition
+        of the cluster (broker-to-broker for keys whose ``__share_group_state`` partition is led
+        elsewhere) per deleted share group; nothing when ``__share_group_state`` does not exist."""
         code = self.coordinator.delete(group_id, now_ms)
         self.settle_departures()
         if code:
             return code
         for key in [k for k in self.partitions if k[0] == group_id]:
             self.drop(key)
-        for topic_id, index in sorted(self.loaded_by_group.pop(group_id, set()), key=lambda tp: (str(tp[0]), tp[1])):
+        loaded = sorted(self.loaded_by_group.pop(group_id, set()), key=lambda tp: (str(tp[0]), tp[1]))
+        for topic_id, index in loaded + [tp for tp in self._all_partitions() if tp not in set(loaded)]:
             result = await self._call(self.persister.delete_state(SharePartitionKey(group_id, topic_id, index)))
             if result:
                 log.warning("share state delete failed", group=group_id, topic_id=str(topic_id), partition=index,
@@ -324,5 +334,30 @@ class ShareGroups:
         return ErrorCode.NONE
 
 
+    def _all_partitions(self) -> list[tuple[uuid.UUID, int]]:
+        """(topic id, partition) of every partition of every non-internal topic, when share state can
+        exist at all (``__share_group_state`` exists, or the in-memory persister of a shell-less broker)."""
+        from broker.metadata import topic_catalog
+
+        if getattr(self.broker, "topology", None) is None:      # a broker without metadata (unit tests' fakes)
+            return []
+        shell = getattr(self.broker, "share_coordinator", None)
+        if shell is not None and topic_catalog.topic(self.broker, shell.topic) is None:
+            return []
+        topics = sorted(topic_catalog.all_topics(self.broker).values(), key=lambda t: t.name)
+        return [(t.topic_id, p) for t in topics if not t.internal for p in range(t.partition_count)]
+
+
 def _leader_epoch(part: Partition) -> int:
     return int(getattr(part, "leader_epoch", 0) or 0)
+
+
+def delivery_complete_count(sp: SharePartition, changed: list, start: int) -> int:
+    """KIP-1226's delivery-complete count a write carries (WriteShareGroupState v1): the in-flight
+    records at or after ``start`` that are ACKNOWLEDGED or ARCHIVED once ``changed`` is applied, so
+    that DescribeShareGroupOffsets' lag (high watermark - start offset - this) is exact."""
+    states = {off: int(r.state) for off, r in sp.records.items() if off >= start}
+    for b in changed:
+        for off in range(max(b.first_offset, start), b.last_offset + 1):
+            states[off] = b.delivery_state
+    return sum(1 for st in states.values() if st in (int(RecordState.ACKNOWLEDGED), int(RecordState.ARCHIVED)))

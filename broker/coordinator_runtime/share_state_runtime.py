@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from coordinator.share.persister import SharePartitionKey
-from coordinator.share_state.coordinator import ShareCoordinator, ShareCoordinatorConfig
+from coordinator.share_state.coordinator import InitializeState, ShareCoordinator, ShareCoordinatorConfig, WriteState
 from coordinator.share_state.records import share_coordinator_key
 
 from broker.coordinator_runtime.runtime import CoordinatorShell
@@ -48,6 +48,11 @@ class ShareCoordinatorShell(CoordinatorShell[ShareCoordinator]):
         super().__init__(broker, int(cfg.get("share.coordinator.state.topic.num.partitions") or 50))
         self.coordinator_config = ShareCoordinatorConfig.from_properties(
             {k: cfg.get(k) for k in ShareCoordinatorConfig._KAFKA_NAMES})
+        # for /metrics (broker/observability/metrics.py): WriteShareGroupState calls answered NONE
+        # (Kafka's share-coordinator-metrics write-total), and the committed records they and
+        # InitializeShareGroupState wrote, by type (ShareSnapshot / ShareUpdate)
+        self.writes_total = 0
+        self.records_written: dict[str, int] = {"ShareSnapshot": 0, "ShareUpdate": 0}
 
     def new_coordinator(self, partition: int) -> ShareCoordinator:
         return ShareCoordinator(self.coordinator_config, partition, loading=True,
@@ -78,4 +83,11 @@ class ShareCoordinatorShell(CoordinatorShell[ShareCoordinator]):
     async def call_key(self, key: SharePartitionKey, request: Any) -> Any:
         """Step a share-state request on the coordinator of ``key``'s partition and wait for its
         committed answer (NOT_COORDINATOR from a partition not led here)."""
-        return await self.call_for(share_coordinator_key(key), request)
+        result = await self.call_for(share_coordinator_key(key), request)
+        if isinstance(request, (WriteState, InitializeState)) and not getattr(result, "error_code", 1):
+            if isinstance(request, WriteState):
+                self.writes_total += 1
+            coord = self.coordinators.get(self.partition_for_key(key))
+            since = coord.updates_since_snapshot(key) if coord is not None else None
+            self.records_written["ShareUpdate" if since else "ShareSnapshot"] += 1
+        return result

@@ -275,6 +275,65 @@ class _ScrapeCollector(Collector):
         yield current
         yield lag_sum
         yield members
+        yield from _share_groups(broker)
+
+
+def _share_groups(broker: BrokerServices) -> Iterator[Metric]:
+    """Share groups (KIP-932), for the share partitions this broker leads and has loaded, and the
+    share coordinator's writes.
+
+    Kafka's names where Kafka has the metric: ``kafka.server:type=SharePartitionMetrics,
+    name=InFlightMessageCount,group=,topic=,partition=`` and ``kafka.server:type=share-coordinator-metrics,
+    name=write-total`` (WriteShareGroupState calls; per second is Prometheus' ``rate()``). Kafka's broker
+    has no per-share-partition start offset, acquired count or lag metric, so those are ``samsa_``:
+    the lag is KIP-1226's (the one DescribeShareGroupOffsets v1 answers), computed from the live
+    state rather than the persisted one: high watermark - start offset - the in-flight records at or
+    after the start offset that are ACKNOWLEDGED or ARCHIVED (delivery complete)."""
+    from coordinator.share.partition import RecordState
+
+    labels = ["group", "topic", "partition"]
+    in_flight = GaugeMetricFamily("kafka_server_sharepartitionmetrics_inflightmessagecount",
+                                  "Records in the share partition's in-flight window, any state (InFlightMessageCount)",
+                                  labels=labels)
+    start = GaugeMetricFamily("samsa_share_partition_start_offset",
+                              "Share-partition start offset: the first record not yet delivery complete",
+                              labels=labels)
+    acquired = GaugeMetricFamily("samsa_share_partition_acquired_records",
+                                 "Records acquired by a share consumer and not yet acknowledged", labels=labels)
+    lag = GaugeMetricFamily("samsa_share_partition_lag",
+                            "High watermark - start offset - delivery-complete records in flight (KIP-1226)",
+                            labels=labels)
+    share_groups = getattr(broker, "share_groups", None)
+    done = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+    for (group, topic_id, index), sp in sorted((getattr(share_groups, "partitions", None) or {}).items(),
+                                               key=lambda kv: (kv[0][0], str(kv[0][1]), kv[0][2])):
+        t = topic_catalog.topic_by_id(broker, topic_id)
+        if t is None:
+            continue
+        values = [group, t.name, str(index)]
+        window = [r for off, r in sp.records.items() if off >= sp.start_offset]
+        in_flight.add_metric(values, len(window))
+        start.add_metric(values, sp.start_offset)
+        acquired.add_metric(values, sum(1 for r in window if r.state == RecordState.ACQUIRED))
+        part = broker.logs.partition(t.name, index)
+        if part is not None:
+            complete = sum(1 for r in window if r.state in done)
+            lag.add_metric(values, max(0, part.high_watermark - sp.start_offset - complete))
+    yield in_flight
+    yield start
+    yield acquired
+    yield lag
+    shell = getattr(broker, "share_coordinator", None)
+    writes = CounterMetricFamily("kafka_server_share_coordinator_metrics_write",
+                                 "WriteShareGroupState calls the share coordinator committed (write-total)")
+    writes.add_metric([], getattr(shell, "writes_total", 0))
+    yield writes
+    records = CounterMetricFamily("samsa_share_coordinator_records_written",
+                                  "Share-state records the share coordinator committed to __share_group_state",
+                                  labels=["type"])
+    for kind, n in sorted((getattr(shell, "records_written", None) or {}).items()):
+        records.add_metric([kind], n)
+    yield records
 
 
 def _replicas(parts: list[introspect.PartitionView]) -> GaugeMetricFamily:

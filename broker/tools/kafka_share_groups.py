@@ -8,9 +8,13 @@ filter and DeleteGroups) and sends ShareGroupDescribe (API 77) as the message cl
 JSON definition yields through kafka-python's schema loader (``protocol.schema_messages``): no
 protocol code of its own.
 
-Offsets (plain ``--describe``, ``--reset-offsets``, ``--delete-offsets``) need the share-group
-offset APIs (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets), which come
-with durable share groups; against a broker without them the tool fails as Kafka's does.
+Offsets: plain ``--describe`` sends DescribeShareGroupOffsets (API 90; v1 carries the lag),
+``--reset-offsets`` (``--to-earliest``, ``--to-latest``, ``--to-offset``, ``--to-datetime``; ``--topic``
+or ``--all-topics``; ``--dry-run`` or ``--execute``) prints Kafka's GroupOffsetsResetter table and with
+``--execute`` sends AlterShareGroupOffsets (91), ``--delete-offsets`` sends DeleteShareGroupOffsets (92);
+each to the group's coordinator, the log offsets a reset needs through kafka-python's ListOffsets.
+Against a broker without API 90 the describe fails as Kafka's does. (``--from-file`` and
+``--to-current`` are not built.)
 
 As in Kafka, usage errors print the message and the help on stderr and exit 1; a failed command
 prints ``\\nError: Executing share group command failed due to ...`` and exits 1; a delete that
@@ -24,10 +28,12 @@ from typing import Any
 
 from .common import (
     check_describe_options,
+    error_message,
     ToolError,
     java_hashmap_order,
     java_string_hash,
     kafka_python_config,
+    topic_partition_hash,
     load_properties,
     require_bootstrap,
     run,
@@ -78,6 +84,7 @@ def build_parser() -> Any:
         p.add_argument(f"--{flag}", action="store_true", help=text)
     p.add_argument("--timeout", type=int, default=30000, metavar="timeout (ms)",
                    help="The timeout that can be set for some use cases.")
+    p.add_argument("--to-offset", type=int, metavar="offset", help="Reset offsets to a specific offset.")
     p.add_argument("--to-datetime", metavar="datetime",
                    help="Reset offsets to offset from datetime. Format: 'YYYY-MM-DDThh:mm:ss.sss'")
     p.add_argument("--state", nargs="?", const="",
@@ -173,7 +180,10 @@ class ShareGroupService:
         groups = self.group_ids(args)
         described = {g: self.describe_group(g) for g in groups}
         if described and not args.members and args.state is None:
-            self.fail_offsets()
+            self.check_offsets_api()
+            for group in sorted(described):
+                print_offsets(group, self.share_group_offsets(group), args.verbose)
+            return
         for group in sorted(described):
             desc, coordinator = described[group]
             if args.members:
@@ -181,7 +191,7 @@ class ShareGroupService:
             else:
                 print_state(group, desc, coordinator, args.verbose)
 
-    def fail_offsets(self) -> None:
+    def check_offsets_api(self) -> None:
         """The offsets of a share group come from DescribeShareGroupOffsets (API 90): a broker without
         it fails the command as Kafka's admin client fails it (UnsupportedVersionException)."""
         version = self.admin._manager.broker_version_data
@@ -189,8 +199,183 @@ class ShareGroupService:
             raise CommandFailed("The node does not support DESCRIBE_SHARE_GROUP_OFFSETS",
                                 trace="org.apache.kafka.common.errors.UnsupportedVersionException: "
                                       "The node does not support DESCRIBE_SHARE_GROUP_OFFSETS")
-        # a broker with the API (Kafka 4.1+): this tool has no DescribeShareGroupOffsets message yet
-        raise CommandFailed("share-group offsets (DescribeShareGroupOffsets) are not supported by this tool yet")
+
+    def send_to_coordinator(self, group: str, request: Any) -> Any:
+        admin = self.admin
+        node = admin._manager.run(admin._find_coordinator_id, group)
+        return admin._manager.run(functools.partial(admin._manager.send, request, node_id=node))
+
+    def share_group_offsets(self, group: str) -> dict[tuple[str, int], tuple[int, int, int] | None]:
+        """The Admin's ``listShareGroupOffsets``: (topic, partition) -> (start offset, leader epoch,
+        lag), -1 for an epoch or lag the broker does not know; ``None`` for a partition without a
+        start offset. A group error fails the command with its Java exception."""
+        import kafka.errors as Errors
+
+        from protocol.schema_messages import DescribeShareGroupOffsetsRequest
+
+        G = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
+        response = self.send_to_coordinator(group, DescribeShareGroupOffsetsRequest(
+            groups=[G(group_id=group, topics=None)]))
+        (g,) = response.groups
+        if g.error_code:
+            err = Errors.for_code(g.error_code)
+            raise CommandFailed(java_error(err, g.error_message or err.description))
+        out: dict[tuple[str, int], tuple[int, int, int] | None] = {}
+        for t in g.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    continue      # Kafka's ListShareGroupOffsetsHandler logs and leaves such partitions out
+                lag = getattr(p, "lag", -1)
+                out[(t.topic_name, p.partition_index)] = (
+                    None if p.start_offset < 0 else (p.start_offset, p.leader_epoch, -1 if lag is None else lag))
+        return out
+
+    # --- reset-offsets / delete-offsets ------------------------------------------------------
+    def log_offsets(self, tps: list[tuple[str, int]], spec: Any) -> dict[tuple[str, int], int]:
+        """ListOffsets for ``tps`` (kafka-python's admin routes them to their leaders)."""
+        from kafka import TopicPartition
+
+        if not tps:
+            return {}
+        found = self.admin.list_partition_offsets({TopicPartition(t, p): spec for t, p in tps})
+        return {(tp.topic, tp.partition): o.offset for tp, o in found.items()}
+
+    def partitions_to_reset(self, group: str, args: Any) -> list[tuple[str, int]]:
+        """GroupOffsetsResetter's ``parseTopicPartitionsToReset`` (``topic`` or ``topic:0,1``), or
+        with ``--all-topics`` the partitions the group has offsets for."""
+        if not args.topic:
+            return list(self.share_group_offsets(group))
+        specified: list[tuple[str, int]] = []
+        whole: list[str] = []
+        for arg in args.topic:
+            if ":" not in arg:
+                whole.append(arg)
+                continue
+            parts = arg.split(":")
+            if len(parts) != 2:
+                raise ToolError(f"Invalid topic arg '{arg}', expected topic name and partitions", stream="stderr")
+            for p in parts[1].split(","):
+                if not p.lstrip("-").isdigit():
+                    raise ToolError(f"Invalid partition '{p}' specified in topic arg '{arg}''", stream="stderr")
+                specified.append((parts[0], int(p)))
+        if whole:
+            import kafka.errors as Errors
+
+            for t in self.admin.describe_topics(whole):
+                if t["error_code"]:
+                    err = Errors.for_code(t["error_code"])
+                    raise CommandFailed(java_error(err))
+                indexes = sorted(p["partition_index"] for p in t["partitions"])
+                specified.extend((t["name"], p) for p in indexes)
+        return specified
+
+    def prepare(self, tps: list[tuple[str, int]], args: Any) -> dict[tuple[str, int], int]:
+        """GroupOffsetsResetter's resetToOffset / resetToEarliest / resetToLatest / resetToDateTime."""
+        from kafka.admin import OffsetSpec
+
+        if args.to_offset is not None:        # checkOffsetsRange: clamped into [earliest, latest]
+            starts, ends = self.log_offsets(tps, OffsetSpec.EARLIEST), self.log_offsets(tps, OffsetSpec.LATEST)
+            return {tp: min(max(args.to_offset, starts.get(tp, args.to_offset)), ends.get(tp, args.to_offset))
+                    for tp in tps}
+        if args.to_earliest or args.to_latest:
+            found = self.log_offsets(tps, OffsetSpec.EARLIEST if args.to_earliest else OffsetSpec.LATEST)
+            for t, p in tps:
+                if (t, p) not in found:
+                    which = "starting" if args.to_earliest else "ending"
+                    raise ToolError(f"Error getting {which} offset of topic partition: {t}-{p}", stream="stderr")
+            return {tp: found[tp] for tp in tps}
+        from .kafka_consumer_groups import kafka_datetime
+
+        found = self.log_offsets(tps, kafka_datetime(args.to_datetime))
+        empty = [tp for tp in tps if found.get(tp, -1) < 0]
+        for t, p in empty:
+            print(f"\nWarn: Partition {p} from topic {t} is empty. Falling back to latest known offset.")
+        found.update(self.log_offsets(empty, OffsetSpec.LATEST))
+        return {tp: found[tp] for tp in tps}
+
+    def reset_offsets(self, args: Any) -> None:
+        """ShareGroupCommand's ``resetOffsets``: only an Empty (or unknown) group; the plan printed
+        as GroupOffsetsResetter's ``printOffsetsToReset``, sent with ``--execute``."""
+        import kafka.errors as Errors
+
+        from protocol.schema_messages import AlterShareGroupOffsetsRequest
+
+        (group,) = args.group[:1]
+        try:
+            desc, _ = self.describe_group(group)
+            state = desc.group_state
+        except CommandFailed as e:
+            if "GroupIdNotFoundException" not in str(e):
+                raise
+            state = "Dead"
+        if state not in ("Empty", "Dead"):
+            raise ToolError(f"Share group '{group}' is not empty.", stream="stderr")
+        prepared = self.prepare(self.partitions_to_reset(group, args), args)
+        if args.execute and prepared:
+            T = AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
+            P = T.AlterShareGroupOffsetsRequestPartition
+            by_topic: dict[str, list[Any]] = {}
+            for (t, p), off in prepared.items():
+                by_topic.setdefault(t, []).append(P(partition_index=p, start_offset=off))
+            response = self.send_to_coordinator(group, AlterShareGroupOffsetsRequest(
+                group_id=group, topics=[T(topic_name=t, partitions=ps) for t, ps in by_topic.items()]))
+            if response.error_code:
+                err = Errors.for_code(response.error_code)
+                raise CommandFailed(java_error(err, response.error_message or err.description))
+            for t in response.responses:
+                for p in t.partitions:
+                    if p.error_code:
+                        err = Errors.for_code(p.error_code)
+                        raise CommandFailed(java_error(err, p.error_message or err.description))
+        if not prepared:
+            print()
+            return
+        wg = max(15, len(group))
+        wt = max([15] + [len(t) for t, _ in prepared])
+        fmt = f"\n{{:<{wg}}} {{:<{wt}}} {{:<10}} {{}}"
+        out = fmt.format("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
+        # Kafka keeps the plan in a HashMap<TopicPartition, OffsetAndMetadata>
+        for (t, p), off in java_hashmap_order(list(prepared.items()), lambda kv: topic_partition_hash(*kv[0])):
+            out += fmt.format(group, t, p, off)
+        print(out)
+
+    def delete_offsets(self, args: Any) -> None:
+        """ShareGroupCommand's ``deleteOffsets``: a group-level error printed as ``Error: <message>``,
+        then each topic's ``Successful`` or ``Error: <message>`` (the group's error for every topic
+        when the group failed, as the Admin's per-topic futures do)."""
+        import kafka.errors as Errors
+
+        from protocol.schema_messages import DeleteShareGroupOffsetsRequest
+
+        group = args.group[0]
+        topics = list(dict.fromkeys(args.topic))
+        T = DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic
+        response = self.send_to_coordinator(group, DeleteShareGroupOffsetsRequest(
+            group_id=group, topics=[T(topic_name=t) for t in topics]))
+        results: dict[str, str | None] = {}
+        if response.error_code:
+            err = Errors.for_code(response.error_code)
+            message = response.error_message or err.description
+            if response.error_code in (24, 69, 30, 68):  # INVALID_GROUP_ID, GROUP_ID_NOT_FOUND, GROUP_AUTH, NON_EMPTY
+                print(f"\nError: {message}")
+            else:
+                print(f"\nError: Encounter some unknown error: {java_error(err, message)}")
+            results = {t: message for t in topics}
+        else:
+            for t in response.responses:
+                if t.error_code:
+                    err = Errors.for_code(t.error_code)
+                    results[t.topic_name] = t.error_message or err.description
+                else:
+                    results[t.topic_name] = None
+        out = ""
+        if results:
+            width = max([15] + [len(t) for t in results])
+            fmt = f"\n{{:<{width}}} {{}}"
+            out = fmt.format("TOPIC", "STATUS")
+            for t in sorted(results):
+                out += fmt.format(t, "Successful" if results[t] is None else f"Error: {results[t]}")
+        print(out)
 
     # --- delete ----------------------------------------------------------------------------
     def delete(self, args: Any) -> None:
@@ -247,6 +432,32 @@ def assignment_string(member: Any) -> str:
 
 def member_partitions(member: Any) -> int:
     return sum(len(tp.partitions) for tp in member.assignment.topic_partitions)
+
+
+def print_offsets(group: str, offsets: dict[tuple[str, int], tuple[int, int, int] | None], verbose: bool) -> None:
+    """ShareGroupCommand's ``printOffsets``: rows by topic then partition, ``-`` for what is unknown."""
+    if not offsets:
+        print(f"\nShare group '{group}' has no offset information.")
+        return
+    wg = max(15, len(group))
+    wt = max([15] + [len(t) for t, _ in offsets])
+
+    def cell(v: int | None) -> str:
+        return "-" if v is None or v < 0 else str(v)
+
+    if verbose:
+        fmt = f"\n{{:<{wg}}} {{:<{wt}}} {{:<10}} {{:<13}} {{:<13}} {{}}"
+        out = fmt.format("GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG")
+    else:
+        fmt = f"\n{{:<{wg}}} {{:<{wt}}} {{:<10}} {{:<13}} {{}}"
+        out = fmt.format("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG")
+    for (t, p), info in sorted(offsets.items()):
+        start, epoch, lag = info if info is not None else (None, None, None)
+        if verbose:
+            out += fmt.format(group, t, p, cell(epoch), cell(start), cell(lag))
+        else:
+            out += fmt.format(group, t, p, cell(start), cell(lag))
+    print(out)
 
 
 def print_members(group: str, desc: Any, verbose: bool) -> None:
@@ -315,6 +526,18 @@ def check_args(parser: Any, args: Any, argv: list[str]) -> None:
             parser.usage_and_exit("Option [reset-offsets] takes the option: [execute] or [dry-run]")
         if not args.group:
             parser.usage_and_exit("Option [reset-offsets] takes the option: [group]")
+        if not args.topic and not args.all_topics:
+            parser.usage_and_exit("Option [reset-offsets] takes one of these options: [all-topics], [topic]")
+        if args.topic and args.all_topics:
+            parser.usage_and_exit('Option "[topic]" can\'t be used with option "[all-topics]"')
+        scenarios = [s for s in ("to_offset", "to_datetime", "to_earliest", "to_latest")
+                     if getattr(args, s) is not None and getattr(args, s) is not False]
+        if not scenarios:
+            parser.usage_and_exit("Option [reset-offsets] takes one of these options: [to-datetime], "
+                                  "[to-earliest], [to-latest], [to-offset]")
+        if len(scenarios) > 1:
+            first = scenarios[0].replace("_", "-")
+            parser.usage_and_exit(f'Option "[{first}]" can\'t be used with option "[{scenarios[1].replace("_", "-")}]"')
     if args.group and args.all_groups:
         parser.usage_and_exit('Option "[group]" can\'t be used with option "[all-groups]"')
     if args.group and (args.list):
@@ -331,10 +554,6 @@ def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_args(parser, args, argv)
-    if args.reset_offsets or args.delete_offsets:
-        # AlterShareGroupOffsets / DeleteShareGroupOffsets: not built (they come with durable share groups)
-        raise ToolError("\nError: Executing share group command failed due to --reset-offsets and --delete-offsets "
-                        "are not supported by Samsa's kafka-share-groups yet")
     props = load_properties(args.command_config) if args.command_config else {}
     service = ShareGroupService(props, args.bootstrap_server, args.timeout)
     try:
@@ -342,6 +561,10 @@ def main(argv: list[str]) -> int:
             service.list_groups(args.state)
         elif args.describe:
             service.describe(args)
+        elif args.reset_offsets:
+            service.reset_offsets(args)
+        elif args.delete_offsets:
+            service.delete_offsets(args)
         else:
             service.delete(args)
     except CommandFailed as e:
@@ -357,8 +580,6 @@ def main(argv: list[str]) -> int:
 
 
 def failure(exc: BaseException) -> ToolError:
-    from .common import error_message
-
     return ToolError(f"\nError: Executing share group command failed due to {error_message(exc)}")
 
 

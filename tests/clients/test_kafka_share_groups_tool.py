@@ -5,7 +5,9 @@ ShareGroupHeartbeat requests (client id ``samsa-tests``, host ``/127.0.0.1``), s
 assignments are exact."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient
@@ -16,7 +18,9 @@ from tests.support.groups_support import unique
 from tests.support.kafka_tools import tool
 from tests.support.rawclient import RawClient
 
-SHARE_PROPS = {"group.share.enable": "true", "group.initial.rebalance.delay.ms": "0"}
+SHARE_PROPS = {"group.share.enable": "true", "group.initial.rebalance.delay.ms": "0",
+               "samsa.share.auto.offset.reset": "earliest", "group.share.heartbeat.interval.ms": "500",
+               "group.share.min.heartbeat.interval.ms": "100"}
 HOST, CLIENT = "/127.0.0.1", "samsa-tests"
 
 
@@ -125,19 +129,126 @@ def test_list_describe_members_and_state_and_delete(sbroker: SamsaBroker) -> Non
                         f"org.apache.kafka.common.errors.GroupIdNotFoundException: Group '{group}' is not a share group.\n")
 
 
-def test_offsets_need_describe_share_group_offsets(sbroker: SamsaBroker) -> None:
-    """The broker serves DescribeShareGroupOffsets (API 90, issue 21) but this tool does not send it
-    yet: it says so and fails the command, exit 1."""
+ck = pytest.importorskip("confluent_kafka")
+
+
+def share_consume(bootstrap: str, group: str, topic: str, count: int,
+                  ack: Callable[[int], Any] | None = None) -> list[tuple[int, int]]:
+    """A confluent-kafka ShareConsumer (explicit acknowledgement) takes ``count`` records, acknowledges
+    each with ``ack(offset)`` (ACCEPT without it), commits and leaves: its (offset, delivery count)s."""
+    if not hasattr(ck, "ShareConsumer"):
+        pytest.skip("confluent-kafka without ShareConsumer")
+    c = ck.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                          "share.acknowledgement.mode": "explicit"})
+    got: list[Any] = []
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while len(got) < count and time.monotonic() < deadline:
+            for m in c.poll(1.0):
+                if m.error() is None:
+                    got.append(m)
+                    c.acknowledge(m, ack(m.offset()) if ack else ck.AcknowledgeType.ACCEPT)
+        c.commit_sync(30)
+    finally:
+        c.close()
+    return sorted((m.offset(), m.delivery_count()) for m in got)
+
+
+def produce(bootstrap: str, topic: str, count: int) -> None:
+    p = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 200})
+    for i in range(count):
+        p.produce(topic, value=b"v%d" % i, partition=0)
+    assert p.flush(30) == 0
+
+
+def wait_empty(bootstrap: str, group: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        r = share_tool(bootstrap, "--describe", "--group", group, "--state")
+        if r.returncode == 0 and r.stdout.split("\n")[2].split()[-2:] == ["Empty", "0"]:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"share group {group} never became Empty")
+
+
+def offsets_table(group: str, topic: str, rows: list[tuple[int, str, str]], verbose: bool = False) -> str:
+    """Kafka's ``printOffsets``: ``%-Gs %-Ts %-10s %-13s %s`` (verbose: LEADER-EPOCH before START-OFFSET)."""
+    wg, wt = max(15, len(group)), max(15, len(topic))
+    if verbose:
+        fmt = f"\n{{:<{wg}}} {{:<{wt}}} {{:<10}} {{:<13}} {{:<13}} {{}}"
+        return (fmt.format("GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG")
+                + "".join(fmt.format(group, topic, *r) for r in rows) + "\n")
+    fmt = f"\n{{:<{wg}}} {{:<{wt}}} {{:<10}} {{:<13}} {{}}"
+    return fmt.format("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG") + "".join(
+        fmt.format(group, topic, *r) for r in rows) + "\n"
+
+
+def test_describe_reset_and_delete_offsets_with_a_share_consumer(sbroker: SamsaBroker) -> None:
+    """A ShareConsumer accepts offsets 0-5 of 10 and releases 6-9: --describe shows start offset 6 and
+    lag 4 (high watermark 10 - 6 - nothing delivery-complete after it); --reset-offsets --to-earliest
+    --dry-run prints the plan and changes nothing, --execute resets (AlterShareGroupOffsets) and a new
+    consumer gets all ten from offset 0 again; --delete-offsets leaves no offset information."""
     b = sbroker.bootstrap_servers
-    topic, group = unique("so"), unique("sg")
+    topic, group = unique("sr"), unique("sg")
     create_topics(b, {topic: 1})
+    produce(b, topic, 10)
+
+    got = share_consume(b, group, topic, 10,
+                        lambda o: ck.AcknowledgeType.ACCEPT if o < 6 else ck.AcknowledgeType.RELEASE)
+    assert got == [(o, 1) for o in range(10)]
+    wait_empty(b, group)
+
+    r = share_tool(b, "--describe", "--group", group)
+    assert (r.returncode, r.stdout) == (0, offsets_table(group, topic, [(0, "6", "4")])), r
+    r = share_tool(b, "--describe", "--group", group, "--offsets", "--verbose")
+    assert (r.returncode, r.stdout) == (0, offsets_table(group, topic, [(0, "0", "6", "4")], verbose=True)), r
+
+    # a reset needs --dry-run or --execute, a scope and a scenario (Kafka's usage errors, exit 1)
+    r = share_tool(b, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest")
+    assert r.returncode == 1 and r.stderr.startswith("Option [reset-offsets] takes the option: [execute] or [dry-run]"), r
+    r = share_tool(b, "--reset-offsets", "--group", group, "--to-earliest", "--dry-run")
+    assert r.returncode == 1 and r.stderr.startswith("Option [reset-offsets] takes one of these options: "), r
+
+    wg, wt = max(15, len(group)), max(15, len(topic))
+    plan = f"\n{{:<{wg}}} {{:<{wt}}} {{:<10}} {{}}"
+    expected = plan.format("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET") + plan.format(group, topic, 0, 0) + "\n"
+    r = share_tool(b, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--dry-run")
+    assert (r.returncode, r.stdout) == (0, expected), r
+    assert share_tool(b, "--describe", "--group", group).stdout == offsets_table(group, topic, [(0, "6", "4")])
+    r = share_tool(b, "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "8", "--dry-run")
+    assert r.stdout == plan.format("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET") + plan.format(group, topic, 0, 8) + "\n"
+    r = share_tool(b, "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "99", "--dry-run")
+    assert r.stdout.split("\n")[2].split() == [group, topic, "0", "10"], r      # clamped to the log end
+    r = share_tool(b, "--reset-offsets", "--group", group, "--all-topics", "--to-latest", "--dry-run")
+    assert r.stdout.split("\n")[2].split() == [group, topic, "0", "10"], r
+
+    r = share_tool(b, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+    assert (r.returncode, r.stdout) == (0, expected), r
+    r = share_tool(b, "--describe", "--group", group)
+    assert r.returncode == 0 and r.stdout.split("\n")[2].split()[:4] == [group, topic, "0", "0"], r
+    # consumption starts again at offset 0: all ten, as first deliveries of the new state
+    again = share_consume(b, group, topic, 10)
+    assert again == [(o, 1) for o in range(10)], again
+    wait_empty(b, group)
+    r = share_tool(b, "--describe", "--group", group)
+    assert (r.returncode, r.stdout) == (0, offsets_table(group, topic, [(0, "10", "0")])), r
+
+    # a group with a member cannot be reset (Kafka's IllegalArgumentException: stderr, exit 1)
     with RawClient(b) as c:
         join(c, group, "m", [topic])
-        r = share_tool(b, "--describe", "--group", group)
-        assert (r.returncode, r.stdout) == (
-            1, "\nError: Executing share group command failed due to share-group offsets "
-               "(DescribeShareGroupOffsets) are not supported by this tool yet\n"), r
+        r = share_tool(b, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+        assert (r.returncode, r.stdout, r.stderr) == (1, "", f"Share group '{group}' is not empty.\n"), r
+        r = share_tool(b, "--delete-offsets", "--group", group, "--topic", topic)
+        assert r.returncode == 0 and r.stdout.startswith("\nError: "), r
         leave(c, group, "m")
+
+    r = share_tool(b, "--delete-offsets", "--group", group, "--topic", topic)
+    status = f"\n{{:<{wt}}} {{}}"
+    assert (r.returncode, r.stdout) == (0, status.format("TOPIC", "STATUS") + status.format(topic, "Successful")
+                                        + "\n"), r
+    r = share_tool(b, "--describe", "--group", group)
+    assert (r.returncode, r.stdout) == (0, f"\nShare group '{group}' has no offset information.\n"), r
 
 
 def test_usage_errors(sbroker: SamsaBroker) -> None:
