@@ -28,14 +28,10 @@ from dataclasses import dataclass
 from protocol.errors import ErrorCode
 
 from coordinator.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration
+from coordinator.metadata.rejection import Rejection  # its own module: the broker's topology imports it at start-up
 from coordinator.metadata.records import (NO_LEADER, NO_LEADER_CHANGE, MetadataRecord, PartitionChangeRecord, PartitionRecord, TopicRecord)
 
 
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    """A Kafka error code and message instead of records."""
-    code: int
-    message: str
 
 
 def usable_brokers(image: MetadataImage) -> list[BrokerRegistration]:
