@@ -123,7 +123,7 @@ class _ByApiKey(dict[int, type[ApiMessage]]):
     def __contains__(self, api_key: object) -> bool:
         return dict.__contains__(self, api_key) or api_key in INDEX
 
-    def get(self, api_key: int, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, api_key: int, default: Any = None) -> Any:
         try:
             return self[api_key]
         except KeyError:

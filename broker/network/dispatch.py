@@ -109,8 +109,8 @@ def check_handlers(load: bool = False) -> None:
     module imported on first use without a handler fails its request the same way."""
     import pkgutil
 
-    from broker import apis
-    modules = {info.name for info in pkgutil.iter_modules(apis.__path__) if not info.ispkg}
+    package = importlib.import_module(API_PACKAGE)   # by name: the handlers sit above this layer
+    modules = {info.name for info in pkgutil.iter_modules(package.__path__) if not info.ispkg}
     missing = [k.name for k in ALL_IMPLEMENTED if k.name.lower() not in modules]
     if load and not missing:
         from broker.security.authz import RULES

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from collections.abc import Awaitable, Callable
 
 import trio
@@ -110,35 +109,34 @@ class Broker:
     # -- the coordinators, built on first use ------------------------------------------------
     # A fresh single node serves before it imports them (start-up speed, issue 23); a broker with
     # coordinator state to load, or in a cluster, builds them in ``start`` as before.
-    @cached_property
-    def groups(self) -> GroupShell:
-        from broker.coordinator_runtime.group_runtime import GroupShell
-        return GroupShell(self)
+    groups: GroupShell
+    txns: TxnShell
+    share_coordinator: ShareCoordinatorShell    # KIP-932 state on __share_group_state
+    share_persister: SharePersister     # in process, or to the share coordinator's broker
+    share_groups: ShareGroups   # KIP-932 (broker/coordinator_runtime/share_runtime.py)
 
-    @cached_property
-    def txns(self) -> TxnShell:
-        from broker.coordinator_runtime.txn_runtime import TxnShell
-        return TxnShell(self)
-
-    @cached_property
-    def share_coordinator(self) -> ShareCoordinatorShell:
-        """KIP-932 state on __share_group_state."""
-        from broker.coordinator_runtime.share_state_runtime import ShareCoordinatorShell
-        return ShareCoordinatorShell(self)
-
-    @cached_property
-    def share_persister(self) -> SharePersister:
-        """In process, or to the share coordinator's broker."""
-        from broker.coordinator_runtime.share_persister import SharePersister
-        return SharePersister(self)
-
-    @cached_property
-    def share_groups(self) -> ShareGroups:
-        """KIP-932 (broker/coordinator_runtime/share_runtime.py); share partitions follow leadership."""
-        from broker.coordinator_runtime.share_runtime import ShareGroups
-        groups = ShareGroups(self)
-        self.replicas.role_listeners.append(groups.on_role_change)
-        return groups
+    def __getattr__(self, name: str) -> Any:
+        """Called only for an attribute not set yet: builds that coordinator (once; it is an
+        ordinary attribute afterwards)."""
+        if name == "groups":
+            from broker.coordinator_runtime.group_runtime import GroupShell
+            self.groups = GroupShell(self)
+        elif name == "txns":
+            from broker.coordinator_runtime.txn_runtime import TxnShell
+            self.txns = TxnShell(self)
+        elif name == "share_coordinator":
+            from broker.coordinator_runtime.share_state_runtime import ShareCoordinatorShell
+            self.share_coordinator = ShareCoordinatorShell(self)
+        elif name == "share_persister":
+            from broker.coordinator_runtime.share_persister import SharePersister
+            self.share_persister = SharePersister(self)
+        elif name == "share_groups":
+            from broker.coordinator_runtime.share_runtime import ShareGroups
+            self.share_groups = ShareGroups(self)
+            self.replicas.role_listeners.append(self.share_groups.on_role_change)  # share partitions follow leadership
+        else:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return self.__dict__[name]
 
     @property
     def coordinators_built(self) -> bool:
