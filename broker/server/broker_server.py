@@ -43,11 +43,16 @@ _COORDINATOR_MODULES = tuple(f"broker.coordinator_runtime.{m}" for m in
                              ("group_runtime", "txn_runtime", "share_state_runtime", "share_persister", "share_runtime"))
 
 
+WARM_UP_DELAY_S = 0.3   # a fresh single node's first requests (ApiVersions, Metadata) go first
+
+
 def import_coordinators() -> None:
     """Import the coordinator runtimes and the pure coordinators under them (about as long as
-    ``import trio``): in a worker thread once a fresh single node serves, else when first used."""
+    ``import trio``), then every API handler module: in a worker thread shortly after a fresh
+    single node serves, so that its first requests do not wait for them and later ones find them."""
     for name in _COORDINATOR_MODULES:
         importlib.import_module(name)
+    importlib.import_module("broker.apis").import_api_modules()
 
 
 class ProducerIdAllocator:
@@ -84,6 +89,7 @@ class Broker:
         self.clock = clock or Clock()
         self.logs.clock = self.clock  # segments, retention and the cleaner use the broker's clock
         self.stopping = trio.Event()
+        self._coordinator_wanted = trio.Event()   # set when a coordinator is first built
         self.producer_ids: ProducerIds | None = None   # the single node's, or the cluster's blocks
         # the coordinators (groups, txns, share_coordinator, share_persister, share_groups) are
         # built on first use: see ``coordinators_built`` and ``_run_coordinators``
@@ -136,6 +142,7 @@ class Broker:
             self.replicas.role_listeners.append(self.share_groups.on_role_change)  # share partitions follow leadership
         else:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self._coordinator_wanted.set()   # _run_coordinators builds the rest and starts the timers now
         return self.__dict__[name]
 
     @property
@@ -229,12 +236,15 @@ class Broker:
 
     async def _run_coordinators(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
         """The coordinators' timers and background share-state writes. A fresh single node
-        imports the coordinators in a worker thread while it already answers, then builds them
-        (a request that needs one first builds it itself, at once); their timers start then."""
+        imports the coordinators in a worker thread once it has served its first requests
+        (``WARM_UP_DELAY_S``), then builds them; a request that needs one sooner builds it itself
+        at once, and its timers start right after."""
         async with trio.open_nursery() as nursery:
             background = not self.coordinators_built
             if background:
                 task_status.started()
+                with trio.move_on_after(WARM_UP_DELAY_S):
+                    await self._coordinator_wanted.wait()
                 await trio.to_thread.run_sync(import_coordinators, abandon_on_cancel=True)
                 self.build_coordinators()
             await nursery.start(self.groups.run_timers)
