@@ -43,6 +43,9 @@ _COORDINATOR_MODULES = tuple(f"broker.coordinator_runtime.{m}" for m in
                              ("group_runtime", "txn_runtime", "share_state_runtime", "share_persister", "share_runtime"))
 
 
+# properties the coordinators' configs check against each other (GroupCoordinatorConfig,
+# ShareGroupConfig: inconsistent bounds stop start-up); a broker that sets any builds them at once
+_CHECKED_PREFIXES = ("group.consumer.", "group.share.")
 WARM_UP_DELAY_S = 0.3   # a fresh single node's first requests (ApiVersions, Metadata) go first
 
 
@@ -111,6 +114,8 @@ class Broker:
         # cluster-only machinery start_cluster composes in (a single node has none)
         self._cluster_services: tuple[Callable[..., Awaitable[None]], ...] = ()
         self._controlled_shutdown: Callable[[], Awaitable[None]] | None = None
+        if any(name.startswith(_CHECKED_PREFIXES) for name in config.raw):
+            self.build_coordinators()   # their configs' checks refuse start-up, as before the laziness
 
     # -- the coordinators, built on first use ------------------------------------------------
     # A fresh single node serves before it imports them (start-up speed, issue 23); a broker with

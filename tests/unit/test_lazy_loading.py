@@ -48,3 +48,23 @@ def test_serving_imports_no_handler_module_until_its_api_is_requested() -> None:
             "HANDLERS[3]\n"
             "assert 'broker.apis.metadata' in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_internal_topics_are_the_shells_topics() -> None:
+    from broker.coordinator_runtime.group_runtime import GroupShell
+    from broker.coordinator_runtime.share_state_runtime import ShareCoordinatorShell
+    from broker.coordinator_runtime.txn_runtime import TxnShell
+    from broker.server.broker_server import INTERNAL_TOPICS
+    assert INTERNAL_TOPICS == (GroupShell.topic, TxnShell.topic, ShareCoordinatorShell.topic)
+
+
+def test_inconsistent_coordinator_config_still_refuses_to_build_the_broker(tmp_path) -> None:
+    import pytest
+
+    from broker.common.config import BrokerConfig
+    from broker.server.broker_server import Broker
+    fresh = Broker(BrokerConfig({"log.dirs": str(tmp_path / "a")}))
+    assert not fresh.coordinators_built
+    assert fresh.groups is fresh.groups and fresh.__dict__["groups"] is fresh.groups
+    with pytest.raises(ValueError, match="group.consumer.max.size"):
+        Broker(BrokerConfig({"log.dirs": str(tmp_path / "b"), "group.consumer.max.size": "0"}))
