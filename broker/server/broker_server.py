@@ -49,13 +49,15 @@ _CHECKED_PREFIXES = ("group.consumer.", "group.share.")
 WARM_UP_DELAY_S = 0.3   # a fresh single node's first requests (ApiVersions, Metadata) go first
 
 
-def import_coordinators() -> None:
-    """Import the coordinator runtimes and the pure coordinators under them (about as long as
-    ``import trio``), then every API handler module: in a worker thread shortly after a fresh
-    single node serves, so that its first requests do not wait for them and later ones find them."""
-    for name in _COORDINATOR_MODULES:
-        importlib.import_module(name)
-    importlib.import_module("broker.apis").import_api_modules()
+def warm_up_modules() -> list[str]:
+    """The modules a fresh single node imports once it has served its first requests: the
+    coordinator runtimes (with the pure coordinators under them, about as long as ``import trio``),
+    then every API handler module, so that later first requests of an API find it loaded."""
+    import pkgutil
+
+    apis = importlib.import_module("broker.apis")
+    return [*_COORDINATOR_MODULES, *(f"broker.apis.{info.name}" for info in pkgutil.iter_modules(apis.__path__)
+                                     if not info.ispkg)]
 
 
 class ProducerIdAllocator:
@@ -241,16 +243,21 @@ class Broker:
 
     async def _run_coordinators(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
         """The coordinators' timers and background share-state writes. A fresh single node
-        imports the coordinators in a worker thread once it has served its first requests
-        (``WARM_UP_DELAY_S``), then builds them; a request that needs one sooner builds it itself
-        at once, and its timers start right after."""
+        imports the coordinators once it has served its first requests (``WARM_UP_DELAY_S``),
+        then builds them; a request that needs one sooner builds it itself at once, and its
+        timers start right after. The imports run in this thread, one module between two
+        checkpoints, not in a worker thread: there they could meet a request's own import of the
+        same modules halfway (Python's per-module import locks), and the GIL would not let them
+        run beside the requests anyway."""
         async with trio.open_nursery() as nursery:
             background = not self.coordinators_built
             if background:
                 task_status.started()
                 with trio.move_on_after(WARM_UP_DELAY_S):
                     await self._coordinator_wanted.wait()
-                await trio.to_thread.run_sync(import_coordinators, abandon_on_cancel=True)
+                for name in _COORDINATOR_MODULES:
+                    importlib.import_module(name)
+                    await trio.sleep(0)
                 self.build_coordinators()
             await nursery.start(self.groups.run_timers)
             await nursery.start(self.txns.run_timers)
@@ -258,6 +265,10 @@ class Broker:
             await nursery.start(self.share_groups.run)     # background share-state writes (lock expiry)
             if not background:
                 task_status.started()
+            else:
+                for name in warm_up_modules()[len(_COORDINATOR_MODULES):]:
+                    importlib.import_module(name)     # the API modules not requested yet
+                    await trio.sleep(0)
 
     def _leader_appended(self, part: Partition) -> None:
         """Any append to a log this broker leads (produce, coordinator records, transaction
