@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.metadata import ApiVersionsResponse
-
 from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED
 from protocol.errors import ErrorCode
+from protocol.kafka_import import import_submodule_alone
+
+# not the whole metadata family (Metadata, FindCoordinator) at start-up: the lobby's module alone
+ApiVersionsResponse: Any = import_submodule_alone("kafka.protocol.metadata.api_versions").ApiVersionsResponse
 
 
 def api_keys(table: dict[ApiKey, tuple[int, int]] = SUPPORTED) -> list[Any]:

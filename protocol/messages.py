@@ -1,21 +1,162 @@
-"""Request/response classes by API key, straight from kafka-python's JSON-schema messages."""
+"""Request/response classes by API key, straight from kafka-python's JSON-schema messages, each
+API's imported when it is first looked up."""
 from __future__ import annotations
 
 import importlib
 import inspect
 import struct
-from typing import TypeGuard
+from collections.abc import Iterator
+from typing import Any, TypeGuard
 
 from kafka.protocol.api_header import ResponseHeader
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.schemas.fields.codecs.encode_buffer import EncodeBufferPool
 
 from protocol.decode_checks import NullCheck, null_check
+from protocol.kafka_import import import_submodule_alone
 
 _SIZE = struct.Struct(">i")
 
-REQUESTS: dict[int, type[ApiMessage]] = {}
-RESPONSES: dict[int, type[ApiMessage]] = {}
+# Each API's kafka-python module and classes (key: (module, request class, response class)). The
+# classes are imported on first use, one module at a time: importing every family of kafka-python's
+# messages took about as long as ``import trio`` at start-up, and a fresh broker's first requests
+# need only a few APIs. tests/unit/test_lazy_loading.py checks this index against every class
+# kafka-python and protocol/schema_messages.py define (a new API cannot be left out).
+INDEX: dict[int, tuple[str, str, str]] = {
+    0: ('kafka.protocol.producer.produce', 'ProduceRequest', 'ProduceResponse'),
+    1: ('kafka.protocol.consumer.fetch', 'FetchRequest', 'FetchResponse'),
+    2: ('kafka.protocol.consumer.offsets', 'ListOffsetsRequest', 'ListOffsetsResponse'),
+    3: ('kafka.protocol.metadata.metadata', 'MetadataRequest', 'MetadataResponse'),
+    8: ('kafka.protocol.consumer.group', 'OffsetCommitRequest', 'OffsetCommitResponse'),
+    9: ('kafka.protocol.consumer.group', 'OffsetFetchRequest', 'OffsetFetchResponse'),
+    10: ('kafka.protocol.metadata.find_coordinator', 'FindCoordinatorRequest', 'FindCoordinatorResponse'),
+    11: ('kafka.protocol.consumer.group', 'JoinGroupRequest', 'JoinGroupResponse'),
+    12: ('kafka.protocol.consumer.group', 'HeartbeatRequest', 'HeartbeatResponse'),
+    13: ('kafka.protocol.consumer.group', 'LeaveGroupRequest', 'LeaveGroupResponse'),
+    14: ('kafka.protocol.consumer.group', 'SyncGroupRequest', 'SyncGroupResponse'),
+    15: ('kafka.protocol.admin.groups', 'DescribeGroupsRequest', 'DescribeGroupsResponse'),
+    16: ('kafka.protocol.admin.groups', 'ListGroupsRequest', 'ListGroupsResponse'),
+    17: ('kafka.protocol.sasl', 'SaslHandshakeRequest', 'SaslHandshakeResponse'),
+    18: ('kafka.protocol.metadata.api_versions', 'ApiVersionsRequest', 'ApiVersionsResponse'),
+    19: ('kafka.protocol.admin.topics', 'CreateTopicsRequest', 'CreateTopicsResponse'),
+    20: ('kafka.protocol.admin.topics', 'DeleteTopicsRequest', 'DeleteTopicsResponse'),
+    21: ('kafka.protocol.admin.topics', 'DeleteRecordsRequest', 'DeleteRecordsResponse'),
+    22: ('kafka.protocol.producer.transaction', 'InitProducerIdRequest', 'InitProducerIdResponse'),
+    23: ('kafka.protocol.consumer.offsets', 'OffsetForLeaderEpochRequest', 'OffsetForLeaderEpochResponse'),
+    24: ('kafka.protocol.producer.transaction', 'AddPartitionsToTxnRequest', 'AddPartitionsToTxnResponse'),
+    25: ('kafka.protocol.producer.transaction', 'AddOffsetsToTxnRequest', 'AddOffsetsToTxnResponse'),
+    26: ('kafka.protocol.producer.transaction', 'EndTxnRequest', 'EndTxnResponse'),
+    27: ('kafka.protocol.producer.transaction', 'WriteTxnMarkersRequest', 'WriteTxnMarkersResponse'),
+    28: ('kafka.protocol.producer.transaction', 'TxnOffsetCommitRequest', 'TxnOffsetCommitResponse'),
+    29: ('kafka.protocol.admin.acl', 'DescribeAclsRequest', 'DescribeAclsResponse'),
+    30: ('kafka.protocol.admin.acl', 'CreateAclsRequest', 'CreateAclsResponse'),
+    31: ('kafka.protocol.admin.acl', 'DeleteAclsRequest', 'DeleteAclsResponse'),
+    32: ('kafka.protocol.admin.configs', 'DescribeConfigsRequest', 'DescribeConfigsResponse'),
+    33: ('kafka.protocol.admin.configs', 'AlterConfigsRequest', 'AlterConfigsResponse'),
+    34: ('kafka.protocol.admin.cluster', 'AlterReplicaLogDirsRequest', 'AlterReplicaLogDirsResponse'),
+    35: ('kafka.protocol.admin.cluster', 'DescribeLogDirsRequest', 'DescribeLogDirsResponse'),
+    36: ('kafka.protocol.sasl', 'SaslAuthenticateRequest', 'SaslAuthenticateResponse'),
+    37: ('kafka.protocol.admin.topics', 'CreatePartitionsRequest', 'CreatePartitionsResponse'),
+    42: ('kafka.protocol.admin.groups', 'DeleteGroupsRequest', 'DeleteGroupsResponse'),
+    43: ('kafka.protocol.admin.topics', 'ElectLeadersRequest', 'ElectLeadersResponse'),
+    44: ('kafka.protocol.admin.configs', 'IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsResponse'),
+    45: ('kafka.protocol.admin.topics', 'AlterPartitionReassignmentsRequest', 'AlterPartitionReassignmentsResponse'),
+    46: ('kafka.protocol.admin.topics', 'ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse'),
+    47: ('kafka.protocol.consumer.group', 'OffsetDeleteRequest', 'OffsetDeleteResponse'),
+    48: ('kafka.protocol.admin.client_quotas', 'DescribeClientQuotasRequest', 'DescribeClientQuotasResponse'),
+    49: ('kafka.protocol.admin.client_quotas', 'AlterClientQuotasRequest', 'AlterClientQuotasResponse'),
+    50: ('kafka.protocol.admin.users', 'DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsResponse'),
+    51: ('kafka.protocol.admin.users', 'AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsResponse'),
+    55: ('kafka.protocol.admin.cluster', 'DescribeQuorumRequest', 'DescribeQuorumResponse'),
+    57: ('kafka.protocol.admin.cluster', 'UpdateFeaturesRequest', 'UpdateFeaturesResponse'),
+    60: ('kafka.protocol.admin.cluster', 'DescribeClusterRequest', 'DescribeClusterResponse'),
+    61: ('kafka.protocol.admin.transactions', 'DescribeProducersRequest', 'DescribeProducersResponse'),
+    65: ('kafka.protocol.admin.transactions', 'DescribeTransactionsRequest', 'DescribeTransactionsResponse'),
+    66: ('kafka.protocol.admin.transactions', 'ListTransactionsRequest', 'ListTransactionsResponse'),
+    68: ('protocol.schema_messages', 'ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatResponse'),
+    69: ('protocol.schema_messages', 'ConsumerGroupDescribeRequest', 'ConsumerGroupDescribeResponse'),
+    74: ('kafka.protocol.admin.configs', 'ListConfigResourcesRequest', 'ListConfigResourcesResponse'),
+    75: ('kafka.protocol.admin.topics', 'DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse'),
+    76: ('protocol.schema_messages', 'ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse'),
+    77: ('protocol.schema_messages', 'ShareGroupDescribeRequest', 'ShareGroupDescribeResponse'),
+    78: ('protocol.schema_messages', 'ShareFetchRequest', 'ShareFetchResponse'),
+    79: ('protocol.schema_messages', 'ShareAcknowledgeRequest', 'ShareAcknowledgeResponse'),
+    83: ('protocol.schema_messages', 'InitializeShareGroupStateRequest', 'InitializeShareGroupStateResponse'),
+    84: ('protocol.schema_messages', 'ReadShareGroupStateRequest', 'ReadShareGroupStateResponse'),
+    85: ('protocol.schema_messages', 'WriteShareGroupStateRequest', 'WriteShareGroupStateResponse'),
+    86: ('protocol.schema_messages', 'DeleteShareGroupStateRequest', 'DeleteShareGroupStateResponse'),
+    87: ('protocol.schema_messages', 'ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryResponse'),
+    90: ('protocol.schema_messages', 'DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsResponse'),
+    91: ('protocol.schema_messages', 'AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsResponse'),
+    92: ('protocol.schema_messages', 'DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsResponse'),
+}
+
+
+def _load_api(api_key: int) -> bool:
+    """Import ``api_key``'s message module and enter both its classes; False for a key not in INDEX.
+
+    kafka-python's submodule is imported without its family's ``__init__`` (which would build every
+    message class of the family: protocol/kafka_import.py); a later ``import kafka.protocol.admin``
+    runs that ``__init__``, which finds the submodule loaded and uses the same classes."""
+    entry = INDEX.get(api_key)
+    if entry is None:
+        return False
+    module_name, request_name, response_name = entry
+    module = import_submodule_alone(module_name) if module_name.startswith("kafka.") \
+        else importlib.import_module(module_name)
+    request, response = getattr(module, request_name), getattr(module, response_name)
+    dict.__setitem__(REQUESTS, api_key, request)
+    dict.__setitem__(RESPONSES, api_key, response)
+    return True
+
+
+class _ByApiKey(dict[int, type[ApiMessage]]):
+    """Message classes by API key, filled on first lookup (``INDEX``). A hit is a plain dict
+    lookup; a miss imports that API's module. Iterating (``values()``, ``items()``, ``len``...)
+    loads every API first, so it sees the whole table as before."""
+
+    def __missing__(self, api_key: int) -> type[ApiMessage]:
+        if not _load_api(api_key):
+            raise KeyError(api_key)
+        return dict.__getitem__(self, api_key)
+
+    def __contains__(self, api_key: object) -> bool:
+        return dict.__contains__(self, api_key) or api_key in INDEX
+
+    def get(self, api_key: int, default: Any = None) -> Any:
+        try:
+            return self[api_key]
+        except KeyError:
+            return default
+
+    def _all(self) -> None:
+        for api_key in INDEX:
+            if not dict.__contains__(self, api_key):
+                _load_api(api_key)
+
+    def __iter__(self) -> Iterator[int]:
+        self._all()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self._all()
+        return dict.__len__(self)
+
+    def keys(self) -> Any:
+        self._all()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        self._all()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        self._all()
+        return dict.items(self)
+
+
+REQUESTS: dict[int, type[ApiMessage]] = _ByApiKey()
+RESPONSES: dict[int, type[ApiMessage]] = _ByApiKey()
 
 
 def _is_message_class(obj: object) -> TypeGuard[type[ApiMessage]]:
@@ -23,19 +164,20 @@ def _is_message_class(obj: object) -> TypeGuard[type[ApiMessage]]:
     return inspect.isclass(obj) and issubclass(obj, ApiMessage)
 
 
-for _pkg in ("admin", "consumer", "metadata", "producer", "sasl"):
-    _mod = importlib.import_module(f"kafka.protocol.{_pkg}")
-    for _name in getattr(_mod, "__all__", ()):
-        _cls = getattr(_mod, _name)
-        if _is_message_class(_cls) and _cls.API_KEY is not None:
-            (REQUESTS if _cls.is_request() else RESPONSES)[_cls.API_KEY] = _cls
-
-# APIs kafka-python lacks, from Kafka's JSON definitions in protocol/schemas/ (same machinery).
-from protocol.schema_messages import API_MESSAGES as _SCHEMA_MESSAGES  # noqa: E402
-
-for _cls in _SCHEMA_MESSAGES:
-    (REQUESTS if _cls.is_request() else RESPONSES)[_cls.API_KEY] = _cls
-
+def discover() -> dict[int, tuple[str, str, str]]:
+    """What INDEX must hold, found the slow way (every family of kafka-python's messages and
+    protocol/schema_messages.py imported): for the unit test that keeps INDEX complete."""
+    from protocol.schema_messages import API_MESSAGES
+    found: dict[int, dict[bool, type[ApiMessage]]] = {}
+    classes: list[type[ApiMessage]] = []
+    for pkg in ("admin", "consumer", "metadata", "producer", "sasl"):
+        mod = importlib.import_module(f"kafka.protocol.{pkg}")
+        classes += [c for c in (getattr(mod, n) for n in getattr(mod, "__all__", ()))
+                    if _is_message_class(c) and c.API_KEY is not None]
+    classes += API_MESSAGES      # APIs kafka-python lacks, from Kafka's JSON in protocol/schemas/
+    for cls in classes:
+        found.setdefault(cls.API_KEY, {})[cls.is_request()] = cls
+    return {k: (v[True].__module__, v[True].__name__, v[False].__name__) for k, v in found.items()}
 
 
 class _Codecs:

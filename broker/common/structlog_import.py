@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 
 _HIDDEN = ("rich", "colorama")
 
@@ -24,9 +25,24 @@ def import_structlog_plain() -> None:
         return
     for name in _HIDDEN:
         sys.modules[name] = None   # type: ignore[assignment]  # `import rich` raises ImportError
+    stand_in = None if "asyncio" in sys.modules else _DeferredAsyncio("asyncio")
+    if stand_in is not None:
+        sys.modules["asyncio"] = stand_in
     try:
         importlib.import_module("structlog")
     finally:
         for name in _HIDDEN:
             if name in sys.modules and sys.modules[name] is None:
                 del sys.modules[name]
+        if stand_in is not None and sys.modules.get("asyncio") is stand_in:
+            del sys.modules["asyncio"]
+
+
+class _DeferredAsyncio(types.ModuleType):
+    """What structlog's modules hold as ``asyncio`` when ``samsa serve`` imported them: the real
+    module, imported on first attribute use (``asyncio.get_running_loop`` in an ``a*`` method)."""
+
+    def __getattr__(self, name: str) -> object:
+        if sys.modules.get("asyncio") is self:
+            del sys.modules["asyncio"]
+        return getattr(importlib.import_module("asyncio"), name)

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from coordinator.metadata.controller import Rejection
+from coordinator.metadata.rejection import Rejection
 from protocol.errors import ErrorCode
 
 __all__ = ["BrokerNode", "CatalogTopic", "PartitionState", "Rejection", "Topology", "ZERO_UUID",

@@ -2,6 +2,7 @@
 handler, encode the response with the request's version and correlation id."""
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from collections.abc import Awaitable, Callable
@@ -66,7 +67,29 @@ class Spliced:
 
 Parts = list  # encoded bytes and FileRegions, in sending order
 Handler = Callable[[RequestContext, ApiMessage], Awaitable[ApiMessage | Spliced | None]]
-HANDLERS: dict[int, Handler] = {}   # keyed by ApiKey members; looked up with the frame's int key
+API_PACKAGE = "broker.apis"
+
+
+def api_module(api_key: ApiKey) -> str:
+    """The module of ``api_key``'s handler and authorization rule: named after the API
+    (``ApiKey.DESCRIBE_CONFIGS`` is broker/apis/describe_configs.py)."""
+    return f"{API_PACKAGE}.{api_key.name.lower()}"
+
+
+class _Handlers(dict[int, Handler]):
+    """Handlers by API key, each API's module imported when its API is first requested (importing
+    every handler module, and the coordinators and message classes they use, took longer than
+    ``import trio`` before a fresh broker could answer). A hit is a plain dict lookup."""
+
+    def __missing__(self, key: int) -> Handler:
+        importlib.import_module(api_module(ApiKey(key)))   # registers with @handles
+        try:
+            return dict.__getitem__(self, key)
+        except KeyError:
+            raise RuntimeError(f"{api_module(ApiKey(key))} registers no handler for {ApiKey(key).name}") from None
+
+
+HANDLERS: dict[int, Handler] = _Handlers()   # keyed by ApiKey members; looked up with the frame's int key
 
 
 def handles(api_key: ApiKey) -> Callable[[Handler], Handler]:
@@ -78,12 +101,23 @@ def handles(api_key: ApiKey) -> Callable[[Handler], Handler]:
     return register
 
 
-def check_handlers() -> None:
-    """The start-up guard: every API this broker can advertise has a handler and an
-    authorization rule (``@authorizes`` beside the handler), or start-up fails."""
-    from broker.security.authz import RULES
-    missing = [k.name for k in ALL_IMPLEMENTED if k not in HANDLERS]
-    missing += [f"{k.name} (authorization rule)" for k in ALL_IMPLEMENTED if k not in RULES]
+def check_handlers(load: bool = False) -> None:
+    """The start-up guard: every API this broker can advertise has its module in broker/apis/,
+    or start-up fails. Start-up checks only that the modules exist (one directory listing); with
+    ``load`` every module is imported and must register a handler and an authorization rule
+    (``@authorizes`` beside the handler): tests/unit/test_lazy_loading.py runs that, and an API
+    module imported on first use without a handler fails its request the same way."""
+    import pkgutil
+
+    package = importlib.import_module(API_PACKAGE)   # by name: the handlers sit above this layer
+    modules = {info.name for info in pkgutil.iter_modules(package.__path__) if not info.ispkg}
+    missing = [k.name for k in ALL_IMPLEMENTED if k.name.lower() not in modules]
+    if load and not missing:
+        from broker.security.authz import RULES
+        for k in ALL_IMPLEMENTED:
+            importlib.import_module(api_module(k))
+        missing += [k.name for k in ALL_IMPLEMENTED if not dict.__contains__(HANDLERS, k)]
+        missing += [f"{k.name} (authorization rule)" for k in ALL_IMPLEMENTED if k not in RULES]
     if missing:
         raise RuntimeError(f"advertised APIs without a handler: {missing}")
 
@@ -104,10 +138,12 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
     if key == ApiKey.API_VERSIONS and not is_advertised:
         # KIP-511: answer in v0 with UNSUPPORTED_VERSION and our table
         return unsupported_version_response(prefix.correlation_id, broker.api_versions)
-    if not is_advertised or key not in REQUESTS:
-        # Kafka cannot parse such a request and closes the connection.
-        raise FrameError(f"unsupported api key {key} version {version}")
-    req_cls = REQUESTS[key]
+    try:
+        if not is_advertised:
+            raise KeyError(key)
+        req_cls = REQUESTS[key]     # imports the API's message classes on its first request
+    except KeyError:   # Kafka cannot parse such a request and closes the connection.
+        raise FrameError(f"unsupported api key {key} version {version}") from None
     try:
         request = decode_request(req_cls, frame, version)
     except Exception as exc:  # malformed body: Kafka closes the connection

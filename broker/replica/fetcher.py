@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 import trio
-from kafka.protocol.consumer import FetchRequest, OffsetForLeaderEpochRequest
 
 from protocol import records as rb
+from protocol.api_keys import ApiKey
+from protocol.messages import REQUESTS
 from protocol.errors import ErrorCode
 
 from ..log.epoch_cache import UNDEFINED_EPOCH
@@ -48,6 +49,9 @@ FETCH_VERSION = 15          # topic ids, ReplicaState, current and last-fetched 
 OFFSET_FOR_EPOCH_VERSION = 4
 MAX_TRUNCATION_ROUNDS = 16
 
+# this API's classes only, not kafka-python's whole consumer family (start-up speed)
+FetchRequest: Any = REQUESTS[ApiKey.FETCH]
+OffsetForLeaderEpochRequest: Any = REQUESTS[ApiKey.OFFSET_FOR_LEADER_EPOCH]
 FT = FetchRequest.FetchTopic
 FP = FT.FetchPartition
 OT = OffsetForLeaderEpochRequest.OffsetForLeaderTopic

@@ -23,19 +23,14 @@ PartitionChangeBuilder, StripedReplicaPlacer in spirit):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 
 from coordinator.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration
+from coordinator.metadata.rejection import Rejection as Rejection  # its own module: the broker's topology imports it at start-up
 from coordinator.metadata.records import (NO_LEADER, NO_LEADER_CHANGE, MetadataRecord, PartitionChangeRecord, PartitionRecord, TopicRecord)
 
 
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    """A Kafka error code and message instead of records."""
-    code: int
-    message: str
 
 
 def usable_brokers(image: MetadataImage) -> list[BrokerRegistration]:

@@ -1,0 +1,70 @@
+"""The broker loads API handler modules and message classes on first use (start-up speed, issue 23):
+the static indexes that make that possible must stay complete and agree with discovery."""
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import broker.apis
+from broker.network.dispatch import HANDLERS, api_module, check_handlers
+from protocol.api_keys import ApiKey
+from protocol.api_versions import SUPPORTED_WITH_SHARE_GROUPS
+from protocol.messages import INDEX, REQUESTS, RESPONSES, discover
+
+
+def test_message_index_is_what_discovery_finds() -> None:
+    assert INDEX == discover()
+
+
+def test_lazy_tables_hold_the_discovered_classes() -> None:
+    import kafka.protocol.admin
+    from protocol.schema_messages import ShareFetchRequest
+    assert REQUESTS[ApiKey.CREATE_TOPICS] is kafka.protocol.admin.CreateTopicsRequest
+    assert RESPONSES[ApiKey.SHARE_FETCH].__name__ == "ShareFetchResponse"
+    assert REQUESTS[ApiKey.SHARE_FETCH] is ShareFetchRequest
+    assert set(REQUESTS) == set(RESPONSES) == set(INDEX)
+    assert 4 not in REQUESTS and REQUESTS.get(4) is None   # LeaderAndIsr: no class, not served
+
+
+def test_every_advertised_api_has_its_module_handler_and_rule() -> None:
+    check_handlers(load=True)
+    modules = {m.name for m in pkgutil.iter_modules(broker.apis.__path__) if not m.ispkg}
+    assert modules == {k.name.lower() for k in SUPPORTED_WITH_SHARE_GROUPS}
+    for key in SUPPORTED_WITH_SHARE_GROUPS:
+        assert HANDLERS[key].__module__ == api_module(key)
+
+
+def test_serving_imports_no_handler_module_until_its_api_is_requested() -> None:
+    """In a fresh interpreter, as ``samsa serve`` loads: the dispatch table imports nothing."""
+    code = ("import sys\n"
+            "from protocol.kafka_import import skip_client_package_init\n"
+            "skip_client_package_init()\n"
+            "from broker.network.dispatch import HANDLERS, check_handlers\n"
+            "check_handlers()\n"
+            "import broker.apis\n"
+            "assert not [m for m in sys.modules if m.startswith('broker.apis.') and '.shared' not in m], 'eager'\n"
+            "assert 'kafka.protocol.admin' not in sys.modules\n"
+            "HANDLERS[3]\n"
+            "assert 'broker.apis.metadata' in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_internal_topics_are_the_shells_topics() -> None:
+    from broker.coordinator_runtime.group_runtime import GroupShell
+    from broker.coordinator_runtime.share_state_runtime import ShareCoordinatorShell
+    from broker.coordinator_runtime.txn_runtime import TxnShell
+    from broker.server.broker_server import INTERNAL_TOPICS
+    assert INTERNAL_TOPICS == (GroupShell.topic, TxnShell.topic, ShareCoordinatorShell.topic)
+
+
+def test_inconsistent_coordinator_config_still_refuses_to_build_the_broker(tmp_path) -> None:
+    import pytest
+
+    from broker.common.config import BrokerConfig
+    from broker.server.broker_server import Broker
+    fresh = Broker(BrokerConfig({"log.dirs": str(tmp_path / "a")}))
+    assert not fresh.coordinators_built
+    assert fresh.groups is fresh.groups and fresh.__dict__["groups"] is fresh.groups
+    with pytest.raises(ValueError, match="group.consumer.max.size"):
+        Broker(BrokerConfig({"log.dirs": str(tmp_path / "b"), "group.consumer.max.size": "0"}))
