@@ -1,4 +1,8 @@
-"""structlog set-up: human-readable console lines by default, JSON lines with --json-logs."""
+"""structlog set-up: human-readable console lines by default, JSON lines with --json-logs.
+
+Lines go out through structlog's ``WriteLogger`` (``write(line + "\\n")`` then ``flush``): one
+``write`` system call per line, where ``PrintLogger``'s ``print`` wrote the line and its newline
+separately (two per line on the unbuffered stderr); the text is the same."""
 from __future__ import annotations
 
 import logging
@@ -19,6 +23,6 @@ def configure(json: bool = False, level: str = "INFO") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
