@@ -2,7 +2,8 @@
 
 Lines go out through structlog's ``WriteLogger`` (``write(line + "\\n")`` then ``flush``): one
 ``write`` system call per line, where ``PrintLogger``'s ``print`` wrote the line and its newline
-separately (two per line on the unbuffered stderr); the text is the same."""
+separately (two per line on the unbuffered stderr); the text is the same. Console lines are
+rendered by broker/common/console_render.py (ConsoleRenderer(colors=False)'s text, cheaper)."""
 from __future__ import annotations
 
 import logging
@@ -10,10 +11,12 @@ import sys
 
 import structlog
 
+from .console_render import console_renderer
+
 
 def configure(json: bool = False, level: str = "INFO") -> None:
     lvl = getattr(logging, level.upper(), logging.INFO)
-    renderer = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    renderer = structlog.processors.JSONRenderer() if json else console_renderer()
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
