@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 
 from broker.testing import SamsaBroker, running_broker
 from tests.support.groups_support import unique
+from tests.support.share_clients_support import poll_until, share_consumer
 
 ck = pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.skipif(not hasattr(ck, "ShareConsumer"), reason="confluent-kafka without ShareConsumer")
@@ -43,29 +43,6 @@ def produce_one_batch(bootstrap: str, topic: str, count: int) -> None:
     for i in range(count):
         p.produce(topic, value=f"v{i}".encode(), partition=0)
     assert p.flush(30) == 0
-
-
-def share_consumer(bootstrap: str, group: str, topic: str, explicit: bool) -> Any:
-    c = ck.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                          "share.acknowledgement.mode": "explicit" if explicit else "implicit"})
-    c.subscribe([topic])
-    return c
-
-
-def poll_until(c: Any, done: Any, timeout: float, idle: float | None = None) -> list[Any]:
-    """Poll until ``done(records)`` or the timeout; with ``idle``, also stop that long after the
-    last record."""
-    out: list[Any] = []
-    deadline = time.monotonic() + timeout
-    last = time.monotonic()
-    while time.monotonic() < deadline and not done(out):
-        if idle is not None and out and time.monotonic() - last > idle:
-            break
-        for m in c.poll(1.0):
-            if m.error() is None:
-                out.append(m)
-                last = time.monotonic()
-    return out
 
 
 def test_released_records_come_back_after_a_restart_and_accepted_ones_never(own_broker):
