@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from broker.testing import SamsaBroker, free_port, running_broker
 from protocol import schema_messages as m
 from tests.support.rawclient import RawClient
+from tests.support.share_state_support import share_heartbeat
 
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 GROUP, TOPIC = "metrics-sg", "metrics-q"
@@ -89,8 +90,7 @@ def test_share_partition_and_share_coordinator_metrics(http_broker: SamsaBroker)
     assert "samsa_share_partition_start_offset" not in before      # no share partition loaded yet
     member = uuid.uuid4().hex
     with RawClient(b) as c:
-        hb = c.call(m.ShareGroupHeartbeatRequest(group_id=GROUP, member_id=member, member_epoch=0, rack_id=None,
-                                                 subscribed_topic_names=[TOPIC]), m.ShareGroupHeartbeatResponse, 1)
+        hb = share_heartbeat(c, GROUP, member, 0, [TOPIC])
         assert hb.error_code == 0, hb
         acquired: list[int] = []
         epoch = 0
@@ -101,9 +101,7 @@ def test_share_partition_and_share_coordinator_metrics(http_broker: SamsaBroker)
                         for o in range(a.first_offset, a.last_offset + 1)]
             if acquired:
                 break
-            c.call(m.ShareGroupHeartbeatRequest(group_id=GROUP, member_id=member, member_epoch=hb.member_epoch,
-                                                rack_id=None, subscribed_topic_names=[TOPIC]),
-                   m.ShareGroupHeartbeatResponse, 1)
+            share_heartbeat(c, GROUP, member, hb.member_epoch, [TOPIC])
         assert acquired == list(range(10))
         # acquired, nothing acknowledged: the share partition was initialized (one ShareSnapshot) and
         # acquiring writes nothing
