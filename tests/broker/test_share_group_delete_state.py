@@ -12,7 +12,6 @@ import pytest
 
 from broker.testing.inprocess import InProcessBroker
 from coordinator.share.persister import SharePartitionKey
-from protocol import schema_messages as m
 from tests.support.rawclient import RawClient
 from tests.support.share_state_support import alter_share_offsets, on_loop, share_heartbeat, topic_id
 

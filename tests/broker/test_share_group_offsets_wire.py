@@ -84,7 +84,7 @@ def test_reset_describe_and_delete_offsets(broker):
             return await broker.broker.share_persister.write_state(
                 SharePartitionKey(GROUP, tid, 0), ShareState(state_epoch=0, start_offset=6, leader_epoch=0))
         assert on_loop(broker, stale_write) == ErrorCode.FENCED_STATE_EPOCH
-        assert alter_share_offsets(c, GROUP, {"t": {0: 3}}).error_code == 0                 # again, at the next state epoch
+        assert alter_share_offsets(c, GROUP, {"t": {0: 3}}).error_code == 0     # again, at the next state epoch
         assert offsets(describe(c, {"t": [0]}))[("t", 0)][0] == 3
 
         r = delete_offsets(c, ["t", "nope"])

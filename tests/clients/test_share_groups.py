@@ -3,7 +3,6 @@ against a real broker with share groups enabled, plus the gate: share groups are
 in a new Kafka 4.2 cluster, and samsa.share.version=0 turns them off."""
 from __future__ import annotations
 
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
