@@ -38,12 +38,14 @@ def scrape(broker: SamsaBroker) -> dict[tuple[str, tuple[tuple[str, str], ...]],
             for fam in text_string_to_metric_families(resp.text) for s in fam.samples}
 
 
+PARTITION_GAUGES = ("kafka_server_sharepartitionmetrics_inflightmessagecount", "samsa_share_partition_start_offset",
+                    "samsa_share_partition_acquired_records", "samsa_share_partition_lag")
+
+
 def share_values(broker: SamsaBroker) -> dict[str, float]:
     labels = (("group", GROUP), ("partition", "0"), ("topic", TOPIC))
     samples = scrape(broker)
-    names = ("kafka_server_sharepartitionmetrics_inflightmessagecount", "samsa_share_partition_start_offset",
-             "samsa_share_partition_acquired_records", "samsa_share_partition_lag")
-    out = {n: samples[(n, labels)] for n in names if (n, labels) in samples}
+    out = {n: samples[(n, labels)] for n in PARTITION_GAUGES if (n, labels) in samples}
     out["writes"] = samples[("kafka_server_share_coordinator_metrics_write_total", ())]
     for kind in ("ShareSnapshot", "ShareUpdate"):
         out[kind] = samples[("samsa_share_coordinator_records_written_total", (("type", kind),))]
@@ -66,6 +68,11 @@ def share_acknowledge(c: RawClient, tid: uuid.UUID, member: str, epoch: int, ack
                     topics=[Q.AcknowledgeTopic(topic_id=tid, partitions=[P(partition_index=0, acknowledgement_batches=[
                         P.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=[t])
                         for f, last, t in acks])])]), m.ShareAcknowledgeResponse, 1)
+
+
+def partition_gauges(values: dict[str, float]) -> dict[str, float]:
+    """The share partition's gauges among ``share_values``."""
+    return {k: values[k] for k in PARTITION_GAUGES}
 
 
 def test_share_partition_and_share_coordinator_metrics(http_broker: SamsaBroker) -> None:
@@ -106,9 +113,7 @@ def test_share_partition_and_share_coordinator_metrics(http_broker: SamsaBroker)
         # acquired, nothing acknowledged: the share partition was initialized (one ShareSnapshot) and
         # acquiring writes nothing
         after_fetch = share_values(http_broker)
-        assert {k: after_fetch[k] for k in (
-            "kafka_server_sharepartitionmetrics_inflightmessagecount", "samsa_share_partition_start_offset",
-            "samsa_share_partition_acquired_records", "samsa_share_partition_lag")} == {
+        assert partition_gauges(after_fetch) == {
             "kafka_server_sharepartitionmetrics_inflightmessagecount": 10, "samsa_share_partition_start_offset": 0,
             "samsa_share_partition_acquired_records": 10, "samsa_share_partition_lag": 10}
         assert after_fetch["writes"] == before["writes"]
@@ -119,9 +124,7 @@ def test_share_partition_and_share_coordinator_metrics(http_broker: SamsaBroker)
         assert ack.error_code == 0 and all(p.error_code == 0 for t in ack.responses for p in t.partitions), ack
         after_ack = share_values(http_broker)
     # start 4 (0-3 delivery complete); in flight 4-9; acquired 6, 7, 9; lag 10 - 4 - 1 (8 archived)
-    assert {k: after_ack[k] for k in (
-        "kafka_server_sharepartitionmetrics_inflightmessagecount", "samsa_share_partition_start_offset",
-        "samsa_share_partition_acquired_records", "samsa_share_partition_lag")} == {
+    assert partition_gauges(after_ack) == {
         "kafka_server_sharepartitionmetrics_inflightmessagecount": 6, "samsa_share_partition_start_offset": 4,
         "samsa_share_partition_acquired_records": 3, "samsa_share_partition_lag": 5}
     assert after_ack["writes"] == after_fetch["writes"] + 1

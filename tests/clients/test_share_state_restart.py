@@ -16,7 +16,7 @@ import pytest
 
 from broker.testing import SamsaBroker, running_broker
 from tests.support.groups_support import unique
-from tests.support.share_clients_support import poll_until, share_consumer
+from tests.support.share_clients_support import consume_released, poll_until, share_consumer
 
 ck = pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.skipif(not hasattr(ck, "ShareConsumer"), reason="confluent-kafka without ShareConsumer")
@@ -58,11 +58,7 @@ def test_released_records_come_back_after_a_restart_and_accepted_ones_never(own_
     finally:
         c.close()
     own_broker.restart()
-    c = share_consumer(own_broker.bootstrap_servers, group, topic, explicit=False)
-    try:
-        again = poll_until(c, lambda rs: False, 60, idle=6)
-    finally:
-        c.close()
+    again = consume_released(own_broker.bootstrap_servers, group, topic)
     assert sorted((m.offset(), m.delivery_count()) for m in again) == [(o, 2) for o in range(10, 20)]
 
 
@@ -103,9 +99,5 @@ def test_records_acquired_and_never_acknowledged_come_back_after_the_broker_is_k
     finally:
         if holder.poll() is None:
             holder.kill()
-    c = share_consumer(own_broker.bootstrap_servers, group, topic, explicit=False)
-    try:
-        again = poll_until(c, lambda rs: False, 60, idle=6)
-    finally:
-        c.close()
+    again = consume_released(own_broker.bootstrap_servers, group, topic)
     assert sorted((m.offset(), m.delivery_count()) for m in again) == [(o, 1) for o in range(10, 20)]

@@ -10,7 +10,7 @@ import pytest
 from broker.testing.local_cluster import LocalCluster
 from tests.support.cluster_support import create_topic
 from tests.support.groups_support import unique
-from tests.support.share_clients_support import poll_until, share_consumer
+from tests.support.share_clients_support import consume_released, poll_until, share_consumer
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -44,9 +44,5 @@ def test_released_records_come_back_on_the_new_leader_after_a_leader_kill(samsa_
     c.kill(old)
     c.wait_for(lambda: c.leader(topic, 0) not in (old, -1), timeout=30, what="a new leader")
     alive = ",".join(b.bootstrap_servers for n, b in c.brokers.items() if n != old)
-    second = share_consumer(alive, group, topic, explicit=False)
-    try:
-        again = poll_until(second, lambda rs: False, 90, idle=8)
-    finally:
-        second.close()
+    again = consume_released(alive, group, topic, timeout=90, idle=8)
     assert sorted((m.offset(), m.delivery_count()) for m in again) == [(o, 2) for o in range(10, 20)]

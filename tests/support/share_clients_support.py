@@ -74,3 +74,13 @@ def poll_until(c: Any, done: Any, timeout: float, idle: float | None = None) -> 
                 out.append(m)
                 last = time.monotonic()
     return out
+
+
+def consume_released(bootstrap: str, group: str, topic: str, timeout: float = 60, idle: float = 6) -> list[Any]:
+    """What a new implicit-acknowledgement ShareConsumer of ``group`` gets until ``idle`` seconds
+    pass without a record (or ``timeout``): the records that came back, e.g. after a restart."""
+    c = share_consumer(bootstrap, group, topic, explicit=False)
+    try:
+        return poll_until(c, lambda rs: False, timeout, idle=idle)
+    finally:
+        c.close()
