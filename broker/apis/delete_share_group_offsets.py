@@ -17,12 +17,12 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.schema_messages import DeleteShareGroupOffsetsResponse
 
-from broker.apis.shared.share_offsets import offsets_alterable
+from broker.apis.shared.share_offsets import authorize_offsets_change, refused
 from broker.common.services import RequestScope
 from broker.metadata import topic_catalog
 from broker.network.dispatch import RequestContext, handles
-from broker.security.acl import Operation as Op, ResourceType as RT
-from broker.security.authz import GROUP_DENIED, TOPIC_DENIED, Handler, allowed, authorizes
+from broker.security.acl import Operation as Op
+from broker.security.authz import TOPIC_DENIED, Handler, authorizes
 
 T = DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic
 UNKNOWN = "This server does not host this topic-partition."
@@ -31,9 +31,8 @@ UNKNOWN = "This server does not host this topic-partition."
 @handles(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
 async def delete_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
-    code, message = offsets_alterable(broker, req.group_id)
-    if code:
-        return ctx.response(throttle_time_ms=0, error_code=code, error_message=message, responses=[])
+    if (refusal := refused(ctx, req.group_id)) is not None:
+        return refusal
     responses = []
     for topic in req.topics:
         t = topic_catalog.topic(broker, topic.topic_name)
@@ -54,11 +53,5 @@ async def delete_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------
 @authorizes(ApiKey.DELETE_SHARE_GROUP_OFFSETS)   # DELETE on the group; READ on each topic
 async def authorize_delete_share_group_offsets(ctx: RequestScope, req: Any, handler: Handler) -> Any:
-    if not allowed(ctx, Op.DELETE, RT.GROUP, req.group_id):
-        return ctx.response(throttle_time_ms=0, error_code=GROUP_DENIED, error_message=None, responses=[])
-    denied = [t for t in req.topics if not allowed(ctx, Op.READ, RT.TOPIC, t.topic_name)]
-    req.topics = [t for t in req.topics if t not in denied]
-    response = await handler(ctx, req)
-    response.responses += [T(topic_name=t.topic_name, topic_id=topic_catalog.ZERO_UUID, error_code=TOPIC_DENIED,
-                             error_message=None) for t in denied]
-    return response
+    return await authorize_offsets_change(ctx, req, handler, Op.DELETE, lambda t: T(
+        topic_name=t.topic_name, topic_id=topic_catalog.ZERO_UUID, error_code=TOPIC_DENIED, error_message=None))

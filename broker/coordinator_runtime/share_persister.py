@@ -76,10 +76,8 @@ class SharePersister:
 
         async def remote(conn: BrokerConnection) -> int:
             R = m.InitializeShareGroupStateRequest
-            resp = await conn.call(R(group_id=key.group_id, topics=[R.InitializeStateData(
-                topic_id=key.topic_id, partitions=[R.InitializeStateData.PartitionData(
-                    partition=key.partition, state_epoch=state_epoch, start_offset=start_offset)])]), 0)
-            return int(_partition_of(resp).error_code)
+            p = await _ask(conn, R, R.InitializeStateData, 0, key, state_epoch=state_epoch, start_offset=start_offset)
+            return int(p.error_code)
 
         return _code(await self._call(key, local, remote, lambda code: code))
 
@@ -89,10 +87,7 @@ class SharePersister:
 
         async def remote(conn: BrokerConnection) -> ReadStateResult:
             R = m.ReadShareGroupStateRequest
-            resp = await conn.call(R(group_id=key.group_id, topics=[R.ReadStateData(
-                topic_id=key.topic_id, partitions=[R.ReadStateData.PartitionData(
-                    partition=key.partition, leader_epoch=leader_epoch)])]), 0)
-            p = _partition_of(resp)
+            p = await _ask(conn, R, R.ReadStateData, 0, key, leader_epoch=leader_epoch)
             if p.error_code:
                 return ReadStateResult(p.error_code, error_message=p.error_message)
             return ReadStateResult(0, ShareState(
@@ -111,15 +106,14 @@ class SharePersister:
 
         async def remote(conn: BrokerConnection) -> int:
             R = m.WriteShareGroupStateRequest
-            P = R.WriteStateData.PartitionData
-            resp = await conn.call(R(group_id=key.group_id, topics=[R.WriteStateData(
-                topic_id=key.topic_id, partitions=[P(
-                    partition=key.partition, state_epoch=state.state_epoch, leader_epoch=state.leader_epoch,
-                    start_offset=state.start_offset, delivery_complete_count=state.delivery_complete_count,
-                    state_batches=[P.StateBatch(first_offset=b.first_offset, last_offset=b.last_offset,
-                                                delivery_state=b.delivery_state, delivery_count=b.delivery_count)
-                                   for b in state.batches])])]), 1)
-            return int(_partition_of(resp).error_code)
+            B = R.WriteStateData.PartitionData.StateBatch
+            p = await _ask(conn, R, R.WriteStateData, 1, key, state_epoch=state.state_epoch,
+                           leader_epoch=state.leader_epoch, start_offset=state.start_offset,
+                           delivery_complete_count=state.delivery_complete_count,
+                           state_batches=[B(first_offset=b.first_offset, last_offset=b.last_offset,
+                                            delivery_state=b.delivery_state, delivery_count=b.delivery_count)
+                                          for b in state.batches])
+            return int(p.error_code)
 
         return _code(await self._call(key, local, remote, lambda code: code))
 
@@ -129,9 +123,7 @@ class SharePersister:
 
         async def remote(conn: BrokerConnection) -> int:
             R = m.DeleteShareGroupStateRequest
-            resp = await conn.call(R(group_id=key.group_id, topics=[R.DeleteStateData(
-                topic_id=key.topic_id, partitions=[R.DeleteStateData.PartitionData(partition=key.partition)])]), 0)
-            return int(_partition_of(resp).error_code)
+            return int((await _ask(conn, R, R.DeleteStateData, 0, key)).error_code)
 
         return _code(await self._call(key, local, remote, lambda code: code))
 
@@ -141,10 +133,7 @@ class SharePersister:
 
         async def remote(conn: BrokerConnection) -> StateSummary:
             R = m.ReadShareGroupStateSummaryRequest
-            resp = await conn.call(R(group_id=key.group_id, topics=[R.ReadStateSummaryData(
-                topic_id=key.topic_id, partitions=[R.ReadStateSummaryData.PartitionData(
-                    partition=key.partition, leader_epoch=leader_epoch)])]), 1)
-            p = _partition_of(resp)
+            p = await _ask(conn, R, R.ReadStateSummaryData, 1, key, leader_epoch=leader_epoch)
             if p.error_code:
                 return StateSummary(p.error_code, error_message=p.error_message)
             return StateSummary(0, state_epoch=p.state_epoch, leader_epoch=p.leader_epoch,
@@ -223,6 +212,11 @@ class SharePersister:
         self._conns.clear()
 
 
-def _partition_of(resp: Any) -> Any:
-    """The one partition result of a single-partition share-state response."""
+async def _ask(conn: BrokerConnection, request: Any, topic_data: Any, version: int, key: SharePartitionKey,
+               **partition: Any) -> Any:
+    """Sends ``request`` (version ``version``) for the one share partition ``key`` — group, then
+    ``topic_data``, then its ``PartitionData`` with the fields ``partition``, as every
+    *ShareGroupState request nests them — and returns the response's one partition result."""
+    resp = await conn.call(request(group_id=key.group_id, topics=[topic_data(
+        topic_id=key.topic_id, partitions=[topic_data.PartitionData(partition=key.partition, **partition)])]), version)
     return resp.results[0].partitions[0]

@@ -64,11 +64,20 @@ async def alter_broker_configs(broker: BrokerServices, resource_name: str,
     """Replace the resource's dynamic configs ("" = cluster-wide default) with ``configs``: the
     difference as ConfigRecords (value None deletes), one batch; applied once this broker's image
     has it (the store's listeners run before ``append`` returns)."""
+    return await replace_resource_configs(broker, BROKER_RESOURCE, resource_name, configs,
+                                          "dynamic broker configs altered", resource=resource_name or "<default>")
+
+
+async def replace_resource_configs(broker: BrokerServices, resource_type: int, resource_name: str,
+                                   configs: Mapping[str, str], event: str, **fields: str) -> Rejection | None:
+    """Replace a config resource's (BROKER or GROUP) configs in the metadata log with ``configs``:
+    the difference as ConfigRecords (value None deletes), one batch, in the image once ``append``
+    returns; ``event`` is logged with ``fields`` when something changed."""
     store = broker.metadata
-    current = dict(store.image.configs.get((BROKER_RESOURCE, resource_name), {}))
-    records = [ConfigRecord(BROKER_RESOURCE, resource_name, k, v)
+    current = dict(store.image.configs.get((resource_type, resource_name), {}))
+    records = [ConfigRecord(resource_type, resource_name, k, v)
                for k, v in sorted(configs.items()) if current.get(k) != v]
-    records += [ConfigRecord(BROKER_RESOURCE, resource_name, k, None) for k in sorted(current) if k not in configs]
+    records += [ConfigRecord(resource_type, resource_name, k, None) for k in sorted(current) if k not in configs]
     if not records:
         return None
     from .cluster_topology import while_unavailable
@@ -77,7 +86,7 @@ async def alter_broker_configs(broker: BrokerServices, resource_name: str,
         await while_unavailable(WRITE_TIMEOUT_MS, store.append, records)
     except MetadataUnavailable as exc:
         return Rejection(ErrorCode.REQUEST_TIMED_OUT, f"the cluster metadata store is unavailable: {exc}")
-    log.info("dynamic broker configs altered", resource=resource_name or "<default>", configs=dict(configs))
+    log.info(event, **fields, configs=dict(configs))
     return None
 
 

@@ -11,23 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-import structlog
-
 from coordinator.group.group_config import ShareGroupSettings, duration_ms, share_settings
-from coordinator.metadata.records import ConfigRecord
-from protocol.errors import ErrorCode
 
-from .store import MetadataUnavailable
+from .dynamic_broker_configs import replace_resource_configs
 from .topology import Rejection
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
     from broker.log.partition import Partition
 
-log = structlog.get_logger("samsa.configs")
-
 GROUP_RESOURCE = 32          # ConfigResource.Type.GROUP
-WRITE_TIMEOUT_MS = 30000
 
 
 def stored_group_configs(broker: BrokerServices, group_id: str) -> dict[str, str]:
@@ -82,20 +75,8 @@ def share_start_offset(broker: BrokerServices, group_id: str, part: Partition) -
 async def alter_group_configs(broker: BrokerServices, group_id: str, configs: Mapping[str, str]) -> Rejection | None:
     """Replace the group's overrides with ``configs``: the difference as ConfigRecords (value None
     deletes), one batch, in the image once ``append`` returns."""
-    store = broker.metadata
-    current = stored_group_configs(broker, group_id)
-    records = [ConfigRecord(GROUP_RESOURCE, group_id, k, v) for k, v in sorted(configs.items()) if current.get(k) != v]
-    records += [ConfigRecord(GROUP_RESOURCE, group_id, k, None) for k in sorted(current) if k not in configs]
-    if not records:
-        return None
-    from .cluster_topology import while_unavailable
-
-    try:
-        await while_unavailable(WRITE_TIMEOUT_MS, store.append, records)
-    except MetadataUnavailable as exc:
-        return Rejection(ErrorCode.REQUEST_TIMED_OUT, f"the cluster metadata store is unavailable: {exc}")
-    log.info("group configs altered", group=group_id, configs=dict(configs))
-    return None
+    return await replace_resource_configs(broker, GROUP_RESOURCE, group_id, configs, "group configs altered",
+                                          group=group_id)
 
 
 __all__ = ["GROUP_RESOURCE", "BrokerProps", "alter_group_configs", "share_group_settings", "share_start_offset",

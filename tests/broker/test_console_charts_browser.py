@@ -11,7 +11,7 @@ from typing import Iterator
 import pytest
 
 from broker.testing import SamsaBroker, free_port, running_broker
-from tests.broker.test_console_browser import browser, rows, shot, text_of, wait_until  # noqa: F401
+from tests.support.console_browser import browser, rows, shot, text_of, wait_until  # noqa: F401
 from tests.support.clienthelpers import PARTITIONS, consume_and_commit, create_topic, produce
 
 

@@ -11,7 +11,7 @@ from urllib.parse import quote
 from confluent_kafka import Producer
 
 from broker.testing import SamsaBroker
-from tests.broker.test_console_browser import browser, console_broker, rows, shot, text_of  # noqa: F401
+from tests.support.console_browser import browser, console_broker, rows, shot, text_of  # noqa: F401
 from tests.support.clienthelpers import PARTITIONS, create_topic
 
 

@@ -9,7 +9,7 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from broker.testing import SamsaBroker
-from tests.broker.test_console_browser import browser, console_broker, rows, shot  # noqa: F401
+from tests.support.console_browser import browser, console_broker, rows, shot  # noqa: F401
 from tests.support.clienthelpers import PARTITIONS, create_topic
 
 

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 
 from broker.testing import SamsaBroker, free_port, running_broker
-from tests.broker.test_console_browser import _browser_missing, browser, rows, shot, text_of, wait_until  # noqa: F401
+from tests.support.console_browser import _browser_missing, browser, rows, shot, text_of, wait_until  # noqa: F401
 from tests.support.clienthelpers import create_topic
 
 ck = pytest.importorskip("confluent_kafka")

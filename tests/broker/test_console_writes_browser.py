@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from broker.testing import SamsaBroker, free_port, running_broker
-from tests.broker.test_console_browser import browser, console_broker, rows, shot, text_of  # noqa: F401
+from tests.support.console_browser import browser, console_broker, rows, shot, text_of  # noqa: F401
 
 
 @pytest.fixture

@@ -12,9 +12,8 @@ import pytest
 
 from broker.testing.inprocess import InProcessBroker
 from coordinator.share.persister import SharePartitionKey
-from protocol import schema_messages as m
 from tests.support.rawclient import RawClient
-from tests.support.share_state_support import on_loop, topic_id
+from tests.support.share_state_support import alter_share_offsets, on_loop, share_heartbeat, topic_id
 
 PROPS = {"group.share.enable": "true", "share.coordinator.state.topic.num.partitions": "2"}
 GROUP = "delete-sg"
@@ -44,18 +43,10 @@ def test_delete_groups_deletes_state_this_broker_never_loaded(broker):
     with RawClient(broker.bootstrap_servers) as c:
         for group in (GROUP, "other-sg"):
             member = uuid.uuid4().hex
-            R = m.ShareGroupHeartbeatRequest
             for epoch, topics in ((0, ["t"]), (-1, None)):          # joins, then leaves: empty
-                hb = c.call(R(group_id=group, member_id=member, member_epoch=epoch, rack_id=None,
-                              subscribed_topic_names=topics), m.ShareGroupHeartbeatResponse, 1)
+                hb = share_heartbeat(c, group, member, epoch, topics)
                 assert hb.error_code == 0, hb
-            A = m.AlterShareGroupOffsetsRequest
-            T = A.AlterShareGroupOffsetsRequestTopic
-            r = c.call(A(group_id=group, topics=[
-                T(topic_name="t", partitions=[T.AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=0)
-                                              for p in range(3)]),
-                T(topic_name="u", partitions=[T.AlterShareGroupOffsetsRequestPartition(partition_index=1, start_offset=0)])]),
-                m.AlterShareGroupOffsetsResponse, 0)
+            r = alter_share_offsets(c, group, {"t": {0: 0, 1: 0, 2: 0}, "u": {1: 0}})
             assert r.error_code == 0 and all(p.error_code == 0 for x in r.responses for p in x.partitions), r
         assert start_offsets(broker, keys + [other]) == [0, 0, 0, 0, 0]
 

@@ -17,7 +17,7 @@ from coordinator.share.persister import SharePartitionKey, ShareState
 from protocol import schema_messages as m
 from protocol.errors import ErrorCode
 from tests.support.rawclient import RawClient
-from tests.support.share_state_support import on_loop, topic_id
+from tests.support.share_state_support import alter_share_offsets, on_loop, share_heartbeat, topic_id
 
 PROPS = {"group.share.enable": "true", "share.coordinator.state.topic.num.partitions": "2"}
 GROUP = "admin-sg"
@@ -32,26 +32,12 @@ def broker(tmp_path: Path) -> Iterator[InProcessBroker]:
         b.stop()
 
 
-def heartbeat(c: RawClient, member_id: str, epoch: int, topics: list[str] | None) -> Any:
-    R = m.ShareGroupHeartbeatRequest
-    return c.call(R(group_id=GROUP, member_id=member_id, member_epoch=epoch, rack_id=None,
-                    subscribed_topic_names=topics), m.ShareGroupHeartbeatResponse, 1)
-
-
 def describe(c: RawClient, topics: dict[str, list[int]] | None, version: int = 1) -> Any:
     R = m.DescribeShareGroupOffsetsRequest
     G = R.DescribeShareGroupOffsetsRequestGroup
     group = G(group_id=GROUP, topics=None if topics is None else [
         G.DescribeShareGroupOffsetsRequestTopic(topic_name=n, partitions=ps) for n, ps in topics.items()])
     return c.call(R(groups=[group]), m.DescribeShareGroupOffsetsResponse, version).groups[0]
-
-
-def alter(c: RawClient, offsets: dict[str, dict[int, int]]) -> Any:
-    R = m.AlterShareGroupOffsetsRequest
-    T = R.AlterShareGroupOffsetsRequestTopic
-    return c.call(R(group_id=GROUP, topics=[T(topic_name=n, partitions=[
-        T.AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o) for p, o in ps.items()])
-        for n, ps in offsets.items()]), m.AlterShareGroupOffsetsResponse, 0)
 
 
 def delete_offsets(c: RawClient, topics: list[str]) -> Any:
@@ -69,16 +55,16 @@ def test_reset_describe_and_delete_offsets(broker):
     tid = topic_id(broker)
     with RawClient(broker.bootstrap_servers) as c:
         # no such group yet
-        assert alter(c, {"t": {0: 5}}).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        assert alter_share_offsets(c, GROUP, {"t": {0: 5}}).error_code == ErrorCode.GROUP_ID_NOT_FOUND
         assert describe(c, None).error_code == ErrorCode.GROUP_ID_NOT_FOUND
         member = uuid.uuid4().hex
-        assert heartbeat(c, member, 0, ["t"]).error_code == 0
-        r = alter(c, {"t": {0: 5}})
+        assert share_heartbeat(c, GROUP, member, 0, ["t"]).error_code == 0
+        r = alter_share_offsets(c, GROUP, {"t": {0: 5}})
         assert (r.error_code, r.error_message) == (ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
         assert delete_offsets(c, ["t"]).error_code == ErrorCode.NON_EMPTY_GROUP
-        assert heartbeat(c, member, -1, None).error_code == 0        # leaves: the group is empty
+        assert share_heartbeat(c, GROUP, member, -1, None).error_code == 0        # leaves: the group is empty
 
-        r = alter(c, {"t": {0: 5, 2: 7, 9: 1}, "nope": {0: 1}})
+        r = alter_share_offsets(c, GROUP, {"t": {0: 5, 2: 7, 9: 1}, "nope": {0: 1}})
         assert r.error_code == 0
         assert {(t.topic_name, p.partition_index): p.error_code for t in r.responses for p in t.partitions} == {
             ("t", 0): 0, ("t", 2): 0, ("t", 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -98,7 +84,7 @@ def test_reset_describe_and_delete_offsets(broker):
             return await broker.broker.share_persister.write_state(
                 SharePartitionKey(GROUP, tid, 0), ShareState(state_epoch=0, start_offset=6, leader_epoch=0))
         assert on_loop(broker, stale_write) == ErrorCode.FENCED_STATE_EPOCH
-        assert alter(c, {"t": {0: 3}}).error_code == 0                 # again, at the next state epoch
+        assert alter_share_offsets(c, GROUP, {"t": {0: 3}}).error_code == 0     # again, at the next state epoch
         assert offsets(describe(c, {"t": [0]}))[("t", 0)][0] == 3
 
         r = delete_offsets(c, ["t", "nope"])
@@ -118,9 +104,9 @@ def test_lag_counts_from_the_high_watermark(broker):
         p.flush()
         p.close()
         member = uuid.uuid4().hex
-        heartbeat(c, member, 0, ["u"])
-        heartbeat(c, member, -1, None)
-        assert alter(c, {"u": {0: 4}}).error_code == 0
+        share_heartbeat(c, GROUP, member, 0, ["u"])
+        share_heartbeat(c, GROUP, member, -1, None)
+        assert alter_share_offsets(c, GROUP, {"u": {0: 4}}).error_code == 0
 
         async def acknowledged() -> int:    # the leader acknowledged 2 records above the start offset
             assert broker.broker is not None

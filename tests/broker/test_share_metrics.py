@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from broker.testing import SamsaBroker, free_port, running_broker
 from protocol import schema_messages as m
 from tests.support.rawclient import RawClient
+from tests.support.share_state_support import share_heartbeat
 
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 GROUP, TOPIC = "metrics-sg", "metrics-q"
@@ -37,12 +38,14 @@ def scrape(broker: SamsaBroker) -> dict[tuple[str, tuple[tuple[str, str], ...]],
             for fam in text_string_to_metric_families(resp.text) for s in fam.samples}
 
 
+PARTITION_GAUGES = ("kafka_server_sharepartitionmetrics_inflightmessagecount", "samsa_share_partition_start_offset",
+                    "samsa_share_partition_acquired_records", "samsa_share_partition_lag")
+
+
 def share_values(broker: SamsaBroker) -> dict[str, float]:
     labels = (("group", GROUP), ("partition", "0"), ("topic", TOPIC))
     samples = scrape(broker)
-    names = ("kafka_server_sharepartitionmetrics_inflightmessagecount", "samsa_share_partition_start_offset",
-             "samsa_share_partition_acquired_records", "samsa_share_partition_lag")
-    out = {n: samples[(n, labels)] for n in names if (n, labels) in samples}
+    out = {n: samples[(n, labels)] for n in PARTITION_GAUGES if (n, labels) in samples}
     out["writes"] = samples[("kafka_server_share_coordinator_metrics_write_total", ())]
     for kind in ("ShareSnapshot", "ShareUpdate"):
         out[kind] = samples[("samsa_share_coordinator_records_written_total", (("type", kind),))]
@@ -67,6 +70,11 @@ def share_acknowledge(c: RawClient, tid: uuid.UUID, member: str, epoch: int, ack
                         for f, last, t in acks])])]), m.ShareAcknowledgeResponse, 1)
 
 
+def partition_gauges(values: dict[str, float]) -> dict[str, float]:
+    """The share partition's gauges among ``share_values``."""
+    return {k: values[k] for k in PARTITION_GAUGES}
+
+
 def test_share_partition_and_share_coordinator_metrics(http_broker: SamsaBroker) -> None:
     from kafka import KafkaAdminClient, KafkaProducer
     from kafka.admin import NewTopic
@@ -89,8 +97,7 @@ def test_share_partition_and_share_coordinator_metrics(http_broker: SamsaBroker)
     assert "samsa_share_partition_start_offset" not in before      # no share partition loaded yet
     member = uuid.uuid4().hex
     with RawClient(b) as c:
-        hb = c.call(m.ShareGroupHeartbeatRequest(group_id=GROUP, member_id=member, member_epoch=0, rack_id=None,
-                                                 subscribed_topic_names=[TOPIC]), m.ShareGroupHeartbeatResponse, 1)
+        hb = share_heartbeat(c, GROUP, member, 0, [TOPIC])
         assert hb.error_code == 0, hb
         acquired: list[int] = []
         epoch = 0
@@ -101,16 +108,12 @@ def test_share_partition_and_share_coordinator_metrics(http_broker: SamsaBroker)
                         for o in range(a.first_offset, a.last_offset + 1)]
             if acquired:
                 break
-            c.call(m.ShareGroupHeartbeatRequest(group_id=GROUP, member_id=member, member_epoch=hb.member_epoch,
-                                                rack_id=None, subscribed_topic_names=[TOPIC]),
-                   m.ShareGroupHeartbeatResponse, 1)
+            share_heartbeat(c, GROUP, member, hb.member_epoch, [TOPIC])
         assert acquired == list(range(10))
         # acquired, nothing acknowledged: the share partition was initialized (one ShareSnapshot) and
         # acquiring writes nothing
         after_fetch = share_values(http_broker)
-        assert {k: after_fetch[k] for k in (
-            "kafka_server_sharepartitionmetrics_inflightmessagecount", "samsa_share_partition_start_offset",
-            "samsa_share_partition_acquired_records", "samsa_share_partition_lag")} == {
+        assert partition_gauges(after_fetch) == {
             "kafka_server_sharepartitionmetrics_inflightmessagecount": 10, "samsa_share_partition_start_offset": 0,
             "samsa_share_partition_acquired_records": 10, "samsa_share_partition_lag": 10}
         assert after_fetch["writes"] == before["writes"]
@@ -121,9 +124,7 @@ def test_share_partition_and_share_coordinator_metrics(http_broker: SamsaBroker)
         assert ack.error_code == 0 and all(p.error_code == 0 for t in ack.responses for p in t.partitions), ack
         after_ack = share_values(http_broker)
     # start 4 (0-3 delivery complete); in flight 4-9; acquired 6, 7, 9; lag 10 - 4 - 1 (8 archived)
-    assert {k: after_ack[k] for k in (
-        "kafka_server_sharepartitionmetrics_inflightmessagecount", "samsa_share_partition_start_offset",
-        "samsa_share_partition_acquired_records", "samsa_share_partition_lag")} == {
+    assert partition_gauges(after_ack) == {
         "kafka_server_sharepartitionmetrics_inflightmessagecount": 6, "samsa_share_partition_start_offset": 4,
         "samsa_share_partition_acquired_records": 3, "samsa_share_partition_lag": 5}
     assert after_ack["writes"] == after_fetch["writes"] + 1

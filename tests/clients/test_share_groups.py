@@ -3,7 +3,6 @@ against a real broker with share groups enabled, plus the gate: share groups are
 in a new Kafka 4.2 cluster, and samsa.share.version=0 turns them off."""
 from __future__ import annotations
 
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from broker.testing import SamsaBroker
 from tests.support.clienthelpers import advertised_apis
 from tests.support.groups_support import unique
 from tests.support.javaclient import of_type, requires_java, start_java_source
+from tests.support.share_clients_support import produce_values, topic_id_of, wait_for_members
 
 SOURCE = Path(__file__).resolve().parents[1] / "support" / "java" / "ShareConsumerClient.java"
 LOCK_MS = 3000
@@ -39,36 +39,11 @@ def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBrok
         broker.stop()
 
 
-def wait_for_members(bootstrap: str, group: str, count: int, timeout: float = 60) -> None:
-    """Until ShareGroupDescribe shows ``count`` members, each with its assignment."""
-    from tests.support.rawclient import RawClient
-
-    deadline = time.monotonic() + timeout
-    with RawClient(bootstrap) as c:
-        while time.monotonic() < deadline:
-            [g] = c.request(77, 1, group_ids=[group], include_authorized_operations=False).groups
-            if g.error_code == 0 and len(g.members) == count and all(m.assignment.topic_partitions
-                                                                    for m in g.members):
-                time.sleep(1)       # their first share fetches
-                return
-            time.sleep(0.2)
-    raise AssertionError(f"share group {group} never had {count} members")
-
-
 def produce_one_by_one(bootstrap: str, topic: str, count: int, first: int = 0, per_batch: int = 1) -> list[str]:
     """``count`` records in batches of ``per_batch`` (small, so two consumers can split them),
     values v<first>...."""
-    from kafka import KafkaProducer
-
     values = [f"v{i}" for i in range(first, first + count)]
-    p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=1000, max_in_flight_requests_per_connection=1)
-    try:
-        for i in range(0, len(values), per_batch):
-            for v in values[i:i + per_batch]:
-                p.send(topic, value=v.encode(), partition=0)
-            p.flush(timeout=20)
-    finally:
-        p.close(timeout=5)
+    produce_values(bootstrap, topic, values, per_batch)
     return values
 
 
@@ -144,18 +119,6 @@ def test_records_of_a_dead_consumer_are_redelivered_after_the_lock(share_broker)
 
 
 # -- on the wire (RawClient): sessions, acknowledgements, describe ----------------------------------------
-def topic_id_of(bootstrap: str, name: str):
-    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
-
-    from tests.support.rawclient import RawClient
-
-    req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=None, name=name)],
-                          allow_auto_topic_creation=False, include_topic_authorized_operations=False)
-    with RawClient(bootstrap) as c:
-        resp = c.call(req, MetadataResponse, 12)
-    return resp.topics[0].topic_id
-
-
 def share_fetch(c, group: str, member: str, epoch: int, tid, acks=(), max_wait_ms: int = 0, fetch: bool = True):
     from protocol.schema_messages import ShareFetchRequest as Q
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from broker.testing import SamsaBroker
-from tests.clients.test_share_groups import wait_for_members
 from tests.support.groups_support import unique
 from tests.support.javaclient import of_type, requires_java, start_java_source
+from tests.support.share_clients_support import produce_values as produce, topic_id_of, wait_for_members
 
 SOURCE = Path(__file__).resolve().parents[1] / "support" / "java" / "ShareV2Client.java"
 PROPS = {   # no share switch: Kafka 4.2's default
@@ -38,20 +38,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaBroker]:
         yield b
     finally:
         b.stop()
-
-
-def produce(bootstrap: str, topic: str, values: list[str], per_batch: int = 1) -> None:
-    """``values`` to partition 0 in batches of ``per_batch``."""
-    from kafka import KafkaProducer
-
-    p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=1000, max_in_flight_requests_per_connection=1)
-    try:
-        for i in range(0, len(values), per_batch):
-            for v in values[i:i + per_batch]:
-                p.send(topic, value=v.encode(), partition=0)
-            p.flush(timeout=20)
-    finally:
-        p.close(timeout=5)
 
 
 def alter_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> None:
@@ -272,7 +258,6 @@ def test_java_admin_sets_and_validates_group_configs(broker):
 # -- on the wire: ShareFetch / ShareAcknowledge v2 --------------------------------------------------------------
 def test_share_fetch_v2_record_limit_and_renew_on_the_wire(broker):
     from protocol.schema_messages import ShareAcknowledgeRequest as A, ShareFetchRequest as Q
-    from tests.clients.test_share_groups import topic_id_of
     from tests.support.rawclient import RawClient
 
     bs = broker.bootstrap_servers
@@ -316,7 +301,6 @@ def test_share_fetch_v2_record_limit_and_renew_on_the_wire(broker):
 def test_kafka_configs_tool_on_groups(broker):
     """``kafka-configs --entity-type groups`` (broker/tools/kafka_configs.py) sets, lists and deletes
     group configs, and a group's lock duration then applies to its share fetches."""
-    from tests.clients.test_share_groups import topic_id_of
     from tests.support.kafka_tools import tool
     from tests.support.rawclient import RawClient
 

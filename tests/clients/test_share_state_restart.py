@@ -9,15 +9,14 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from broker.testing import SamsaBroker, running_broker
 from tests.support.groups_support import unique
+from tests.support.share_clients_support import consume_released, poll_until, share_consumer
 
 ck = pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.skipif(not hasattr(ck, "ShareConsumer"), reason="confluent-kafka without ShareConsumer")
@@ -45,29 +44,6 @@ def produce_one_batch(bootstrap: str, topic: str, count: int) -> None:
     assert p.flush(30) == 0
 
 
-def share_consumer(bootstrap: str, group: str, topic: str, explicit: bool) -> Any:
-    c = ck.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                          "share.acknowledgement.mode": "explicit" if explicit else "implicit"})
-    c.subscribe([topic])
-    return c
-
-
-def poll_until(c: Any, done: Any, timeout: float, idle: float | None = None) -> list[Any]:
-    """Poll until ``done(records)`` or the timeout; with ``idle``, also stop that long after the
-    last record."""
-    out: list[Any] = []
-    deadline = time.monotonic() + timeout
-    last = time.monotonic()
-    while time.monotonic() < deadline and not done(out):
-        if idle is not None and out and time.monotonic() - last > idle:
-            break
-        for m in c.poll(1.0):
-            if m.error() is None:
-                out.append(m)
-                last = time.monotonic()
-    return out
-
-
 def test_released_records_come_back_after_a_restart_and_accepted_ones_never(own_broker):
     bs = own_broker.bootstrap_servers
     topic, group = unique("q"), unique("sg")
@@ -82,11 +58,7 @@ def test_released_records_come_back_after_a_restart_and_accepted_ones_never(own_
     finally:
         c.close()
     own_broker.restart()
-    c = share_consumer(own_broker.bootstrap_servers, group, topic, explicit=False)
-    try:
-        again = poll_until(c, lambda rs: False, 60, idle=6)
-    finally:
-        c.close()
+    again = consume_released(own_broker.bootstrap_servers, group, topic)
     assert sorted((m.offset(), m.delivery_count()) for m in again) == [(o, 2) for o in range(10, 20)]
 
 
@@ -127,9 +99,5 @@ def test_records_acquired_and_never_acknowledged_come_back_after_the_broker_is_k
     finally:
         if holder.poll() is None:
             holder.kill()
-    c = share_consumer(own_broker.bootstrap_servers, group, topic, explicit=False)
-    try:
-        again = poll_until(c, lambda rs: False, 60, idle=6)
-    finally:
-        c.close()
+    again = consume_released(own_broker.bootstrap_servers, group, topic)
     assert sorted((m.offset(), m.delivery_count()) for m in again) == [(o, 1) for o in range(10, 20)]

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 
 from broker.observability.cluster_view import PEER_TIMEOUT_S
 from broker.testing.local_cluster import LocalCluster, find_etcd
 from coordinator.hashing import partition_for_group
-from tests.support.cluster_support import FAST_REPLICATION, ConsoleTables, create_topic, http_overrides, url
+from tests.support.cluster_support import (FAST_REPLICATION, console_page, create_topic, http_overrides,
+                                           key_led_by, url)
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
@@ -21,27 +21,10 @@ pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not install
 INTERNAL_PARTITIONS = 6
 
 
-def page(c: LocalCluster, node: int, path: str) -> tuple[str, dict[str, list[list[str]]]]:
-    resp = httpx.get(url(c, node) + path, timeout=15)
-    assert resp.status_code == 200, resp.text
-    parser = ConsoleTables()
-    parser.feed(resp.text)
-    return resp.text, parser.tables
-
-
 def missing(html: str) -> str:
     """The page's note of the brokers whose part is absent ("" when complete)."""
     start = html.find('<div class="missing">')
     return "" if start < 0 else html[start:html.find("</div>", start)]
-
-
-def key_led_by(c: LocalCluster, topic: str, prefix: str, node: int) -> str:
-    """A group / transactional id whose coordinator (leader of its ``topic`` partition) is ``node``."""
-    for i in range(1000):
-        key = f"{prefix}-{i}"
-        if c.leader(topic, partition_for_group(key, INTERNAL_PARTITIONS)) == node:
-            return key
-    raise AssertionError(f"no {prefix} key led by {node}")
 
 
 @pytest.mark.parametrize("samsa_cluster", [{
@@ -73,8 +56,8 @@ def test_any_broker_console_shows_the_whole_cluster(samsa_cluster: LocalCluster)
     from kafka.protocol.consumer import OffsetFetchRequest
 
     from tests.support.rawclient import RawClient
-    elsewhere_group = key_led_by(c, "__consumer_offsets", "elsewhere", 1)
-    elsewhere_txn = key_led_by(c, "__transaction_state", "elsewhere", 1)
+    elsewhere_group = key_led_by(c, "__consumer_offsets", "elsewhere", 1, INTERNAL_PARTITIONS)
+    elsewhere_txn = key_led_by(c, "__transaction_state", "elsewhere", 1, INTERNAL_PARTITIONS)
     for node in (2, 3):
         with RawClient(c.brokers[node].bootstrap_servers) as raw:
             r = raw.request(9, 8, groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=elsewhere_group,
@@ -85,9 +68,9 @@ def test_any_broker_console_shows_the_whole_cluster(samsa_cluster: LocalCluster)
             assert r.error_code == 16
             assert raw.request(16, 5, states_filter=[], types_filter=[]).error_code == 0
             assert raw.request(66, 0, state_filters=[], producer_id_filters=[]).error_code == 0
-    classic = key_led_by(c, "__consumer_offsets", "classic", 2)
-    modern = key_led_by(c, "__consumer_offsets", "modern", 3)
-    txn_id = key_led_by(c, "__transaction_state", "txn", 3)
+    classic = key_led_by(c, "__consumer_offsets", "classic", 2, INTERNAL_PARTITIONS)
+    modern = key_led_by(c, "__consumer_offsets", "modern", 3, INTERNAL_PARTITIONS)
+    txn_id = key_led_by(c, "__transaction_state", "txn", 3, INTERNAL_PARTITIONS)
 
     def member(group: str, client_id: str, **extra: str) -> Consumer:
         consumer = Consumer({"bootstrap.servers": bs, "group.id": group, "client.id": client_id,
@@ -113,7 +96,7 @@ def test_any_broker_console_shows_the_whole_cluster(samsa_cluster: LocalCluster)
 
         # complete once every coordinator has loaded (a coordinator just elected answers
         # ListTransactions with NOT_COORDINATOR until its partition is loaded, as Kafka's)
-        html, t = c.wait_for(lambda: (got := page(c, 1, "/")) and not missing(got[0]) and got, timeout=15,
+        html, t = c.wait_for(lambda: (got := console_page(c, 1, "/")) and not missing(got[0]) and got, timeout=15,
                              what="a complete overview")
         groups = {r[0]: r for r in t["groups"]}
         assert groups[classic][1:] == ["Stable", "consumer/range", "1", "2", "8", "2"]
@@ -123,7 +106,7 @@ def test_any_broker_console_shows_the_whole_cluster(samsa_cluster: LocalCluster)
         topics = {r[0]: r for r in t["topics"]}
         assert topics["cc"][1:3] == ["2", "13"]          # 7 + 6 records below the leaders' HWs
 
-        html, t = page(c, 1, f"/groups/{classic}")
+        html, t = console_page(c, 1, f"/groups/{classic}")
         assert "(broker 2)" in html and 'id="timeline-source"' in html
         assert f"read from its console at {url(c, 2)}" in html
         (m,) = t["members"]
@@ -132,13 +115,13 @@ def test_any_broker_console_shows_the_whole_cluster(samsa_cluster: LocalCluster)
         gens = [r for r in t["timeline"] if r[0].isdigit()]
         assert gens[0][0] == "1" and m[0] in gens[0][5] and gens[0][7] == f"{m[0]}: 2 partitions", gens
         assert t["offsets"] == [["cc", "0", "3", "7", "4"], ["cc", "1", "2", "6", "4"]]
-        html, t = page(c, 1, f"/groups/{modern}")
+        html, t = console_page(c, 1, f"/groups/{modern}")
         assert 'id="timeline-elsewhere"' in html and "broker 3 registered no samsa.http.listener" in html
         (m,) = t["members"]
         assert m[2] == "modern-client" and m[4] == "cc: 0,1"
         assert t["offsets"] == [["cc", "0", "6", "7", "1"], ["cc", "1", "5", "6", "1"]]
 
-        _, t = page(c, 1, "/topics/cc")
+        _, t = console_page(c, 1, "/topics/cc")
         rows = {r[0]: r for r in t["partitions"]}
         # log start, HW, LSO, log end, from each partition's leader
         assert rows["0"][4:8] == ["0", "7", "7", "7"] and rows["1"][4:8] == ["0", "6", "5", "6"]
@@ -157,10 +140,10 @@ def test_any_broker_console_shows_the_whole_cluster(samsa_cluster: LocalCluster)
             for v in (b"c", b"d", b"e"):
                 p1.produce("hw", value=v, partition=0)
             assert p1.flush(30) == 0
-            _, t = page(c, 1, "/topics/hw")
+            _, t = console_page(c, 1, "/topics/hw")
             assert t["partitions"][0][4:8] == ["0", "2", "2", "5"]
             start = time.monotonic()
-            html, t = page(c, 1, "/")
+            html, t = console_page(c, 1, "/")
             took = time.monotonic() - start
             assert took < PEER_TIMEOUT_S + 3, took
             assert f"broker 3 did not answer within {PEER_TIMEOUT_S:g} s" in html
@@ -169,20 +152,21 @@ def test_any_broker_console_shows_the_whole_cluster(samsa_cluster: LocalCluster)
             assert txn_id not in [r[0] for r in t.get("transactions", [])]
         finally:
             c.resume(3)
-        html, t = page(c, 1, "/")
+        html, t = console_page(c, 1, "/")
         assert not missing(html), missing(html) and modern in [r[0] for r in t["groups"]]
         # broker 3 stops cleanly: fenced, so not asked, and named; its groups moved with the
         # leadership of their __consumer_offsets partitions and show with their new coordinator
         c.stop(3)
-        html, t = c.wait_for(lambda: (got := page(c, 1, "/")) and "broker 3 is fenced" in got[0] and got,
+        html, t = c.wait_for(lambda: (got := console_page(c, 1, "/")) and "broker 3 is fenced" in got[0] and got,
                              timeout=15, what="broker 3 named fenced")
         coordinator = c.leader("__consumer_offsets", partition_for_group(modern, INTERNAL_PARTITIONS))
         assert coordinator in (1, 2)
-        c.wait_for(lambda: {r[0]: r for r in page(c, 1, "/")[1]["groups"]}.get(modern, [""])[-1] == str(coordinator),
+        c.wait_for(lambda: {r[0]: r for r in console_page(c, 1, "/")[1]["groups"]}.get(modern, [""])[-1]
+                   == str(coordinator),
                    timeout=15, what="the modern group shown with its new coordinator")
         # broker 2 is killed (still registered until its session times out): refused, named
         c.kill(2)
-        html, t = page(c, 1, f"/groups/{classic}")
+        html, t = console_page(c, 1, f"/groups/{classic}")
         assert "broker 2 did not answer: cannot connect" in html and "Not found on the brokers that answered" in html
     finally:
         a.close()

@@ -11,18 +11,14 @@ import httpx
 import pytest
 
 from broker.testing.local_cluster import LocalCluster, find_etcd
-from tests.support.cluster_support import FAST_REPLICATION, ConsoleTables, create_topic, http_overrides, url
+from tests.support.cluster_support import FAST_REPLICATION, console_page, create_topic, http_overrides, url
 
 pytestmark = pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed (the 'etcd' extra or "
                                                             "Debian's etcd-server)")
 
 
 def rows(c: LocalCluster, node: int, path: str) -> list[list[str]]:
-    resp = httpx.get(url(c, node) + path, timeout=15)
-    assert resp.status_code == 200, resp.text
-    parser = ConsoleTables()
-    parser.feed(resp.text)
-    return parser.tables.get("records-browse", [])
+    return console_page(c, node, path)[1].get("records-browse", [])
 
 
 @pytest.mark.parametrize("samsa_cluster", [{

@@ -8,34 +8,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import httpx
 import pytest
 
 from broker.testing.local_cluster import LocalCluster, find_etcd
-from coordinator.hashing import partition_for_group
-from tests.support.cluster_support import FAST_REPLICATION, ConsoleTables, create_topic, http_overrides, url
+from tests.support.cluster_support import (FAST_REPLICATION, console_page, create_topic, http_overrides,
+                                           key_led_by)
 
 ck = pytest.importorskip("confluent_kafka")
 pytestmark = [pytest.mark.skipif(find_etcd() is None, reason="etcd is not installed"),
               pytest.mark.skipif(not hasattr(ck, "ShareConsumer"), reason="confluent-kafka without ShareConsumer")]
 
 INTERNAL_PARTITIONS = 6
-
-
-def page(c: LocalCluster, node: int, path: str) -> tuple[str, dict[str, list[list[str]]]]:
-    resp = httpx.get(url(c, node) + path, timeout=15)
-    assert resp.status_code == 200, resp.text
-    parser = ConsoleTables()
-    parser.feed(resp.text)
-    return resp.text, parser.tables
-
-
-def key_led_by(c: LocalCluster, topic: str, prefix: str, node: int) -> str:
-    for i in range(1000):
-        key = f"{prefix}-{i}"
-        if c.leader(topic, partition_for_group(key, INTERNAL_PARTITIONS)) == node:
-            return key
-    raise AssertionError(f"no {prefix} key led by {node}")
 
 
 @pytest.mark.parametrize("samsa_cluster", [{
@@ -57,9 +40,9 @@ def test_groups_transactions_producers_and_share_groups_on_every_broker(samsa_cl
     warm_txn.init_transactions(30)
     c.wait_for(lambda: all(c.leader(t, q) > 0 for t in ("__consumer_offsets", "__transaction_state")
                            for q in range(INTERNAL_PARTITIONS)), timeout=30, what="coordinators")
-    group = key_led_by(c, "__consumer_offsets", "grp", 2)
-    share_group = key_led_by(c, "__consumer_offsets", "share", 2)
-    txn_id = key_led_by(c, "__transaction_state", "txn", 3)
+    group = key_led_by(c, "__consumer_offsets", "grp", 2, INTERNAL_PARTITIONS)
+    share_group = key_led_by(c, "__consumer_offsets", "share", 2, INTERNAL_PARTITIONS)
+    txn_id = key_led_by(c, "__transaction_state", "txn", 3, INTERNAL_PARTITIONS)
 
     p = ck.Producer({"bootstrap.servers": bs, "linger.ms": 500, "batch.num.messages": 10, "acks": "all"})
     for i in range(10):
@@ -91,32 +74,32 @@ def test_groups_transactions_producers_and_share_groups_on_every_broker(samsa_cl
         assert txn.flush(30) == 0                   # open at offset 10 of q-0 (led by broker 3)
 
         for node in (1, 2, 3):
-            _, t = c.wait_for(lambda: (got := page(c, node, "/transactions")) and
+            _, t = c.wait_for(lambda: (got := console_page(c, node, "/transactions")) and
                               any(r[0] == txn_id for r in got[1].get("all-transactions", [])) and got,
                               timeout=15, what=f"the transaction on broker {node}'s console")
             (tx,) = [r for r in t["all-transactions"] if r[0] == txn_id]
             assert tx[1] == "Ongoing" and tx[7] == "q-0" and tx[8] == "3", (node, tx)
-            _, t = page(c, node, "/")
+            _, t = console_page(c, node, "/")
             (g,) = [r for r in t["groups"] if r[0] == group]
             assert g[1] == "Stable" and g[-1] == "2", (node, g)
-            _, t = page(c, node, f"/groups/{group}")
+            _, t = console_page(c, node, f"/groups/{group}")
             (m,) = t["members"]
             assert m[2] == "grp-client" and m[4] == "q: 0", (node, m)
             assert t["offsets"][0][:3] == ["q", "0", "4"], (node, t["offsets"])
-            _, t = page(c, node, "/producers?topic=q")
+            _, t = console_page(c, node, "/producers?topic=q")
             (pr,) = [r for r in t["producers"] if r[6] == "10"]
             assert pr[0:2] == ["q", "0"] and pr[2] == tx[2], (node, pr)
-            _, t = page(c, node, "/share-groups")
+            _, t = console_page(c, node, "/share-groups")
             (sg,) = [r for r in t["share-groups"] if r[0] == share_group]
             assert sg[1:3] == ["Stable", "1"] and sg[-1] == "2", (node, sg)
-            _, t = page(c, node, f"/share-groups/{share_group}")
+            _, t = console_page(c, node, f"/share-groups/{share_group}")
             (sm,) = t["members"]
             assert sm[2] == "share-client" and sm[5] == "q: 0", (node, sm)
             # start 3, end 10, 7 acquired, held by the leader, broker 3; lag 11 - 3 (HW counts the open txn)
             assert t["share-partitions"] == [["q", "0", "3", "10", "7", "0", "7", "0", "0", "11", "8", "3"]], node
         txn.commit_transaction(30)
         for node in (1, 2, 3):
-            c.wait_for(lambda: [r[1] for r in page(c, node, "/transactions")[1].get("all-transactions", [])
+            c.wait_for(lambda: [r[1] for r in console_page(c, node, "/transactions")[1].get("all-transactions", [])
                                 if r[0] == txn_id] == ["CompleteCommit"], timeout=15, what="CompleteCommit")
     finally:
         share.close()

@@ -5,14 +5,12 @@ reads the state from the share coordinator (``__share_group_state``), exactly th
 back with delivery count 2, none of the accepted."""
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import pytest
 
 from broker.testing.local_cluster import LocalCluster
 from tests.support.cluster_support import create_topic
 from tests.support.groups_support import unique
+from tests.support.share_clients_support import consume_released, poll_until, share_consumer
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -23,27 +21,6 @@ OVERRIDES = {"replica.lag.time.max.ms": "1500", "min.insync.replicas": "2", "bro
 
 pytestmark = [pytest.mark.parametrize("samsa_cluster", [{"overrides": OVERRIDES}], indirect=True, ids=["rf3"]),
               pytest.mark.skipif(not hasattr(ck, "ShareConsumer"), reason="confluent-kafka without ShareConsumer")]
-
-
-def share_consumer(bootstrap: str, group: str, topic: str, explicit: bool) -> Any:
-    c = ck.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                          "share.acknowledgement.mode": "explicit" if explicit else "implicit"})
-    c.subscribe([topic])
-    return c
-
-
-def poll_until(c: Any, done: Any, timeout: float, idle: float | None = None) -> list[Any]:
-    out: list[Any] = []
-    deadline = time.monotonic() + timeout
-    last = time.monotonic()
-    while time.monotonic() < deadline and not done(out):
-        if idle is not None and out and time.monotonic() - last > idle:
-            break
-        for m in c.poll(1.0):
-            if m.error() is None:
-                out.append(m)
-                last = time.monotonic()
-    return out
 
 
 def test_released_records_come_back_on_the_new_leader_after_a_leader_kill(samsa_cluster: LocalCluster) -> None:
@@ -67,9 +44,5 @@ def test_released_records_come_back_on_the_new_leader_after_a_leader_kill(samsa_
     c.kill(old)
     c.wait_for(lambda: c.leader(topic, 0) not in (old, -1), timeout=30, what="a new leader")
     alive = ",".join(b.bootstrap_servers for n, b in c.brokers.items() if n != old)
-    second = share_consumer(alive, group, topic, explicit=False)
-    try:
-        again = poll_until(second, lambda rs: False, 90, idle=8)
-    finally:
-        second.close()
+    again = consume_released(alive, group, topic, timeout=90, idle=8)
     assert sorted((m.offset(), m.delivery_count()) for m in again) == [(o, 2) for o in range(10, 20)]

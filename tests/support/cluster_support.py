@@ -12,6 +12,7 @@ from kafka.protocol.admin import CreateTopicsRequest
 
 from broker.testing import free_port
 from broker.testing.local_cluster import LocalCluster
+from coordinator.hashing import partition_for_group
 from protocol.messages import REQUESTS
 from tests.support.rawclient import RawClient
 
@@ -120,6 +121,27 @@ def http_overrides() -> dict[int, dict[str, str]]:
 def url(c: LocalCluster, node: int) -> str:
     """The HTTP listener's base URL of broker ``node``."""
     return c.brokers[node].overrides["samsa.http.listener"]
+
+
+def console_page(c: LocalCluster, node: int, path: str) -> tuple[str, dict[str, list[list[str]]]]:
+    """Broker ``node``'s console page ``path``: its HTML and its tables (:class:`ConsoleTables`)."""
+    import httpx
+
+    resp = httpx.get(url(c, node) + path, timeout=15)
+    assert resp.status_code == 200, resp.text
+    parser = ConsoleTables()
+    parser.feed(resp.text)
+    return resp.text, parser.tables
+
+
+def key_led_by(c: LocalCluster, topic: str, prefix: str, node: int, partitions: int) -> str:
+    """A group / transactional id whose coordinator (leader of its partition of the internal
+    ``topic``, which has ``partitions``) is ``node``."""
+    for i in range(1000):
+        key = f"{prefix}-{i}"
+        if c.leader(topic, partition_for_group(key, partitions)) == node:
+            return key
+    raise AssertionError(f"no {prefix} key led by {node}")
 
 
 class ConsoleTables(HTMLParser):
