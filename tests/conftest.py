@@ -4,6 +4,11 @@ so a run can pick tiers without listing paths: ``pytest -m unit`` is the quick l
 
 The markers are registered in pyproject.toml ([tool.pytest.ini_options] markers). The broker
 fixtures come from the top-level conftest.py (the ``samsa`` plugin), not from here.
+
+Parallel runs (pytest-xdist, ``-n 2 --dist loadgroup`` as scripts/test.sh does): each test is put in
+an ``xdist_group`` so a worker takes a whole module at a time (its module-scoped brokers start
+once), the container tier as one group (one image build, one Docker engine's worth of load) and
+the Spark jobs as one (each starts a JVM of several hundred MB).
 """
 from __future__ import annotations
 
@@ -24,8 +29,26 @@ def tier_of(path: Path) -> str | None:
     return first if first in TIERS else None
 
 
+SERIAL_GROUPS = {"container": "container", "spark": "spark"}
+
+
+def xdist_group_of(path: Path, tier: str | None) -> str:
+    """The group a test runs in under ``--dist loadgroup``: its tier's when that tier runs as one
+    (container), Spark's for any module named for Spark, else its module's."""
+    if tier == "container":
+        return SERIAL_GROUPS["container"]
+    if "spark" in path.stem:
+        return SERIAL_GROUPS["spark"]
+    try:
+        return str(path.resolve().relative_to(TESTS))
+    except ValueError:
+        return str(path)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         tier = tier_of(Path(item.path))
         if tier is not None:
             item.add_marker(getattr(pytest.mark, tier))
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(Path(item.path), tier)))
