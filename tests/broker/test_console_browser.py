@@ -14,7 +14,7 @@ from confluent_kafka import Producer
 
 from broker.testing import SamsaBroker
 from tests.support.clienthelpers import PARTITIONS, consume_and_commit, create_topic, produce
-from tests.support.console_browser import (_browser_missing, browser, console_broker, rows, shot,  # noqa: F401
+from tests.support.console_browser import (_browser_missing, navigate, browser, console_broker, rows, shot,  # noqa: F401
                                            text_of, wait_until)
 
 pytestmark = pytest.mark.skipif(_browser_missing() is not None, reason=_browser_missing() or "")
@@ -49,7 +49,7 @@ def test_console_shows_group_lag_topics_and_transactions(console_broker: SamsaBr
         assert t[:2] == ["invoices-writer", "Ongoing"] and t[-2:] == [f"{topic}[0]", "1"]
         shot(driver, "overview")
 
-        driver.find_element(By.LINK_TEXT, group).click()
+        navigate(driver, driver.find_element(By.LINK_TEXT, group).click)
         assert text_of(driver, "group-state") == "Stable"
         (member,) = rows(driver, "members")
         assert member[2] == "obs-consumer" and member[4] == f"{topic}: 0,1,2"

@@ -11,7 +11,7 @@ from urllib.parse import quote
 from confluent_kafka import Producer
 
 from broker.testing import SamsaBroker
-from tests.support.console_browser import browser, console_broker, rows, shot, text_of  # noqa: F401
+from tests.support.console_browser import browser, console_broker, rows, shot, text_of, navigate  # noqa: F401
 from tests.support.clienthelpers import PARTITIONS, create_topic
 
 
@@ -27,7 +27,7 @@ def _submit(driver: object, **fields: str) -> None:
         else:
             el.clear()
             el.send_keys(value)
-    driver.find_element(By.ID, "f-go").click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.ID, "f-go").click)  # type: ignore[attr-defined]
 
 
 def test_seek_to_offset_and_timestamp(console_broker: SamsaBroker, browser: object) -> None:
@@ -46,7 +46,7 @@ def test_seek_to_offset_and_timestamp(console_broker: SamsaBroker, browser: obje
 
     driver.get(f"{base}/topics/{quote(topic)}")  # type: ignore[attr-defined]
     from selenium.webdriver.common.by import By
-    driver.find_element(By.ID, "browse").click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.ID, "browse").click)  # type: ignore[attr-defined]
     _submit(driver, partition="1", seek="offset", offset="12", limit="5")
     got = rows(driver, "records-browse")
     assert [(r[0], r[1]) for r in got] == [("1", str(o)) for o in range(12, 17)]
@@ -61,7 +61,7 @@ def test_seek_to_offset_and_timestamp(console_broker: SamsaBroker, browser: obje
     assert [(r[0], r[1], r[3]) for r in got] == [("1", "21", "k21"), ("1", "22", "k22"), ("1", "23", "k23")]
     shot(driver, "records-timestamp")
     # the continue link carries the next offset
-    driver.find_element(By.ID, "continue").click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.ID, "continue").click)  # type: ignore[attr-defined]
     assert [r[1] for r in rows(driver, "records-browse")] == ["24", "25", "26"]
 
     # all partitions from the end: the newest of each
@@ -112,7 +112,7 @@ def test_key_filter_among_10000_and_one_record(console_broker: SamsaBroker, brow
 
     # one record whole: its headers, producer id and batch
     row = next(r for r in got if r[4] == "order 5000")
-    driver.find_element(By.LINK_TEXT, row[1]).click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.LINK_TEXT, row[1]).click)  # type: ignore[attr-defined]
     assert text_of(driver, "rec-value") == "order 5000"
     assert text_of(driver, "rec-headers") == "n: 5000"
     assert text_of(driver, "rec-timestamp-type") == "CreateTime"

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 
 from broker.testing import SamsaBroker, free_port, running_broker
-from tests.support.console_browser import _browser_missing, browser, rows, shot, text_of, wait_until  # noqa: F401
+from tests.support.console_browser import navigate, _browser_missing, browser, rows, shot, text_of, wait_until  # noqa: F401
 from tests.support.clienthelpers import create_topic
 
 ck = pytest.importorskip("confluent_kafka")
@@ -62,7 +62,7 @@ def test_share_group_page_shows_member_and_exact_in_flight_counts(share_broker: 
         browser.get(base + "/share-groups")
         (listed,) = [r for r in rows(browser, "share-groups") if r[0] == group]
         assert listed[1:] == ["Stable", "1", listed[3], "1", "10", "10", "1"]
-        browser.find_element(By.LINK_TEXT, group).click()
+        navigate(browser, browser.find_element(By.LINK_TEXT, group).click)
         assert text_of(browser, "group-state") == "Stable"
         (member,) = rows(browser, "members")
         assert member[2] == "share-worker" and member[4] == topic and member[5] == f"{topic}: 0"

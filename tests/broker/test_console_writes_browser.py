@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from broker.testing import SamsaBroker, free_port, running_broker
-from tests.support.console_browser import browser, console_broker, rows, shot, text_of  # noqa: F401
+from tests.support.console_browser import navigate, browser, console_broker, rows, shot, text_of  # noqa: F401
 
 
 @pytest.fixture
@@ -41,19 +41,19 @@ def test_create_produce_configure_delete(writable_broker: SamsaBroker, browser: 
                 el.send_keys(value)
 
     driver.get(base + "/")  # type: ignore[attr-defined]
-    driver.find_element(By.ID, "create-topic").click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.ID, "create-topic").click)  # type: ignore[attr-defined]
     fill(**{"n-name": topic, "n-partitions": "2", "n-configs": "retention.ms=3600000"})
-    driver.find_element(By.ID, "n-go").click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.ID, "n-go").click)  # type: ignore[attr-defined]
     assert text_of(driver, "write-result") == f"Created topic {topic}."
-    driver.find_element(By.LINK_TEXT, f"Back to {topic}").click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.LINK_TEXT, f"Back to {topic}").click)  # type: ignore[attr-defined]
     assert [r[0] for r in rows(driver, "partitions")] == ["0", "1"]
     assert "retention.ms=3600000" in driver.page_source  # type: ignore[attr-defined]
 
-    driver.find_element(By.ID, "produce").click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.ID, "produce").click)  # type: ignore[attr-defined]
     fill(**{"p-partition": "1", "p-key": "order-7", "p-value": '{"total": 42}', "p-headers": "trace: abc\nsource: console"})
-    driver.find_element(By.ID, "p-go").click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.ID, "p-go").click)  # type: ignore[attr-defined]
     assert text_of(driver, "write-result") == "Produced to partition 1 at offset 0."
-    driver.find_element(By.ID, "produced").click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.ID, "produced").click)  # type: ignore[attr-defined]
     assert text_of(driver, "rec-key") == "order-7"
     assert text_of(driver, "rec-value") == '{\n  "total": 42\n}'
     assert text_of(driver, "rec-headers") == "trace: abc\nsource: console"
@@ -63,18 +63,18 @@ def test_create_produce_configure_delete(writable_broker: SamsaBroker, browser: 
 
     driver.get(f"{base}/topics/{topic}/admin")  # type: ignore[attr-defined]
     fill(**{"c-configs": "retention.ms=\ncleanup.policy=compact"})
-    driver.find_element(By.ID, "c-go").click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.ID, "c-go").click)  # type: ignore[attr-defined]
     assert text_of(driver, "write-result").startswith("Applied: retention.ms (override removed), cleanup.policy=compact")
     driver.get(f"{base}/topics/{topic}")  # type: ignore[attr-defined]
     assert "cleanup.policy=compact" in driver.page_source and "retention.ms" not in driver.page_source  # type: ignore[attr-defined]
 
     driver.get(f"{base}/topics/{topic}/admin")  # type: ignore[attr-defined]
     fill(**{"d-confirm": "not-it"})
-    driver.find_element(By.ID, "d-go").click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.ID, "d-go").click)  # type: ignore[attr-defined]
     assert "type the topic's name" in text_of(driver, "write-result")
     driver.get(f"{base}/topics/{topic}/admin")  # type: ignore[attr-defined]
     fill(**{"d-confirm": topic})
-    driver.find_element(By.ID, "d-go").click()  # type: ignore[attr-defined]
+    navigate(driver, driver.find_element(By.ID, "d-go").click)  # type: ignore[attr-defined]
     assert text_of(driver, "write-result") == f"Deleted topic {topic}."
     assert httpx.get(f"{base}/topics/{topic}").status_code == 404
 

@@ -81,6 +81,15 @@ def text_of(driver: object, element_id: str) -> str:
         "var e = document.getElementById(arguments[0]); return e ? e.innerText : null;", element_id)
 
 
+def navigate(driver: object, click: Callable[[], object]) -> None:
+    """Click something that loads a new page (a link, a GET or POST form) and wait until that page
+    is there: reading right after the click can read the page being left."""
+    driver.execute_script("window.__leaving = true;")  # type: ignore[attr-defined]
+    click()
+    wait_until(lambda: bool(driver.execute_script(  # type: ignore[attr-defined]
+        "return window.__leaving === undefined && document.readyState === 'complete';")))
+
+
 def wait_until(check: Callable[[], bool], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
