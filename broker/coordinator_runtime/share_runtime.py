@@ -94,7 +94,6 @@ class ShareGroups:
         self.lock_duration_ms = config.record_lock_duration_ms
         self.delivery_count_limit = config.delivery_count_limit
         self.max_record_locks = config.partition_max_record_locks
-        self.auto_offset_reset = str(cfg.get("samsa.share.auto.offset.reset") or "latest").lower()
         self._fallback: MemoryPersister | None = None
         self._to_write: set[Key] = set()
         self._wake = trio.Event()

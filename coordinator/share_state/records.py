@@ -11,7 +11,6 @@ Kafka's ``ShareCoordinatorRecordSerde`` writes them.
 """
 from __future__ import annotations
 
-import base64
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -37,11 +36,6 @@ class ShareGroupOffset:
     delivery_complete_count: int = -1
     create_timestamp: int = -1
     write_timestamp: int = -1
-
-
-def kafka_uuid(u: uuid.UUID) -> str:
-    """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, without padding."""
-    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
 
 
 def share_coordinator_key(key: SharePartitionKey) -> str:
