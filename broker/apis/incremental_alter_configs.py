@@ -10,7 +10,8 @@ prepareIncrementalConfigs), the result is checked as AlterConfigs checks it and 
 ConfigRecords in the metadata log. A GROUP resource takes Kafka's group configs
 (coordinator/group/group_config.py: SET and DELETE, checked as Kafka's GroupConfig checks them,
 INVALID_CONFIG otherwise), stored as GROUP ConfigRecords (broker/metadata/group_configs.py); the group
-need not exist. BROKER_LOGGER answers INVALID_REQUEST.
+need not exist; an empty group name answers INVALID_REQUEST "Default group resources are not
+allowed." as Kafka's controller does. BROKER_LOGGER answers INVALID_REQUEST.
 Authorization: ALTER_CONFIGS on each topic (or group), on the cluster for broker resources.
 """
 from __future__ import annotations
@@ -24,8 +25,8 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 from broker.common.services import RequestScope
-from broker.apis.shared.config_changes import (ConfigRejected, apply_broker_configs, apply_topic_configs,
-                                               check_broker_resource, check_topic_resource, config_topic,
+from broker.apis.shared.config_changes import (ConfigRejected, apply_broker_configs, apply_group_configs,
+                                               apply_topic_configs, check_broker_resource, check_topic_resource, config_topic,
                                                each_resource, non_topic_error, resource_response)
 from broker.common.config import TOPIC_CONFIG_DEFS
 from broker.common.config_defs import BROKER, GROUP, TOPIC, broker_default, render_config
@@ -104,13 +105,10 @@ def _incremental_broker(current: dict[str, str], configs: list) -> dict[str, str
 
 
 async def _alter_group(ctx: RequestContext, group_id: str, configs: list, validate_only: bool) -> None:
-    """Kafka's group configs: SET/DELETE on the stored overrides, the result checked as its
-    GroupConfig.validate does (no LIST configs, so APPEND/SUBTRACT are INVALID_CONFIG)."""
-    from coordinator.group.group_config import validate
-    from broker.metadata.group_configs import BrokerProps, alter_group_configs, stored_group_configs
+    """Kafka's group configs: SET/DELETE on the stored overrides (no LIST configs, so APPEND/SUBTRACT
+    are INVALID_CONFIG), the result checked and stored as ``apply_group_configs`` does."""
+    from broker.metadata.group_configs import stored_group_configs
 
-    if not group_id:
-        raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Group name must not be empty.")
     new = stored_group_configs(ctx.broker, group_id)
     for c in configs:
         if c.config_operation == SET:
@@ -120,13 +118,7 @@ async def _alter_group(ctx: RequestContext, group_id: str, configs: list, valida
         else:
             raise ConfigRejected(ErrorCode.INVALID_CONFIG,
                                  f"Can't {_OP_NAMES[c.config_operation]} to key {c.name} because its type is not LIST.")
-    error = validate(new, BrokerProps(ctx.broker))
-    if error:
-        raise ConfigRejected(ErrorCode.INVALID_CONFIG, error)
-    if not validate_only:
-        rej = await alter_group_configs(ctx.broker, group_id, new)
-        if rej is not None:
-            raise ConfigRejected(rej.code, rej.message)
+    await apply_group_configs(ctx, group_id, new, validate_only)
 
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)

@@ -37,7 +37,9 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
         self.timeline = GroupTimeline(self, broker.now_ms)   # lifecycle logs, the console's timeline
 
     def new_coordinator(self, partition: int) -> GroupCoordinator:
-        return GroupCoordinator(self.coordinator_config, partition, loading=True)
+        from broker.metadata.group_configs import group_config_lookup   # loaded with the first coordinator
+        return GroupCoordinator(self.coordinator_config, partition, loading=True,
+                                group_configs=group_config_lookup(self.broker))
 
     def topic_configs(self) -> dict[str, str]:
         return {"cleanup.policy": "compact", "segment.bytes": str(self.broker.config["offsets.topic.segment.bytes"])}

@@ -3,12 +3,17 @@ metadata log (the single node's local file, etcd in a cluster), replayed into th
 change made through one broker reaches every broker and survives restarts. Which configs exist
 and how they are checked: coordinator/group/group_config.py (Kafka's GroupConfig).
 
-Readers look the image up when they need a group's settings (ShareFetch, ShareGroupHeartbeat):
-nothing is cached, so a change applies to the next request.
+Readers look the image up when they need a group's settings (ShareFetch, ShareGroupHeartbeat, and
+the group coordinators through ``group_config_lookup``, Kafka's GroupConfigManager): nothing is
+cached, so a change applies to the next request or timer.
+
+A group's configs outlive the group, as in Kafka: they are metadata-log records, set before a group
+exists if one likes, and DeleteGroups (or a group's expiry) leaves them in place; they go when
+deleted with IncrementalAlterConfigs DELETE or replaced by a legacy AlterConfigs.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from coordinator.group.group_config import ShareGroupSettings, duration_ms, share_settings
@@ -51,6 +56,14 @@ class BrokerProps(Mapping[str, object]):
         return default if value is None else value
 
 
+def group_config_lookup(broker: BrokerServices) -> Callable[[str], Mapping[str, str]]:
+    """A group's overrides by id, read from the metadata image at each call: what the group
+    coordinators are given (``GroupCoordinatorBase.group_configs``)."""
+    def lookup(group_id: str) -> Mapping[str, str]:
+        return broker.metadata.image.configs.get((GROUP_RESOURCE, group_id), {})
+    return lookup
+
+
 def share_group_settings(broker: BrokerServices, group_id: str) -> ShareGroupSettings:
     """The share group's settings now: its overrides over the broker's properties."""
     overrides = broker.metadata.image.configs.get((GROUP_RESOURCE, group_id), {})
@@ -79,5 +92,5 @@ async def alter_group_configs(broker: BrokerServices, group_id: str, configs: Ma
                                           group=group_id)
 
 
-__all__ = ["GROUP_RESOURCE", "BrokerProps", "alter_group_configs", "share_group_settings", "share_start_offset",
-           "stored_group_configs"]
+__all__ = ["GROUP_RESOURCE", "BrokerProps", "alter_group_configs", "group_config_lookup", "share_group_settings",
+           "share_start_offset", "stored_group_configs"]

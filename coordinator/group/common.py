@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -351,8 +351,12 @@ class GroupCoordinatorBase:
     fired in deadline order with the injected clock."""
 
     def __init__(self, config: GroupCoordinatorConfig | None = None, partition: int | None = None, *,
-                 loading: bool = False, member_id_factory: Callable[[], str] | None = None) -> None:
+                 loading: bool = False, member_id_factory: Callable[[], str] | None = None,
+                 group_configs: Callable[[str], Mapping[str, str]] | None = None) -> None:
         self.config = config or GroupCoordinatorConfig()
+        # Kafka's GroupConfigManager: a group's dynamic configs (GROUP ConfigRecords in the metadata
+        # log) by group id, read when a heartbeat or a session timer needs them.
+        self.group_configs: Callable[[str], Mapping[str, str]] = group_configs or (lambda group_id: {})
         self.partition = partition
         self.loading = loading
         self.offsets = OffsetStore()

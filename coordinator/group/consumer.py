@@ -39,6 +39,7 @@ client-side assignors (KIP-848's ``ConsumerGroupPrepareAssignment``, dropped by 
 from __future__ import annotations
 
 from protocol.errors import ErrorCode
+import functools
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,7 +49,8 @@ from typing import TYPE_CHECKING, Any
 from coordinator.step import Record, Step
 from coordinator.group import consumer_records as rec
 from coordinator.group.assignors import ASSIGNORS, PartitionRacks, assign
-from coordinator.group.common import (COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE, NOT_COORDINATOR, UNKNOWN_MEMBER, GroupCoordinatorBase, _Request)
+from coordinator.group.group_config import ConsumerGroupSettings, consumer_settings
+from coordinator.group.common import (COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION, INVALID_GROUP_ID, NONE, NOT_COORDINATOR, UNKNOWN_MEMBER, GroupCoordinatorBase, GroupCoordinatorConfig, _Request)
 
 if TYPE_CHECKING:
     from coordinator.group.classic import ClassicGroup
@@ -287,6 +289,12 @@ class ConsumerGroup:
         return max(votes, key=lambda a: (votes[a], a == default))
 
 
+@functools.lru_cache(maxsize=8)
+def _broker_props(config: GroupCoordinatorConfig) -> dict[str, object]:
+    """The coordinator's settings under their Kafka names, as group_config.py reads defaults and bounds."""
+    return {name: getattr(config, attr) for name, attr in GroupCoordinatorConfig._KAFKA_NAMES.items()}
+
+
 def compile_regex(pattern: str) -> Any:
     """An RE2 pattern (Kafka validates with RE2/J); raises HeartbeatError on a bad one."""
     import re2
@@ -500,7 +508,7 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
         changed = new_member or not _same(before_assigned, updated.assigned)
         return ConsumerGroupHeartbeatResult(
             error_code=NONE, error_message=None, member_id=member_id, member_epoch=updated.member_epoch,
-            heartbeat_interval_ms=self.config.consumer_group_heartbeat_interval_ms,
+            heartbeat_interval_ms=self._cg_settings(gid).heartbeat_interval_ms,
             assignment=dict(updated.assigned) if (full or changed) else None)
 
     def _cg_apply_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
@@ -735,7 +743,7 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
             if member is None:
                 raise HeartbeatError(UNKNOWN_MEMBER, f"Member {req.member_id} is not a member of group "
                                      f"{req.group_id}.")
-        hb = self.config.consumer_group_heartbeat_interval_ms
+        hb = self._cg_settings(req.group_id).heartbeat_interval_ms
         if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             # A static member leaving for a restart keeps its partitions (nobody else gets them)
             # until its session expires or it rejoins under the same instance id.
@@ -802,10 +810,21 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
 
     # ------------------------------------------------------------------ timers
 
+    def _cg_settings(self, group_id: str) -> ConsumerGroupSettings:
+        """The group's session timeout and heartbeat interval now: its ``consumer.session.timeout.ms``
+        / ``consumer.heartbeat.interval.ms`` over the broker's (Kafka's consumerGroupSessionTimeoutMs
+        and consumerGroupHeartbeatIntervalMs). Read at each use, so a change applies from the next
+        heartbeat's answer and the next session timer, as in Kafka."""
+        overrides = self.group_configs(group_id)
+        if not overrides:
+            return ConsumerGroupSettings(self.config.consumer_group_session_timeout_ms,
+                                         self.config.consumer_group_heartbeat_interval_ms)
+        return consumer_settings(overrides, _broker_props(self.config))
+
     def _cg_schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         gid, mid = group.group_id, member.member_id
         timeout = member.classic.session_timeout_ms if member.classic is not None else \
-            self.config.consumer_group_session_timeout_ms
+            self._cg_settings(gid).session_timeout_ms
         self._schedule(("cg-session", gid, mid), timeout,
                        lambda step: self._cg_expire(gid, mid, step))
 
@@ -815,7 +834,7 @@ class ConsumerGroupHandlers(GroupCoordinatorBase):
             return
         gid, mid = group.group_id, member.member_id
         self._schedule(key, member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else
-                       self.config.consumer_group_session_timeout_ms, lambda step: self._cg_expire(gid, mid, step))
+                       self._cg_settings(gid).session_timeout_ms, lambda step: self._cg_expire(gid, mid, step))
 
     def _cg_expire(self, group_id: str, member_id: str, step: Step) -> None:
         group = self._consumer_groups.get(group_id)

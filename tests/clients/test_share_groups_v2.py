@@ -185,8 +185,8 @@ def test_group_configs_through_the_admin_api(broker):
     assert entries["share.record.lock.duration.ms"].value == "2000"
     assert entries["share.isolation.level"].value == "read_committed"
     assert entries["share.session.timeout.ms"].value == "45000"         # the broker's, not overridden
-    with pytest.raises(Exception, match="share.record.lock.duration.ms must be"):
-        alter_group_configs(bs, group, {"share.record.lock.duration.ms": "100"})    # below the broker's min
+    with pytest.raises(Exception, match="share.record.lock.duration.ms: Value must be at least 1000"):
+        alter_group_configs(bs, group, {"share.record.lock.duration.ms": "100"})    # below GroupConfig's atLeast
     with pytest.raises(Exception, match="Unknown group config name"):
         alter_group_configs(bs, group, {"share.no.such": "1"})
 

@@ -64,10 +64,12 @@ def test_read_committed_archives_aborted_transactions_and_control_batches():
 
 
 def test_group_config_validation_follows_the_broker_bounds():
-    props = {"group.share.min.record.lock.duration.ms": 1000}
-    assert validate({"share.record.lock.duration.ms": "1000"}, props) is None
-    assert validate({"share.record.lock.duration.ms": "999"}, props) == \
+    props = {"group.share.min.record.lock.duration.ms": 2000}
+    assert validate({"share.record.lock.duration.ms": "2000"}, props) is None
+    assert validate({"share.record.lock.duration.ms": "1999"}, props) == \
         "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms"
+    assert validate({"share.record.lock.duration.ms": "999"}, {"group.share.min.record.lock.duration.ms": 1}) == \
+        "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at least 1000"   # ConfigDef
     assert validate({"share.record.lock.duration.ms": "60001"}, props) == \
         "share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms"
     assert validate({"share.session.timeout.ms": "45000", "share.heartbeat.interval.ms": "5000",

@@ -100,6 +100,24 @@ async def apply_broker_configs(ctx: RequestContext, name: str, new: dict[str, st
             raise ConfigRejected(rej.code, rej.message)
 
 
+async def apply_group_configs(ctx: RequestContext, name: str, new: dict[str, str], validate_only: bool) -> None:
+    """A GROUP resource's complete new configs, checked as Kafka's controller checks them
+    (ControllerConfigurationValidator: no default group, then GroupConfigManager.validate,
+    INVALID_CONFIG with its message), stored as GROUP ConfigRecords (broker/metadata/group_configs.py)."""
+    from coordinator.group.group_config import validate
+    from broker.metadata.group_configs import BrokerProps, alter_group_configs
+
+    if not name:
+        raise ConfigRejected(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+    error = validate(new, BrokerProps(ctx.broker))
+    if error:
+        raise ConfigRejected(ErrorCode.INVALID_CONFIG, error)
+    if not validate_only:
+        rej = await alter_group_configs(ctx.broker, name, new)
+        if rej is not None:
+            raise ConfigRejected(rej.code, rej.message)
+
+
 def resource_response(cls: Any, rtype: int, name: str, code: int = 0, message: str | None = None) -> Any:
     return cls.AlterConfigsResourceResponse(error_code=code, error_message=message, resource_type=rtype,
                                             resource_name=name)
