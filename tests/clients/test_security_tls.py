@@ -75,7 +75,8 @@ def test_confluent_over_ssl_fetches_large_batches(ssl_broker, pki) -> None:
 def test_client_that_does_not_trust_the_broker_fails(ssl_broker, pki) -> None:
     with pytest.raises(KafkaError):
         p = KafkaProducer(bootstrap_servers=ssl_broker.bootstrap("SSL"), security_protocol="SSL",
-                          ssl_cafile=str(pki.other_ca), max_block_ms=3000)
+                          ssl_cafile=str(pki.other_ca), max_block_ms=3000,
+                          bootstrap_timeout_ms=3000)   # kafka-python 3 waits 30 s for a first bootstrap by default
         try:
             p.send("untrusted", b"x").get(5)
         finally:
