@@ -450,7 +450,8 @@ def test_oauthbearer_with_jwks(pki, tmp_path) -> None:
         p.close()
         from kafka.errors import KafkaError
         with pytest.raises(KafkaError):
-            p = KafkaProducer(sasl_oauth_token_provider=Signed(other), max_block_ms=3000, **common)
+            p = KafkaProducer(sasl_oauth_token_provider=Signed(other), max_block_ms=3000,
+                              bootstrap_timeout_ms=3000, **common)   # kafka-python 3's default waits 30 s
             try:
                 p.send(_topic(), b"x").get(5)
             finally:
