@@ -32,6 +32,13 @@ def tier_of(path: Path) -> str | None:
 SERIAL_GROUPS = {"container": "container", "spark": "spark"}
 
 
+def is_slow_module(path: Path, tier: str | None) -> bool:
+    """Whole modules that are ``slow`` by nature: the container tier (builds images, runs compose
+    stacks; minutes) and the Spark jobs (each starts a Spark JVM). Single long tests elsewhere
+    carry ``@pytest.mark.slow`` themselves."""
+    return tier == "container" or "spark" in path.stem
+
+
 def xdist_group_of(path: Path, tier: str | None) -> str:
     """The group a test runs in under ``--dist loadgroup``: its tier's when that tier runs as one
     (container), Spark's for any module named for Spark, else its module's."""
@@ -50,5 +57,42 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         tier = tier_of(Path(item.path))
         if tier is not None:
             item.add_marker(getattr(pytest.mark, tier))
+        if is_slow_module(Path(item.path), tier) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(Path(item.path), tier)))
+
+
+# --- where the suite's time goes -------------------------------------------------------------
+# Printed at the end of every run (CI's too): seconds per tier and for `slow` and the rest, so
+# "the suite without `slow` stays under 30 minutes on 2 cores" is read off CI's own output.
+
+_durations: dict[str, list[float | str | bool]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    entry = _durations.setdefault(report.nodeid, [0.0, "", False])
+    entry[0] = float(entry[0]) + report.duration
+    keywords = report.keywords
+    entry[1] = next((t for t in TIERS if t in keywords), "other")
+    entry[2] = "slow" in keywords
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _durations:
+        return
+    by_tier: dict[str, list[float]] = {}
+    by_speed: dict[str, list[float]] = {}
+    for seconds, tier, slow in _durations.values():
+        for table, key in ((by_tier, str(tier)), (by_speed, "slow" if slow else "not slow")):
+            row = table.setdefault(key, [0.0, 0])
+            row[0] += float(seconds)
+            row[1] += 1
+
+    def line(table: dict[str, list[float]]) -> str:
+        return "; ".join(f"{key} {int(n)} tests {seconds / 60:.1f} min"
+                         for key, (seconds, n) in sorted(table.items(), key=lambda kv: -kv[1][0]))
+
+    terminalreporter.write_sep("=", "test time (setup + call + teardown, summed over tests)")
+    terminalreporter.write_line(f"by tier: {line(by_tier)}")
+    terminalreporter.write_line(f"by marker: {line(by_speed)}")

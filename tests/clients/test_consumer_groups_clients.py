@@ -59,6 +59,7 @@ def java_member(bs: str, topic: str, group: str, client_id: str, timeout_ms: int
 
 
 @pytest.mark.java
+@pytest.mark.slow  # ~19 s in CI's run
 def test_java_three_members_disjoint_cover_then_a_leaver_is_absorbed_without_revocations(cbroker: SamsaBroker) -> None:
     from tests.support.javaclient import last
     java_ready()
@@ -143,6 +144,7 @@ def test_java_regex_subscription_picks_up_a_topic_created_later(cbroker: SamsaBr
 
 
 @pytest.mark.java
+@pytest.mark.slow  # ~30 s in CI's run
 def test_java_static_member_restart_keeps_its_partitions_without_reassignment(cbroker: SamsaBroker) -> None:
     from tests.support.javaclient import last, run_java, start_java
     java_ready()

@@ -68,6 +68,7 @@ def create_topic(bs: str, topic: str) -> None:
         admin.close()
 
 
+@pytest.mark.slow  # ~18 s in CI's run
 def test_java_consumer_protocol_and_kafka_python_classic_member_share_one_group(cbroker: SamsaBroker) -> None:
     """Java joins first (a consumer group), kafka-python joins it as a classic member: the broker
     gives each a disjoint share and together they read every record exactly once; kafka-python
@@ -156,6 +157,7 @@ def test_online_upgrade_then_downgrade_with_a_classic_member_and_committed_offse
     assert sorted(last) == [(p, 6) for p in range(PARTITIONS)]
 
 
+@pytest.mark.slow  # ~22 s in CI's run
 def test_java_classic_cooperative_member_revokes_incrementally_after_an_upgrade(cbroker: SamsaBroker) -> None:
     """A Java 4.3 member with group.protocol=classic and the cooperative-sticky assignor holds
     every partition of a classic group; a consumer-protocol Java member joins (online upgrade).
@@ -206,6 +208,7 @@ def test_java_classic_cooperative_member_revokes_incrementally_after_an_upgrade(
     assert not of_type(lines_b, "error") and of_type(lines_b, "committed")
 
 
+@pytest.mark.slow  # ~19 s in CI's run
 def test_librdkafka_classic_member_shares_a_group_with_a_java_consumer_protocol_member(cbroker: SamsaBroker) -> None:
     """confluent-kafka with group.protocol=classic (librdkafka's JoinGroup/SyncGroup, its own
     subscription encoding) as a classic member of a Java 4.3 consumer group: disjoint shares,

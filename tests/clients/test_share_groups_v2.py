@@ -193,6 +193,7 @@ def test_group_configs_through_the_admin_api(broker):
 
 # -- the Java KafkaShareConsumer 4.3 -------------------------------------------------------------------------
 @requires_java
+@pytest.mark.slow  # ~19 s in CI's run
 def test_java_renew_keeps_a_record_past_the_lock_duration(broker):
     bs = broker.bootstrap_servers
     topic, group = unique("q"), unique("sg")

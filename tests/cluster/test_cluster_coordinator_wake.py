@@ -32,6 +32,7 @@ pytestmark = [
 ]
 
 
+@pytest.mark.slow  # ~21 s in CI's run
 def test_offset_commits_and_transactions_are_answered_once_replicated_not_after_the_fetch_wait(samsa_cluster) -> None:
     from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 

@@ -34,6 +34,7 @@ def produce(c: LocalCluster, leader: int, partition: int, value: bytes) -> int:
     return resp.responses[0].partition_responses[0].error_code
 
 
+@pytest.mark.slow  # ~25 s in CI's run
 def test_idle_partition_stays_in_the_isr_past_the_lag_time(samsa_cluster: LocalCluster) -> None:
     c = samsa_cluster
     create_topic(c, "fs", partitions=2, assignment={0: [1, 2, 3], 1: [1, 2, 3]})

@@ -196,6 +196,7 @@ def test_samsa_ctl_partition_isolate_heal(samsa_cluster: LocalCluster) -> None:
 
 
 @pytest.mark.parametrize("one_partition_first", [False, True], ids=["cut-at-begin", "cut-after-one-partition"])
+@pytest.mark.slow  # ~26 s in CI's run
 def test_isolated_coordinator_and_leader_transaction_is_all_or_nothing(samsa_cluster: LocalCluster,
                                                                        one_partition_first: bool) -> None:
     """Issue 20, scenario 3: broker 1 is the transaction coordinator and the leader of both

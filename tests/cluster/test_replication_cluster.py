@@ -58,6 +58,7 @@ def check_exactly_once_in_order(acked: list[bytes], got: list[bytes]) -> None:
     assert order == sorted(order), "acknowledged records out of order"
 
 
+@pytest.mark.slow  # ~16 s in CI's run
 def test_kafka_python_idempotent_acks_all_across_leader_kills(cluster: LocalCluster) -> None:
     """The producer's every acknowledged record is there once, in order; a consumer group reading
     all along keeps going across the failovers and never reads a record that later disappears."""
@@ -310,6 +311,7 @@ def test_confluent_idempotent_acks_all_across_leader_kills(cluster: LocalCluster
     assert len(acked) == n[0] == len(got)
 
 
+@pytest.mark.slow  # ~21 s in CI's run
 def test_java_idempotent_acks_all_across_leader_kills(cluster: LocalCluster) -> None:
     from tests.support.javaclient import java_available, of_type, start_java
 

@@ -30,6 +30,7 @@ def test_fault_and_clock_examples_run_as_a_users_suite(pytester: pytest.Pytester
     result.assert_outcomes(passed=5)
 
 
+@pytest.mark.slow  # ~17 s in CI's run
 def test_partition_example_runs_as_a_users_suite(pytester: pytest.Pytester):
     from broker.testing.local_cluster import find_etcd
 
