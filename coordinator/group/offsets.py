@@ -118,6 +118,8 @@ def errors_for_all(topics: Iterable[OffsetCommitTopic], error_code: int) -> list
 
 def utf16_length(s: str) -> int:
     """Java's ``String.length`` (UTF-16 code units), which Kafka compares with offset.metadata.max.bytes."""
+    if s.isascii():   # nearly every commit's metadata (most often ""): one code unit a character
+        return len(s)
     return len(s.encode("utf-16-le")) // 2
 
 
