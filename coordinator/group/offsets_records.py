@@ -226,9 +226,13 @@ def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
     still takes)."""
     if key.group is None or key.topic is None:
         return _encode_offset_commit_key_fields(key)
-    group, topic = key.group.encode("utf-8"), key.topic.encode("utf-8")
-    return b"".join((_KEY_HEAD.pack(OFFSET_COMMIT_KEY_VERSION, len(group)), group,
-                     _INT16.pack(len(topic)), topic, _INT32.pack(key.partition)))
+    return _pack_offset_commit_key(key.group, key.topic, key.partition)
+
+
+def _pack_offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    g, t = group.encode("utf-8"), topic.encode("utf-8")
+    return b"".join((_KEY_HEAD.pack(OFFSET_COMMIT_KEY_VERSION, len(g)), g, _INT16.pack(len(t)), t,
+                     _INT32.pack(partition)))
 
 
 def _encode_offset_commit_key_fields(key: OffsetCommitKey) -> bytes:
@@ -378,6 +382,22 @@ def offset_commit_record(group: str, topic: str, partition: int,
     """(key, value) of an offset commit; ``value=None`` makes the tombstone."""
     key = encode_offset_commit_key(OffsetCommitKey(group, topic, partition))
     return key, (None if value is None else encode_offset_commit_value(value))
+
+
+def offset_commit_record_of(group: str, topic: str, partition: int, offset: int, leader_epoch: int,
+                            metadata: str, commit_timestamp: int, expire_timestamp: int = -1) -> tuple[bytes, bytes]:
+    """``offset_commit_record(group, topic, partition, OffsetCommitValue(...))`` from the fields,
+    without making the key and value objects (every partition of every OffsetCommit writes one)."""
+    if expire_timestamp == -1 and metadata is not None:
+        m = metadata.encode("utf-8")
+        return (_pack_offset_commit_key(group, topic, partition),
+                b"".join((_VALUE_V3_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, offset, leader_epoch, len(m)), m,
+                          _INT64.pack(commit_timestamp))))
+    key, value = offset_commit_record(group, topic, partition, OffsetCommitValue(
+        offset=offset, metadata=metadata, commit_timestamp=commit_timestamp, leader_epoch=leader_epoch,
+        expire_timestamp=expire_timestamp))
+    assert value is not None
+    return key, value
 
 
 def group_metadata_record(group: str, value: GroupMetadataValue | None) -> tuple[bytes, bytes | None]:

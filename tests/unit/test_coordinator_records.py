@@ -158,3 +158,12 @@ def test_offset_commit_key_packed_matches_field_by_field(group: str, topic: str,
 def test_offset_commit_value_v3_packed_matches_field_by_field(value: OffsetCommitValue) -> None:
     from coordinator.group.offsets_records import _encode_offset_commit_value_fields
     assert encode_offset_commit_value(value) == _encode_offset_commit_value_fields(value, 3)
+
+
+@pytest.mark.parametrize("value", [
+    OffsetCommitValue(0), OffsetCommitValue(42, "", 1700000000000, -1), OffsetCommitValue(7, "m✓", 10, 2, 99)])
+def test_offset_commit_record_of_fields_matches_record_of_value(value: OffsetCommitValue) -> None:
+    from coordinator.group.offsets_records import offset_commit_record_of
+    assert offset_commit_record_of("g", "t", 3, value.offset, value.leader_epoch, value.metadata,
+                                   value.commit_timestamp, value.expire_timestamp) == \
+        offset_commit_record("g", "t", 3, value)
