@@ -9,12 +9,19 @@ process CPU time (``time.process_time``) per request, so time spent waiting for 
 not count. Sockets and trio's connection tasks are left out: the client-facing runs include
 them. Frames are built beforehand with the project's message classes, as librdkafka 2.16
 sends them (OffsetCommit v9; AddPartitionsToTxn v0, Produce v10, EndTxn v1).
+
+``--served`` sends the same frames to ``python -m broker serve`` (``--samsa-source DIR`` for
+another checkout) over one connection, one request at a time as librdkafka does, and reads the
+broker process's CPU from /proc (user and system apart): what the connection's tasks, trio's
+scheduling and the socket system calls add to the in-process figure.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 import statistics
+import struct
 import sys
 import tempfile
 import time
@@ -56,17 +63,23 @@ class _Transactions:
     """One transactional producer: each transaction is AddPartitionsToTxn, one Produce of
     ``records`` 1 KB records, EndTxn(commit), answered in turn; frames are built untimed."""
 
-    def __init__(self, broker: Broker, topic: str, records: int) -> None:
+    def __init__(self, broker: Broker | None, topic: str, records: int) -> None:
         self.broker, self.topic, self.records = broker, topic, records
         self.tid, self.seq = "bench-txn", 0
         self.value = bytes(1024)
 
-    async def init(self) -> None:
-        r = await _answer(self.broker, _frame(22, 4, transactional_id=self.tid, transaction_timeout_ms=60000,
-                                              producer_id=-1, producer_epoch=-1), 22, 4)
+    def init_frame(self) -> bytes:
+        return _frame(22, 4, transactional_id=self.tid, transaction_timeout_ms=60000, producer_id=-1,
+                      producer_epoch=-1)
+
+    def initialized(self, r: Any) -> None:
+        """Take the InitProducerId answer."""
         if r.error_code:
             raise RuntimeError(f"InitProducerId failed with error {r.error_code}")
         self.pid, self.epoch = r.producer_id, r.producer_epoch
+
+    async def init(self) -> None:
+        self.initialized(await _answer(self.broker, self.init_frame(), 22, 4))
 
     def frames(self) -> list[bytes]:
         A, P = REQUESTS[24], REQUESTS[0]
@@ -115,6 +128,72 @@ async def measure(args: argparse.Namespace) -> dict[str, list[float]]:
     return runs
 
 
+class _ServedBroker:
+    """``python -m broker serve`` and one connection to it; requests answered one at a time."""
+
+    def __init__(self, source: str | None) -> None:
+        from bench.brokers import RunningBroker, default_samsa_python, samsa_kind
+        self.broker = RunningBroker(samsa_kind(default_samsa_python(), source))
+        self.sock = socket.create_connection((HOST, self.broker.port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def close(self) -> None:
+        self.sock.close()
+        self.broker.stop()
+
+    def call(self, frame: bytes) -> bytes:
+        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
+        (size,) = struct.unpack(">i", self._recv(4))
+        return self._recv(size)
+
+    def _recv(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("the broker closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+    def cpu(self) -> tuple[float, float]:
+        """(user, system) CPU seconds of the broker process so far."""
+        with open(f"/proc/{self.broker.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        tick = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / tick, int(fields[12]) / tick
+
+    def cpu_per(self, frames: list[bytes], per: int) -> tuple[float, float]:
+        """(user, system) CPU microseconds per ``per`` frames while answering ``frames`` in order."""
+        u0, s0 = self.cpu()
+        for f in frames:
+            self.call(f)
+        u1, s1 = self.cpu()
+        n = len(frames) / per
+        return (u1 - u0) / n * 1e6, (s1 - s0) / n * 1e6
+
+
+def measure_served(args: argparse.Namespace) -> dict[str, list[tuple[float, float]]]:
+    runs: dict[str, list[tuple[float, float]]] = {"commit": [], "txn": []}
+    served = _ServedBroker(args.samsa_source)
+    try:
+        T = REQUESTS[19].CreatableTopic
+        served.call(_frame(19, 5, topics=[T(name="bench", num_partitions=1, replication_factor=1, assignments=[],
+                                            configs=[])], timeout_ms=10000, validate_only=False))
+        commits = _commit_frames("bench", args.groups, args.commits)
+        served.cpu_per(commits[:max(args.groups, 200)], 1)     # warm-up: coordinators, codecs
+        for _ in range(args.rounds):
+            runs["commit"].append(served.cpu_per(commits, 1))
+        txn = _Transactions(None, "bench", args.records)
+        txn.initialized(RESPONSES[22].decode(served.call(txn.init_frame()), version=4, header=True))
+        served.cpu_per(txn.frames(), 3)
+        for _ in range(args.rounds):
+            frames = [f for _ in range(args.transactions) for f in txn.frames()]
+            runs["txn"].append(served.cpu_per(frames, 3))
+    finally:
+        served.close()
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.request_cost", description=__doc__.splitlines()[0])
     ap.add_argument("--commits", type=int, default=3000, help="OffsetCommit requests per round")
@@ -122,7 +201,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--transactions", type=int, default=600, help="transactions per round")
     ap.add_argument("--records", type=int, default=10, help="1 KB records per transaction")
     ap.add_argument("--rounds", type=int, default=5, help="rounds; the median is reported")
+    ap.add_argument("--served", action="store_true",
+                    help="send the frames to `python -m broker serve` over a socket; CPU read from /proc")
+    ap.add_argument("--samsa-source", metavar="DIR", default=None,
+                    help="with --served: run broker/, coordinator/, protocol/ from DIR (another checkout)")
     args = ap.parse_args(argv)
+    what = {"commit": "OffsetCommit v9 (1 partition)",
+            "txn": f"transaction (AddPartitionsToTxn + Produce of {args.records} x 1 KB + EndTxn)"}
+    if args.served:
+        served = measure_served(args)
+        for name, xs in served.items():
+            totals = [u + s for u, s in xs]
+            i = totals.index(statistics.median_low(totals))
+            print(f"{what[name]}, served: median {totals[i]:.1f} us broker CPU (user {xs[i][0]:.1f}, system "
+                  f"{xs[i][1]:.1f}); rounds " + ", ".join(f"{x:.1f}" for x in totals))
+        return 0
     from broker.common.logging_setup import configure
     # the broker's own log set-up, its lines (INFO: a transaction begun/committed) written to
     # /dev/null: their formatting is part of the cost, as in a served broker writing to a file
@@ -133,10 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             sys.stderr = stderr
         runs = trio.run(measure, args)
-    for name, what in (("commit", "OffsetCommit v9 (1 partition)"),
-                       ("txn", f"transaction (AddPartitionsToTxn + Produce of {args.records} x 1 KB + EndTxn)")):
-        xs = runs[name]
-        print(f"{what}: median {statistics.median(xs):.1f} us broker CPU; rounds "
+    for name, xs in runs.items():
+        print(f"{what[name]}: median {statistics.median(xs):.1f} us broker CPU; rounds "
               + ", ".join(f"{x:.1f}" for x in xs))
     return 0
 

@@ -393,12 +393,11 @@ def build_batch(records: Sequence[tuple[bytes | None, bytes | None]], base_offse
     transaction markers), never for client data."""
     body = bytearray()
     for i, (key, value) in enumerate(records):
-        rec = bytearray(b"\x00")
-        rec += _zigzag(0) + _zigzag(i)
-        rec += _zigzag(-1) if key is None else _zigzag(len(key)) + key
-        rec += _zigzag(-1) if value is None else _zigzag(len(value)) + value
-        rec += _zigzag(0)
-        body += _zigzag(len(rec)) + rec
+        # attributes 0, timestamp delta 0, offset delta i, key, value, no headers
+        rec = b"".join((_ATTRS_TS_DELTA, _zigzag(i), _NULL if key is None else _zigzag(len(key)), key or b"",
+                        _NULL if value is None else _zigzag(len(value)), value or b"", _NO_HEADERS))
+        body += _zigzag(len(rec))
+        body += rec
     attrs = (TRANSACTIONAL_MASK if transactional else 0) | (CONTROL_MASK if control else 0)
     return assemble_batch(base_offset, -1, attrs, len(records) - 1, timestamp_ms, timestamp_ms, producer_id,
                           producer_epoch, base_sequence, len(records), body)
@@ -418,3 +417,8 @@ _ONE_BYTE = {v: _varint(v) for v in range(-64, 64)}
 def _zigzag(v: int) -> bytes:
     b = _ONE_BYTE.get(v)
     return b if b is not None else _varint(v)
+
+
+_ATTRS_TS_DELTA = b"\x00" + _ONE_BYTE[0]    # a built record's attributes and timestamp delta
+_NULL = _ONE_BYTE[-1]                       # a null key or value
+_NO_HEADERS = _ONE_BYTE[0]

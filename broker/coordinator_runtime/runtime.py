@@ -54,12 +54,28 @@ C = TypeVar("C", bound=Coordinator)
 
 
 class _Pending:
-    __slots__ = ("event", "result", "request")
+    """A request stepped through a coordinator, until its answer is released. Most requests are
+    answered by their own step before ``call`` would wait, so the ``trio.Event`` is made only
+    for one that waits (a write waiting to commit, a request the coordinator holds)."""
+    __slots__ = ("event", "done", "result", "request")
 
     def __init__(self, request: Any = None) -> None:
-        self.event = trio.Event()
+        self.event: trio.Event | None = None
+        self.done = False
         self.result: Any = None
         self.request = request
+
+    def release(self, result: Any) -> None:
+        self.result = result
+        self.done = True
+        if self.event is not None:
+            self.event.set()
+
+    async def wait(self) -> Any:
+        if not self.done:
+            self.event = trio.Event()
+            await self.event.wait()
+        return self.result
 
 
 class _Write:
@@ -242,9 +258,7 @@ class CoordinatorShell(Generic[C]):
         request.token = token
         try:
             self._apply(partition, self._coordinator(partition).handle(request, self.broker.now_ms()))
-            if not pending.event.is_set():  # most requests are answered by their own step
-                await pending.event.wait()
-            return pending.result
+            return await pending.wait()     # most requests are answered by their own step
         finally:
             self._pending.pop(token, None)
 
@@ -337,8 +351,7 @@ class CoordinatorShell(Generic[C]):
             if pending is not None:
                 if failed_partition is not None and pending.request is not None:
                     result = self._unavailable_answer(failed_partition, pending.request, code)
-                pending.result = result
-                pending.event.set()
+                pending.release(result)
 
     async def _release_when_committed(self, partition: int, waiting: deque[_Write]) -> None:
         """Release waiting steps in log order as the high watermark passes them (woken by the

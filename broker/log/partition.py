@@ -403,12 +403,14 @@ class Partition:
 
     # -- append --------------------------------------------------------------------------
     def append(self, data: bytes | bytearray, batches: list[rb.BatchHeader], now_ms: int,
-               built_here: bool = False) -> AppendResult:
+               built_here: bool = False, control_marker: tuple[int, int] | None = None) -> AppendResult:
         """Append validated batches from one produce request. A bytearray is stamped in place;
         immutable bytes are written with stamped heads beside views of the rest (no copy),
         unless log-append time means rewriting timestamps and CRCs. ``built_here``: a batch
         the broker built itself (append_internal), every record keyed and stamped ``now_ms``:
-        the compacted-topic key walk and the timestamp bounds cannot fail, so they are skipped."""
+        the compacted-topic key walk and the timestamp bounds cannot fail, so they are skipped.
+        ``control_marker``: (control type, coordinator epoch) of the one control batch the broker
+        built (append_control), so it is not read back from the batch."""
         max_bytes = int(self.config("max.message.bytes"))
         for h in batches:
             if h.size > max_bytes:
@@ -457,13 +459,14 @@ class Partition:
                 h.max_timestamp = now_ms
             next_offset += h.last_offset_delta + 1
         self._maybe_roll(len(data), max(h.max_timestamp for h in batches), next_offset - 1, now_ms)
-        self._append_active(data if in_place else rb.stamped_parts(data, batches, self.leader_epoch), data, batches)
+        self._append_active(data if in_place else rb.stamped_parts(data, batches, self.leader_epoch), data, batches,
+                            control_marker)
         if self.on_append is not None:
             self.on_append(self)
         return AppendResult(ErrorCode.NONE, base, now_ms if log_append else -1, self.log_start_offset)
 
     def _append_active(self, stored: bytes | bytearray | list, data: bytes | bytearray,
-                       batches: list[rb.BatchHeader]) -> None:
+                       batches: list[rb.BatchHeader], control_marker: tuple[int, int] | None = None) -> None:
         """What a leader's and a follower's append share: ``stored`` (the batches as written) into
         the active segment, then producer state, transactions and the flush.messages count from
         ``batches``/``data``."""
@@ -471,18 +474,23 @@ class Partition:
         active.append(stored, batches)
         active.index_dirty = True
         for h in batches:
-            self._track_batch(h, data if h.is_control else None)
+            self._track_batch(h, data if h.is_control else None, control_marker)
             self.unflushed_messages += h.record_count
         flush_messages = self.config("flush.messages")
         if flush_messages is not None and self.unflushed_messages >= int(flush_messages):
             self.flush_due = True  # the produce path (or the flusher task) fsyncs off the event loop
 
-    def _track_batch(self, h: rb.BatchHeader, control_data: bytes | bytearray | None) -> None:
+    def _track_batch(self, h: rb.BatchHeader, control_data: bytes | bytearray | None,
+                     control_marker: tuple[int, int] | None = None) -> None:
         """Producer state and transaction bookkeeping for one appended (or recovered) batch."""
         if not h.has_producer_id:
             return
         if h.is_control:
-            marker, coordinator_epoch = control_record(control_data, h) if control_data is not None else (None, -1)
+            marker: int | None
+            if control_marker is not None:
+                marker, coordinator_epoch = control_marker
+            else:
+                marker, coordinator_epoch = control_record(control_data, h) if control_data is not None else (None, -1)
             first = self.ongoing_txns.pop(h.producer_id, None)
             if marker == CONTROL_ABORT and first is not None:
                 self.aborted_txns.append(AbortedTxn(h.producer_id, first, h.last_offset))
@@ -496,10 +504,12 @@ class Partition:
     def append_control(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                        now_ms: int) -> int:
         """Write a transaction marker (COMMIT or ABORT control batch); returns its offset."""
-        key = struct.pack(">hh", 0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+        marker = CONTROL_COMMIT if commit else CONTROL_ABORT
+        key = struct.pack(">hh", 0, marker)
         value = struct.pack(">hi", 0, coordinator_epoch)
         return self.append_internal([(key, value)], now_ms, producer_id=producer_id,
-                                    producer_epoch=producer_epoch, transactional=True, control=True)
+                                    producer_epoch=producer_epoch, transactional=True, control=True,
+                                    control_marker=(marker, coordinator_epoch))
 
     def aborted_in_range(self, start: int, end: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping [start, end): what a read_committed fetch needs."""
@@ -507,10 +517,11 @@ class Partition:
 
     def append_internal(self, records: Sequence[tuple[bytes | None, bytes | None]], now_ms: int, **kw: Any) -> int:
         """Append broker-written records (internal topics, markers); returns the base offset."""
+        control_marker = kw.pop("control_marker", None)
         data = rb.build_batch(records, timestamp_ms=now_ms, **kw)
         h = rb.parse_header(data)
         keyed = kw.get("control", False) or all(key is not None for key, _ in records)
-        result = self.append(data, [h], now_ms, built_here=keyed)
+        result = self.append(data, [h], now_ms, built_here=keyed, control_marker=control_marker)
         if result.error:
             raise RuntimeError(f"internal append failed: {result.error} {result.message}")
         return result.base_offset

@@ -89,6 +89,7 @@ class _Handlers(dict[int, Handler]):
             raise RuntimeError(f"{api_module(ApiKey(key))} registers no handler for {ApiKey(key).name}") from None
 
 
+_API_KEYS: dict[int, ApiKey] = {int(k): k for k in ApiKey}
 HANDLERS: dict[int, Handler] = _Handlers()   # keyed by ApiKey members; looked up with the frame's int key
 
 
@@ -129,10 +130,9 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
     would close the connection."""
     prefix = peek_header(frame)
     key, version = prefix.api_key, prefix.api_version
-    try:
-        api_key = ApiKey(key)
-    except ValueError:   # a key Kafka never defined: Kafka cannot parse such a request and closes the connection
-        raise FrameError(f"unsupported api key {key} version {version}") from None
+    api_key = _API_KEYS.get(key)   # ApiKey(key) without the enum call's cost on every request
+    if api_key is None:   # a key Kafka never defined: Kafka cannot parse such a request and closes the connection
+        raise FrameError(f"unsupported api key {key} version {version}")
     advertised = broker.api_versions.get(api_key)  # SUPPORTED, or narrower when emulating an old Kafka
     is_advertised = advertised is not None and advertised[0] <= version <= advertised[1]
     if key == ApiKey.API_VERSIONS and not is_advertised:

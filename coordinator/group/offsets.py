@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 
-from coordinator.group.offsets_records import OffsetCommitValue, offset_commit_record
+from coordinator.group.offsets_records import OffsetCommitValue, offset_commit_record, offset_commit_record_of
 
 Record = tuple[bytes, "bytes | None"]
 
@@ -118,6 +118,8 @@ def errors_for_all(topics: Iterable[OffsetCommitTopic], error_code: int) -> list
 
 def utf16_length(s: str) -> int:
     """Java's ``String.length`` (UTF-16 code units), which Kafka compares with offset.metadata.max.bytes."""
+    if s.isascii():   # nearly every commit's metadata (most often ""): one code unit a character
+        return len(s)
     return len(s.encode("utf-16-le")) // 2
 
 
@@ -255,7 +257,10 @@ class OffsetStore:
                     expire_timestamp_ms=expire,
                 )
                 store(topic.name, p.partition_index, oam)
-                records.append(offset_commit_record(group_id, topic.name, p.partition_index, oam.to_value()))
+                records.append(offset_commit_record_of(    # the record of oam.to_value()
+                    group_id, topic.name, p.partition_index, oam.committed_offset,
+                    NO_LEADER_EPOCH if oam.leader_epoch is None else oam.leader_epoch, oam.metadata, now_ms,
+                    -1 if expire is None else expire))
                 tres.partitions.append(PartitionError(p.partition_index, NO_ERROR))
         return results, records
 

@@ -74,6 +74,10 @@ class GroupMetadataValue:
 
 # --------------------------------------------------------------------------- primitives
 
+_INT16, _INT32, _INT64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+_KEY_HEAD = struct.Struct(">hh")            # key version, group length
+_VALUE_V3_HEAD = struct.Struct(">hqih")     # version, offset, leader epoch, metadata length
+
 class _Writer:
     __slots__ = ("parts", "flexible")
 
@@ -217,6 +221,21 @@ def _required(s: str | None, what: str) -> str:
 # --------------------------------------------------------------------------- keys
 
 def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
+    """Every OffsetCommit writes one per partition: packed with precompiled structs, the same
+    bytes as the field-by-field form (``_encode_offset_commit_key_fields``, which a null name
+    still takes)."""
+    if key.group is None or key.topic is None:
+        return _encode_offset_commit_key_fields(key)
+    return _pack_offset_commit_key(key.group, key.topic, key.partition)
+
+
+def _pack_offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    g, t = group.encode("utf-8"), topic.encode("utf-8")
+    return b"".join((_KEY_HEAD.pack(OFFSET_COMMIT_KEY_VERSION, len(g)), g, _INT16.pack(len(t)), t,
+                     _INT32.pack(partition)))
+
+
+def _encode_offset_commit_key_fields(key: OffsetCommitKey) -> bytes:
     w = _Writer()
     w.int16(OFFSET_COMMIT_KEY_VERSION)
     w.string(key.group)
@@ -251,6 +270,16 @@ def encode_offset_commit_value(value: OffsetCommitValue, version: int | None = N
     if version is None:
         version = (OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY if value.expire_timestamp != -1
                    else OFFSET_COMMIT_VALUE_VERSION)
+    if version == OFFSET_COMMIT_VALUE_VERSION and value.metadata is not None:
+        # what every commit without a retention time writes, packed with precompiled structs
+        # (the same bytes as the field-by-field form below)
+        metadata = value.metadata.encode("utf-8")
+        return b"".join((_VALUE_V3_HEAD.pack(version, value.offset, value.leader_epoch, len(metadata)), metadata,
+                         _INT64.pack(value.commit_timestamp)))
+    return _encode_offset_commit_value_fields(value, version)
+
+
+def _encode_offset_commit_value_fields(value: OffsetCommitValue, version: int) -> bytes:
     if not 0 <= version <= 4:
         raise ValueError(f"unsupported OffsetCommitValue version {version}")
     w = _Writer(flexible=version >= 4)
@@ -353,6 +382,22 @@ def offset_commit_record(group: str, topic: str, partition: int,
     """(key, value) of an offset commit; ``value=None`` makes the tombstone."""
     key = encode_offset_commit_key(OffsetCommitKey(group, topic, partition))
     return key, (None if value is None else encode_offset_commit_value(value))
+
+
+def offset_commit_record_of(group: str, topic: str, partition: int, offset: int, leader_epoch: int,
+                            metadata: str, commit_timestamp: int, expire_timestamp: int = -1) -> tuple[bytes, bytes]:
+    """``offset_commit_record(group, topic, partition, OffsetCommitValue(...))`` from the fields,
+    without making the key and value objects (every partition of every OffsetCommit writes one)."""
+    if expire_timestamp == -1 and metadata is not None:
+        m = metadata.encode("utf-8")
+        return (_pack_offset_commit_key(group, topic, partition),
+                b"".join((_VALUE_V3_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, offset, leader_epoch, len(m)), m,
+                          _INT64.pack(commit_timestamp))))
+    key, value = offset_commit_record(group, topic, partition, OffsetCommitValue(
+        offset=offset, metadata=metadata, commit_timestamp=commit_timestamp, leader_epoch=leader_epoch,
+        expire_timestamp=expire_timestamp))
+    assert value is not None
+    return key, value
 
 
 def group_metadata_record(group: str, value: GroupMetadataValue | None) -> tuple[bytes, bytes | None]:

@@ -75,13 +75,11 @@ class TxnState(Enum):
     DEAD = (6, "Dead")
     PREPARE_EPOCH_FENCE = (7, "PrepareEpochFence")
 
-    @property
-    def id(self) -> int:
-        return self.value[0]
-
-    @property
-    def display(self) -> str:
-        return self.value[1]
+    def __init__(self, state_id: int, display: str) -> None:
+        # plain attributes: read on every transition (an Enum property through ``value`` costs
+        # two descriptor lookups each time)
+        self.id = state_id
+        self.display = display
 
     @classmethod
     def from_id(cls, state_id: int) -> TxnState:

@@ -142,3 +142,28 @@ def test_record_helpers_make_tombstones() -> None:
     assert decode_key(key) == OffsetCommitKey("g", "t", 1) and value is None
     key, value = group_metadata_record("g", None)
     assert key == encode_group_metadata_key(GroupMetadataKey("g")) and value is None
+
+
+@pytest.mark.parametrize("group,topic,partition", [
+    ("g", "t", 0), ("", "", 2**31 - 1), ("grüppe-✓", "tópico", 7), ("x" * 300, "y" * 249, 12)])
+def test_offset_commit_key_packed_matches_field_by_field(group: str, topic: str, partition: int) -> None:
+    from coordinator.group.offsets_records import _encode_offset_commit_key_fields
+    key = OffsetCommitKey(group, topic, partition)
+    assert encode_offset_commit_key(key) == _encode_offset_commit_key_fields(key)
+
+
+@pytest.mark.parametrize("value", [
+    OffsetCommitValue(0), OffsetCommitValue(42, "", 1700000000000, -1),
+    OffsetCommitValue(2**63 - 1, "méta ✓" * 50, 1700000000123, 2**31 - 1), OffsetCommitValue(5, "m", -1, 3)])
+def test_offset_commit_value_v3_packed_matches_field_by_field(value: OffsetCommitValue) -> None:
+    from coordinator.group.offsets_records import _encode_offset_commit_value_fields
+    assert encode_offset_commit_value(value) == _encode_offset_commit_value_fields(value, 3)
+
+
+@pytest.mark.parametrize("value", [
+    OffsetCommitValue(0), OffsetCommitValue(42, "", 1700000000000, -1), OffsetCommitValue(7, "m✓", 10, 2, 99)])
+def test_offset_commit_record_of_fields_matches_record_of_value(value: OffsetCommitValue) -> None:
+    from coordinator.group.offsets_records import offset_commit_record_of
+    assert offset_commit_record_of("g", "t", 3, value.offset, value.leader_epoch, value.metadata,
+                                   value.commit_timestamp, value.expire_timestamp) == \
+        offset_commit_record("g", "t", 3, value)
