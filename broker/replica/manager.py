@@ -32,10 +32,10 @@ from ..log.partition import Partition
 from broker.common.notifier import Notifier
 from .checkpoint import HW_CHECKPOINT_FILE, read_offsets_checkpoint, write_offsets_checkpoint
 from .fetch_session import FetchSessionCache
-from .fetcher import ReplicaFetcher
 from .state import FollowerState, ReplicaState
 
 if TYPE_CHECKING:
+    from .fetcher import ReplicaFetcher   # imported when a follower first fetches: only in a cluster
     from broker.common.services import BrokerServices
     from broker.metadata.store import MetadataStore
 
@@ -342,6 +342,8 @@ class ReplicaManager:
                 if endpoint is None:
                     log.warning("leader has no known endpoint; not fetching", leader=leader_id)
                     continue
+                from .fetcher import ReplicaFetcher
+
                 fetcher = ReplicaFetcher(self, leader_id, *endpoint)
                 self.fetchers[leader_id] = fetcher
                 if self._nursery is not None:
