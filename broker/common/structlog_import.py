@@ -1,4 +1,4 @@
-"""Start-up speed: structlog without rich and colorama in the broker process.
+"""Start-up speed: structlog without rich, colorama and Twisted in the broker process.
 
 structlog imports rich and colorama, when they are installed, as it is imported
 (``structlog.dev`` for pretty tracebacks and Windows colours, ``structlog.tracebacks`` for the
@@ -8,7 +8,9 @@ formatted as plain text by ``format_exc_info`` (broker/common/logging_setup.py);
 carry the same text. So ``samsa serve`` imports structlog while neither can be imported;
 afterwards both import as before (nothing is left in ``sys.modules``), only structlog keeps the
 defaults it has without them (plain tracebacks, its own ANSI codes), which the broker's
-processors never reach. Test code and users' code that import structlog first are not affected.
+processors never reach. Its Twisted integration (``structlog.twisted``, tried on import) is
+never used by the broker either: hiding ``twisted`` spares the search for it (the package is not
+installed here). Test code and users' code that import structlog first are not affected.
 """
 from __future__ import annotations
 
@@ -16,11 +18,14 @@ import importlib
 import sys
 import types
 
-_HIDDEN = ("rich", "colorama")
+# twisted: structlog tries ``from structlog import twisted`` (its Twisted integration, unused here),
+# which without Twisted installed costs a search of every sys.path entry before failing
+_HIDDEN = ("rich", "colorama", "twisted")
 
 
 def import_structlog_plain() -> None:
-    """Import structlog with rich and colorama hidden, unless any of them is imported already."""
+    """Import structlog with rich, colorama and twisted hidden, unless any of them is imported
+    already."""
     if any(name in sys.modules for name in ("structlog", *_HIDDEN)):
         return
     for name in _HIDDEN:

@@ -31,11 +31,11 @@ from protocol.errors import ErrorCode
 from ..log.partition import Partition
 from broker.common.notifier import Notifier
 from .checkpoint import HW_CHECKPOINT_FILE, read_offsets_checkpoint, write_offsets_checkpoint
-from .fetch_session import FetchSessionCache
-from .fetcher import ReplicaFetcher
-from .state import FollowerState, ReplicaState
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:   # imported by the cluster's role changes (a single node has no replica state)
+    from .state import ReplicaState
+    from .fetch_session import FetchSessionCache
+    from .fetcher import ReplicaFetcher   # imported when a follower first fetches: only in a cluster
     from broker.common.services import BrokerServices
     from broker.metadata.store import MetadataStore
 
@@ -86,9 +86,10 @@ class ReplicaManager:
         self.follows: Any = None
         self.attached: Any = None
         self.hw_moved = Notifier()
-        # followers' incremental fetch sessions with this broker as leader (KIP-227)
-        self.fetch_sessions = FetchSessionCache(int(broker.config["max.incremental.fetch.session.cache.slots"]),
-                                                int(broker.config["min.incremental.fetch.session.eviction.ms"]))
+        # followers' incremental fetch sessions with this broker as leader (KIP-227): the cache
+        # (``fetch_sessions``) is built by the first Fetch, see ``__getattr__``
+        self._fetch_session_limits = (int(broker.config["max.incremental.fetch.session.cache.slots"]),
+                                      int(broker.config["min.incremental.fetch.session.eviction.ms"]))
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.led: dict[tuple[str, int], Partition] = {}      # partitions led here that have followers
         # called with (partition, is_leader) after each role change (coordinators load/unload)
@@ -105,6 +106,19 @@ class ReplicaManager:
         return self.image is not None
 
     # -- running ---------------------------------------------------------------------------
+    fetch_sessions: FetchSessionCache
+
+    def __getattr__(self, name: str) -> Any:
+        """Called only for an attribute not set yet: ``fetch_sessions``, built on the first Fetch
+        (an ordinary attribute afterwards), so that start-up imports no fetch session module
+        (start-up speed, issue 23)."""
+        if name == "fetch_sessions":
+            from .fetch_session import FetchSessionCache
+
+            self.fetch_sessions = FetchSessionCache(*self._fetch_session_limits)
+            return self.fetch_sessions
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     async def run(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
         """Fetcher tasks and the ISR expiration check (every replica.lag.time.max.ms / 2, as
         Kafka's isr-expiration task) live here."""
@@ -281,6 +295,8 @@ class ReplicaManager:
         return topic
 
     def _make_leader(self, part: Partition, reg: Any, now_ms: int) -> None:
+        from .state import FollowerState, ReplicaState
+
         rs = part.replica
         if rs is not None and rs.is_leader and rs.leader_epoch == reg.leader_epoch:
             # same term: the ISR, replicas or partition epoch moved
@@ -314,6 +330,8 @@ class ReplicaManager:
 
     def _make_follower(self, part: Partition, reg: Any) -> bool:
         """Returns True when the leader or its epoch changed (truncate before fetching again)."""
+        from .state import ReplicaState
+
         rs = part.replica
         new_term = rs is None or rs.is_leader or rs.leader_epoch != reg.leader_epoch or rs.leader_id != reg.leader
         part.replica = ReplicaState(self.node_id, reg.leader, reg.leader_epoch, reg.partition_epoch,
@@ -342,6 +360,8 @@ class ReplicaManager:
                 if endpoint is None:
                     log.warning("leader has no known endpoint; not fetching", leader=leader_id)
                     continue
+                from .fetcher import ReplicaFetcher
+
                 fetcher = ReplicaFetcher(self, leader_id, *endpoint)
                 self.fetchers[leader_id] = fetcher
                 if self._nursery is not None:

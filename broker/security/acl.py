@@ -10,11 +10,23 @@ at all on the resource, ``allow.everyone.if.no.acl.found`` decides.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Mapping
 
-from coordinator.metadata.records import AccessControlEntryRecord as AclBinding
+if TYPE_CHECKING:
+    from coordinator.metadata.records import AccessControlEntryRecord as AclBinding
 
-Acls = Mapping[str, AclBinding]   # the image's ACLs by id
+Acls = Mapping[str, "AclBinding"]   # the image's ACLs by id
+
+
+def __getattr__(name: str) -> Any:
+    """``AclBinding`` (the metadata record an ACL is) imported on first use: the request path
+    imports this module for its enums, and a broker without an authorizer never needs the
+    metadata records module (start-up speed, issue 23)."""
+    if name == "AclBinding":
+        from coordinator.metadata.records import AccessControlEntryRecord
+        return AccessControlEntryRecord
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 # the ZooKeeper-era name, still found in many server.properties files

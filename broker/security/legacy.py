@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from coordinator.metadata.image import MetadataImage, replay_all
-from coordinator.metadata.records import (AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord, RemoveUserScramCredentialRecord, UserScramCredentialRecord)
+if TYPE_CHECKING:   # imported when there is a file to migrate: start-up checks only FILE_NAME
+    from coordinator.metadata.image import MetadataImage
+    from coordinator.metadata.records import MetadataRecord
 
 log = structlog.get_logger("samsa.security")
 
@@ -29,6 +30,8 @@ MIGRATED_SUFFIX = ".migrated"
 
 def _record(d: dict[str, Any]) -> MetadataRecord | None:
     """One line of the old file (Kafka's JSON field names, bytes in base64) as a metadata record."""
+    from coordinator.metadata.records import (AccessControlEntryRecord, RemoveAccessControlEntryRecord,
+                                              RemoveUserScramCredentialRecord, UserScramCredentialRecord)
     kind = d.get("type")
     if kind == "AccessControlEntryRecord":
         return AccessControlEntryRecord(str(d["id"]), int(d["resourceType"]), str(d["resourceName"]),
@@ -63,12 +66,14 @@ def read_legacy(path: str) -> MetadataImage | None:
             continue
         if r is not None:
             records.append(r)
+    from coordinator.metadata.image import MetadataImage, replay_all
     image, _ = replay_all(MetadataImage(), records)
     return image
 
 
 def missing_records(legacy: MetadataImage, image: MetadataImage) -> list[MetadataRecord]:
     """What of the old file's state the metadata image lacks."""
+    from coordinator.metadata.records import AccessControlEntryRecord
     out: list[MetadataRecord] = []
     bindings = {a.binding() for a in image.acls.values()}
     for acl_id, acl in legacy.acls.items():

@@ -16,12 +16,13 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Mapping
 
-from coordinator.metadata.records import UserScramCredentialRecord
+if TYPE_CHECKING:   # imported where a credential is made: start-up needs only the mechanism names
+    from coordinator.metadata.records import UserScramCredentialRecord
 
-ScramCredentials = Mapping[tuple[str, int], UserScramCredentialRecord]   # (user, mechanism id) -> credential
+ScramCredentials = Mapping[tuple[str, int], "UserScramCredentialRecord"]   # (user, mechanism id) -> credential
 
 SCRAM_MECHANISMS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 SCRAM_HASHES = {1: hashlib.sha256, 2: hashlib.sha512}
@@ -103,6 +104,7 @@ def scram_credential(mechanism: int, password: str, salt: bytes, iterations: int
     h = SCRAM_HASHES[mechanism]
     salted = hashlib.pbkdf2_hmac(h().name, password.encode(), salt, iterations)
     stored, server = scram_keys(mechanism, salted)
+    from coordinator.metadata.records import UserScramCredentialRecord
     return UserScramCredentialRecord(name, mechanism, salt, stored, server, iterations)
 
 

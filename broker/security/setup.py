@@ -21,7 +21,6 @@ from . import legacy
 from .sasl import (SCRAM_MECHANISMS, SUPPORTED, JwksValidator, OAuthBearerExchange, PlainExchange,
                    ScramExchange, parse_jaas, scram_credential)
 from .tls import parse_mapping_rules, server_context
-from .writes import write_decided
 
 if TYPE_CHECKING:
     from coordinator.metadata.image import MetadataImage
@@ -144,6 +143,8 @@ class Security:
         the image, or written meanwhile by another broker, is left alone)."""
         if not self.uses_metadata:
             return
+        from .writes import write_decided   # the metadata records: only a broker with ACLs or credentials
+
         store = self.metadata()
         path = os.path.join(self.log_dir, legacy.FILE_NAME)
         old = legacy.read_legacy(path)

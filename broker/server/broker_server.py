@@ -14,7 +14,7 @@ from broker.common.clock import Clock
 from broker.common.config import BrokerConfig
 from broker.common.link_cuts import LINKS, LinkCuts, topology_resolver
 from broker.network.faults import FaultRegistry
-from broker.log import cleaner, flush, retention
+from broker.log import flush, retention
 from broker.log.manager import LogManager
 from broker.common.notifier import Notifier
 from broker.common.services import ProducerIds
@@ -235,11 +235,22 @@ class Broker:
             # storage: retention, flush.ms, log compaction (broker/log/)
             await nursery.start(retention.run_retention, self.logs, self.appends.notify)
             await nursery.start(flush.run_flusher, self.logs)
-            await nursery.start(cleaner.run_cleaner, self.logs)
+            await nursery.start(self._run_cleaner)
             await nursery.start(self.logs.run_file_deleter)
             await nursery.start(self.replicas.run)
             await nursery.start(self.security.refresh_jwks)
             task_status.started()
+
+    async def _run_cleaner(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
+        """The log cleaner (broker/log/cleaner.py). A log dir without a compacted partition has
+        nothing for it to clean yet, so its module is imported once the first requests are
+        served (``WARM_UP_DELAY_S``, start-up speed, issue 23); with one, at once as before."""
+        task_status.started()
+        if not any("compact" in p.policies() for p in self.logs.all_partitions()):
+            await trio.sleep(WARM_UP_DELAY_S)
+        from broker.log.cleaner import run_cleaner
+
+        await run_cleaner(self.logs)
 
     async def _run_coordinators(self, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED) -> None:
         """The coordinators' timers and background share-state writes. A fresh single node

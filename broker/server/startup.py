@@ -120,7 +120,9 @@ class Startup:
 def bind(listener: Listener) -> list[socket.socket]:
     """Listening sockets for ``listener`` as ``trio.open_tcp_listeners`` makes them: one per
     address of the host (every interface when it is empty), SO_REUSEADDR, IPv6 sockets v6-only."""
-    host = listener.host or None
+    # an ASCII host goes as bytes: a str is encoded with the ``idna`` codec, whose import (with
+    # ``stringprep`` and ``unicodedata``) is a few ms of start-up; the addresses are the same
+    host = (listener.host.encode("ascii") if listener.host.isascii() else listener.host) if listener.host else None
     infos = socket.getaddrinfo(host, listener.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     out: list[socket.socket] = []
     try:

@@ -68,3 +68,28 @@ def test_inconsistent_coordinator_config_still_refuses_to_build_the_broker(tmp_p
     assert fresh.groups is fresh.groups and fresh.__dict__["groups"] is fresh.groups
     with pytest.raises(ValueError, match="group.consumer.max.size"):
         Broker(BrokerConfig({"log.dirs": str(tmp_path / "b"), "group.consumer.max.size": "0"}))
+
+
+def test_building_a_fresh_single_node_imports_no_cluster_security_or_cleaner_module(tmp_path) -> None:
+    """Building and starting a fresh single node without an authorizer or SASL imports neither the
+    metadata records (ACLs, SCRAM credentials), the replica fetcher and replica state (a
+    cluster's), the fetch session cache (the first Fetch's), the old security file's migration
+    nor the log cleaner; they load on first use."""
+    code = ("import sys\n"
+            "from protocol.kafka_import import skip_client_package_init\n"
+            "skip_client_package_init()\n"
+            "from broker.common.config import BrokerConfig\n"
+            "from broker.server.broker_server import Broker\n"
+            f"b = Broker(BrokerConfig({{'log.dirs': {str(tmp_path)!r}}}))\n"
+            "b.start()\n"
+            "import broker.server.serving\n"
+            "lazy = ('coordinator.metadata.records', 'coordinator.metadata.image', 'broker.replica.fetcher',\n"
+            "        'broker.replica.fetch_session', 'broker.replica.state', 'broker.security.writes',\n"
+            "        'broker.log.cleaner')\n"
+            "assert not [m for m in lazy if m in sys.modules], [m for m in lazy if m in sys.modules]\n"
+            "from broker.security.acl import AclBinding\n"
+            "from coordinator.metadata.records import AccessControlEntryRecord\n"
+            "assert AclBinding is AccessControlEntryRecord\n"
+            "from broker.replica.fetch_session import FetchSessionCache\n"
+            "assert isinstance(b.replicas.fetch_sessions, FetchSessionCache) and 'fetch_sessions' in vars(b.replicas)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
