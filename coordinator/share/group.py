@@ -332,33 +332,33 @@ class ShareGroupCoordinator:
             return
         kind = sr.key_type(key)
         k = sr.decode_key(key)
-        v = None if value is None else sr.decode_value(kind, value)
         gid = k.group_id
+        group = self.groups.get(gid)
         if kind == sr.STATE_PARTITION_METADATA:
             return                    # only ever tombstoned here (coordinator/share/records.py)
-        if kind == sr.GROUP_METADATA and v is None:
-            self.groups.pop(gid, None)
+        if value is None:             # tombstones
+            if kind == sr.GROUP_METADATA:
+                self.groups.pop(gid, None)
+            elif group is None:
+                pass
+            elif kind == sr.TARGET_ASSIGNMENT_METADATA:
+                group.assignment_epoch = 0
+            elif kind == sr.TARGET_ASSIGNMENT_MEMBER:
+                group.target.pop(k.member_id, None)
+            elif kind == sr.MEMBER_METADATA:
+                group.members.pop(k.member_id, None)
+            elif (member := group.members.get(k.member_id)) is not None:    # CURRENT_MEMBER_ASSIGNMENT
+                member.member_epoch, member.previous_member_epoch, member.assignment = 0, -1, {}
             return
-        group = self.groups.get(gid)
+        v: Any = sr.decode_value(kind, value)
         if group is None:
-            if v is None:
-                return
             group = self.groups[gid] = ShareGroup(gid)
         if kind == sr.GROUP_METADATA:
             group.group_epoch, group.metadata_hash = v.epoch, v.metadata_hash
         elif kind == sr.TARGET_ASSIGNMENT_METADATA:
-            group.assignment_epoch = 0 if v is None else v.assignment_epoch
+            group.assignment_epoch = v.assignment_epoch
         elif kind == sr.TARGET_ASSIGNMENT_MEMBER:
-            if v is None:
-                group.target.pop(k.member_id, None)
-            else:
-                group.target[k.member_id] = sr.assignment_of(v.topic_partitions)
-        elif kind == sr.MEMBER_METADATA and v is None:
-            group.members.pop(k.member_id, None)
-        elif kind == sr.CURRENT_MEMBER_ASSIGNMENT and v is None:
-            member = group.members.get(k.member_id)
-            if member is not None:
-                member.member_epoch, member.previous_member_epoch, member.assignment = 0, -1, {}
+            group.target[k.member_id] = sr.assignment_of(v.topic_partitions)
         else:
             member = group.members.get(k.member_id)
             if member is None:
@@ -368,7 +368,7 @@ class ShareGroupCoordinator:
             if kind == sr.MEMBER_METADATA:
                 member.rack_id, member.client_id, member.client_host = v.rack_id, v.client_id, v.client_host
                 member.subscribed = tuple(v.subscribed_topic_names)
-            else:
+            else:                     # CURRENT_MEMBER_ASSIGNMENT
                 member.member_epoch, member.previous_member_epoch = v.member_epoch, v.previous_member_epoch
                 member.assignment = sr.assignment_of(v.assigned_partitions)
 

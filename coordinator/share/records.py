@@ -13,8 +13,8 @@ Record 15 is only ever tombstoned here (when a group is deleted, as Kafka's grou
 this broker's share partitions are initialized by their leaders, not by the group coordinator, so
 it has nothing to write in it; a value found on replay is ignored.
 
-:class:`ShareGroupRecords` is the request that carries a share group's records to the group
-coordinator of its ``__consumer_offsets`` partition, whose runtime appends them and answers once
+The shell hands a share group's records to the group coordinator of its ``__consumer_offsets``
+partition (coordinator.group.coordinator.GroupRecords), whose runtime appends them and answers once
 they are committed (see broker/coordinator_runtime/share_runtime.py).
 """
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from protocol import schema_messages as m
@@ -51,16 +50,6 @@ _VALUES: dict[int, Any] = {
     CURRENT_MEMBER_ASSIGNMENT: m.ShareGroupCurrentMemberAssignmentValue,
     STATE_PARTITION_METADATA: m.ShareGroupStatePartitionMetadataValue,
 }
-
-
-@dataclass
-class ShareGroupRecords:
-    """A share group's records for its ``__consumer_offsets`` partition: the group coordinator of
-    that partition appends them and answers NONE once committed (or NOT_COORDINATOR /
-    COORDINATOR_LOAD_IN_PROGRESS when it does not serve the group)."""
-    group_id: str
-    records: tuple[Record, ...]
-    token: Any = None
 
 
 def key_type(key: bytes) -> int:
