@@ -32,7 +32,7 @@ async def share_group_describe(ctx: RequestContext, req: Any) -> Any:
             described += shares.coordinator.unavailable(ShareGroupDescribe([gid]), code)
             continue
         (d,) = shares.coordinator.describe([gid], ctx.broker.now_ms())
-        code = await shares.write_records()
+        code = await shares.write_records(gid)
         described.append(shares.coordinator.unavailable(ShareGroupDescribe([gid]), code)[0] if code else d)
     shares.settle_departures()
     topics = {t.topic_id: t for t in topic_catalog.all_topics(ctx.broker).values()}

@@ -52,7 +52,7 @@ async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
         settings = share_group_settings(ctx.broker, request.group_id)
         shares.coordinator.configure(request.group_id, settings.session_timeout_ms, settings.heartbeat_interval_ms)
     r = shares.coordinator.heartbeat(request, ctx.broker.now_ms())
-    code = await shares.write_records()
+    code = await shares.write_records(request.group_id)
     shares.settle_departures()
     if code and not r.error_code:
         r = dataclasses.replace(r, error_code=code, error_message=None, assignment=None)

@@ -135,21 +135,23 @@ class ShareGroups:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return ErrorCode.NONE
 
-    async def write_records(self) -> int:
+    async def write_records(self, group_id: str = "") -> int:
         """Write the records the membership coordinator left (each group's to its partition, in
         order) and wait until they are committed; the first error code, else NONE. Called right
         after the coordinator ran, with no checkpoint between, so each partition's log order is
-        the order of the changes."""
-        by_group: dict[str, list[Any]] = {}
-        for group_id, record in self.coordinator.take_records():
-            by_group.setdefault(group_id, []).append(record)
+        the order of the changes. ``group_id``'s answer waits even when it wrote nothing: until
+        what its partition has pending is committed (the runtime's "a read after all"), so no
+        answer shows a change a failover could lose."""
+        by_group: dict[str, list[Any]] = {group_id: []} if group_id else {}
+        for gid, record in self.coordinator.take_records():    # one group's: every caller steps one group
+            by_group.setdefault(gid, []).append(record)
         code = ErrorCode.NONE
         if getattr(self.broker, "groups", None) is None:    # see coordinator_error
             return code
-        for group_id, records in by_group.items():
-            result = await self.broker.groups.call_for(group_id, GroupRecords(group_id, tuple(records)))
+        for gid, records in by_group.items():
+            result = await self.broker.groups.call_for(gid, GroupRecords(gid, tuple(records)))
             if result and not code:
-                log.warning("share group records not written", group=group_id, error=ErrorCode(result).name)
+                log.warning("share group records not written", group=gid, error=ErrorCode(result).name)
                 code = result
         return code
 
@@ -392,7 +394,7 @@ class ShareGroups:
         if code:
             return code
         code = self.coordinator.delete(group_id, now_ms)
-        written = await self.write_records()     # the group's tombstones (or an expired member's)
+        written = await self.write_records(group_id)     # the group's tombstones (or an expired member's)
         self.settle_departures()
         if code or written:
             return code or written
