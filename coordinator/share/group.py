@@ -133,7 +133,9 @@ class ShareMember:
     previous_member_epoch: int = -1
 
 
-SESSION_NOT_STARTED = -1
+SESSION_NOT_STARTED = -1     # a replayed member's deadline until its session starts (load_complete)
+
+
 @dataclass
 class ShareGroup:
     group_id: str
