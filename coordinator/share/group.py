@@ -217,7 +217,8 @@ def _persisted(group: ShareGroup | None) -> _Persisted | None:
 
 def records_between(group_id: str, before: _Persisted | None, after: _Persisted | None) -> list[Record]:
     """The records that take a group from ``before`` to ``after`` in Kafka's order: a departed
-    member's current assignment and subscription tombstoned first, then new or changed
+    member's current assignment, target assignment and subscription tombstoned first (14, 13, 10,
+    as Kafka's removeMember records, whose replay requires that order), then new or changed
     subscriptions (10), the group epoch (11), changed target assignments (13) and the assignment
     epoch (12), then changed current assignments (14). A deleted group (``after`` None) also
     tombstones its assignment epoch, state-partition metadata and epoch, as Kafka's
@@ -228,9 +229,11 @@ def records_between(group_id: str, before: _Persisted | None, after: _Persisted 
     old = before or empty
     new = after or empty
     out: list[Record] = []
-    for mid in sorted(old.current.keys() - new.current.keys()):
+    departed = sorted(old.members.keys() - new.members.keys())
+    for mid in departed:
         out.append(sr.current_member_assignment(group_id, mid))
-    for mid in sorted(old.members.keys() - new.members.keys()):
+        if mid in old.target and mid not in new.target:
+            out.append(sr.target_assignment_member(group_id, mid, None))
         out.append(sr.member_metadata(group_id, mid))
     for mid, (rack, client_id, host, subscribed) in sorted(new.members.items()):
         if old.members.get(mid) != new.members[mid]:
@@ -238,7 +241,7 @@ def records_between(group_id: str, before: _Persisted | None, after: _Persisted 
     if after is not None and (before is None or (old.epoch, old.metadata_hash) != (new.epoch, new.metadata_hash)):
         out.append(sr.group_metadata(group_id, new.epoch, new.metadata_hash))
     for mid in sorted(old.target.keys() | new.target.keys()):
-        if old.target.get(mid) != new.target.get(mid):
+        if old.target.get(mid) != new.target.get(mid) and not (mid in departed and mid not in new.target):
             out.append(sr.target_assignment_member(group_id, mid, new.target.get(mid)))
     if after is not None and (before is None or old.assignment_epoch != new.assignment_epoch):
         out.append(sr.target_assignment_metadata(group_id, new.assignment_epoch))
@@ -435,6 +438,7 @@ class ShareGroupCoordinator:
         gone = [m.member_id for m in group.members.values() if m.deadline_ms <= now_ms]
         for mid in gone:
             del group.members[mid]
+            group.target.pop(mid, None)      # Kafka removes a fenced member's target assignment with it
             self.departed.append((group.group_id, mid))
         if gone:
             group.group_epoch += 1
@@ -478,6 +482,7 @@ class ShareGroupCoordinator:
         if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             if group is not None and member is not None:
                 del group.members[req.member_id]
+                group.target.pop(req.member_id, None)
                 group.group_epoch += 1
                 left.append(req.member_id)
                 self.departed.append((group.group_id, req.member_id))
