@@ -1,13 +1,16 @@
 """ShareGroupDescribe v1 (KIP-932).
 
-Quirks: authorized operations are reported as "not requested".
+Quirks: authorized operations are reported as "not requested". A group whose ``__consumer_offsets``
+partition is not coordinated here answers NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while it
+loads); members whose session expired are removed first and that change is written (and committed)
+before the answer, as any change of a share group (broker/coordinator_runtime/share_runtime.py).
 Authorization: DESCRIBE on each group (denied ones answer GROUP_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from coordinator.share.group import ASSIGNOR_NAME
+from coordinator.share.group import ASSIGNOR_NAME, ShareGroupDescribe
 from protocol.api_keys import ApiKey
 
 from broker.common.services import RequestScope
@@ -22,7 +25,15 @@ _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 @handles(ApiKey.SHARE_GROUP_DESCRIBE)
 async def share_group_describe(ctx: RequestContext, req: Any) -> Any:
     shares = ctx.broker.share_groups
-    described = shares.coordinator.describe([g or "" for g in req.group_ids], ctx.broker.now_ms())
+    described = []
+    for gid in [g or "" for g in req.group_ids]:    # one at a time: each group's records, then its answer
+        code = shares.coordinator_error(gid) if gid else 0
+        if code:
+            described += shares.coordinator.unavailable(ShareGroupDescribe([gid]), code)
+            continue
+        (d,) = shares.coordinator.describe([gid], ctx.broker.now_ms())
+        code = await shares.write_records(gid)
+        described.append(shares.coordinator.unavailable(ShareGroupDescribe([gid]), code)[0] if code else d)
     shares.settle_departures()
     topics = {t.topic_id: t for t in topic_catalog.all_topics(ctx.broker).values()}
     resp = ctx.response(throttle_time_ms=0, groups=[])

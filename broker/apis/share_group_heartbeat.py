@@ -3,10 +3,15 @@
 Quirks: the heartbeat carries the cluster's current topics; a group id of a classic or consumer
 group answers GROUP_ID_NOT_FOUND, as Kafka. The group configs ``share.session.timeout.ms`` and
 ``share.heartbeat.interval.ms`` (broker/metadata/group_configs.py) are read on every heartbeat.
+Persistence (Kafka's): NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the group's
+``__consumer_offsets`` partition is not coordinated here; otherwise the heartbeat's share-group records
+are written there and the answer leaves once they are committed (a write that fails answers its
+error, e.g. COORDINATOR_NOT_AVAILABLE, and the group is reloaded from the log).
 Authorization: READ on the group, DESCRIBE on every subscribed topic.
 """
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 from collections.abc import Awaitable
@@ -41,10 +46,16 @@ async def share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
             and ctx.broker.groups.coordinator_for(request.group_id)[1].has_group(request.group_id):
         return other_group_type_answer(ctx, request.group_id, request.member_epoch, "share")
     if request.group_id:
+        code = shares.coordinator_error(request.group_id)
+        if code:
+            return group_heartbeat_answer(ctx, shares.coordinator.unavailable(request, code))
         settings = share_group_settings(ctx.broker, request.group_id)
         shares.coordinator.configure(request.group_id, settings.session_timeout_ms, settings.heartbeat_interval_ms)
     r = shares.coordinator.heartbeat(request, ctx.broker.now_ms())
+    code = await shares.write_records(request.group_id)
     shares.settle_departures()
+    if code and not r.error_code:
+        r = dataclasses.replace(r, error_code=code, error_message=None, assignment=None)
     return group_heartbeat_answer(ctx, r)
 
 

@@ -47,8 +47,17 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
     def load(self) -> int:
         loaded = super().load()
         if loaded:
+            self._share_groups().partition_loaded()
             log.info("group coordinators loaded", partitions=loaded)
         return loaded
+
+    def _share_groups(self) -> Any:
+        """The share groups' shell: their membership records are on this topic too
+        (broker/coordinator_runtime/share_runtime.py)."""
+        return self.broker.share_groups
+
+    def replay_batch(self, coord: GroupCoordinator, data: bytes, h: Any) -> None:
+        super().replay_batch(self._share_groups().replaying(coord), data, h)
 
     async def call(self, partition: int, request: Any) -> Any:
         self.ensure_topic()    # its coordinators' first steps are not this request's
@@ -75,7 +84,9 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
         """Load the partition's coordinator; then drop (with tombstones) the offsets it replayed
         for topics the metadata image no longer has: deleted while another broker, or none, led
         this partition (Kafka's coordinators drop deleted topics' offsets, onPartitionsDeleted)."""
+        self._share_groups().partition_loading(partition)
         super().become_leader(partition)
+        self._share_groups().partition_loaded(partition)
         coord = self.coordinators.get(partition)
         cluster = self.broker.cluster
         if coord is None or cluster is None or coord.unloaded:
@@ -87,6 +98,10 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
             removed = sum(r.offsets_removed for _, r in step.completions)
             log.info("offsets of deleted topics removed on loading", partition=partition, topics=gone,
                      offsets=removed)
+
+    def resign(self, partition: int) -> None:
+        super().resign(partition)
+        self._share_groups().partition_unloaded(partition)
 
     async def _drop_offsets_of(self, topics: list[str]) -> None:
         try:

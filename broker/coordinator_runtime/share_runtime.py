@@ -26,8 +26,18 @@ one (unit tests) uses an in-memory MemoryPersister (coordinator/share/memory_per
   its share partitions; the next leader reads the state.
 - DeleteGroups deletes the persisted state of the group's share partitions this broker loaded.
 
-The membership itself (groups, members, share sessions) is not persisted: Kafka writes share-group
-records (types 10-15) to ``__consumer_offsets``; here members rejoin after a restart.
+Membership (groups, members, epochs, target and current assignments) is persisted as Kafka does:
+each request's share-group records (types 10-14, coordinator/share/records.py) go to the group's
+``__consumer_offsets`` partition through that partition's group coordinator and runtime
+(``write_records``: GroupRecords, answered once committed), and the answer leaves only then.
+The group shell routes the share-group records it replays when it loads a partition (start-up, or
+leadership of it in a cluster) to the membership coordinator (``replaying``, ``partition_loading``,
+``partition_loaded``), whose groups of a partition no longer led here are forgotten
+(``partition_unloaded``). A request for a group whose partition is not coordinated here answers
+NOT_COORDINATOR (loading: COORDINATOR_LOAD_IN_PROGRESS) before anything changes
+(``coordinator_error``). A write that fails reloads the partition's coordinator from its log, and
+with it the share groups (the group shell's ``become_leader``). Share sessions (the ShareFetch
+sessions of a share partition's leader) are not persisted, as in Kafka.
 """
 from __future__ import annotations
 
@@ -39,11 +49,13 @@ import structlog
 import trio
 
 from coordinator.share.group import SHARE_GROUP_PROPERTIES, ShareGroupConfig, ShareGroupCoordinator
+from coordinator.group.coordinator import GroupRecords
+from coordinator.share.records import is_share_group_record
 from coordinator.share.memory_persister import MemoryPersister
 from coordinator.share.partition import INVALID_RECORD_STATE, RecordState, SharePartition, ShareSessions
 from coordinator.share.persister import UNINITIALIZED_START_OFFSET, Persister, SharePartitionKey, ShareState
 from protocol.errors import ErrorCode
-from broker.metadata.group_configs import share_start_offset
+from broker.metadata.group_configs import share_group_settings, share_start_offset
 
 if TYPE_CHECKING:
     from broker.log.partition import Partition
@@ -107,6 +119,66 @@ class ShareGroups:
         if self._fallback is None:
             self._fallback = MemoryPersister()
         return self._fallback
+
+    # -- membership records on __consumer_offsets ------------------------------------------------------
+    def coordinator_error(self, group_id: str) -> int:
+        """NOT_COORDINATOR when the group's ``__consumer_offsets`` partition is not coordinated here,
+        COORDINATOR_LOAD_IN_PROGRESS while it loads, else NONE: checked before a request changes
+        anything (the group coordinator of that partition writes the group's records). A broker
+        without a group runtime (unit tests' fakes) keeps membership in memory only."""
+        if getattr(self.broker, "groups", None) is None:
+            return ErrorCode.NONE
+        _, coord = self.broker.groups.coordinator_for(group_id)
+        if coord.unloaded:
+            return ErrorCode.NOT_COORDINATOR
+        if coord.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    async def write_records(self, group_id: str = "") -> int:
+        """Write the records the membership coordinator left (each group's to its partition, in
+        order) and wait until they are committed; the first error code, else NONE. Called right
+        after the coordinator ran, with no checkpoint between, so each partition's log order is
+        the order of the changes. ``group_id``'s answer waits even when it wrote nothing: until
+        what its partition has pending is committed (the runtime's "a read after all"), so no
+        answer shows a change a failover could lose."""
+        by_group: dict[str, list[Any]] = {group_id: []} if group_id else {}
+        for gid, record in self.coordinator.take_records():    # one group's: every caller steps one group
+            by_group.setdefault(gid, []).append(record)
+        code = ErrorCode.NONE
+        if getattr(self.broker, "groups", None) is None:    # see coordinator_error
+            return code
+        for gid, records in by_group.items():
+            result = await self.broker.groups.call_for(gid, GroupRecords(gid, tuple(records)))
+            if result and not code:
+                log.warning("share group records not written", group=gid, error=ErrorCode(result).name)
+                code = result
+        return code
+
+    def replaying(self, coord: Any) -> Any:
+        """What the group shell replays a ``__consumer_offsets`` partition into: the share-group
+        records to the membership coordinator, everything else to the partition's coordinator."""
+        return _ReplayRouter(coord, self.coordinator)
+
+    def _groups_of(self, partition: int) -> list[str]:
+        groups = self.broker.groups
+        return [gid for gid in self.coordinator.groups if groups.partition_for(gid) == partition]
+
+    def partition_loading(self, partition: int) -> None:
+        """The partition is about to be replayed (again): its groups come back from the log."""
+        self.coordinator.forget(self._groups_of(partition))
+
+    def partition_loaded(self, partition: int | None = None) -> None:
+        """Replay done: the replayed members' sessions start now, with their groups' session
+        timeouts (group configs)."""
+        for gid in self._groups_of(partition) if partition is not None else list(self.coordinator.groups):
+            settings = share_group_settings(self.broker, gid)
+            self.coordinator.configure(gid, settings.session_timeout_ms, settings.heartbeat_interval_ms)
+        self.coordinator.load_complete(self.broker.now_ms())
+
+    def partition_unloaded(self, partition: int) -> None:
+        """The partition is coordinated elsewhere now: its groups are that broker's."""
+        self.coordinator.forget(self._groups_of(partition))
 
     # -- initialization ------------------------------------------------------------------------------
     async def load(self, group_id: str, topic_id: uuid.UUID, index: int, part: Partition) -> int:
@@ -318,10 +390,14 @@ class ShareGroups:
         without writing anything where it holds no state. Cost: one persister call per partition
         of the cluster (broker-to-broker for keys whose ``__share_group_state`` partition is led
         elsewhere) per deleted share group; nothing when ``__share_group_state`` does not exist."""
-        code = self.coordinator.delete(group_id, now_ms)
-        self.settle_departures()
+        code = self.coordinator_error(group_id)
         if code:
             return code
+        code = self.coordinator.delete(group_id, now_ms)
+        written = await self.write_records(group_id)     # the group's tombstones (or an expired member's)
+        self.settle_departures()
+        if code or written:
+            return code or written
         for key in [k for k in self.partitions if k[0] == group_id]:
             self.drop(key)
         loaded = sorted(self.loaded_by_group.pop(group_id, set()), key=lambda tp: (str(tp[0]), tp[1]))
@@ -345,6 +421,24 @@ class ShareGroups:
             return []
         topics = sorted(topic_catalog.all_topics(self.broker).values(), key=lambda t: t.name)
         return [(t.topic_id, p) for t in topics if not t.internal for p in range(t.partition_count)]
+
+
+class _ReplayRouter:
+    """A ``__consumer_offsets`` coordinator as replay sees it, with the share-group records
+    diverted to the membership coordinator (see ShareGroups.replaying)."""
+    __slots__ = ("coord", "shares")
+
+    def __init__(self, coord: Any, shares: ShareGroupCoordinator) -> None:
+        self.coord, self.shares = coord, shares
+
+    def replay(self, key: bytes, value: bytes | None, producer_id: int | None = None) -> None:
+        if is_share_group_record(key):
+            self.shares.replay(key, value)
+        else:
+            self.coord.replay(key, value, producer_id=producer_id)
+
+    def replay_marker(self, producer_id: int, commit: bool) -> None:
+        self.coord.replay_marker(producer_id, commit)
 
 
 def _leader_epoch(part: Partition) -> int:

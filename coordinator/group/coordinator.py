@@ -22,9 +22,10 @@ case a client can provoke, a group metadata record over ``max_message_bytes``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from coordinator.step import Coordinator, Step, TxnRecords
+from coordinator.step import Coordinator, Record, Step, TxnRecords
 from coordinator.group.common import *  # noqa: F401,F403
 from coordinator.group.classic import *  # noqa: F401,F403
 from coordinator.group.classic import ClassicGroupHandlers
@@ -47,8 +48,19 @@ __all__ = [
     "ListGroupsResult", "ListedGroup", "DeleteGroupsResult", "DeletableGroupResult",
     "OffsetCommitTopic", "OffsetCommitPartition", "TopicPartitions", "TopicPartitionErrors",
     "PartitionError", "OffsetFetchTopic", "OffsetFetchPartition", "CONSUMER_PROTOCOL_TYPE",
-    "batch_size_of",
+    "batch_size_of", "GroupRecords",
 ]
+
+
+@dataclass
+class GroupRecords:
+    """A group's records decided by another machine over the same group ids (KIP-932 share groups:
+    coordinator/share/group.py writes its share-group records, types 10-15, and replays them
+    itself): appended to this partition and answered NONE once committed, or NOT_COORDINATOR /
+    COORDINATOR_LOAD_IN_PROGRESS when this coordinator does not serve the group."""
+    group_id: str
+    records: tuple[Record, ...]
+    token: Any = None
 
 
 # =========================================================================== coordinator
@@ -226,6 +238,8 @@ class GroupCoordinator(ClassicMembersHandlers):
             return ConsumerGroupHeartbeatResult(err)
         if isinstance(request, ConsumerGroupDescribe):
             return ConsumerGroupDescribeResult([DescribedConsumerGroup(g, err) for g in request.groups])
+        if isinstance(request, GroupRecords):
+            return err
         raise TypeError(type(request).__name__)
 
     # ================================================================== OffsetCommit
@@ -471,6 +485,15 @@ class GroupCoordinator(ClassicMembersHandlers):
                 out.append(DeletableGroupResult(gid, NONE))
         step.complete(req.token, DeleteGroupsResult(out))
 
+    # ================================================================== share groups
+
+    def _handle_group_records(self, req: GroupRecords, step: Step) -> None:
+        """See GroupRecords: appended and answered once committed, as this partition's own writes."""
+        if not self._owns(req.group_id):
+            return step.complete(req.token, NOT_COORDINATOR)
+        step.records.extend(req.records)
+        step.complete(req.token, NONE)
+
     # ================================================================== deleted topics
 
     def _handle_topics_deleted(self, req: TopicsDeleted, step: Step) -> None:
@@ -582,6 +605,7 @@ class GroupCoordinator(ClassicMembersHandlers):
         TopicsDeleted: _handle_topics_deleted,
         ConsumerGroupHeartbeat: ConsumerGroupHandlers._handle_cg_heartbeat,
         ConsumerGroupDescribe: ConsumerGroupHandlers._handle_cg_describe,
+        GroupRecords: _handle_group_records,
     }
 
 

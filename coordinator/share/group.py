@@ -16,10 +16,17 @@ group id, member id or (on join) subscription; UNKNOWN_MEMBER_ID for an unknown 
 FENCED_MEMBER_EPOCH when the epoch does not match; GROUP_MAX_SIZE_REACHED past
 ``group.share.max.size``.
 
-Not persisted: Kafka writes share-group records (types 10-15) to ``__consumer_offsets``; here the
-state lives in memory and is lost on restart (members simply rejoin with epoch 0 after
-UNKNOWN_MEMBER_ID). Group ids are shared with classic and consumer groups: the API layer answers
-GROUP_ID_NOT_FOUND across kinds, as Kafka's GroupMetadataManager does.
+Persisted as Kafka persists it: every change of a group leaves records for its
+``__consumer_offsets`` partition (Kafka's share-group records, types 10-14, coordinator/share/records.py),
+computed by comparing what the records say about the group before and after the request
+(``take_records``); the shell appends them through the group coordinator of that partition and
+answers only once they are committed. ``replay`` rebuilds groups, members, epochs and assignments
+from those records when the partition loads, as Kafka's GroupMetadataManager replays them: the
+members come back as members, and ``load_complete`` starts their sessions, so a member that does
+not heartbeat within its session timeout after the load is removed (Kafka schedules the session
+timeouts of loaded share-group members in ``onLoaded``). Group ids are shared with classic and
+consumer groups: the API layer answers GROUP_ID_NOT_FOUND across kinds, as Kafka's
+GroupMetadataManager does.
 """
 from __future__ import annotations
 
@@ -31,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 
-from coordinator.step import Coordinator, Step
+from coordinator.share import records as sr
+from coordinator.step import Coordinator, Record, Step
 
 Assignment = dict[uuid.UUID, frozenset[int]]
 TopicsView = Mapping[str, tuple[uuid.UUID, int]]
@@ -121,7 +129,11 @@ class ShareMember:
     rack_id: str | None
     subscribed: tuple[str, ...]
     assignment: Assignment
-    deadline_ms: int
+    deadline_ms: int     # SESSION_NOT_STARTED for a member replayed until ``load_complete``
+    previous_member_epoch: int = -1
+
+
+SESSION_NOT_STARTED = -1     # a replayed member's deadline until its session starts (load_complete)
 
 
 @dataclass
@@ -132,6 +144,7 @@ class ShareGroup:
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
     subscribed_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+    metadata_hash: int = 0     # of subscribed_metadata (records.metadata_hash), what record 11 keeps of it
 
     @property
     def state(self) -> str:
@@ -179,6 +192,68 @@ class DescribedShareGroup:
     members: tuple[ShareMember, ...]
 
 
+@dataclass(frozen=True)
+class _Persisted:
+    """What a group's records say about it: compared before and after a request to find the
+    records the request writes."""
+    epoch: int
+    metadata_hash: int
+    assignment_epoch: int
+    members: dict[str, tuple[str | None, str, str, tuple[str, ...]]]
+    target: dict[str, Assignment]
+    current: dict[str, tuple[int, int, Assignment]]
+
+
+def _persisted(group: ShareGroup | None) -> _Persisted | None:
+    if group is None:
+        return None
+    return _Persisted(
+        epoch=group.group_epoch, metadata_hash=group.metadata_hash, assignment_epoch=group.assignment_epoch,
+        members={m.member_id: (m.rack_id, m.client_id, m.client_host, m.subscribed) for m in group.members.values()},
+        target={mid: dict(a) for mid, a in group.target.items()},
+        current={m.member_id: (m.member_epoch, m.previous_member_epoch, dict(m.assignment))
+                 for m in group.members.values()})
+
+
+def records_between(group_id: str, before: _Persisted | None, after: _Persisted | None) -> list[Record]:
+    """The records that take a group from ``before`` to ``after`` in Kafka's order: a departed
+    member's current assignment, target assignment and subscription tombstoned first (14, 13, 10,
+    as Kafka's removeMember records, whose replay requires that order), then new or changed
+    subscriptions (10), the group epoch (11), changed target assignments (13) and the assignment
+    epoch (12), then changed current assignments (14). A deleted group (``after`` None) also
+    tombstones its assignment epoch, state-partition metadata and epoch, as Kafka's
+    createGroupTombstoneRecords."""
+    empty = _Persisted(0, 0, 0, {}, {}, {})
+    if before is None and after == empty:
+        return []      # created and left untouched (a refused first join): nothing to write
+    old = before or empty
+    new = after or empty
+    out: list[Record] = []
+    departed = sorted(old.members.keys() - new.members.keys())
+    for mid in departed:
+        out.append(sr.current_member_assignment(group_id, mid))
+        if mid in old.target and mid not in new.target:
+            out.append(sr.target_assignment_member(group_id, mid, None))
+        out.append(sr.member_metadata(group_id, mid))
+    for mid, (rack, client_id, host, subscribed) in sorted(new.members.items()):
+        if old.members.get(mid) != new.members[mid]:
+            out.append(sr.member_metadata(group_id, mid, rack, client_id, host, subscribed))
+    if after is not None and (before is None or (old.epoch, old.metadata_hash) != (new.epoch, new.metadata_hash)):
+        out.append(sr.group_metadata(group_id, new.epoch, new.metadata_hash))
+    for mid in sorted(old.target.keys() | new.target.keys()):
+        if old.target.get(mid) != new.target.get(mid) and not (mid in departed and mid not in new.target):
+            out.append(sr.target_assignment_member(group_id, mid, new.target.get(mid)))
+    if after is not None and (before is None or old.assignment_epoch != new.assignment_epoch):
+        out.append(sr.target_assignment_metadata(group_id, new.assignment_epoch))
+    for mid, (epoch, previous, assignment) in sorted(new.current.items()):
+        if old.current.get(mid) != new.current[mid]:
+            out.append(sr.current_member_assignment(group_id, mid, epoch, previous, assignment))
+    if after is None and before is not None:
+        out += [sr.target_assignment_metadata(group_id, None), sr.state_partition_metadata_tombstone(group_id),
+                sr.group_metadata(group_id, None)]
+    return out
+
+
 def simple_assign(subscriptions: Mapping[str, tuple[str, ...]], topics: TopicsView) -> dict[str, Assignment]:
     """Kafka's SimpleAssignor for the homogeneous case, per topic: with at least as many partitions
     as subscribers each partition goes to one member, round-robin over the sorted members; with
@@ -205,15 +280,17 @@ def simple_assign(subscriptions: Mapping[str, tuple[str, ...]], topics: TopicsVi
 
 
 class ShareGroupCoordinator:
-    """Every share group of this broker (in memory). Implements :class:`coordinator.step.Coordinator`
-    (``handle`` steps a ShareGroupHeartbeat or ShareGroupDescribe); since nothing is persisted its
-    steps carry answers only, it has no timers (expiry is lazy) and nothing to replay. The API
-    layer may also call ``heartbeat``/``describe`` directly: the same answers, without a Step."""
+    """Every share group this broker coordinates. Implements :class:`coordinator.step.Coordinator`
+    (``handle`` steps a ShareGroupHeartbeat or ShareGroupDescribe, its step carrying the answer and
+    the records); it has no timers (expiry is lazy). The API layer calls ``heartbeat`` /
+    ``describe`` / ``delete`` directly and takes the records each left with ``take_records``
+    (``(group id, record)``: the shell writes each group's to that group's partition)."""
 
     def __init__(self, config: ShareGroupConfig | None = None) -> None:
         self.config = config or ShareGroupConfig()
         self.groups: dict[str, ShareGroup] = {}
         self.departed: list[tuple[str, str]] = []   # (group, member) that left or expired, for the shell
+        self.records: list[tuple[str, Record]] = []  # (group, record) to write, for the shell
         self._unloaded = False
         # the group configs share.session.timeout.ms / share.heartbeat.interval.ms, per group
         self.timeouts: dict[str, tuple[int, int]] = {}
@@ -242,6 +319,7 @@ class ShareGroupCoordinator:
             step.complete(request.token, self.describe(request.group_ids, now_ms))
         else:
             raise TypeError(f"unsupported request {type(request).__name__}")
+        step.records.extend(record for _, record in self.take_records())
         return step
 
     def tick(self, now_ms: int) -> Step:
@@ -252,13 +330,80 @@ class ShareGroupCoordinator:
         return None
 
     def replay(self, key: bytes, value: bytes | None, producer_id: int | None = None) -> None:
-        """Nothing to replay: share-group records (Kafka's types 10-15) are not written."""
+        """Apply one share-group record (types 10-15) of ``__consumer_offsets``, as Kafka's
+        GroupMetadataManager replays them; other records are not this coordinator's. Replayed
+        members' sessions start at ``load_complete``."""
+        if not sr.is_share_group_record(key):
+            return
+        kind = sr.key_type(key)
+        k = sr.decode_key(key)
+        gid = k.group_id
+        group = self.groups.get(gid)
+        if kind == sr.STATE_PARTITION_METADATA:
+            return                    # only ever tombstoned here (coordinator/share/records.py)
+        if value is None:             # tombstones
+            if kind == sr.GROUP_METADATA:
+                self.groups.pop(gid, None)
+            elif group is None:
+                pass
+            elif kind == sr.TARGET_ASSIGNMENT_METADATA:
+                group.assignment_epoch = 0
+            elif kind == sr.TARGET_ASSIGNMENT_MEMBER:
+                group.target.pop(k.member_id, None)
+            elif kind == sr.MEMBER_METADATA:
+                group.members.pop(k.member_id, None)
+            elif (member := group.members.get(k.member_id)) is not None:    # CURRENT_MEMBER_ASSIGNMENT
+                member.member_epoch, member.previous_member_epoch, member.assignment = 0, -1, {}
+            return
+        v: Any = sr.decode_value(kind, value)
+        if group is None:
+            group = self.groups[gid] = ShareGroup(gid)
+        if kind == sr.GROUP_METADATA:
+            group.group_epoch, group.metadata_hash = v.epoch, v.metadata_hash
+        elif kind == sr.TARGET_ASSIGNMENT_METADATA:
+            group.assignment_epoch = v.assignment_epoch
+        elif kind == sr.TARGET_ASSIGNMENT_MEMBER:
+            group.target[k.member_id] = sr.assignment_of(v.topic_partitions)
+        else:
+            member = group.members.get(k.member_id)
+            if member is None:
+                member = group.members[k.member_id] = ShareMember(
+                    member_id=k.member_id, member_epoch=0, client_id="", client_host="", rack_id=None,
+                    subscribed=(), assignment={}, deadline_ms=SESSION_NOT_STARTED)
+            if kind == sr.MEMBER_METADATA:
+                member.rack_id, member.client_id, member.client_host = v.rack_id, v.client_id, v.client_host
+                member.subscribed = tuple(v.subscribed_topic_names)
+            else:                     # CURRENT_MEMBER_ASSIGNMENT
+                member.member_epoch, member.previous_member_epoch = v.member_epoch, v.previous_member_epoch
+                member.assignment = sr.assignment_of(v.assigned_partitions)
 
     def replay_marker(self, producer_id: int, commit: bool) -> None:
-        """Nothing to replay (see ``replay``)."""
+        """Nothing to do: share-group records are never transactional."""
 
     def load_complete(self, now_ms: int) -> Step:
+        """The replayed members' sessions start now (Kafka's onLoaded schedules their session
+        timeouts): each must heartbeat within its group's session timeout or is removed."""
+        for group in self.groups.values():
+            session_timeout, _ = self._timeouts(group.group_id)
+            for member in group.members.values():
+                if member.deadline_ms == SESSION_NOT_STARTED:
+                    member.deadline_ms = now_ms + session_timeout
         return Step()
+
+    def forget(self, group_ids: list[str]) -> None:
+        """Drop groups without writing anything: their ``__consumer_offsets`` partition is no longer
+        coordinated here (or is replayed again); its next coordinator replays them."""
+        for gid in group_ids:
+            self.groups.pop(gid, None)
+
+    def take_records(self) -> list[tuple[str, Record]]:
+        """(group id, record) written since the last call, in order, for the shell to append."""
+        out, self.records = self.records, []
+        return out
+
+    def _record(self, group_id: str, before: _Persisted | None) -> None:
+        self.records.extend((group_id, r) for r in
+                            records_between(group_id, before, _persisted(self.groups.get(group_id))))
 
     def unload(self) -> Step:
         self.groups.clear()
@@ -293,6 +438,7 @@ class ShareGroupCoordinator:
         gone = [m.member_id for m in group.members.values() if m.deadline_ms <= now_ms]
         for mid in gone:
             del group.members[mid]
+            group.target.pop(mid, None)      # Kafka removes a fenced member's target assignment with it
             self.departed.append((group.group_id, mid))
         if gone:
             group.group_epoch += 1
@@ -304,6 +450,13 @@ class ShareGroupCoordinator:
 
     # -- ShareGroupHeartbeat ------------------------------------------------------------------------
     def heartbeat(self, req: ShareGroupHeartbeat, now_ms: int) -> ShareGroupHeartbeatResult:
+        """The heartbeat's answer; its records are left for ``take_records``."""
+        before = _persisted(self.groups.get(req.group_id))
+        result = self._heartbeat(req, now_ms)
+        self._record(req.group_id, before)
+        return result
+
+    def _heartbeat(self, req: ShareGroupHeartbeat, now_ms: int) -> ShareGroupHeartbeatResult:
         session_timeout, interval = self._timeouts(req.group_id)
 
         def error(code: int, message: str) -> ShareGroupHeartbeatResult:
@@ -329,6 +482,7 @@ class ShareGroupCoordinator:
         if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             if group is not None and member is not None:
                 del group.members[req.member_id]
+                group.target.pop(req.member_id, None)
                 group.group_epoch += 1
                 left.append(req.member_id)
                 self.departed.append((group.group_id, req.member_id))
@@ -371,6 +525,7 @@ class ShareGroupCoordinator:
 
         previous_epoch = member.member_epoch
         if member.member_epoch != group.assignment_epoch:   # nothing to revoke: straight to the target
+            member.previous_member_epoch = member.member_epoch
             member.member_epoch = group.assignment_epoch
             member.assignment = group.target.get(member.member_id, {})
         send = member.member_epoch != previous_epoch or req.member_epoch == 0 or req.subscribed_topic_names is not None
@@ -387,9 +542,10 @@ class ShareGroupCoordinator:
         metadata (ids, partition counts) changed."""
         names = {t for m in group.members.values() for t in m.subscribed}
         metadata = {n: topics[n] for n in sorted(names) if n in topics}
-        if metadata != group.subscribed_metadata:
-            group.subscribed_metadata = metadata
+        hash_ = sr.metadata_hash(metadata)
+        if hash_ != group.metadata_hash:      # a replayed group has the hash only
             group.group_epoch += 1
+        group.subscribed_metadata, group.metadata_hash = metadata, hash_
         if group.assignment_epoch == group.group_epoch:
             return
         group.target = simple_assign({m.member_id: m.subscribed for m in group.members.values()}, metadata)
@@ -397,14 +553,16 @@ class ShareGroupCoordinator:
 
     # -- DeleteGroups ------------------------------------------------------------------------------------
     def delete(self, group_id: str, now_ms: int) -> int:
+        """DeleteGroups of an empty share group: its records are tombstoned (``take_records``)."""
         group = self.groups.get(group_id)
         if group is None:
             return GROUP_ID_NOT_FOUND
+        before = _persisted(group)
         self.expire(group, now_ms)
-        if group.members:
-            return NON_EMPTY_GROUP
-        del self.groups[group_id]
-        return NONE
+        if not group.members:
+            del self.groups[group_id]
+        self._record(group_id, before)
+        return NON_EMPTY_GROUP if group.members else NONE
 
     # -- ShareGroupDescribe ---------------------------------------------------------------------------
     def describe(self, group_ids: list[str], now_ms: int) -> list[DescribedShareGroup]:
@@ -416,7 +574,9 @@ class ShareGroupCoordinator:
                                                error_message=f"Group {gid} not found.", group_state="Dead",
                                                group_epoch=-1, assignment_epoch=-1, members=()))
                 continue
+            before = _persisted(group)
             self.expire(group, now_ms)
+            self._record(gid, before)
             out.append(DescribedShareGroup(group_id=gid, error_code=NONE, error_message=None,
                                            group_state=group.state, group_epoch=group.group_epoch,
                                            assignment_epoch=group.assignment_epoch,

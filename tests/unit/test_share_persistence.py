@@ -12,6 +12,7 @@ import trio
 import trio.testing
 
 from broker.coordinator_runtime.share_runtime import ShareGroups
+from coordinator.share.group import ShareGroup
 from coordinator.share.memory_persister import MemoryPersister
 from coordinator.share.partition import INVALID_RECORD_STATE, NONE, InFlight, RecordState, SharePartition
 from coordinator.share.persister import PersisterStateBatch as B, SharePartitionKey, ShareState
@@ -246,7 +247,7 @@ def test_delete_group_deletes_the_persisted_state():
 
     async def main():
         await shares.load("g", T, 0, log)
-        shares.coordinator.groups["g"] = SimpleNamespace(members={}, group_id="g")
+        shares.coordinator.groups["g"] = ShareGroup("g")
         assert await shares.delete("g", 0) == NONE
         assert persister.states == {} and ("delete_state", SharePartitionKey("g", T, 0)) in persister.calls
 
