@@ -29,7 +29,7 @@ import trio
 from .segment import fsync_dir
 
 COMPACT_AFTER = 1000
-INLINE_SYNC_BELOW_S = 0.0002   # a sync faster than a worker thread's hand-off runs inline (TopicFile)
+INLINE_SYNC_BELOW_S = 0.001    # a sync faster than a worker thread's hand-off runs inline (TopicFile)
 
 
 def read_topic_file(path: str) -> tuple[dict[str, Any], int, bool]:
@@ -101,10 +101,10 @@ class TopicFile:
     which runs the fdatasync in a worker thread so the event loop serves other connections
     meanwhile (it takes milliseconds on a virtual disk), and lets changes written while one
     sync runs share the next one (group commit, as broker/log/flush.py does for segments).
-    Handing a call to a worker thread and back costs ~0.15 ms of CPU and, on a loaded machine,
-    up to milliseconds of waiting for the threads to be scheduled; where the last sync took less
-    than ``INLINE_SYNC_BELOW_S`` (tmpfs, a disk with a write-back cache) the sync runs inline,
-    as it blocks the loop for less than the hand-off would cost."""
+    Handing a call to a worker thread and back costs ~0.15 ms of CPU and two thread wake-ups,
+    which on a loaded machine wait milliseconds to be scheduled; where the last sync took less
+    than ``INLINE_SYNC_BELOW_S`` (tmpfs, a disk with a write-back cache) the sync runs inline:
+    it holds the other connections back for less than the hand-off would hold this one."""
 
     def __init__(self, path: str) -> None:
         self.path = path
