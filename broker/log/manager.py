@@ -256,6 +256,12 @@ class LogManager:
                     _, _, paths = heapq.heappop(self._deletions)
                     for path in paths:
                         if path.endswith(DELETE_SUFFIX):
+                            # Kafka's order: the topic leaves the topic file durably before its
+                            # files go (a DeleteTopics may still be syncing its line)
+                            try:
+                                await self.topics_durable()
+                            except OSError:
+                                continue   # not durable: start-up removes the renamed directory
                             await trio.to_thread.run_sync(functools.partial(shutil.rmtree, path, ignore_errors=True))
                             continue
                         try:
