@@ -131,21 +131,21 @@ def test_changes_written_while_a_sync_runs_share_the_next_one_in_a_worker_thread
         await lm.topics_durable()
 
     async def main() -> None:
-        lm.topic_file.last_sync_s = 1.0              # as if the disk were slow: worker threads
+        monkeypatch.setattr(tf, "INLINE_SYNC_BELOW_S", 0.0)   # as if the disk were slow: worker threads
         async with trio.open_nursery() as n:
             for name in ("b", "c", "d", "e"):
                 n.start_soon(change, name)
         assert lm.topic_file.synced == lm.topic_file.written
         assert 1 <= len(syncs) <= 2 and threading.main_thread().name not in syncs
         syncs.clear()
-        lm.topic_file.last_sync_s = 0.0              # a fast disk: inline, no thread
+        monkeypatch.setattr(tf, "INLINE_SYNC_BELOW_S", 1.0)   # a fast disk: inline, no thread
         await change("f")
         assert syncs == [threading.main_thread().name]
 
         def broken(fd: int) -> None:
             raise OSError(5, "Input/output error")
         monkeypatch.setattr(os, "fdatasync", broken)
-        lm.topic_file.last_sync_s = 1.0
+        monkeypatch.setattr(tf, "INLINE_SYNC_BELOW_S", 0.0)
         failures = []
 
         async def failing(name: str) -> None:
@@ -160,7 +160,44 @@ def test_changes_written_while_a_sync_runs_share_the_next_one_in_a_worker_thread
 
     trio.run(main)
     monkeypatch.undo()
+    assert tf.INLINE_SYNC_BELOW_S <= 0.001
     lm.create_topic("i", 1)                          # the next change rewrites the file whole
     lm.shutdown()
     assert sorted(_manager(tmp_path).topics) == list("abcdefghi")
-    assert tf.INLINE_SYNC_BELOW_S <= 0.001
+
+
+def test_a_deleted_topics_directory_goes_only_once_its_removal_is_durable(tmp_path: Path, monkeypatch) -> None:
+    """Kafka's order: the topic leaves the topic file durably, then its files go. A removal line
+    whose sync fails leaves the renamed directory for start-up to remove."""
+    import trio
+
+    lm = _manager(tmp_path)
+    lm.create_topic("a", 1)
+    lm.create_topic("b", 1)
+    lm.create_topic("c", 1)
+
+    def renamed(topic: str) -> list[str]:
+        return [d for d in os.listdir(tmp_path) if d.startswith(f"{topic}-0.") and d.endswith("-delete")]
+
+    async def main() -> None:
+        async with trio.open_nursery() as n:
+            await n.start(lm.run_file_deleter)
+            lm.delete_topic("b", durable=False)
+            await lm.topics_durable()
+            await trio.sleep(0.3)
+            assert not renamed("b") and not (tmp_path / "b-0").exists()
+
+            def broken(fd: int) -> None:
+                raise OSError(5, "Input/output error")
+            monkeypatch.setattr(os, "fdatasync", broken)
+            lm.delete_topic("c", durable=False)
+            await trio.sleep(0.3)
+            assert len(renamed("c")) == 1           # the removal is not durable: the files stay
+            n.cancel_scope.cancel()
+
+    trio.run(main)
+    monkeypatch.undo()
+    lm.shutdown()
+    again = _manager(tmp_path)                      # the change was written: c is gone, and so is its directory
+    assert sorted(again.topics) == ["a"] and not renamed("c")
+    again.shutdown()
