@@ -96,3 +96,84 @@ def fdatasync_p50(directory: str, count: int = 50) -> float:
             times.append((time.perf_counter() - t0) * 1000)
     os.unlink(path)
     return statistics.median(times)
+
+
+# -- in process: the broker's own CPU per topic change (python -m bench.topic_admin) -----------
+
+async def _cpu_per_change(log_dir: str, count: int) -> dict[str, tuple[float, float]]:
+    """(CPU ms, wall p50 ms) per CreateTopics and per DeleteTopics answered by a real Broker
+    through dispatch() on its own trio loop, as bench/request_cost.py measures small requests:
+    ``count`` topics created one request at a time, then deleted, after 3 untimed pairs."""
+    import trio
+
+    from bench.request_cost import HOST, LISTENER, Broker, BrokerConfig, _frame, dispatch
+
+    Creatable = REQUESTS[CREATE_TOPICS].CreatableTopic
+
+    def create(name: str) -> bytes:
+        return _frame(CREATE_TOPICS, CREATE_VERSION_CAP, topics=[Creatable(
+            name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+            timeout_ms=30000, validate_only=False)
+
+    def delete(name: str) -> bytes:
+        return _frame(DELETE_TOPICS, DELETE_VERSION_CAP, topic_names=[name], timeout_ms=30000)
+
+    out: dict[str, tuple[float, float]] = {}
+    broker = Broker(BrokerConfig({"listeners": f"{LISTENER}://{HOST}:0", "log.dirs": log_dir}))
+    broker.start()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(broker.run_services)
+        for i in range(3):
+            await dispatch(broker, create(f"warm-{i}"), HOST, LISTENER)
+            await dispatch(broker, delete(f"warm-{i}"), HOST, LISTENER)
+        names = [f"bench-topic-{i}" for i in range(count)]
+        for kind, frames in (("create", [create(n) for n in names]), ("delete", [delete(n) for n in names])):
+            walls = []
+            cpu0 = time.process_time()
+            for f in frames:
+                t0 = time.perf_counter()
+                await dispatch(broker, f, HOST, LISTENER)
+                walls.append((time.perf_counter() - t0) * 1000)
+            out[kind] = ((time.process_time() - cpu0) / count * 1000, statistics.median(walls))
+            await trio.sleep(0.2)      # the deleted topics' directories go in a worker thread
+        nursery.cancel_scope.cancel()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Broker CPU per CreateTopics and DeleteTopics in process (no sockets, no client): the
+    broker's own cost, which the client-facing `--only topics` figures hide under the machine's
+    load. Run it with the log dir on tmpfs (``--log-dir /dev/shm/x``) to leave the disk out."""
+    import argparse
+    import shutil
+    import sys
+    import tempfile
+
+    import trio
+
+    ap = argparse.ArgumentParser(prog="python -m bench.topic_admin", description=main.__doc__.splitlines()[0])
+    ap.add_argument("--count", type=int, default=100, help="topics created, then deleted, per round")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds, each on a fresh broker and log dir")
+    ap.add_argument("--log-dir", default=None, help="parent of the log dirs (default: the system's temp dir)")
+    args = ap.parse_args(argv)
+    from broker.common.logging_setup import configure
+    with open(os.devnull, "w") as sink:   # the broker's own log lines, formatted, written nowhere
+        stderr, sys.stderr = sys.stderr, sink
+        try:
+            configure()
+        finally:
+            sys.stderr = stderr
+        for _ in range(args.rounds):
+            d = tempfile.mkdtemp(prefix="bench-topic-admin-", dir=args.log_dir)
+            try:
+                r = trio.run(_cpu_per_change, d, args.count)
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+            print(f"CreateTopics: {r['create'][0]:.3f} ms CPU, wall p50 {r['create'][1]:.3f} ms; "
+                  f"DeleteTopics: {r['delete'][0]:.3f} ms CPU, wall p50 {r['delete'][1]:.3f} ms "
+                  f"(load {os.getloadavg()[0]:.1f})", file=sys.__stdout__)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -35,7 +35,7 @@ from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID
 from broker.apis.shared.topic_rules import (CLUSTER_METADATA_TOPIC, CT, CTC, TopicRejected, duplicate_results,
                                             duplicated_names, too_many_partitions, unify_collision_chars)
-from broker.common.config import ConfigError
+from broker.common.config import BrokerConfig, ConfigError
 from broker.common.config_defs import creation_config_entries, validate_topic_configs
 from broker.log.manager import INTERNAL_TOPICS, topic_name_error
 from broker.metadata.topology import Rejection, check_manual_assignment
@@ -87,6 +87,41 @@ def _assignments(ctx: RequestContext, t: Any) -> list[tuple[int, ...]]:
     return placed
 
 
+class _DefaultEntries:
+    """The configs a topic created without overrides is answered with (v5+), built once per
+    state of the broker's configs: resolving the 33 topic configs and building their message
+    objects took ~0.35 ms, a third of a CreateTopics' CPU. The dynamic layers of BrokerConfig
+    are replaced whole on a change (BrokerConfig.set_dynamic) and its static layer never
+    changes, so the config and its two dynamic dicts, by identity, are the key (held here, so
+    no identity is reused while it is the key). The entries are shared by the answers
+    that carry them: nothing changes an answer's config entries once built (the authorizer
+    replaces the list of a topic it hides, not its entries)."""
+
+    def __init__(self) -> None:
+        self.key: tuple[object, ...] = ()
+        self.entries: list[Any] = []
+
+    def get(self, config: BrokerConfig) -> list[Any]:
+        key = (config, config.dynamic_broker, config.dynamic_default)
+        if len(self.key) != 3 or any(a is not b for a, b in zip(self.key, key)):
+            self.entries = _build_entries(config, {})
+            self.key = key
+        return list(self.entries)
+
+
+def _build_entries(config: BrokerConfig, overrides: dict[str, str]) -> list[Any]:
+    return [CTC(name=n, value=v, read_only=False, config_source=src, is_sensitive=False)
+            for n, v, src in creation_config_entries(config, overrides)]
+
+
+_DEFAULTS = _DefaultEntries()
+
+
+def _config_entries(config: BrokerConfig, overrides: dict[str, str]) -> list[Any]:
+    """A created topic's configs as CreateTopics v5+ answers them (name, value, source)."""
+    return _build_entries(config, overrides) if overrides else _DEFAULTS.get(config)
+
+
 @handles(ApiKey.CREATE_TOPICS)
 async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
     topology = ctx.broker.topology
@@ -95,8 +130,12 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
     if refused is not None:
         return refused
     duplicated = duplicated_names(req.topics)
-    # as Kafka's validateNewTopicNames: collisions with the topics that existed before this request
-    collisions = {unify_collision_chars(name): name for name in topology.topics()}
+    # as Kafka's validateNewTopicNames: collisions with the topics that existed before this request.
+    # A name without '.' or '_' is its own unified form, so only a topic of that very name (which
+    # "exists") unifies to it: the topics are listed only when a name here has one of the two.
+    collisions: dict[str, str] = {}
+    if any("." in t.name or "_" in t.name for t in req.topics if t.name):
+        collisions = {unify_collision_chars(name): name for name in topology.topics()}
     results: list[CT] = []
     for t in req.topics:
         name = t.name
@@ -133,8 +172,7 @@ async def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Create
         except TopicRejected as rej:
             results.append(CT(name=name, error_code=rej.code, error_message=rej.message))
             continue
-        entries = [CTC(name=n, value=v, read_only=False, config_source=src, is_sensitive=False)
-                   for n, v, src in creation_config_entries(ctx.broker.config, overrides)]
+        entries = _config_entries(ctx.broker.config, overrides)
         results.append(CT(name=name, topic_id=topic_id, error_code=0, error_message=None, topic_config_error_code=0,
                           num_partitions=len(assignments), replication_factor=len(assignments[0]), configs=entries))
     results.extend(duplicate_results(CT, duplicated))

@@ -98,6 +98,9 @@ class LogManager:
         self._seq = 0
         self._deleter_running = False    # run_file_deleter removes deleted topics' directories
         self.topic_file = TopicFile(os.path.join(self.log_dir, METADATA_FILE))
+        # bumped by every change to the topics (each goes through _persist), so views built
+        # from them (the single node's catalog, broker/metadata/single_node.py) know when to rebuild
+        self.generation = 0
         # the broker's reaction to any leader append (wake parked fetches, move the HW of a
         # partition whose ISR is the leader alone); set once by the broker
         self.on_leader_append: Callable[[Partition], None] | None = None
@@ -204,6 +207,7 @@ class LogManager:
         os.replace(path + ".tmp", path)
 
     def _register(self, topic: Topic) -> None:
+        self.generation += 1
         self.topics[topic.name] = topic
         self.topics_by_id[topic.topic_id] = topic
 
@@ -215,6 +219,19 @@ class LogManager:
                          functools.partial(self.topic_config_value, topic), fds=self.fds,
                          clock=self.now_ms)
         part.open(clean)
+        return self._attach(part)
+
+    def _new_partition(self, topic: Topic, p: int) -> Partition:
+        """A partition that was not there: created without reading a directory known to be new
+        (Partition.create), or loaded as at start-up if a directory of that name is left over."""
+        part = Partition(topic.name, p, self._partition_dir(topic.name, p),
+                         functools.partial(self.topic_config_value, topic), fds=self.fds,
+                         clock=self.now_ms)
+        if not part.create():
+            part.open(True)
+        return self._attach(part)
+
+    def _attach(self, part: Partition) -> Partition:
         part.delete_later = self._delete_later
         part.on_append = self._appended
         return part
@@ -239,6 +256,12 @@ class LogManager:
                     _, _, paths = heapq.heappop(self._deletions)
                     for path in paths:
                         if path.endswith(DELETE_SUFFIX):
+                            # Kafka's order: the topic leaves the topic file durably before its
+                            # files go (a DeleteTopics may still be syncing its line)
+                            try:
+                                await self.topics_durable()
+                            except OSError:
+                                continue   # not durable: start-up removes the renamed directory
                             await trio.to_thread.run_sync(functools.partial(shutil.rmtree, path, ignore_errors=True))
                             continue
                         try:
@@ -254,14 +277,21 @@ class LogManager:
         self.topic_file.rewrite({"cluster_id": self.cluster_id,
                                  "topics": [_entry(t) for t in self.topics.values()]})
 
-    def _persist(self, topic: Topic, removed: bool = False) -> None:
+    def _persist(self, topic: Topic, removed: bool = False, durable: bool = True) -> None:
         """Make one topic's change durable before it is answered: one line appended to the
         topic file and fdatasynced (a snapshot instead for the file's first change, after a
-        failed write, and every COMPACT_AFTER changes)."""
+        failed write, and every COMPACT_AFTER changes). ``durable=False``: the line is written
+        but not yet synced; the caller awaits ``topics_durable()`` before it answers."""
+        self.generation += 1
         if not self.topic_file.is_open or self.topic_file.changes >= COMPACT_AFTER:
             self._save()
         else:
-            self.topic_file.append({"remove": topic.name} if removed else {"put": _entry(topic)})
+            self.topic_file.append({"remove": topic.name} if removed else {"put": _entry(topic)}, sync=durable)
+
+    async def topics_durable(self) -> None:
+        """Every topic change made so far is durable (its fdatasync, shared with the changes
+        written meanwhile, runs in a worker thread: see TopicFile.wait_durable)."""
+        await self.topic_file.wait_durable(self.topic_file.written)
 
     # -- configs -------------------------------------------------------------------------
     def broker_configs_changed(self) -> None:
@@ -296,32 +326,35 @@ class LogManager:
 
     # -- admin ---------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None,
-                     topic_id: uuid.UUID | None = None, hosted: Collection[int] | None = None) -> Topic:
+                     topic_id: uuid.UUID | None = None, hosted: Collection[int] | None = None,
+                     durable: bool = True) -> Topic:
         """``topic_id``: the cluster's id for it (a replica created from cluster metadata);
-        ``hosted``: the partitions this broker holds a replica of (None: all of them)."""
+        ``hosted``: the partitions this broker holds a replica of (None: all of them);
+        ``durable=False``: the caller awaits ``topics_durable()`` (see _persist)."""
         topic = Topic(name, topic_id or uuid.uuid4(), dict(configs or {}), partition_count=partitions)
         self._register(topic)
         for p in range(partitions):
             if hosted is None or p in hosted:
-                topic.partitions.add(self._open_partition(topic, p, True))
-        self._persist(topic)
+                topic.partitions.add(self._new_partition(topic, p))
+        self._persist(topic, durable=durable)
         log.info("topic created", topic=name, partitions=partitions, topic_id=str(topic.topic_id),
                  **({} if hosted is None else {"hosted": sorted(hosted)}))
         return topic
 
-    def add_partitions(self, name: str, total: int, hosted: Collection[int] | None = None) -> None:
+    def add_partitions(self, name: str, total: int, hosted: Collection[int] | None = None,
+                       durable: bool = True) -> None:
         """The topic now has ``total`` partitions; the new ones in ``hosted`` (None: all) get local logs."""
         topic = self.topics[name]
         for p in range(topic.partition_count, total):
             if hosted is None or p in hosted:
-                topic.partitions.add(self._open_partition(topic, p, True))
+                topic.partitions.add(self._new_partition(topic, p))
         topic.partition_count = max(topic.partition_count, total)
-        self._persist(topic)
+        self._persist(topic, durable=durable)
 
     def add_replica(self, name: str, index: int) -> Partition:
         """A cluster made this broker a replica of an existing partition (a reassignment): an empty log."""
         topic = self.topics[name]
-        part = self._open_partition(topic, index, True)
+        part = self._new_partition(topic, index)
         topic.partitions.add(part)
         self._persist(topic)
         return part
@@ -342,12 +375,12 @@ class LogManager:
         self._persist(topic, removed=gone)
         log.info("replica deleted", topic=name, partition=index)
 
-    def alter_configs(self, name: str, configs: dict[str, str]) -> None:
+    def alter_configs(self, name: str, configs: dict[str, str], durable: bool = True) -> None:
         topic = self.topics[name]
         topic.configs = dict(configs)
-        self._persist(topic)
+        self._persist(topic, durable=durable)
 
-    def delete_topic(self, name: str) -> Topic:
+    def delete_topic(self, name: str, durable: bool = True) -> Topic:
         """Kafka's order: each partition directory is first renamed to ``<dir>.<id>-delete``
         (atomic), then the topic leaves the metadata file, then the files go. A crash at any
         point leaves either the topic listed or only ``-delete`` directories, which load()
@@ -356,7 +389,7 @@ class LogManager:
         self.topics_by_id.pop(topic.topic_id, None)
         for part in topic.partitions:
             _mark_for_deletion(part)
-        self._persist(topic, removed=True)
+        self._persist(topic, removed=True, durable=durable)
         for part in topic.partitions:
             if self._deleter_running:
                 # as Kafka's LogManager.asyncDelete: the renamed directory goes in the background

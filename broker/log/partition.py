@@ -221,6 +221,27 @@ class Partition:
         self.synced_offset = self.log_end_offset
         self.last_flush_ms = now
 
+    def create(self) -> bool:
+        """A new, empty partition in a directory made here: what ``open`` would find in it
+        (one empty segment at offset 0, no epochs, no producers) without listing and reading
+        it — ~0.1 ms less per partition a topic change creates. False, and nothing done, when
+        the directory already exists (left by a crash or an earlier replica): ``open`` it then.
+        Nothing is fsynced, as Kafka's LogManager.getOrCreateLog does not: the topic file
+        records that the partition exists (broker/log/topic_file.py)."""
+        try:
+            os.mkdir(self.directory)
+        except FileExistsError:
+            return False
+        now = self.clock()
+        seg = self._new_segment(0, now)
+        seg.index_dirty = True
+        self.segments.append(seg)
+        self.log_start_offset = 0
+        self.epochs = LeaderEpochCache(self.directory)   # no file yet: no entries, nothing written
+        self.synced_offset = 0
+        self.last_flush_ms = now
+        return True
+
     def _clean_leftovers(self) -> None:
         """Finish or undo what a crash interrupted: temporary and half-cleaned files go,
         a ``.swap`` (a cleaned segment whose swap-in began) replaces the segments it covers."""

@@ -3,7 +3,9 @@
 Why this shape: a single node is the controller, the only broker, the leader of every partition
 and its only replica and ISR (leader epoch as its log records it), so everything clients see is
 derived from the log manager, which holds every topic; a change is made on the log manager
-directly (nothing to decide, no other broker to tell). Its answers are those of a one-broker
+directly (nothing to decide, no other broker to tell), and answered once the log manager's
+topic file holds it durably (``topics_durable``: the fdatasync in a worker thread, so other
+connections are served meanwhile). Its answers are those of a one-broker
 cluster, which is what Kafka's own single node is.
 """
 from __future__ import annotations
@@ -38,6 +40,8 @@ class SingleNodeTopology:
     def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         self.node_id = broker.node_id
+        self._catalog: dict[str, CatalogTopic] = {}
+        self._catalog_of: tuple[object, int] | None = None   # (log manager, its generation)
 
     # -- what clients see ------------------------------------------------------------------
     @property
@@ -57,7 +61,13 @@ class SingleNodeTopology:
         return frozenset((self.node_id,))
 
     def topics(self) -> Mapping[str, CatalogTopic]:
-        return {name: _of_log(t) for name, t in list(self.broker.logs.topics.items())}
+        """Every topic, built again only after a change (the log manager's generation): a
+        Metadata request for all topics, and CreateTopics' name-collision check, read this."""
+        logs = self.broker.logs
+        if self._catalog_of is None or self._catalog_of[0] is not logs or self._catalog_of[1] != logs.generation:
+            self._catalog = {name: _of_log(t) for name, t in list(logs.topics.items())}
+            self._catalog_of = (logs, logs.generation)
+        return self._catalog
 
     def topic(self, name: str | None) -> CatalogTopic | None:
         t = self.broker.logs.topics.get(name) if name is not None else None
@@ -97,7 +107,10 @@ class SingleNodeTopology:
 
     async def create_topic(self, name: str, assignments: Sequence[Sequence[int]], configs: dict[str, str],
                            timeout_ms: int) -> uuid.UUID | Rejection:
-        return self.broker.logs.create_topic(name, len(assignments), configs).topic_id
+        logs = self.broker.logs
+        topic = logs.create_topic(name, len(assignments), configs, durable=False)
+        await logs.topics_durable()
+        return topic.topic_id
 
     async def auto_create(self, name: str) -> int:
         broker = self.broker
@@ -114,17 +127,19 @@ class SingleNodeTopology:
                                 timeout_ms: int) -> Rejection | None:
         logs = self.broker.logs
         total = logs.topics[name].partition_count + len(assignments)
-        logs.add_partitions(name, total)
+        logs.add_partitions(name, total, durable=False)
+        await logs.topics_durable()
         log.info("partitions added", topic=name, partitions=total)
         return None
 
     async def delete_topics(self, names: Sequence[str], timeout_ms: int) -> dict[str, Rejection | None]:
         broker = self.broker
         for name in names:
-            broker.logs.delete_topic(name)
+            broker.logs.delete_topic(name, durable=False)
             if broker.metrics is not None:
                 broker.metrics.topic_deleted(name)
         if names:
+            await broker.logs.topics_durable()   # one fdatasync for all of them
             broker.appends.notify()  # waiting fetches re-check and see the topic gone
             # as Kafka's onPartitionsDeleted: committed offsets of the topics go from every group,
             # so a topic created again under the name does not inherit them (in a cluster every
@@ -133,7 +148,9 @@ class SingleNodeTopology:
         return {name: None for name in names}
 
     async def alter_topic_configs(self, name: str, configs: dict[str, str]) -> Rejection | None:
-        self.broker.logs.alter_configs(name, configs)
+        logs = self.broker.logs
+        logs.alter_configs(name, configs, durable=False)
+        await logs.topics_durable()
         log.info("topic configs altered", topic=name, configs=configs)
         return None
 

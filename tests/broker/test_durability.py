@@ -166,3 +166,34 @@ def test_transaction_markers_lso_and_aborted_index_survive_restart(samsa_broker:
     assert [(a.producer_id, a.first_offset, a.last_offset) for a in part.aborted_in_range(0, 8)] == [(7, 0, 5)]
     assert part.ongoing_txns == {9: 7} and part.last_stable_offset == 7 and part.high_watermark == 8
     logs.shutdown()
+
+
+def test_kill_9_right_after_acknowledged_topic_changes_keeps_them(samsa_broker: SamsaBroker):
+    """CreateTopics, CreatePartitions and DeleteTopics are answered once the topic file holds
+    them durably (broker/log/topic_file.py; the sync may run in a worker thread): a kill -9 the
+    moment the answers are in loses none of them, and leaves no directory of a deleted topic."""
+    from protocol.messages import REQUESTS
+    Creatable = REQUESTS[19].CreatableTopic
+    Grow = REQUESTS[37].CreatePartitionsTopic
+    with RawClient(samsa_broker.bootstrap_servers) as c:
+        r = c.request(19, 5, topics=[Creatable(name=n, num_partitions=2, replication_factor=1, assignments=[],
+                                               configs=[]) for n in ("kept", "grown", "gone")],
+                      timeout_ms=30000, validate_only=False)
+        assert [t.error_code for t in r.topics] == [0, 0, 0]
+        ids = {t.name: t.topic_id for t in c.request(METADATA, 12, topics=None,
+                                                     allow_auto_topic_creation=False).topics}
+        r = c.request(37, 1, topics=[Grow(name="grown", count=3, assignments=None)], timeout_ms=30000,
+                      validate_only=False)
+        assert r.results[0].error_code == 0
+        assert c.request(20, 4, topic_names=["gone"], timeout_ms=30000).responses[0].error_code == 0
+        r = c.request(19, 5, topics=[Creatable(name="last", num_partitions=1, replication_factor=1,
+                                               assignments=[], configs=[])], timeout_ms=30000, validate_only=False)
+        assert r.topics[0].error_code == 0
+    samsa_broker.kill()
+    samsa_broker.start()
+    with RawClient(samsa_broker.bootstrap_servers) as c:
+        topics = {t.name: t for t in c.request(METADATA, 12, topics=None, allow_auto_topic_creation=False).topics}
+    assert {n: len(topics[n].partitions) for n in ("kept", "grown", "last")} == {"kept": 2, "grown": 3, "last": 1}
+    assert "gone" not in topics
+    assert topics["kept"].topic_id == ids["kept"] and topics["grown"].topic_id == ids["grown"]
+    assert not [d for d in os.listdir(samsa_broker.data_dir) if d.startswith("gone-")]

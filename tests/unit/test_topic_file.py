@@ -107,3 +107,97 @@ def test_a_failed_append_rewrites_the_file_at_the_next_change(tmp_path: Path, mo
 def test_an_empty_topic_file_reads_as_no_topics_and_is_rewritten_before_any_change(tmp_path: Path) -> None:
     (tmp_path / METADATA_FILE).write_bytes(b"")
     assert read_topic_file(str(tmp_path / METADATA_FILE)) == ({"topics": []}, 0, True)
+
+
+def test_changes_written_while_a_sync_runs_share_the_next_one_in_a_worker_thread(tmp_path: Path, monkeypatch) -> None:
+    """wait_durable: a slow last sync sends the next to a worker thread; changes written while
+    it runs are covered by one more sync (group commit), and a failed one reaches every waiter."""
+    import threading
+    import trio
+    from broker.log import topic_file as tf
+
+    lm = _manager(tmp_path)
+    lm.create_topic("a", 1)
+    syncs: list[str] = []
+    real = os.fdatasync
+
+    def counted(fd: int) -> None:
+        syncs.append(threading.current_thread().name)
+        real(fd)
+    monkeypatch.setattr(os, "fdatasync", counted)
+
+    async def change(name: str) -> None:
+        lm.create_topic(name, 1, durable=False)
+        await lm.topics_durable()
+
+    async def main() -> None:
+        monkeypatch.setattr(tf, "INLINE_SYNC_BELOW_S", 0.0)   # as if the disk were slow: worker threads
+        async with trio.open_nursery() as n:
+            for name in ("b", "c", "d", "e"):
+                n.start_soon(change, name)
+        assert lm.topic_file.synced == lm.topic_file.written
+        assert 1 <= len(syncs) <= 2 and threading.main_thread().name not in syncs
+        syncs.clear()
+        monkeypatch.setattr(tf, "INLINE_SYNC_BELOW_S", 1.0)   # a fast disk: inline, no thread
+        await change("f")
+        assert syncs == [threading.main_thread().name]
+
+        def broken(fd: int) -> None:
+            raise OSError(5, "Input/output error")
+        monkeypatch.setattr(os, "fdatasync", broken)
+        monkeypatch.setattr(tf, "INLINE_SYNC_BELOW_S", 0.0)
+        failures = []
+
+        async def failing(name: str) -> None:
+            try:
+                await change(name)
+            except OSError:
+                failures.append(name)
+        async with trio.open_nursery() as n:
+            n.start_soon(failing, "g")
+            n.start_soon(failing, "h")
+        assert sorted(failures) == ["g", "h"] and not lm.topic_file.is_open
+
+    trio.run(main)
+    monkeypatch.undo()
+    assert tf.INLINE_SYNC_BELOW_S <= 0.001
+    lm.create_topic("i", 1)                          # the next change rewrites the file whole
+    lm.shutdown()
+    assert sorted(_manager(tmp_path).topics) == list("abcdefghi")
+
+
+def test_a_deleted_topics_directory_goes_only_once_its_removal_is_durable(tmp_path: Path, monkeypatch) -> None:
+    """Kafka's order: the topic leaves the topic file durably, then its files go. A removal line
+    whose sync fails leaves the renamed directory for start-up to remove."""
+    import trio
+
+    lm = _manager(tmp_path)
+    lm.create_topic("a", 1)
+    lm.create_topic("b", 1)
+    lm.create_topic("c", 1)
+
+    def renamed(topic: str) -> list[str]:
+        return [d for d in os.listdir(tmp_path) if d.startswith(f"{topic}-0.") and d.endswith("-delete")]
+
+    async def main() -> None:
+        async with trio.open_nursery() as n:
+            await n.start(lm.run_file_deleter)
+            lm.delete_topic("b", durable=False)
+            await lm.topics_durable()
+            await trio.sleep(0.3)
+            assert not renamed("b") and not (tmp_path / "b-0").exists()
+
+            def broken(fd: int) -> None:
+                raise OSError(5, "Input/output error")
+            monkeypatch.setattr(os, "fdatasync", broken)
+            lm.delete_topic("c", durable=False)
+            await trio.sleep(0.3)
+            assert len(renamed("c")) == 1           # the removal is not durable: the files stay
+            n.cancel_scope.cancel()
+
+    trio.run(main)
+    monkeypatch.undo()
+    lm.shutdown()
+    again = _manager(tmp_path)                      # the change was written: c is gone, and so is its directory
+    assert sorted(again.topics) == ["a"] and not renamed("c")
+    again.shutdown()
