@@ -14,10 +14,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from coordinator.record_codec import Assignment, RecordCodec
+from coordinator.record_codec import assignment_of as assignment_of  # re-exported for the family's readers
+from coordinator.record_codec import key_type as key_type
+from coordinator.record_codec import partitions as _partitions
 from protocol import schema_messages as m
 
 Record = tuple[bytes, "bytes | None"]
-Assignment = dict[uuid.UUID, frozenset[int]]
 
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_ASSIGNMENT_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT = 6, 7, 8
@@ -44,34 +47,13 @@ _VALUES: dict[int, Any] = {
 }
 
 
-def key_type(key: bytes) -> int:
-    return int.from_bytes(key[:2], "big", signed=True)
 
 
-def _key(kind: int, **fields: Any) -> bytes:
-    return bytes(_KEYS[kind](version=kind, **fields).encode(version=kind))
-
-
-def _value(kind: int, **fields: Any) -> bytes:
-    return bytes(_VALUES[kind](version=0, **fields).encode(version=0))
-
-
-def decode_key(key: bytes) -> Any:
-    kind = key_type(key)
-    return _KEYS[kind].decode(key, version=kind)
-
-
-def decode_value(kind: int, value: bytes) -> Any:
-    version = int.from_bytes(value[:2], "big", signed=True)
-    return _VALUES[kind].decode(value, version=version)
-
-
-def _partitions(cls: Any, assignment: Assignment) -> list[Any]:
-    return [cls(topic_id=tid, partitions=sorted(ps)) for tid, ps in sorted(assignment.items()) if ps]
-
-
-def assignment_of(topics: list[Any]) -> Assignment:
-    return {t.topic_id: frozenset(t.partitions) for t in topics if t.partitions}
+_CODEC = RecordCodec(_KEYS, _VALUES)
+_key = _CODEC.key
+_value = _CODEC.value
+decode_key = _CODEC.decode_key
+decode_value = _CODEC.decode_value
 
 
 def group_metadata(group_id: str, epoch: int | None) -> Record:

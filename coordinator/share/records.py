@@ -24,10 +24,13 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from coordinator.record_codec import Assignment, RecordCodec
+from coordinator.record_codec import assignment_of as assignment_of  # re-exported for the family's readers
+from coordinator.record_codec import key_type as key_type
+from coordinator.record_codec import partitions as _partitions
 from protocol import schema_messages as m
 
 Record = tuple[bytes, "bytes | None"]
-Assignment = dict[uuid.UUID, frozenset[int]]
 
 MEMBER_METADATA, GROUP_METADATA, TARGET_ASSIGNMENT_METADATA = 10, 11, 12
 TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT, STATE_PARTITION_METADATA = 13, 14, 15
@@ -52,38 +55,17 @@ _VALUES: dict[int, Any] = {
 }
 
 
-def key_type(key: bytes) -> int:
-    return int.from_bytes(key[:2], "big", signed=True)
 
 
 def is_share_group_record(key: bytes | None) -> bool:
     return key is not None and len(key) >= 2 and key_type(key) in RECORD_TYPES
 
 
-def _key(kind: int, **fields: Any) -> bytes:
-    return bytes(_KEYS[kind](version=kind, **fields).encode(version=kind))
-
-
-def _value(kind: int, **fields: Any) -> bytes:
-    return bytes(_VALUES[kind](version=0, **fields).encode(version=0))
-
-
-def decode_key(key: bytes) -> Any:
-    kind = key_type(key)
-    return _KEYS[kind].decode(key, version=kind)
-
-
-def decode_value(kind: int, value: bytes) -> Any:
-    version = int.from_bytes(value[:2], "big", signed=True)
-    return _VALUES[kind].decode(value, version=version)
-
-
-def _partitions(cls: Any, assignment: Assignment) -> list[Any]:
-    return [cls(topic_id=tid, partitions=sorted(ps)) for tid, ps in sorted(assignment.items()) if ps]
-
-
-def assignment_of(topics: list[Any]) -> Assignment:
-    return {t.topic_id: frozenset(t.partitions) for t in topics if t.partitions}
+_CODEC = RecordCodec(_KEYS, _VALUES)
+_key = _CODEC.key
+_value = _CODEC.value
+decode_key = _CODEC.decode_key
+decode_value = _CODEC.decode_value
 
 
 def metadata_hash(metadata: Mapping[str, tuple[uuid.UUID, int]]) -> int:
