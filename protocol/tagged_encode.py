@@ -12,7 +12,8 @@ cached function is left as it is; the bytes are the same (tests/unit/test_tagged
 from __future__ import annotations
 
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kafka.protocol.schemas.fields.codecs.tagged_fields import TaggedFields
 
