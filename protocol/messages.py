@@ -14,6 +14,7 @@ from kafka.protocol.schemas.fields.codecs.encode_buffer import EncodeBufferPool
 
 from protocol.decode_checks import NullCheck, null_check
 from protocol.kafka_import import import_submodule_alone
+from protocol.build import build
 from protocol.tagged_encode import without_empty_tagged_fields
 
 _SIZE = struct.Struct(">i")
@@ -265,7 +266,7 @@ def encode_response(message: ApiMessage, correlation_id: int) -> bytes | bytearr
         encoded: bytes | bytearray = message.encode(header=True, framed=True)
         return encoded
     c = _codecs(cls, version)
-    header = message._header = ResponseHeader(correlation_id=correlation_id)
+    header = message._header = build(ResponseHeader, None, {"correlation_id": correlation_id})
     with EncodeBufferPool.acquire() as out:
         out.pos = 4   # the frame size, written last
         c.header_encode(header, out)
