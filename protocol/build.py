@@ -50,7 +50,7 @@ def build(cls: type, version: int | None, fields: dict[str, Any]) -> Any:
         plan = _PLANS[key] = _plan(cls, version)
     if plan is None or not plan.names.issuperset(fields):
         return cls(version=version, **fields)
-    obj = object.__new__(cls)
+    obj: Any = object.__new__(cls)
     obj._version = version
     obj.unknown_tags = None
     tags = plan.tagged.intersection(fields) if plan.tagged else None
