@@ -217,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{xs[i][1]:.1f}); rounds " + ", ".join(f"{x:.1f}" for x in totals))
         return 0
     from broker.common.logging_setup import configure
-    # the broker's own log set-up, its lines (INFO: a transaction begun/committed) written to
-    # /dev/null: their formatting is part of the cost, as in a served broker writing to a file
+    # the broker's own log set-up (INFO), any lines written to /dev/null: their formatting is
+    # part of the cost, as in a served broker writing to a file
     with open(os.devnull, "w") as sink:
         stderr, sys.stderr = sys.stderr, sink
         try:

@@ -14,6 +14,8 @@ from kafka.protocol.schemas.fields.codecs.encode_buffer import EncodeBufferPool
 
 from protocol.decode_checks import NullCheck, null_check
 from protocol.kafka_import import import_submodule_alone
+from protocol.build import build
+from protocol.tagged_encode import without_empty_tagged_fields
 
 _SIZE = struct.Struct(">i")
 
@@ -187,7 +189,9 @@ class _Codecs:
     the generic, uncompiled codec for the request/response header) that costs as much as the
     body itself for a small request. Here header and body both go through kafka-python's own
     compiled codecs (``compiled_decode_from``/``compiled_encode_into``), with the header
-    flags kafka-python uses (``ApiHeader``: non-compact strings, tagged fields when flexible)."""
+    flags kafka-python uses (``ApiHeader``: non-compact strings, tagged fields when flexible).
+    Encoders skip kafka-python's generic tagged-fields step for structs that have none
+    (protocol/tagged_encode.py)."""
 
     __slots__ = ("flexible", "header_decode", "body_decode", "null_check", "header_encode", "body_encode")
 
@@ -202,8 +206,10 @@ class _Codecs:
                                                                 data_class=cls[None])
             self.null_check: NullCheck | None = null_check(cls, version)
         else:
-            self.header_encode = hdr._struct.compiled_encode_into(hv, compact=False, tagged=flexible)
-            self.body_encode = cls._struct.compiled_encode_into(version, compact=flexible, tagged=flexible)
+            self.header_encode = without_empty_tagged_fields(
+                hdr._struct.compiled_encode_into(hv, compact=False, tagged=flexible))
+            self.body_encode = without_empty_tagged_fields(
+                cls._struct.compiled_encode_into(version, compact=flexible, tagged=flexible))
 
 
 _CODECS: dict[tuple[type, int], _Codecs] = {}
@@ -260,7 +266,7 @@ def encode_response(message: ApiMessage, correlation_id: int) -> bytes | bytearr
         encoded: bytes | bytearray = message.encode(header=True, framed=True)
         return encoded
     c = _codecs(cls, version)
-    header = message._header = ResponseHeader(correlation_id=correlation_id)
+    header = message._header = build(ResponseHeader, None, {"correlation_id": correlation_id})
     with EncodeBufferPool.acquire() as out:
         out.pos = 4   # the frame size, written last
         c.header_encode(header, out)

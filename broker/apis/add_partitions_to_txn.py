@@ -22,6 +22,7 @@ import trio
 
 from coordinator.txn import coordinator as tx
 from protocol.api_keys import ApiKey
+from protocol.build import build
 from protocol.errors import ErrorCode
 
 from broker.common.services import RequestScope
@@ -53,10 +54,11 @@ async def _add_partitions(ctx: RequestContext, tid: str, pid: int, epoch: int, t
 
 def _topic_results(resp_cls: Any, errors: dict[tuple[str, int], int]) -> list:
     TR = resp_cls.AddPartitionsToTxnTopicResult
+    PR = TR.AddPartitionsToTxnPartitionResult
     by_topic: dict[str, list] = defaultdict(list)
-    for (topic, p), code in errors.items():
-        by_topic[topic].append(TR.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=code))
-    return [TR(name=t, results_by_partition=parts) for t, parts in by_topic.items()]
+    for (topic, p), code in errors.items():   # (build: TR(...)/PR(...) without kafka-python's per-field walk)
+        by_topic[topic].append(build(PR, None, {"partition_index": p, "partition_error_code": code}))
+    return [build(TR, None, {"name": t, "results_by_partition": parts}) for t, parts in by_topic.items()]
 
 
 @handles(ApiKey.ADD_PARTITIONS_TO_TXN)

@@ -15,6 +15,7 @@ from typing import Any
 from coordinator.group import coordinator as g
 from coordinator.group.offsets import OffsetCommitPartition, OffsetCommitTopic
 from protocol.api_keys import ApiKey
+from protocol.build import build
 from protocol.errors import ErrorCode
 
 from broker.common.services import RequestScope
@@ -57,13 +58,15 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
         errors = {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
     resp = ctx.response(throttle_time_ms=0, topics=[])
     RT = resp.OffsetCommitResponseTopic
-    for i, t in enumerate(req.topics):
+    RP = RT.OffsetCommitResponsePartition
+    for i, t in enumerate(req.topics):   # (build: RT(...)/RP(...) without kafka-python's per-field walk)
         name = names[i]
-        parts = [RT.OffsetCommitResponsePartition(
-            partition_index=p.partition_index,
-            error_code=rejected.get((i, p.partition_index), errors.get((name, p.partition_index), ErrorCode.NONE)))
+        parts = [build(RP, None, {
+            "partition_index": p.partition_index,
+            "error_code": rejected.get((i, p.partition_index), errors.get((name, p.partition_index), ErrorCode.NONE))})
             for p in t.partitions]
-        resp.topics.append(RT(name=t.name, topic_id=(t.topic_id if by_id else None) or ZERO_UUID, partitions=parts))
+        resp.topics.append(build(RT, None, {"name": t.name, "topic_id": (t.topic_id if by_id else None) or ZERO_UUID,
+                                            "partitions": parts}))
     return resp
 
 

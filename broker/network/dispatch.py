@@ -14,6 +14,7 @@ from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED_WITH_SHARE_GROUPS as ALL_IMPLEMENTED
 from protocol.api_versions_response import unsupported_version_response
 from protocol.frame import FrameError, peek_header
+from protocol.build import build
 from protocol.messages import REQUESTS, RESPONSES, decode_request, encode_response
 from protocol.splice import splice
 
@@ -52,8 +53,9 @@ class RequestContext:
         return next((a for a in advertised if a.name == self.listener), advertised[0])
 
     def response(self, **fields: Any) -> ApiMessage:
-        """A response object of this request's API and version."""
-        return RESPONSES[self.api_key](version=self.api_version, **fields)
+        """A response object of this request's API and version (protocol/build.py: the same
+        object as the class's constructor makes, from a plan made once per version)."""
+        return build(RESPONSES[self.api_key], self.api_version, fields)
 
 
 @dataclass(slots=True)

@@ -27,6 +27,17 @@ def http_broker(tmp_path: Path) -> Iterator[SamsaBroker]:
         yield broker
 
 
+@pytest.fixture
+def debug_http_broker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SamsaBroker]:
+    """The same broker with SAMSA_LOG_LEVEL=DEBUG: ``transaction begun`` / ``committed`` are
+    debug lines (as Kafka's TransactionMetadata logs its transitions)."""
+    monkeypatch.setenv("SAMSA_LOG_LEVEL", "DEBUG")
+    with running_broker(tmp_path / "data", overrides={
+        "samsa.http.listener": f"http://127.0.0.1:{free_port()}", "num.partitions": str(PARTITIONS),
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"}) as broker:
+        yield broker
+
+
 def http_url(broker: SamsaBroker) -> str:
     return broker.overrides["samsa.http.listener"]
 
@@ -128,7 +139,8 @@ def test_group_lifecycle_logs(http_broker: SamsaBroker) -> None:
     wait_for_log(http_broker, rf"group deleted [^\n]*group={group}")
 
 
-def test_transaction_logs(http_broker: SamsaBroker) -> None:
+def test_transaction_logs(debug_http_broker: SamsaBroker) -> None:
+    http_broker = debug_http_broker
     bootstrap = http_broker.bootstrap_servers
     topic = f"obs-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, PARTITIONS)
@@ -145,10 +157,10 @@ def test_transaction_logs(http_broker: SamsaBroker) -> None:
     p.begin_transaction()
     p.produce(topic, value=b"left open", partition=0)
     p.flush(30)
-    wait_for_log(http_broker, rf"transaction begun [^\n]*transactional_id={tid}")
-    wait_for_log(http_broker, rf"transaction committed [^\n]*partitions=1 [^\n]*transactional_id={tid}")
-    wait_for_log(http_broker, rf"transaction aborted [^\n]*transactional_id={tid}")
-    wait_for_log(http_broker, rf"transaction timed out; aborting [^\n]*transactional_id={tid}", timeout=20)
+    wait_for_log(http_broker, rf"\[debug\s*\] transaction begun [^\n]*transactional_id={tid}")
+    wait_for_log(http_broker, rf"\[debug\s*\] transaction committed [^\n]*partitions=1 [^\n]*transactional_id={tid}")
+    wait_for_log(http_broker, rf"\[info\s*\] transaction aborted [^\n]*transactional_id={tid}")
+    wait_for_log(http_broker, rf"\[info\s*\] transaction timed out; aborting [^\n]*transactional_id={tid}", timeout=20)
     assert len(re.findall(rf"transaction aborted [^\n]*transactional_id={tid}", http_broker.read_log())) == 2
     # (the explicit abort and the timed-out one)
     # the console's recent records are what read_committed sees: the aborted ones are not there
