@@ -45,7 +45,8 @@ def _import_util_without_errors() -> None:
     class KafkaTimeoutError(Exception):
         def __new__(cls, *args: object, **kwargs: object) -> Exception:  # type: ignore[misc]
             from kafka.errors import KafkaTimeoutError as real
-            return real(*args, **kwargs)
+            error: Exception = real(*args, **kwargs)
+            return error
 
     stand_in.KafkaTimeoutError = KafkaTimeoutError  # type: ignore[attr-defined]
     sys.modules["kafka.errors"] = stand_in
