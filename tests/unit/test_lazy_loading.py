@@ -85,7 +85,7 @@ def test_building_a_fresh_single_node_imports_no_cluster_security_or_cleaner_mod
             "from broker.server.broker_server import Broker\n"
             f"b = Broker(BrokerConfig({{'log.dirs': {str(tmp_path)!r}}}))\n"
             "b.start()\n"
-            "import broker.server.serving, broker.network.listeners, broker.network.faults\n"
+            "import broker.server.serving, broker.network.listeners, broker.network.faults, broker.apis.metadata\n"
             "lazy = ('coordinator.metadata.records', 'coordinator.metadata.image', 'broker.replica.fetcher',\n"
             "        'broker.replica.fetch_session', 'broker.replica.state', 'broker.security.writes',\n"
             "        'broker.log.cleaner', 'cramjam', 'kafka.protocol.api_key', 'kafka.errors',\n"
