@@ -20,7 +20,7 @@ import trio
 
 from broker.common.clock import Clock
 from broker.common.config import LONG_MAX
-from .segment import fsync_dir
+from .fds import fsync_dir
 
 if TYPE_CHECKING:
     from .partition import Partition

@@ -35,7 +35,7 @@ from broker.common.config import TOPIC_CONFIGS, BrokerConfig, parse_value
 from .fds import FdCache
 from .flush import after_append
 from .partition_map import PartitionMap
-from .segment import fsync_dir
+from .fds import fsync_dir
 from .topic_file import COMPACT_AFTER, TopicFile, read_topic_file
 
 if TYPE_CHECKING:   # types only: broker.metadata sits above broker.log

@@ -23,7 +23,7 @@ import json
 import os
 from typing import IO, Any
 
-from .segment import fsync_dir
+from .fds import fsync_dir
 
 COMPACT_AFTER = 1000
 

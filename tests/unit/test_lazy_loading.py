@@ -76,8 +76,8 @@ def test_building_a_fresh_single_node_imports_no_cluster_security_or_cleaner_mod
     cluster's), the fetch session cache (the first Fetch's), the old security file's migration,
     the log cleaner, the compression codecs (the first compressed batch's), kafka-python's
     ``ApiKey`` enum (faults and the request log name APIs from protocol/api_keys.py), its
-    ``kafka.errors`` (protocol/kafka_import.py) nor the partition log with its producer state
-    (an empty log dir opens none); they load on first use."""
+    ``kafka.errors`` (protocol/kafka_import.py) nor the partition log with its producer state,
+    segments and record-batch code (an empty log dir opens none); they load on first use."""
     code = ("import sys\n"
             "from protocol.kafka_import import skip_client_package_init\n"
             "skip_client_package_init()\n"
@@ -89,7 +89,7 @@ def test_building_a_fresh_single_node_imports_no_cluster_security_or_cleaner_mod
             "lazy = ('coordinator.metadata.records', 'coordinator.metadata.image', 'broker.replica.fetcher',\n"
             "        'broker.replica.fetch_session', 'broker.replica.state', 'broker.security.writes',\n"
             "        'broker.log.cleaner', 'cramjam', 'kafka.protocol.api_key', 'kafka.errors',\n"
-            "        'broker.log.partition', 'coordinator.txn.producer_state')\n"
+            "        'broker.log.partition', 'coordinator.txn.producer_state', 'broker.log.segment', 'protocol.records')\n"
             "assert not [m for m in lazy if m in sys.modules], [m for m in lazy if m in sys.modules]\n"
             "from broker.security.acl import AclBinding\n"
             "from coordinator.metadata.records import AccessControlEntryRecord\n"
