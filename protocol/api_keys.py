@@ -104,3 +104,32 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
+
+
+_NAMES: dict[int, str] = {}
+_KEYS: dict[str, int] = {}
+
+
+def _build_names() -> None:
+    """The client-facing names (``"Produce"``, ``"ApiVersions"``, what kafka-python's
+    ``kafka.protocol.api_key.ApiKey`` calls its members and Kafka's docs print) from the Java
+    names: built on first use, so the broker does not import kafka-python's enum (5-10 ms at
+    start-up) to name an API in a log line or a fault."""
+    for member in ApiKey:
+        name = "".join(word.capitalize() for word in member.name.split("_"))
+        _NAMES[member.value] = name
+        _KEYS[name] = member.value
+
+
+def api_name(key: int) -> str | None:
+    """``3`` → ``"Metadata"``; ``None`` for a key Kafka does not define."""
+    if not _NAMES:
+        _build_names()
+    return _NAMES.get(key)
+
+
+def api_names() -> dict[str, int]:
+    """Every API by its client-facing name (``"JoinGroup"`` → 11), in key order."""
+    if not _KEYS:
+        _build_names()
+    return _KEYS

@@ -27,7 +27,36 @@ def skip_client_package_init() -> None:
         pkg.__file__ = spec.origin
         pkg.__package__ = name
         sys.modules[name] = pkg
+    _import_util_without_errors()
     _defer_crc32c_init()
+
+
+def _import_util_without_errors() -> None:
+    """``kafka.util`` (its ``classproperty`` is on every message class) without ``kafka.errors``
+    (~8 ms at start-up: several hundred error classes), which it imports only for the
+    ``KafkaTimeoutError`` its client-side ``Timer`` raises. It is loaded beside a stand-in
+    ``kafka.errors`` whose ``KafkaTimeoutError`` builds the real one when raised, importing the
+    real module then; the stand-in is removed at once, so ``import kafka.errors`` anywhere later
+    loads the real module."""
+    if "kafka.util" in sys.modules or "kafka.errors" in sys.modules:
+        return
+    stand_in = types.ModuleType("kafka.errors")
+
+    class KafkaTimeoutError(Exception):
+        def __new__(cls, *args: object, **kwargs: object) -> Exception:  # type: ignore[misc]
+            from kafka.errors import KafkaTimeoutError as real
+            error: Exception = real(*args, **kwargs)
+            return error
+
+    stand_in.KafkaTimeoutError = KafkaTimeoutError  # type: ignore[attr-defined]
+    sys.modules["kafka.errors"] = stand_in
+    try:
+        importlib.import_module("kafka.util")
+    except ImportError:
+        pass                    # a kafka-python without it: its own import reports that later
+    finally:
+        if sys.modules.get("kafka.errors") is stand_in:
+            del sys.modules["kafka.errors"]
 
 
 def _defer_crc32c_init() -> None:

@@ -11,7 +11,6 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-import cramjam
 import crc32c
 from kafka.record.util import decode_varint, encode_varint
 
@@ -203,6 +202,9 @@ def stamped_parts(data: bytes | bytearray | memoryview, headers: Iterable[BatchH
 
 def decompress(codec: int, data: bytes | memoryview) -> bytes:
     """A records section decompressed; bytes the codec cannot read are a corrupt batch."""
+    if codec == CODEC_NONE:
+        return bytes(data)
+    import cramjam      # the codecs, loaded with the first compressed batch (not at start-up)
     try:
         return _decompress(codec, data)
     except (cramjam.DecompressionError, struct.error) as exc:
@@ -210,6 +212,7 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
 
 
 def _decompress(codec: int, data: bytes | memoryview) -> bytes:
+    import cramjam
     if codec == CODEC_NONE:
         return bytes(data)
     if codec == CODEC_GZIP:
@@ -244,6 +247,7 @@ def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     raw = bytes(data)
     if codec == CODEC_NONE:
         return raw
+    import cramjam      # the codecs, loaded with the first compressed batch (not at start-up)
     if codec == CODEC_GZIP:
         return bytes(cramjam.gzip.compress(raw))
     if codec == CODEC_SNAPPY:

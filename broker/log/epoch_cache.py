@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 import os
 
-from .segment import fsync_dir
+from .fds import fsync_dir
 
 CHECKPOINT_FILE = "leader-epoch-checkpoint"
 CHECKPOINT_VERSION = 0

@@ -15,6 +15,17 @@ from typing import Protocol
 MIN_OPEN = 16
 
 
+def fsync_dir(path: str) -> None:
+    """Make a directory's entries (new, renamed or removed files) durable. Here rather than in
+    segment.py: the log manager, its topic file and flush need it before any segment exists, and
+    a fresh node serves without importing the segment and record-batch code (issue 23)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class _HasFd(Protocol):
     path: str
     _fd: int

@@ -12,7 +12,7 @@ one fsync (group commit), so one slow disk flush never blocks other connections.
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from collections.abc import Iterable, Mapping
 
 import structlog
@@ -20,8 +20,10 @@ import trio
 
 from broker.common.clock import Clock
 from broker.common.config import LONG_MAX
-from .partition import Partition
-from .segment import fsync_dir
+from .fds import fsync_dir
+
+if TYPE_CHECKING:
+    from .partition import Partition
 
 log = structlog.get_logger("samsa.log")
 

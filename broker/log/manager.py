@@ -34,13 +34,14 @@ from broker.common.clock import Clock
 from broker.common.config import TOPIC_CONFIGS, BrokerConfig, parse_value
 from .fds import FdCache
 from .flush import after_append
-from .partition import LogCorrupt, Partition
 from .partition_map import PartitionMap
-from .segment import fsync_dir
+from .fds import fsync_dir
 from .topic_file import COMPACT_AFTER, TopicFile, read_topic_file
 
 if TYPE_CHECKING:   # types only: broker.metadata sits above broker.log
     from broker.metadata.topology import TopicConfigs
+
+    from .partition import Partition   # imported with the first partition opened (start-up speed, issue 23)
 
 log = structlog.get_logger("samsa.log")
 
@@ -144,6 +145,7 @@ class LogManager:
             topic = Topic(t["name"], uuid.UUID(t["id"]), dict(t.get("configs", {})), partition_count=t["partitions"])
             self._register(topic)
             for p in t.get("hosted", range(t["partitions"])):   # "hosted": only in a cluster, when sparse
+                from .partition import LogCorrupt
                 try:
                     topic.partitions.add(self._open_partition(topic, p, clean))
                 except LogCorrupt as exc:
@@ -215,6 +217,7 @@ class LogManager:
         return os.path.join(self.log_dir, f"{topic}-{p}")
 
     def _open_partition(self, topic: Topic, p: int, clean: bool) -> Partition:
+        from .partition import Partition   # with the first partition: a fresh node serves without it
         part = Partition(topic.name, p, self._partition_dir(topic.name, p),
                          functools.partial(self.topic_config_value, topic), fds=self.fds,
                          clock=self.now_ms)

@@ -9,10 +9,11 @@ slicing behave as the dense list they replace.
 """
 from __future__ import annotations
 
-from typing import overload
+from typing import TYPE_CHECKING, overload
 from collections.abc import Iterator
 
-from .partition import Partition
+if TYPE_CHECKING:
+    from .partition import Partition
 
 
 class PartitionMap:

@@ -26,7 +26,7 @@ from typing import IO, Any
 
 import trio
 
-from .segment import fsync_dir
+from .fds import fsync_dir
 
 COMPACT_AFTER = 1000
 INLINE_SYNC_BELOW_S = 0.001    # a sync faster than a worker thread's hand-off runs inline (TopicFile)

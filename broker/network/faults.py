@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 import trio
-from kafka.protocol.api_key import ApiKey
 
+from protocol.api_keys import ApiKey, api_names
 from protocol.error_response import error_response
 from protocol.errors import ErrorCode
 from protocol.frame import FrameError
@@ -49,9 +49,10 @@ class DroppedByFault(FrameError):
 
 def api_key_of(api: Any) -> int:
     """Kafka's API name (``"Produce"``, ``"JoinGroup"``, …) → its key; a clear error otherwise."""
-    if isinstance(api, str) and api in ApiKey.__members__:
-        return int(ApiKey[api])
-    raise ValueError(f"unknown Kafka API name {api!r}; expected one of: {', '.join(ApiKey.__members__)}")
+    names = api_names()
+    if isinstance(api, str) and api in names:
+        return names[api]
+    raise ValueError(f"unknown Kafka API name {api!r}; expected one of: {', '.join(names)}")
 
 
 def error_code_of(error: Any) -> int:
@@ -249,7 +250,7 @@ class FaultRegistry:
                                "groups": sorted(facts.groups), "at_ms": ctx.broker.now_ms()})
         if fault.kind == "fail":
             assert fault.error is not None      # fail() requires one
-            if ctx.api_key == ApiKey.Produce and getattr(request, "acks", 1) == 0:
+            if ctx.api_key == ApiKey.PRODUCE and getattr(request, "acks", 1) == 0:
                 # acks=0 is never answered: a failed one closes the connection, as Kafka does
                 # (KafkaApis.handleProduceRequest); the records are not written
                 raise CloseConnection(f"acks=0 produce failed with {fault.error} (injected by samsa fault {fault.id})")

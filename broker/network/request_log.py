@@ -9,8 +9,8 @@ from time import perf_counter
 from typing import TYPE_CHECKING
 
 import structlog
-from kafka.protocol.api_key import ApiKey
 
+from protocol.api_keys import api_name
 from protocol.frame import peek_header
 
 if TYPE_CHECKING:
@@ -42,10 +42,7 @@ def request_answered(broker: Broker, frame: bytes, started: float, client_host: 
     if broker.metrics is not None:
         broker.metrics.request_done(prefix.api_key, prefix.api_version, started)
     if enabled:
-        try:
-            api = ApiKey(prefix.api_key).name
-        except ValueError:
-            api = str(prefix.api_key)
+        api = api_name(prefix.api_key) or str(prefix.api_key)
         log.debug("request", api=api, version=prefix.api_version, correlation_id=prefix.correlation_id,
                   client_id=_client_id(frame), client_host=client_host, listener=listener,
                   ms=round((perf_counter() - started) * 1000, 3))

@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 
-from ..log.partition import Partition
-
 if TYPE_CHECKING:
+    from ..log.partition import Partition
     from broker.network.dispatch import RequestContext
 
 LEADER_HINT_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)

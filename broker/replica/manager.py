@@ -28,11 +28,11 @@ import trio
 
 from protocol.errors import ErrorCode
 
-from ..log.partition import Partition
 from broker.common.notifier import Notifier
 from .checkpoint import HW_CHECKPOINT_FILE, read_offsets_checkpoint, write_offsets_checkpoint
 
 if TYPE_CHECKING:   # imported by the cluster's role changes (a single node has no replica state)
+    from ..log.partition import Partition
     from .state import ReplicaState
     from .fetch_session import FetchSessionCache
     from .fetcher import ReplicaFetcher   # imported when a follower first fetches: only in a cluster

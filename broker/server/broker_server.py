@@ -95,6 +95,7 @@ class Broker:
         self.logs.clock = self.clock  # segments, retention and the cleaner use the broker's clock
         self.stopping = trio.Event()
         self._coordinator_wanted = trio.Event()   # set when a coordinator is first built
+        self.warmed_up = trio.Event()   # the coordinators built and every API module imported (samsa serve's gc.freeze)
         self.producer_ids: ProducerIds | None = None   # the single node's, or the cluster's blocks
         # the coordinators (groups, txns, share_coordinator, share_persister, share_groups) are
         # built on first use: see ``coordinators_built`` and ``_run_coordinators``
@@ -280,6 +281,7 @@ class Broker:
                 for name in warm_up_modules()[len(_COORDINATOR_MODULES):]:
                     importlib.import_module(name)     # the API modules not requested yet
                     await trio.sleep(0)
+            self.warmed_up.set()
 
     def _leader_appended(self, part: Partition) -> None:
         """Any append to a log this broker leads (produce, coordinator records, transaction

@@ -84,3 +84,24 @@ def test_garbage_during_start_up_closes_only_that_connection(tmp_path: Path) -> 
     finally:
         proc.terminate()
         assert proc.wait(20) == 0
+
+
+def test_samsa_serve_freezes_the_start_up_objects_once_warmed_up(tmp_path: Path) -> None:
+    """``samsa serve`` calls ``gc.freeze()`` once its coordinators and API modules are loaded
+    (broker/server/startup.py); an in-process broker (broker.testing) never does."""
+    code = ("import gc, os, signal, sys, threading, time\n"
+            "def stop():\n"
+            "    deadline = time.monotonic() + 30\n"
+            "    while not gc.get_freeze_count() and time.monotonic() < deadline:\n"
+            "        time.sleep(0.05)\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "threading.Thread(target=stop, daemon=True).start()\n"
+            "from broker.cli import main\n"
+            "main(['serve'])\n"
+            "print(gc.get_freeze_count())\n")
+    b = SamsaBroker(tmp_path / "d", control=False)
+    b.data_dir.mkdir(parents=True)
+    out = subprocess.run([sys.executable, "-c", code], env=b.env(), cwd=REPO, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert int(out.stdout.split()[-1]) > 10_000

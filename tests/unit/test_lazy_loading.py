@@ -73,8 +73,11 @@ def test_inconsistent_coordinator_config_still_refuses_to_build_the_broker(tmp_p
 def test_building_a_fresh_single_node_imports_no_cluster_security_or_cleaner_module(tmp_path) -> None:
     """Building and starting a fresh single node without an authorizer or SASL imports neither the
     metadata records (ACLs, SCRAM credentials), the replica fetcher and replica state (a
-    cluster's), the fetch session cache (the first Fetch's), the old security file's migration
-    nor the log cleaner; they load on first use."""
+    cluster's), the fetch session cache (the first Fetch's), the old security file's migration,
+    the log cleaner, the compression codecs (the first compressed batch's), kafka-python's
+    ``ApiKey`` enum (faults and the request log name APIs from protocol/api_keys.py), its
+    ``kafka.errors`` (protocol/kafka_import.py) nor the partition log with its producer state,
+    segments and record-batch code (an empty log dir opens none); they load on first use."""
     code = ("import sys\n"
             "from protocol.kafka_import import skip_client_package_init\n"
             "skip_client_package_init()\n"
@@ -82,14 +85,42 @@ def test_building_a_fresh_single_node_imports_no_cluster_security_or_cleaner_mod
             "from broker.server.broker_server import Broker\n"
             f"b = Broker(BrokerConfig({{'log.dirs': {str(tmp_path)!r}}}))\n"
             "b.start()\n"
-            "import broker.server.serving\n"
+            "import broker.server.serving, broker.network.listeners, broker.network.faults, broker.apis.metadata\n"
             "lazy = ('coordinator.metadata.records', 'coordinator.metadata.image', 'broker.replica.fetcher',\n"
             "        'broker.replica.fetch_session', 'broker.replica.state', 'broker.security.writes',\n"
-            "        'broker.log.cleaner')\n"
+            "        'broker.log.cleaner', 'cramjam', 'kafka.protocol.api_key', 'kafka.errors',\n"
+            "        'broker.log.partition', 'coordinator.txn.producer_state', 'broker.log.segment', 'protocol.records')\n"
             "assert not [m for m in lazy if m in sys.modules], [m for m in lazy if m in sys.modules]\n"
             "from broker.security.acl import AclBinding\n"
             "from coordinator.metadata.records import AccessControlEntryRecord\n"
             "assert AclBinding is AccessControlEntryRecord\n"
             "from broker.replica.fetch_session import FetchSessionCache\n"
             "assert isinstance(b.replicas.fetch_sessions, FetchSessionCache) and 'fetch_sessions' in vars(b.replicas)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_api_names_are_kafka_pythons() -> None:
+    """Faults and the request log name APIs from protocol/api_keys.py, as kafka-python's enum does."""
+    from kafka.protocol.api_key import ApiKey
+
+    from protocol.api_keys import api_name, api_names
+    assert list(api_names().items()) == [(m.name, int(m)) for m in ApiKey]
+    assert api_name(3) == "Metadata" and api_name(10_000) is None
+
+
+def test_kafka_util_without_kafka_errors_still_raises_the_real_timeout() -> None:
+    """protocol/kafka_import.py loads ``kafka.util`` beside a stand-in ``kafka.errors``: its
+    ``Timer`` still raises kafka-python's own ``KafkaTimeoutError``, and a later import of
+    ``kafka.errors`` is the real module."""
+    code = ("import sys\n"
+            "from protocol.kafka_import import skip_client_package_init\n"
+            "skip_client_package_init()\n"
+            "import kafka.util\n"
+            "assert 'kafka.errors' not in sys.modules\n"
+            "try:\n"
+            "    raise kafka.util.KafkaTimeoutError('late')\n"
+            "except Exception as e:\n"
+            "    import kafka.errors\n"
+            "    assert type(e) is kafka.errors.KafkaTimeoutError and str(e).endswith('late'), repr(e)\n"
+            "    assert issubclass(kafka.errors.KafkaTimeoutError, kafka.errors.KafkaError)\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 
 from broker.log.manager import Topic
-from broker.log.partition import Partition
 from broker.metadata import topic_catalog
 from broker.metadata.topic_catalog import absent_partition_error  # noqa: F401  (the handlers' import)
 
 if TYPE_CHECKING:
+    from broker.log.partition import Partition   # imported with the first partition opened
     from broker.common.services import BrokerServices
     from broker.network.dispatch import RequestContext
 
