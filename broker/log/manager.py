@@ -227,6 +227,7 @@ class LogManager:
     def _new_partition(self, topic: Topic, p: int) -> Partition:
         """A partition that was not there: created without reading a directory known to be new
         (Partition.create), or loaded as at start-up if a directory of that name is left over."""
+        from .partition import Partition   # with the first partition: a fresh node serves without it
         part = Partition(topic.name, p, self._partition_dir(topic.name, p),
                          functools.partial(self.topic_config_value, topic), fds=self.fds,
                          clock=self.now_ms)
