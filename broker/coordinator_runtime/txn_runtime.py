@@ -52,8 +52,6 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         self._request: Any = None
         self._settled = Notifier()   # a step's transaction state records committed (see ``call``)
         self._settled_count = 0
-        # single node: marker jobs waiting for the answer that asked for them to leave (_write_markers)
-        self.deferred_markers: list[tuple[int, MarkerJob]] = []
 
     def new_coordinator(self, partition: int) -> TransactionCoordinator:
         return TransactionCoordinator(self.coordinator_config, partition, loading=True,
@@ -153,38 +151,10 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
     def _write_markers(self, partition: int, job: MarkerJob) -> None:
         """Kafka's WriteTxnMarkers, done locally: one control batch per partition, then
         CompleteCommit/CompleteAbort. In a cluster the markers go to each partition's leader
-        (broker/replica/markers.py).
-
-        On a single node that serves, the markers are written just after the answer that
-        committed PrepareCommit/PrepareAbort is on its way, as in Kafka, where EndTxn is answered
-        once PrepareCommit is committed and the markers follow (issue 23: ~40 % of EndTxn's
-        broker time, off the producer's wait). They are written by a task started here, which
-        runs after the request's own task has sent its answer, and before any request
-        dispatched later is handled (``settle_markers``, called by ``dispatch``): a request
-        arriving after the EndTxn answer sees the transaction complete, as before."""
+        (broker/replica/markers.py)."""
         if self.clustered and self._tasks is not None:
             self._tasks.start_soon(self._deliver_markers, partition, job)
             return
-        if self._tasks is not None:
-            self.deferred_markers.append((partition, job))
-            if len(self.deferred_markers) == 1:
-                self._tasks.start_soon(self._settle_markers_soon)
-            return
-        self._write_markers_now(partition, job)
-
-    async def _settle_markers_soon(self) -> None:
-        self.settle_markers()
-
-    def settle_markers(self) -> None:
-        """Write the markers deferred by ``_write_markers`` (in order), then their Complete* records."""
-        deferred = self.deferred_markers
-        while deferred:
-            partition, job = deferred.pop(0)
-            coord = self.coordinators.get(partition)
-            if coord is not None and not coord.unloaded:
-                self._write_markers_now(partition, job)
-
-    def _write_markers_now(self, partition: int, job: MarkerJob) -> None:
         now = self.broker.now_ms()
         logs = self.broker.logs
         for topic, p in job.partitions:

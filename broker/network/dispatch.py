@@ -150,9 +150,6 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
         request = decode_request(req_cls, frame, version)
     except Exception as exc:  # malformed body: Kafka closes the connection
         raise FrameError(f"cannot decode {req_cls.__name__} v{version}: {exc!r}") from None
-    txns = broker.__dict__.get("txns")   # markers of a transaction just answered, before this request (txn_runtime)
-    if txns is not None and txns.deferred_markers:
-        txns.settle_markers()
     header = request.header
     ctx = RequestContext(broker, key, version, prefix.correlation_id, header.client_id, client_host, listener,
                          session)
