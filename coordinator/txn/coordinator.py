@@ -352,12 +352,14 @@ class TransactionCoordinator:
         """When ``tick`` has work next (absolute ms), or None."""
         if self.loading or self._now is None:
             return None
-        deadlines = []
-        if self._next_abort_sweep is not None and any(md.state == TxnState.ONGOING for md in self._txns.values()):
-            deadlines.append(self._next_abort_sweep)      # only while something can time out
-        if self._next_expiry_check is not None:
-            deadlines.append(self._next_expiry_check)
-        return min(deadlines, default=None)
+        # the runtime asks after every step: no generator or list here
+        sweep, expiry = self._next_abort_sweep, self._next_expiry_check
+        if sweep is not None and (expiry is None or sweep < expiry):
+            ongoing = TxnState.ONGOING
+            for md in self._txns.values():
+                if md.state is ongoing:
+                    return sweep                          # only while something can time out
+        return expiry
 
     def replay(self, key: bytes, value: bytes | None, producer_id: int | None = None) -> None:
         """Apply one record of this partition's log (start-up). ``__transaction_state`` holds no

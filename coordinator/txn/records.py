@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from coordinator.group.offsets_records import RecordFormatError, _Reader, _Writer
 
@@ -40,7 +41,9 @@ class TransactionLogValue:
         return {(t, p) for t, ps in (self.transaction_partitions or ()) for p in ps}
 
 
+@lru_cache(maxsize=4096)
 def encode_key(transactional_id: str) -> bytes:
+    """Cached: every state record of a transaction (three per transaction) carries the same key."""
     w = _Writer()
     w.int16(TRANSACTION_LOG_KEY_VERSION)
     w.string(transactional_id)
@@ -68,7 +71,35 @@ def group_partitions(partitions: set[tuple[str, int]] | list[tuple[str, int]]) -
     return tuple((t, tuple(ps)) for t, ps in by_topic.items())
 
 
+_V0_HEAD = struct.Struct(">hqhib")   # version, producer id, epoch, timeout, status
+_V0_TAIL = struct.Struct(">qq")      # last update, start timestamps
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_NULL_ARRAY = _INT32.pack(-1)
+
+
+def _encode_value_v0(value: TransactionLogValue) -> bytes:
+    """v0 (the version written) in a few struct packs: the field-by-field writer below was
+    ~8 % of a transaction's broker CPU (three state records per transaction, issue 23)."""
+    parts = [_V0_HEAD.pack(0, value.producer_id, value.producer_epoch, value.transaction_timeout_ms,
+                           value.transaction_status)]
+    groups = value.transaction_partitions
+    if groups is None:
+        parts.append(_NULL_ARRAY)
+    else:
+        parts.append(_INT32.pack(len(groups)))
+        for topic, ids in groups:
+            name = topic.encode("utf-8")
+            parts.append(_INT16.pack(len(name)))
+            parts.append(name)
+            parts.append(struct.pack(f">{len(ids) + 1}i", len(ids), *ids))
+    parts.append(_V0_TAIL.pack(value.transaction_last_update_timestamp_ms, value.transaction_start_timestamp_ms))
+    return b"".join(parts)
+
+
 def encode_value(value: TransactionLogValue, version: int = TRANSACTION_LOG_VALUE_VERSION) -> bytes:
+    if version == 0:
+        return _encode_value_v0(value)
     if version not in (0, 1):
         raise ValueError(f"unsupported TransactionLogValue version {version}")
     w = _Writer(flexible=version >= 1)
