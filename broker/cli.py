@@ -12,11 +12,11 @@ from broker.control.healthcheck import healthcheck, probe  # noqa: F401  (health
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from broker.common.structlog_import import import_structlog_plain
+    from broker.common.structlog_import import defer_structlog
     from protocol.kafka_import import skip_client_package_init
 
     skip_client_package_init()          # kafka-python's message classes without its client
-    import_structlog_plain()     # its log renderers never use rich or colorama
+    defer_structlog()   # imported once the first requests are served, without rich or colorama
 
     from broker.server.startup import serve_fast  # listens first; the rest is loaded while it answers ApiVersions
 

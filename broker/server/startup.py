@@ -34,6 +34,7 @@ from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED
 from protocol.frame import FrameDecoder, FrameError, peek_header
 from protocol.kafka_import import import_submodule_alone
+from broker.common.structlog_import import load_structlog
 
 from .api_table import advertised_table
 from broker.common.config import BrokerConfig, Listener
@@ -231,12 +232,14 @@ class Lobby:
 
 def _load(config: BrokerConfig, json_logs: bool, level: str) -> Broker:
     """Import the broker and build it (its log is loaded by ``serve``)."""
+    from broker.common.structlog_import import configure_when_loaded
+    if not configure_when_loaded(json_logs, level):   # samsa serve: once it has served (_load_log_when_idle)
+        from broker.common.logging_setup import configure
+        configure(json=json_logs, level=level)
     from broker import apis  # noqa: F401  (registers the API handlers)
     from broker.server.broker_server import Broker
-    from broker.common.logging_setup import configure
     from broker.network.request_log import set_request_logging
 
-    configure(json=json_logs, level=level)
     set_request_logging(level.upper() == "DEBUG")   # one debug line per request
     return Broker(config)
 
@@ -275,6 +278,7 @@ def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        load_structlog()   # the lines kept so far go out (start-up that ended before serving included)
 
 
 async def _serve(broker: Broker, startup: Startup, signalled: list[int]) -> None:
@@ -294,8 +298,25 @@ async def _serve(broker: Broker, startup: Startup, signalled: list[int]) -> None
                 stop.set()
             nursery.start_soon(watch)
             nursery.start_soon(_freeze_start_up_objects, broker)
+            nursery.start_soon(_load_log_when_idle)
             await serve(broker, stop=stop, startup=startup)
             nursery.cancel_scope.cancel()
+
+
+async def _load_log_when_idle() -> None:
+    """Import structlog, and write the lines kept until then, once the broker has answered what
+    its first clients sent (every task waits, for 5 ms) and at most ``WARM_UP_DELAY_S`` after it
+    serves (broker/common/structlog_import.py): its ~30 ms import no longer comes before the first
+    Metadata answer. ``trio.testing`` (which re-exports the wait) imports pytest, so the wait is
+    taken from ``trio._core``."""
+    import trio
+    from trio._core import wait_all_tasks_blocked
+
+    from broker.server.broker_server import WARM_UP_DELAY_S
+
+    with trio.move_on_after(WARM_UP_DELAY_S):
+        await wait_all_tasks_blocked(0.005)
+    load_structlog()
 
 
 async def _freeze_start_up_objects(broker: Broker) -> None:
