@@ -212,3 +212,39 @@ def test_early_line_widths_and_stamp_are_structlogs() -> None:
         dt = datetime.datetime.fromtimestamp(ns // 1000 / 1e6, tz=datetime.timezone.utc)
         dt = dt.replace(microsecond=ns // 1000 % 1_000_000)
         assert iso_utc(ns) == dt.isoformat().replace("+00:00", "Z")
+
+
+def test_load_json_reads_every_schema_as_importlib_resources_does() -> None:
+    """protocol/kafka_import.py's stand-in ``read_text`` (kafka-python's ``load_json`` without
+    ``importlib.resources`` at start-up) gives every schema's text as the real one does, and the
+    same errors; a served start imports neither ``importlib.resources`` nor ``zipfile``."""
+    import importlib
+    import importlib.resources
+    import os
+
+    import pytest
+
+    from protocol import schema_messages
+    from protocol.kafka_import import _ResourcesStandIn
+
+    stand_in = _ResourcesStandIn("importlib.resources")
+    packages = ["kafka.protocol.schemas.resources", schema_messages._SCHEMAS]
+    for package in packages:
+        module = importlib.import_module(package) if isinstance(package, str) else package
+        directory = list(module.__spec__.submodule_search_locations or [os.path.dirname(module.__file__)])[0]
+        names = [n for n in os.listdir(directory) if n.endswith(".json")]
+        assert names
+        for name in names:
+            assert stand_in.read_text(package, name) == importlib.resources.read_text(package, name)
+        with pytest.raises(FileNotFoundError):
+            stand_in.read_text(package, "NoSuchMessage.json")
+        with pytest.raises(ValueError):
+            stand_in.read_text(package, "sub/NoSuchMessage.json")
+    code = ("import sys\n"
+            "from protocol.kafka_import import skip_client_package_init\n"
+            "skip_client_package_init()\n"
+            "import broker.server.startup, kafka.protocol.metadata, protocol.schema_messages\n"
+            "assert 'importlib.resources' not in sys.modules and 'zipfile' not in sys.modules\n"
+            "import importlib.resources\n"
+            "assert sys.modules['kafka.protocol.schemas.load_json'].importlib.resources is importlib.resources\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
