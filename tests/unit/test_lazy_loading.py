@@ -249,3 +249,33 @@ def test_load_json_reads_every_schema_as_importlib_resources_does() -> None:
             "import importlib.resources\n"
             "assert sys.modules['kafka.protocol.schemas.load_json'].importlib.resources is importlib.resources\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_plain_serve_arguments_are_what_argparse_makes_of_them() -> None:
+    """``samsa serve`` with plain arguments starts without argparse (broker/cli.py): the same
+    config file, overrides and log format as argparse gives; anything else goes to argparse."""
+    import pytest
+
+    from broker.cli import command_parser, plain_serve_args
+
+    plain = [["serve"], ["serve", "--json-logs"], ["serve", "--config", "a.properties"],
+             ["serve", "--config=a.properties", "--config", "b"], ["serve", "--config="],
+             ["serve", "--config", ""], ["serve", "--override", "num.partitions=3", "--override=a=-1", "--json-logs"],
+             ["serve", "--json-logs", "--json-logs", "--override", "x=y=z", "--config", "c d"]]
+    for argv in plain:
+        args = command_parser().parse_args(argv)
+        assert plain_serve_args(argv) == (args.config, args.override, args.json_logs), argv
+    to_argparse = [[], ["serve", "-h"], ["serve", "--help"], ["serve", "--conf", "a"], ["serve", "--json"],
+                   ["serve", "--config"], ["serve", "--config", "-x"], ["serve", "--override", "--json-logs"],
+                   ["serve", "--json-logs=1"], ["serve", "x"], ["serve", "--"], ["healthcheck"], ["ctl", "now"]]
+    for argv in to_argparse:
+        assert plain_serve_args(argv) is None, argv
+    with pytest.raises(SystemExit):
+        command_parser().parse_args(["serve", "--config", "-x"])
+    code = ("import sys\n"
+            "import broker.cli\n"
+            "broker.cli._serve_with = lambda *a: print(a) or 0\n"
+            "assert broker.cli.main(['serve', '--override', 'a=b']) == 0\n"
+            "assert 'argparse' not in sys.modules\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, timeout=60, capture_output=True, text=True)
+    assert out.stdout.strip() == "(None, ['a=b'], False)"
