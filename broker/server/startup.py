@@ -249,9 +249,11 @@ def _load(config: BrokerConfig, json_logs: bool, level: str) -> Broker:
     return Broker(config)
 
 
-def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO") -> None:
+def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO", resume_gc: bool = False) -> None:
     """``samsa serve``: listen, answer ApiVersions while loading, then run the broker until
-    SIGTERM/SIGINT. A signal that arrives while loading ends start-up cleanly, unserved."""
+    SIGTERM/SIGINT. A signal that arrives while loading ends start-up cleanly, unserved.
+    ``resume_gc``: the caller paused the garbage collector for start-up; it is enabled again
+    once the first answers are out (``_after_first_answers``), or when start-up ends unserved."""
     startup = Startup(config)
     control = config.get("samsa.control.listener")
     if control:                    # refused before listening, not after the first answers
@@ -279,14 +281,16 @@ def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO
             return
         import trio
 
-        trio.run(_serve, broker, startup, signalled)
+        trio.run(_serve, broker, startup, signalled, resume_gc)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        load_structlog()   # the lines kept so far go out (start-up that ended before serving included)
+        load_structlog()   # structlog itself from here (start-up that ended before serving included)
+        if resume_gc:
+            gc.enable()
 
 
-async def _serve(broker: Broker, startup: Startup, signalled: list[int]) -> None:
+async def _serve(broker: Broker, startup: Startup, signalled: list[int], resume_gc: bool = False) -> None:
     """Serve until SIGTERM/SIGINT, including one that arrived while trio was starting."""
     import trio
 
@@ -303,17 +307,18 @@ async def _serve(broker: Broker, startup: Startup, signalled: list[int]) -> None
                 stop.set()
             nursery.start_soon(watch)
             nursery.start_soon(_freeze_start_up_objects, broker)
-            nursery.start_soon(_load_log_when_idle)
+            nursery.start_soon(_after_first_answers, resume_gc)
             await serve(broker, stop=stop, startup=startup)
             nursery.cancel_scope.cancel()
 
 
-async def _load_log_when_idle() -> None:
-    """Import structlog, and write the lines kept until then, once the broker has answered what
-    its first clients sent (every task waits, for 5 ms) and at most ``WARM_UP_DELAY_S`` after it
-    serves (broker/common/structlog_import.py): its ~30 ms import no longer comes before the first
-    Metadata answer. ``trio.testing`` (which re-exports the wait) imports pytest, so the wait is
-    taken from ``trio._core``."""
+async def _after_first_answers(resume_gc: bool) -> None:
+    """Once the broker has answered what its first clients sent (every task waits, for 5 ms),
+    and at most ``WARM_UP_DELAY_S`` after it serves: import structlog (until then the stand-in of
+    broker/common/structlog_import.py writes the start-up lines: its ~30 ms import no longer comes
+    before the first Metadata answer) and resume the garbage collector paused for start-up.
+    ``trio.testing`` (which re-exports the wait) imports pytest, so the wait is taken from
+    ``trio._core``."""
     import trio
     from trio._core import wait_all_tasks_blocked
 
@@ -322,6 +327,8 @@ async def _load_log_when_idle() -> None:
     with trio.move_on_after(WARM_UP_DELAY_S):
         await wait_all_tasks_blocked(0.005)
     load_structlog()
+    if resume_gc:
+        gc.enable()
 
 
 async def _freeze_start_up_objects(broker: Broker) -> None:
