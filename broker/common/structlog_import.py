@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
+import threading
 import time
 import types
 from typing import Any
@@ -95,6 +96,7 @@ class _Deferred:
 
 
 _deferred: _Deferred | None = None   # set while the stand-in is sys.modules["structlog"]
+_LOAD_LOCK = threading.RLock()
 
 
 class _DeferredStructlog(types.ModuleType):
@@ -102,7 +104,7 @@ class _DeferredStructlog(types.ModuleType):
 
     def get_logger(self, *args: Any, **initial_values: Any) -> Any:
         if _deferred is None:          # loaded: the real one's logger
-            return importlib.import_module("structlog").get_logger(*args, **initial_values)
+            return load_structlog().get_logger(*args, **initial_values)
         return DeferredLogger(args, initial_values)
 
     getLogger = get_logger
@@ -212,16 +214,17 @@ def load_structlog() -> types.ModuleType:
     """The real structlog: imported (without rich, colorama, Twisted) and configured with the
     kept settings, if the stand-in is still in place."""
     global _deferred
-    state = _deferred
-    if state is None:
-        return importlib.import_module("structlog")
-    _deferred = None
-    if isinstance(sys.modules.get("structlog"), _DeferredStructlog):
-        del sys.modules["structlog"]
-    import_structlog_plain()
-    real = importlib.import_module("structlog")
-    if state.settings is not None:
-        from .logging_setup import configure
+    with _LOAD_LOCK:      # another thread's logger waits until structlog is configured
+        state = _deferred
+        if state is None:
+            return importlib.import_module("structlog")
+        _deferred = None  # from here the stand-in forwards (configure's own use of it included)
+        if isinstance(sys.modules.get("structlog"), _DeferredStructlog):
+            del sys.modules["structlog"]
+        import_structlog_plain()
+        real = importlib.import_module("structlog")
+        if state.settings is not None:
+            from .logging_setup import configure
 
-        configure(json=state.settings[0], level=state.settings[1])
-    return real
+            configure(json=state.settings[0], level=state.settings[1])
+        return real
