@@ -76,7 +76,7 @@ class _DeferredAsyncio(types.ModuleType):
 # hands to ConsoleRenderer, any other attribute) imports structlog first, as
 # ``import_structlog_plain`` does, and configures it as before. broker/server/startup.py imports
 # it once the broker is idle after its first answers (at most ``WARM_UP_DELAY_S`` after serving);
-# from then on each logger forwards to structlog's own. tests/unit/test_structlog_deferred.py checks
+# from then on each logger forwards to structlog's own. tests/unit/test_lazy_loading.py checks
 # the early lines against structlog's.
 
 _LEVELS = {"debug": 10, "info": 20, "warn": 30, "warning": 30, "error": 40, "critical": 50}
