@@ -7,9 +7,12 @@ distributions). Only the broker process calls this, before any kafka import; tes
 users' code import kafka-python and crc32c normally."""
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
+import os
 import sys
 import types
+from typing import Any
 
 _PACKAGES = ("kafka", "kafka.record")
 
@@ -29,6 +32,7 @@ def skip_client_package_init() -> None:
         sys.modules[name] = pkg
     _import_util_without_errors()
     _defer_crc32c_init()
+    _import_load_json_without_resources()
 
 
 def _import_util_without_errors() -> None:
@@ -57,6 +61,71 @@ def _import_util_without_errors() -> None:
     finally:
         if sys.modules.get("kafka.errors") is stand_in:
             del sys.modules["kafka.errors"]
+
+
+def _import_load_json_without_resources() -> None:
+    """kafka-python's ``load_json`` (every message class reads its JSON schema through it) without
+    ``importlib.resources``, which it imports for ``read_text`` alone: that package with the file
+    reader its first ``read_text`` imports (``importlib.readers``, ``zipfile``) is ~5 ms of
+    start-up. ``load_json`` is imported beside a stand-in ``importlib.resources`` whose
+    ``read_text`` reads a schema from its package's directory as the real one does (the same
+    file, text mode, universal newlines; FileNotFoundError when there is none) and hands anything
+    else (a path, a package in a zip) to the real module, as it does every other attribute. The
+    stand-in leaves ``sys.modules`` at once: ``import importlib.resources`` anywhere later loads
+    the real module (and puts it where ``load_json`` looks: the ``importlib`` package's
+    attribute)."""
+    name = "kafka.protocol.schemas.load_json"
+    if name in sys.modules or "importlib.resources" in sys.modules:
+        return
+    stand_in = _ResourcesStandIn("importlib.resources")
+    sys.modules["importlib.resources"] = stand_in
+    importlib.resources = stand_in   # where ``import importlib.resources`` binds it
+    try:
+        import_submodule_alone(name)    # not kafka.protocol.schemas' __init__ (the field types) first
+    except ImportError:
+        pass                    # a kafka-python without it: its own import reports that later
+    finally:
+        if sys.modules.get("importlib.resources") is stand_in:
+            del sys.modules["importlib.resources"]
+
+
+class _ResourcesStandIn(types.ModuleType):
+    """``importlib.resources`` for ``load_json``: ``read_text`` of a file in a package's directory,
+    everything else from the real module (imported then)."""
+
+    @staticmethod
+    def read_text(package: Any, resource: str, encoding: str = "utf-8", errors: str = "strict") -> str:
+        directories = _package_directories(package) if os.path.basename(resource) == resource else None
+        if not directories:
+            text: str = _real_resources().read_text(package, resource, encoding, errors)
+            return text
+        path = next((p for p in (os.path.join(d, resource) for d in directories) if os.path.exists(p)),
+                    os.path.join(directories[0], resource))
+        with open(path, encoding=encoding, errors=errors) as f:
+            return f.read()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_real_resources(), name)
+
+
+def _real_resources() -> types.ModuleType:
+    if isinstance(sys.modules.get("importlib.resources"), _ResourcesStandIn):
+        del sys.modules["importlib.resources"]
+    return importlib.import_module("importlib.resources")
+
+
+def _package_directories(package: Any) -> list[str] | None:
+    """The directories ``importlib.resources.files(package)`` reads: a namespace package's, or a
+    regular package's from the file system (its ``__init__``'s); None for anything else."""
+    module = importlib.import_module(package) if isinstance(package, str) else package
+    spec = getattr(module, "__spec__", None)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    if spec.origin is None or spec.origin == "namespace":    # a namespace package: its directories
+        return [d for d in spec.submodule_search_locations if os.path.isdir(d)] or None
+    if isinstance(spec.loader, (importlib.machinery.SourceFileLoader, importlib.machinery.SourcelessFileLoader)):
+        return [os.path.dirname(spec.origin)]
+    return None
 
 
 def _defer_crc32c_init() -> None:

@@ -15,9 +15,7 @@ needs CREATE on the cluster or the topic.
 """
 from __future__ import annotations
 
-from typing import Any
-
-from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -31,6 +29,13 @@ from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, Operation as Op, ResourceType as RT
 from broker.security.authz import (TOPIC_DENIED, Handler, allowed, authorizes, cluster, response_class, topic_name,
                                    with_authorized_operations)
+from protocol.kafka_import import import_submodule_alone
+
+if TYPE_CHECKING:
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+else:   # the module alone, not the metadata family's __init__ (FindCoordinator's classes: start-up)
+    _messages = import_submodule_alone("kafka.protocol.metadata.metadata")
+    MetadataRequest, MetadataResponse = _messages.MetadataRequest, _messages.MetadataResponse
 
 T = MetadataResponse.MetadataResponseTopic
 P = T.MetadataResponsePartition

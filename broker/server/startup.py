@@ -27,13 +27,13 @@ import signal
 import socket
 import sys
 import threading
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED
 from protocol.frame import FrameDecoder, FrameError, peek_header
 from protocol.kafka_import import import_submodule_alone
+from broker.common.structlog_import import load_structlog
 
 from .api_table import advertised_table
 from broker.common.config import BrokerConfig, Listener
@@ -51,12 +51,18 @@ UNSUPPORTED_VERSION = 35
 _SEND_TIMEOUT_S = 5.0   # an ApiVersions answer is < 1 KiB; a client that never reads it is dropped
 
 
-@dataclass
 class LobbyConnection:
-    sock: socket.socket
-    listener: str
-    decoder: FrameDecoder
-    pending: list[bytes | bytearray] = field(default_factory=list)
+    """A connection the lobby accepted: its socket, listener, decoder and the frames it keeps for
+    ``serve`` (a plain class: a dataclass definition is ~1 ms of start-up)."""
+
+    __slots__ = ("sock", "listener", "decoder", "pending")
+
+    def __init__(self, sock: socket.socket, listener: str, decoder: FrameDecoder,
+                 pending: list[bytes | bytearray] | None = None) -> None:
+        self.sock = sock
+        self.listener = listener
+        self.decoder = decoder
+        self.pending: list[bytes | bytearray] = [] if pending is None else pending
 
 
 class Startup:
@@ -231,19 +237,23 @@ class Lobby:
 
 def _load(config: BrokerConfig, json_logs: bool, level: str) -> Broker:
     """Import the broker and build it (its log is loaded by ``serve``)."""
+    from broker.common.structlog_import import configure_when_loaded
+    if not configure_when_loaded(json_logs, level):   # samsa serve: once it has served (_load_log_when_idle)
+        from broker.common.logging_setup import configure
+        configure(json=json_logs, level=level)
     from broker import apis  # noqa: F401  (registers the API handlers)
     from broker.server.broker_server import Broker
-    from broker.common.logging_setup import configure
     from broker.network.request_log import set_request_logging
 
-    configure(json=json_logs, level=level)
     set_request_logging(level.upper() == "DEBUG")   # one debug line per request
     return Broker(config)
 
 
-def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO") -> None:
+def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO", resume_gc: bool = False) -> None:
     """``samsa serve``: listen, answer ApiVersions while loading, then run the broker until
-    SIGTERM/SIGINT. A signal that arrives while loading ends start-up cleanly, unserved."""
+    SIGTERM/SIGINT. A signal that arrives while loading ends start-up cleanly, unserved.
+    ``resume_gc``: the caller paused the garbage collector for start-up; it is enabled again
+    once the first answers are out (``_after_first_answers``), or when start-up ends unserved."""
     startup = Startup(config)
     control = config.get("samsa.control.listener")
     if control:                    # refused before listening, not after the first answers
@@ -271,13 +281,16 @@ def serve_fast(config: BrokerConfig, json_logs: bool = False, level: str = "INFO
             return
         import trio
 
-        trio.run(_serve, broker, startup, signalled)
+        trio.run(_serve, broker, startup, signalled, resume_gc)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        load_structlog()   # structlog itself from here (start-up that ended before serving included)
+        if resume_gc:
+            gc.enable()
 
 
-async def _serve(broker: Broker, startup: Startup, signalled: list[int]) -> None:
+async def _serve(broker: Broker, startup: Startup, signalled: list[int], resume_gc: bool = False) -> None:
     """Serve until SIGTERM/SIGINT, including one that arrived while trio was starting."""
     import trio
 
@@ -294,8 +307,28 @@ async def _serve(broker: Broker, startup: Startup, signalled: list[int]) -> None
                 stop.set()
             nursery.start_soon(watch)
             nursery.start_soon(_freeze_start_up_objects, broker)
+            nursery.start_soon(_after_first_answers, resume_gc)
             await serve(broker, stop=stop, startup=startup)
             nursery.cancel_scope.cancel()
+
+
+async def _after_first_answers(resume_gc: bool) -> None:
+    """Once the broker has answered what its first clients sent (every task waits, for 5 ms),
+    and at most ``WARM_UP_DELAY_S`` after it serves: import structlog (until then the stand-in of
+    broker/common/structlog_import.py writes the start-up lines: its ~30 ms import no longer comes
+    before the first Metadata answer) and resume the garbage collector paused for start-up.
+    ``trio.testing`` (which re-exports the wait) imports pytest, so the wait is taken from
+    ``trio._core``."""
+    import trio
+    from trio._core import wait_all_tasks_blocked
+
+    from broker.server.broker_server import WARM_UP_DELAY_S
+
+    with trio.move_on_after(WARM_UP_DELAY_S):
+        await wait_all_tasks_blocked(0.005)
+    load_structlog()
+    if resume_gc:
+        gc.enable()
 
 
 async def _freeze_start_up_objects(broker: Broker) -> None:

@@ -88,16 +88,20 @@ def test_garbage_during_start_up_closes_only_that_connection(tmp_path: Path) -> 
 
 def test_samsa_serve_freezes_the_start_up_objects_once_warmed_up(tmp_path: Path) -> None:
     """``samsa serve`` calls ``gc.freeze()`` once its coordinators and API modules are loaded
-    (broker/server/startup.py); an in-process broker (broker.testing) never does."""
+    (broker/server/startup.py); an in-process broker (broker.testing) never does. By then the
+    garbage collector paused for start-up runs again and structlog is imported."""
     code = ("import gc, os, signal, sys, threading, time\n"
             "def stop():\n"
             "    deadline = time.monotonic() + 30\n"
             "    while not gc.get_freeze_count() and time.monotonic() < deadline:\n"
             "        time.sleep(0.05)\n"
+            "    seen.extend([gc.isenabled(), sys.modules['structlog'].__name__, 'structlog.dev' in sys.modules])\n"
             "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "seen = []\n"
             "threading.Thread(target=stop, daemon=True).start()\n"
             "from broker.cli import main\n"
             "main(['serve'])\n"
+            "print(seen, gc.isenabled())\n"
             "print(gc.get_freeze_count())\n")
     b = SamsaBroker(tmp_path / "d", control=False)
     b.data_dir.mkdir(parents=True)
@@ -105,3 +109,5 @@ def test_samsa_serve_freezes_the_start_up_objects_once_warmed_up(tmp_path: Path)
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]
     assert int(out.stdout.split()[-1]) > 10_000
+    # the collector paused for start-up runs again, and structlog is loaded (broker/cli.py, startup.py)
+    assert out.stdout.splitlines()[-2] == "[True, 'structlog', True] True"
