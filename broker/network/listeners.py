@@ -99,10 +99,10 @@ async def _answer(broker: Broker, stream: trio.abc.Stream, receive: trio.MemoryR
     cancel.cancel()
 
 
-async def _answer_frame(broker: Broker, stream: trio.abc.Stream, frame: bytes | bytearray, peer: str, host: str,
+async def _answer_frame(broker: Broker, stream: trio.abc.Stream, frame: Any, peer: str, host: str,
                         listener: str, session: Session, idle: IdleExpiry) -> bool:
-    """Answer one request frame; False when the connection must close instead (bad request, failed
-    authentication, a handler's error, a peer that went away)."""
+    """Answer one request frame (bytes or the decoder's bytearray); False when the connection must
+    close instead (bad request, failed authentication, a handler's error, a peer that went away)."""
     idle.begin()
     started = request_log.now()
     try:
