@@ -5,9 +5,10 @@ in ``cancel_shielded_checkpoint``), and its ``recv_into`` tries the read before 
 connection that sends one small request at a time paid per request: a read, a yield, another
 read that fails with EAGAIN, then the wait; and for the answer a send and another yield.
 Here a write that the socket buffer takes whole returns without yielding, and the reader
-waits for readability first when its last read drained the socket. The connection's loops
-still yield on every frame (trio's memory channel send and receive are checkpoints), so no
-connection can starve the others. Plain sockets only: TLS streams go through trio's SSLStream.
+waits for readability first when its last read drained the socket. The connection's task
+(broker/network/listeners.py, ``_serve_socket``) still yields at least once per read and between
+frames read together, so no connection can starve the others. Plain sockets only: TLS streams go
+through trio's SSLStream.
 """
 from __future__ import annotations
 
