@@ -123,6 +123,7 @@ def test_java_commit_stop_all_restart_resumes_at_committed_offsets(own_broker: S
     assert got == sorted((p, o) for p in range(PARTITIONS) for o in range(5, 10))
 
 
+@pytest.mark.slow
 @pytest.mark.java
 def test_java_regex_subscription_picks_up_a_topic_created_later(cbroker: SamsaBroker) -> None:
     from tests.support.javaclient import of_type, start_java

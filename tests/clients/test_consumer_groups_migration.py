@@ -107,6 +107,7 @@ def test_java_consumer_protocol_and_kafka_python_classic_member_share_one_group(
     assert sorted(tp["partition"] for tp in summary["assignment"]) == list(range(PARTITIONS))
 
 
+@pytest.mark.slow
 def test_online_upgrade_then_downgrade_with_a_classic_member_and_committed_offsets(cbroker: SamsaBroker) -> None:
     """kafka-python (classic) consumes, commits and stays; a Java 4.3 member with
     group.protocol=consumer joins the same group id: the group becomes a consumer group at once

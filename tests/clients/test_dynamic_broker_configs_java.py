@@ -30,6 +30,7 @@ def config(lines: list[dict], name: str) -> tuple[str, str, list[list[str]]]:
     return e["value"], e["source"], e["synonyms"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 def test_java_admin_sets_describes_and_deletes_broker_configs(broker: SamsaBroker, version: str) -> None:
     bs = broker.bootstrap_servers

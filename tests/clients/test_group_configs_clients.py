@@ -41,6 +41,7 @@ def set_group_config(bootstrap: str, group: str, config: str) -> None:
     assert r.returncode == 0 and f"Completed updating config for group {group}." in r.stdout, r
 
 
+@pytest.mark.slow
 @pytest.mark.java
 def test_java_consumer_heartbeats_at_the_groups_interval(http_broker: SamsaBroker) -> None:
     from tests.support.javaclient import start_java

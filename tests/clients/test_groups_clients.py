@@ -428,7 +428,7 @@ NAMES = {
 }
 
 
-@pytest.mark.parametrize("admin_kind", ADMINS)
+@pytest.mark.parametrize("admin_kind", [pytest.param(a, marks=pytest.mark.slow) if a == "java" else a for a in ADMINS])
 def test_admin_list_describe_offsets_and_delete_groups(gbroker: SamsaBroker, members: list[Member],
                                                        admin_kind: str) -> None:
     if admin_kind == "java":
@@ -541,6 +541,7 @@ def never_revoked_after_holding(lines: list[dict[str, Any]], share: tuple[int, .
 JAVA_ASSIGNOR_CASES = [(JAVA_LATEST, "cooperative-sticky"), ("3.9.0", "range")]
 
 
+@pytest.mark.slow
 @pytest.mark.java
 @pytest.mark.parametrize("jv,assignor", JAVA_ASSIGNOR_CASES, ids=[f"{v}-{a}" for v, a in JAVA_ASSIGNOR_CASES])
 def test_java_three_members_share_six_partitions_then_two_take_over(

@@ -92,6 +92,7 @@ def test_idempotent_producer_10000_records_read_back_exactly_once(jv: str, samsa
     assert {p: o for p, (o, _, _) in offsets(listed, "latest").items()} == {p: len(ix) for p, ix in expected.items()}
 
 
+@pytest.mark.slow
 def test_admin_topic_round_trip(jv: str, samsa_broker: SamsaBroker) -> None:
     port = int(samsa_broker.bootstrap_servers.rsplit(":", 1)[1])
     cluster = last(java(jv, samsa_broker, "admin-describe-cluster"), "cluster")
@@ -137,6 +138,7 @@ def test_admin_topic_round_trip(jv: str, samsa_broker: SamsaBroker) -> None:
     assert topic not in names and "java-validate-only" not in names and "java-rf3" not in names
 
 
+@pytest.mark.slow
 def test_list_offsets_earliest_latest_and_by_timestamp_like_spark(jv: str, samsa_broker: SamsaBroker) -> None:
     topic = "java-offsets"
     create_topic(jv, samsa_broker, topic, 1)
@@ -185,6 +187,7 @@ def expected_record(topic: str, i: int, partitions: int) -> dict[str, Any]:
             "headers": [["idx", str(i)], ["src", "java"]], "leader_epoch": 0}
 
 
+@pytest.mark.slow
 def test_consume_assign_seek_poll_exact_records_like_spark(jv: str, samsa_broker: SamsaBroker) -> None:
     topic = "java-assign"
     create_topic(jv, samsa_broker, topic, 3)

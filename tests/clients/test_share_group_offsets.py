@@ -55,6 +55,7 @@ def produce(bootstrap: str, topic: str, partitions: dict[int, int]) -> None:
         p.close(timeout=5)
 
 
+@pytest.mark.slow
 @requires_java
 def test_alter_list_and_delete_share_group_offsets(broker):
     from kafka.admin import KafkaAdminClient, NewTopic

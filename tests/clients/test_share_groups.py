@@ -64,6 +64,7 @@ def test_enabled_broker_advertises_share_group_apis(share_broker):
     assert {k: apis[k] for k in SHARE_APIS} == {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2)}
 
 
+@pytest.mark.slow
 @requires_java
 def test_two_share_consumers_split_a_partition_accept_and_release(share_broker):
     bs = share_broker.bootstrap_servers
@@ -270,6 +271,7 @@ def test_share_apis_need_read_on_group_and_topic(samsa_broker):
 
 
 # -- a cluster: the group's coordinator on one broker, share partitions on each partition's leader -------
+@pytest.mark.slow
 @requires_java
 @pytest.mark.parametrize("samsa_cluster", [{"overrides": {k: v for k, v in SHARE_PROPS.items()
                                                           if k != "num.partitions"}}], indirect=True)

@@ -237,6 +237,7 @@ def test_java_acquire_modes(broker, mode):
         assert polls == [20], polls            # the whole stored batch is acquired, past max.poll.records
 
 
+@pytest.mark.slow
 @requires_java
 def test_java_admin_sets_and_validates_group_configs(broker):
     bs = broker.bootstrap_servers

@@ -58,6 +58,7 @@ def test_three_brokers_agree_and_replicas_are_placed(samsa_cluster) -> None:
     assert sorted(b.broker_id for b in dc.brokers) == [1, 2, 3] and dc.controller_id == first["controller"]
 
 
+@pytest.mark.slow
 def test_killed_leader_is_replaced_from_the_isr_with_a_new_epoch(samsa_cluster) -> None:
     c = samsa_cluster
     boots = dict(zip(c.brokers, c.bootstrap_servers.split(",")))
@@ -134,6 +135,7 @@ def test_brokers_reconnect_after_etcd_restarts(samsa_cluster) -> None:
                  what=f"{b} to see the new topic and every broker")
 
 
+@pytest.mark.slow
 def test_a_live_node_id_and_a_foreign_log_dir_refuse_to_start(samsa_cluster, tmp_path) -> None:
     c = samsa_cluster
     common = {"samsa.metadata.etcd.endpoints": c.etcd.endpoint, "broker.session.timeout.ms": "3000"}
@@ -346,6 +348,7 @@ def test_rack_aware_placement(samsa_cluster) -> None:
     assert {p.leader_id for p in parts} == {1, 2, 3, 4}
 
 
+@pytest.mark.slow
 def test_never_elects_outside_the_isr_unless_unclean_election_is_enabled(samsa_cluster) -> None:
     from kafka.protocol.admin import CreateTopicsRequest
     CC = CreateTopicsRequest.CreatableTopic.CreatableTopicConfig

@@ -27,6 +27,7 @@ def missing(html: str) -> str:
     return "" if start < 0 else html[start:html.find("</div>", start)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("samsa_cluster", [{
     "overrides": {**FAST_REPLICATION, "group.initial.rebalance.delay.ms": "0", "broker.session.timeout.ms": "30000",
                   "offsets.topic.num.partitions": str(INTERNAL_PARTITIONS),

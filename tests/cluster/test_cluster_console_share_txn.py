@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.skipif(find_etcd() is None, reason="etcd is not instal
 INTERNAL_PARTITIONS = 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("samsa_cluster", [{
     "overrides": {**FAST_REPLICATION, "group.initial.rebalance.delay.ms": "0",
                   "offsets.topic.num.partitions": str(INTERNAL_PARTITIONS),

@@ -46,6 +46,7 @@ def read_exactly(c: LocalCluster, topic: str, partitions: int, ends: dict[int, i
     return got
 
 
+@pytest.mark.slow
 def test_produce_and_fetch_go_on_while_etcd_is_down(samsa_cluster: LocalCluster) -> None:
     from kafka import KafkaProducer
 
@@ -100,6 +101,7 @@ def test_produce_and_fetch_go_on_while_etcd_is_down(samsa_cluster: LocalCluster)
     assert got == {p: list(enumerate(v)) for p, v in sent.items()}
 
 
+@pytest.mark.slow
 def test_isr_shrink_waits_for_etcd(samsa_cluster: LocalCluster) -> None:
     """A follower hangs while etcd is down: the leader may not drop it from the ISR on its own, so
     acks=all stays unanswered (the HW waits for the hung ISR member) until etcd is back and the

@@ -30,6 +30,7 @@ def metadata(bootstrap: str, topic: str) -> dict:
     return desc
 
 
+@pytest.mark.slow
 @CLUSTER
 def test_kafka_topics_and_consumer_groups_on_three_brokers(samsa_cluster: LocalCluster) -> None:
     c = samsa_cluster

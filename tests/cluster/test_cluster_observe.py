@@ -67,6 +67,7 @@ def expected_counts(c: LocalCluster, node: int) -> tuple[int, int]:
     return sum(1 for r in regs if node in r.replicas), sum(1 for r in regs if r.leader == node)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("samsa_cluster", [{
     # a long broker session: a paused follower leaves the ISR by replica lag, never by fencing
     "overrides": {**FAST_REPLICATION, "replica.lag.time.max.ms": "1000", "broker.session.timeout.ms": "30000"},
@@ -164,6 +165,7 @@ def test_metrics_and_console_of_a_cluster(samsa_cluster: LocalCluster) -> None:
         assert not log_lines(c, n, "ISR shrunk", partition="obs1-0")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("samsa_cluster", [{"overrides": {**FAST_REPLICATION, "replica.lag.time.max.ms": "1500"},
                                             "broker_overrides": http_overrides()}], indirect=True, ids=["http"])
 def test_leader_failover_is_logged_and_shown(samsa_cluster: LocalCluster) -> None:
@@ -230,6 +232,7 @@ def test_leader_failover_is_logged_and_shown(samsa_cluster: LocalCluster) -> Non
         assert [r[4] for r in tables(c, b, "/")["brokers"]] == ["yes", "yes", "yes"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("samsa_cluster", [{"overrides": {**FAST_REPLICATION, "group.initial.rebalance.delay.ms": "0"},
                                             "broker_overrides": http_overrides()}], indirect=True, ids=["http"])
 def test_consumer_group_lag_on_the_coordinator(samsa_cluster: LocalCluster) -> None:

@@ -89,6 +89,7 @@ def node_for(c: LocalCluster, key_type: int, want: int, prefix: str) -> str:
     return c.wait_for(find, timeout=30, what=f"a key whose coordinator is broker {want}")
 
 
+@pytest.mark.slow
 def test_a_cut_follower_link_shrinks_the_isr_and_the_heal_restores_it(samsa_cluster: LocalCluster) -> None:
     c = samsa_cluster
     create_topic(c, "cut3", assignment={0: [1, 2, 3]})      # min.insync.replicas=2 of 3
@@ -129,6 +130,7 @@ def test_a_cut_follower_link_shrinks_the_isr_and_the_heal_restores_it(samsa_clus
     assert read_values(c, "cut2", 0, 4) == [b"a", b"c", b"d", b"e"]
 
 
+@pytest.mark.slow
 def test_an_isolated_leader_is_replaced_and_acknowledges_nothing(samsa_cluster: LocalCluster) -> None:
     """Broker 1 leads ``iso`` and coordinates a group; cut from both peers and etcd (clients still
     reach it), its lease expires, the controller fences it and another broker leads. Broker 1
@@ -170,6 +172,7 @@ def test_an_isolated_leader_is_replaced_and_acknowledges_nothing(samsa_cluster: 
                timeout=10, what="broker 1 to truncate what it took while isolated")
 
 
+@pytest.mark.slow
 def test_samsa_ctl_partition_isolate_heal(samsa_cluster: LocalCluster) -> None:
     c = samsa_cluster
     urls = ",".join(c.brokers[n].control_url or "" for n in sorted(c.brokers))

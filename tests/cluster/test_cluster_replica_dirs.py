@@ -43,6 +43,7 @@ def produce(c: LocalCluster, topic: str, partitions: int, count: int = 10) -> No
     producer.close()
 
 
+@pytest.mark.slow
 def test_each_broker_data_dir_holds_exactly_its_replicas(samsa_cluster: LocalCluster) -> None:
     c = samsa_cluster
     placed = {"rf1": [[1], [2], [3], [1]], "rf2": [[1, 2], [2, 3], [3, 1]]}

@@ -54,6 +54,7 @@ def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
     return wait_until(what, predicate, timeout, interval=0.2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("samsa_cluster", [SECURE], indirect=True)
 def test_acls_and_scram_credentials_are_cluster_wide(samsa_cluster) -> None:
     from coordinator.metadata.records import AccessControlEntryRecord, UserScramCredentialRecord

@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.parametrize("samsa_cluster", [{"overrides": OVERRIDES}
               pytest.mark.skipif(not hasattr(ck, "ShareConsumer"), reason="confluent-kafka without ShareConsumer")]
 
 
+@pytest.mark.slow
 def test_released_records_come_back_on_the_new_leader_after_a_leader_kill(samsa_cluster: LocalCluster) -> None:
     c = samsa_cluster
     topic, group = unique("q"), unique("sg")

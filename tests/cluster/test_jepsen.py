@@ -70,11 +70,13 @@ def _run_and_check(c: LocalCluster, seed: int, seconds: float, request: pytest.F
         f"{result.artefact_path}; replay: SAMSA_JEPSEN_SEED={seed}\n" + "\n".join(result.report.problems))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", CI_SEEDS, ids=lambda s: f"seed{s}")
 def test_jepsen(samsa_cluster: LocalCluster, seed: int, request: pytest.FixtureRequest) -> None:
     _run_and_check(samsa_cluster, seed, _seconds(60), request)
 
 
+@pytest.mark.slow
 @pytest.mark.java
 @pytest.mark.parametrize("seed", CI_JAVA_SEEDS, ids=lambda s: f"seed{s}")
 def test_jepsen_with_java(samsa_cluster: LocalCluster, seed: int, request: pytest.FixtureRequest) -> None:

@@ -223,6 +223,7 @@ def test_isr_shrinks_on_a_hung_follower_and_min_insync(cluster: LocalCluster) ->
     assert consume_all(c, "h", 4) == [b"a", b"b", b"c", b"e"]
 
 
+@pytest.mark.slow
 def test_hung_leader_truncates_its_uncommitted_tail(cluster: LocalCluster) -> None:
     from tests.support.rawclient import RawClient
     from tests.support.wire import value_batch
@@ -272,6 +273,7 @@ def _kill_restart_rounds(c: LocalCluster, topic: str, rounds: int, during) -> No
         c.wait_for(lambda: isr(c, topic) == (1, 2, 3), timeout=60, what="killed broker back in the ISR")
 
 
+@pytest.mark.slow
 def test_confluent_idempotent_acks_all_across_leader_kills(cluster: LocalCluster) -> None:
     confluent_kafka = pytest.importorskip("confluent_kafka")
     c = cluster
@@ -350,6 +352,7 @@ def test_java_idempotent_acks_all_across_leader_kills(cluster: LocalCluster) -> 
     assert epochs == sorted(epochs) and epochs[-1] >= 1      # written across at least one failover
 
 
+@pytest.mark.slow
 def test_consumer_group_keeps_its_offsets_across_coordinator_failover(cluster: LocalCluster) -> None:
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
