@@ -12,6 +12,8 @@ kafka-python's. The object is the same: every slot holds what ``cls(version=...,
 would put there (tests/unit/test_message_build.py)."""
 from __future__ import annotations
 
+import keyword
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from kafka.protocol.api_message import ApiMessage
@@ -41,25 +43,43 @@ def _plan(cls: type, version: int | None) -> _Plan | None:
                  defaults, frozenset(n for n, _ in defaults), message)
 
 
+_MAKERS: dict[tuple[type, int | None, tuple[str, ...]], Callable[[dict[str, Any]], Any]] = {}
+
+
 def build(cls: type, version: int | None, fields: dict[str, Any]) -> Any:
-    """``cls(version=version, **fields)`` for a kafka-python message or nested struct class."""
-    key = (cls, version)
+    """``cls(version=version, **fields)`` for a kafka-python message or nested struct class.
+
+    The plan is compiled, per class, version and the names given (a call site gives the same
+    names each time), into a function that sets each slot by name: no walk over the plan, the
+    tag sets computed once (~0.6 µs for a partition entry, where walking the plan took ~3)."""
+    key = (cls, version, tuple(fields))
     try:
-        plan = _PLANS[key]
+        make = _MAKERS[key]
     except KeyError:
-        plan = _PLANS[key] = _plan(cls, version)
-    if plan is None or not plan.names.issuperset(fields):
-        return cls(version=version, **fields)
-    obj: Any = object.__new__(cls)
-    obj._version = version
-    obj.unknown_tags = None
-    tags = plan.tagged.intersection(fields) if plan.tagged else None
-    obj.tags = set(tags) if tags else None
-    for name, default in plan.defaults:
-        setattr(obj, name, fields[name] if name in fields else default)
-    if not plan.in_version.issuperset(fields):
-        for name in fields.keys() - plan.in_version:
-            setattr(obj, name, fields[name])
+        make = _MAKERS[key] = _maker(cls, version, key[2])
+    return make(fields)
+
+
+def _maker(cls: type, version: int | None, names: tuple[str, ...]) -> Callable[[dict[str, Any]], Any]:
+    """The compiled :func:`build` for these names: what walking the plan would set, slot by slot."""
+    plan = _plan(cls, version)
+    if plan is None or not plan.names.issuperset(names) or \
+            not all(n.isidentifier() and not keyword.iskeyword(n) for n in plan.names):
+        return lambda fields: cls(version=version, **fields)
+    given = set(names)
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_version": version,
+                           "_tags": frozenset(plan.tagged.intersection(given))}
+    body = ["def make(f):", "    o = _new(_cls)", "    o._version = _version", "    o.unknown_tags = None",
+            "    o.tags = set(_tags)" if env["_tags"] else "    o.tags = None"]
+    for i, (name, default) in enumerate(plan.defaults):
+        if name in given:
+            body.append(f"    o.{name} = f[{name!r}]")
+        else:
+            env[f"_d{i}"] = default    # kafka-python's own default object, shared as it shares it
+            body.append(f"    o.{name} = _d{i}")
+    body += [f"    o.{name} = f[{name!r}]" for name in names if name not in plan.in_version]
     if plan.message:
-        obj._header = obj._min_version = obj._max_version = None
-    return obj
+        body.append("    o._header = o._min_version = o._max_version = None")
+    body.append("    return o")
+    exec("\n".join(body), env)
+    return env["make"]  # type: ignore[no-any-return]

@@ -407,6 +407,39 @@ def build_batch(records: Sequence[tuple[bytes | None, bytes | None]], base_offse
                           producer_epoch, base_sequence, len(records), body)
 
 
+_HEAD_BEFORE_CRC = struct.Struct(">qiib")    # base offset, length, leader epoch, magic
+_HEAD_AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. record count: the CRC's first bytes
+_CRC = struct.Struct(">I")
+
+
+def build_internal_batch(records: Sequence[tuple[bytes | None, bytes | None]], base_offset: int, leader_epoch: int,
+                         timestamp_ms: int, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1,
+                         attributes: int = 0) -> tuple[bytes, BatchHeader]:
+    """What :func:`build_batch` then :func:`stamp` (``base_offset``, ``leader_epoch``, no
+    log-append time) make, byte for byte, and the header :func:`parse_header` would read from
+    it: the broker's own appends (coordinator records, transaction markers), one per offset
+    commit, so in as few Python steps as the format allows: the CRC runs over the packed tail
+    of the header and the records without building the batch first (CRC-32C continues across
+    pieces), and the pieces are joined once."""
+    parts = []
+    for i, (key, value) in enumerate(records):
+        # attributes 0, timestamp delta 0, offset delta i, key, value, no headers
+        rec = b"".join((_ATTRS_TS_DELTA, _zigzag_size(i), _NULL if key is None else _zigzag_size(len(key)),
+                        key or b"", _NULL if value is None else _zigzag_size(len(value)), value or b"",
+                        _NO_HEADERS))
+        parts.append(_zigzag_size(len(rec)))
+        parts.append(rec)
+    body = b"".join(parts)
+    n = len(records)
+    length = HEADER_SIZE - LOG_OVERHEAD + len(body)
+    tail = _HEAD_AFTER_CRC.pack(attributes, n - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
+                                NO_SEQUENCE, n)
+    crc = crc32c.crc32c(body, crc32c.crc32c(tail))
+    data = b"".join((_HEAD_BEFORE_CRC.pack(base_offset, length, leader_epoch, MAGIC_V2), _CRC.pack(crc), tail, body))
+    return data, BatchHeader(base_offset, length, leader_epoch, MAGIC_V2, crc, attributes, n - 1, timestamp_ms,
+                             timestamp_ms, producer_id, producer_epoch, NO_SEQUENCE, n)
+
+
 def _varint(v: int) -> bytes:
     out = bytearray()
     encode_varint(v, out.append)
@@ -421,6 +454,16 @@ _ONE_BYTE = {v: _varint(v) for v in range(-64, 64)}
 def _zigzag(v: int) -> bytes:
     b = _ONE_BYTE.get(v)
     return b if b is not None else _varint(v)
+
+
+def _zigzag_size(v: int) -> bytes:
+    """:func:`_zigzag` of a size or an index (``v`` >= 0): one and two bytes without a call."""
+    z = v << 1
+    if z < 0x80:
+        return _ONE_BYTE[v]
+    if z < 0x4000:
+        return bytes((z & 0x7F | 0x80, z >> 7))
+    return _varint(v)
 
 
 _ATTRS_TS_DELTA = b"\x00" + _ONE_BYTE[0]    # a built record's attributes and timestamp delta

@@ -32,6 +32,7 @@ import trio
 
 from broker.common.clock import Clock
 from broker.common.config import TOPIC_CONFIGS, BrokerConfig, parse_value
+from .append_settings import AppendSettings
 from .fds import FdCache
 from .flush import after_append
 from .partition_map import PartitionMap
@@ -49,6 +50,7 @@ METADATA_FILE = "samsa-topics.json"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249
+_APPEND_SETTINGS = "\0append"   # Topic.resolved's entry for the topic's AppendSettings (no config's name)
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 
 
@@ -220,7 +222,7 @@ class LogManager:
         from .partition import Partition   # with the first partition: a fresh node serves without it
         part = Partition(topic.name, p, self._partition_dir(topic.name, p),
                          functools.partial(self.topic_config_value, topic), fds=self.fds,
-                         clock=self.now_ms)
+                         clock=self.now_ms, settings=functools.partial(self.append_settings, topic))
         part.open(clean)
         return self._attach(part)
 
@@ -230,7 +232,7 @@ class LogManager:
         from .partition import Partition   # with the first partition: a fresh node serves without it
         part = Partition(topic.name, p, self._partition_dir(topic.name, p),
                          functools.partial(self.topic_config_value, topic), fds=self.fds,
-                         clock=self.now_ms)
+                         clock=self.now_ms, settings=functools.partial(self.append_settings, topic))
         if not part.create():
             part.open(True)
         return self._attach(part)
@@ -321,6 +323,20 @@ class LogManager:
             pass
         value = topic.resolved[name] = self._resolve_config(topic.configs, name)
         return value
+
+    def append_settings(self, topic: Topic) -> AppendSettings:
+        """The configs every append of the topic reads, parsed (broker/log/append_settings.py):
+        kept beside the topic's resolved values under a key no config has, so they are dropped
+        with them when the topic's configs are replaced or the broker's defaults change."""
+        if topic.resolved_from is not topic.configs:
+            topic.resolved.clear()
+            topic.resolved_from = topic.configs
+        try:
+            return topic.resolved[_APPEND_SETTINGS]
+        except KeyError:
+            pass
+        settings = topic.resolved[_APPEND_SETTINGS] = AppendSettings(functools.partial(self.topic_config_value, topic))
+        return settings
 
     def _resolve_config(self, configs: Mapping[str, str], name: str) -> Any:
         if name in configs:

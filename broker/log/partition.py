@@ -29,6 +29,7 @@ from protocol import records as rb
 from protocol.errors import ErrorCode
 
 from . import index as ix
+from .append_settings import AppendSettings
 from .epoch_cache import EpochCheckpointInvalid, LeaderEpochCache
 from .fds import FdCache
 from .segment import Segment, segment_name
@@ -126,11 +127,15 @@ def _last_boundary(seg: Segment, first: int, end: int, upper_offset: int) -> int
 class Partition:
     def __init__(self, topic: str, index: int, directory: str,
                  config: Callable[[str], Any], leader_epoch: int = 0, fds: FdCache | None = None,
-                 clock: Callable[[], int] | None = None) -> None:
+                 clock: Callable[[], int] | None = None,
+                 settings: Callable[[], AppendSettings] | None = None) -> None:
         self.topic = topic
         self.index = index
         self.directory = directory
         self.config = config  # effective topic config lookup
+        # the configs an append reads, parsed: the log manager's per-topic cache (dropped when the
+        # topic's configs change); without one, resolved from ``config`` on every append
+        self.settings: Callable[[], AppendSettings] = settings or (lambda: AppendSettings(self.config))
         self.leader_epoch = leader_epoch
         self.fds = fds if fds is not None else FdCache()
         self.clock = clock or _wall_ms
@@ -432,12 +437,13 @@ class Partition:
         the compacted-topic key walk and the timestamp bounds cannot fail, so they are skipped.
         ``control_marker``: (control type, coordinator epoch) of the one control batch the broker
         built (append_control), so it is not read back from the batch."""
-        max_bytes = int(self.config("max.message.bytes"))
+        settings = self.settings()
+        max_bytes = settings.max_message_bytes
         for h in batches:
             if h.size > max_bytes:
                 return AppendResult(ErrorCode.MESSAGE_TOO_LARGE,
                                     message=f"batch of {h.size} bytes exceeds max.message.bytes {max_bytes}")
-        if not built_here and "compact" in self.policies():
+        if not built_here and settings.compact:
             for h in batches:
                 try:
                     keyed = h.is_control or _all_keyed(data, h)
@@ -447,10 +453,10 @@ class Partition:
                     return AppendResult(ErrorCode.INVALID_RECORD,
                                         message=f"Compacted topic cannot accept message without key in topic "
                                                 f"partition {self.name}.")
-        log_append = self.config("message.timestamp.type") == "LogAppendTime"
+        log_append = settings.log_append_time
         if not log_append and not built_here:
-            after = int(self.config("message.timestamp.after.max.ms"))
-            before = int(self.config("message.timestamp.before.max.ms"))
+            after = settings.timestamp_after_max_ms
+            before = settings.timestamp_before_max_ms
             for h in batches:
                 if h.max_timestamp >= 0 and h.max_timestamp - now_ms > after:
                     return AppendResult(ErrorCode.INVALID_TIMESTAMP,
@@ -479,15 +485,16 @@ class Partition:
             if log_append:
                 h.max_timestamp = now_ms
             next_offset += h.last_offset_delta + 1
-        self._maybe_roll(len(data), max(h.max_timestamp for h in batches), next_offset - 1, now_ms)
+        self._maybe_roll(len(data), max(h.max_timestamp for h in batches), next_offset - 1, now_ms, settings)
         self._append_active(data if in_place else rb.stamped_parts(data, batches, self.leader_epoch), data, batches,
-                            control_marker)
+                            control_marker, settings)
         if self.on_append is not None:
             self.on_append(self)
         return AppendResult(ErrorCode.NONE, base, now_ms if log_append else -1, self.log_start_offset)
 
     def _append_active(self, stored: bytes | bytearray | list, data: bytes | bytearray,
-                       batches: list[rb.BatchHeader], control_marker: tuple[int, int] | None = None) -> None:
+                       batches: list[rb.BatchHeader], control_marker: tuple[int, int] | None,
+                       settings: AppendSettings) -> None:
         """What a leader's and a follower's append share: ``stored`` (the batches as written) into
         the active segment, then producer state, transactions and the flush.messages count from
         ``batches``/``data``."""
@@ -497,8 +504,8 @@ class Partition:
         for h in batches:
             self._track_batch(h, data if h.is_control else None, control_marker)
             self.unflushed_messages += h.record_count
-        flush_messages = self.config("flush.messages")
-        if flush_messages is not None and self.unflushed_messages >= int(flush_messages):
+        flush_messages = settings.flush_messages
+        if flush_messages is not None and self.unflushed_messages >= flush_messages:
             self.flush_due = True  # the produce path (or the flusher task) fsyncs off the event loop
 
     def _track_batch(self, h: rb.BatchHeader, control_data: bytes | bytearray | None,
@@ -536,16 +543,67 @@ class Partition:
         """Aborted transactions overlapping [start, end): what a read_committed fetch needs."""
         return [a for a in self.aborted_txns if a.last_offset >= start and a.first_offset < end]
 
-    def append_internal(self, records: Sequence[tuple[bytes | None, bytes | None]], now_ms: int, **kw: Any) -> int:
-        """Append broker-written records (internal topics, markers); returns the base offset."""
-        control_marker = kw.pop("control_marker", None)
-        data = rb.build_batch(records, timestamp_ms=now_ms, **kw)
-        h = rb.parse_header(data)
-        keyed = kw.get("control", False) or all(key is not None for key, _ in records)
-        result = self.append(data, [h], now_ms, built_here=keyed, control_marker=control_marker)
-        if result.error:
-            raise RuntimeError(f"internal append failed: {result.error} {result.message}")
-        return result.base_offset
+    def append_internal(self, records: Sequence[tuple[bytes | None, bytes | None]], now_ms: int,
+                        producer_id: int = rb.NO_PRODUCER_ID, producer_epoch: int = -1, transactional: bool = False,
+                        control: bool = False, control_marker: tuple[int, int] | None = None) -> int:
+        """Append broker-written records (internal topics, markers); returns the base offset.
+
+        The broker's own appends (one per offset commit, three or more per transaction) take a
+        short path with what :meth:`append` does for such a batch and nothing else: the batch is
+        built already stamped with its offset and leader epoch (rb.build_internal_batch, the
+        same bytes as build_batch then stamp), its header made rather than parsed, and the
+        configs read from the partition's cached settings. Its checks are append's for a batch
+        built here: the size limit, the producer's epoch (markers, transactional offset
+        commits); every record is keyed and stamped now, so the compacted-topic key walk and
+        the timestamp bounds cannot fail. A topic with log-append time (a marker on a user
+        topic) or an unkeyed record take :meth:`append` itself."""
+        settings = self.settings()
+        keyed = control
+        if not keyed:
+            for key, _ in records:
+                if key is None:
+                    break
+            else:
+                keyed = True
+        attributes = (rb.TRANSACTIONAL_MASK if transactional else 0) | (rb.CONTROL_MASK if control else 0)
+        if settings.log_append_time or not keyed:
+            built = rb.build_batch(records, timestamp_ms=now_ms, producer_id=producer_id,
+                                   producer_epoch=producer_epoch, transactional=transactional, control=control)
+            result = self.append(built, [rb.parse_header(built)], now_ms, built_here=keyed,
+                                 control_marker=control_marker)
+            if result.error:
+                raise RuntimeError(f"internal append failed: {result.error} {result.message}")
+            return result.base_offset
+        base = self.log_end_offset
+        data, h = rb.build_internal_batch(records, base, self.leader_epoch, now_ms, producer_id, producer_epoch,
+                                          attributes)
+        if h.length + rb.LOG_OVERHEAD > settings.max_message_bytes:
+            raise RuntimeError(f"internal append failed: {ErrorCode.MESSAGE_TOO_LARGE} batch of "
+                               f"{h.length + rb.LOG_OVERHEAD} bytes exceeds max.message.bytes "
+                               f"{settings.max_message_bytes}")
+        if producer_id >= 0:
+            v = self.producers.check(producer_id, producer_epoch, rb.NO_SEQUENCE, rb.NO_SEQUENCE)
+            if v.error == ErrorCode.DUPLICATE_SEQUENCE_NUMBER and v.duplicate_of is not None:
+                return v.duplicate_of.first_offset    # what append answers for a retried batch
+            if v.error:
+                raise RuntimeError(f"internal append failed: {v.error} {v.message or None}")
+        if self.leader_epoch > self.epochs.latest_epoch:
+            self.epochs.assign(self.leader_epoch, base)
+        last = base + h.last_offset_delta
+        self._maybe_roll(len(data), now_ms, last, now_ms, settings)
+        # _append_active for this one batch
+        active = self.segments[-1]
+        active.append_batch(data, base, last, now_ms)
+        active.index_dirty = True
+        if producer_id >= 0:
+            self._track_batch(h, data if control else None, control_marker)
+        self.unflushed_messages += h.record_count
+        flush_messages = settings.flush_messages
+        if flush_messages is not None and self.unflushed_messages >= flush_messages:
+            self.flush_due = True
+        if self.on_append is not None:
+            self.on_append(self)
+        return base
 
     # -- replication -----------------------------------------------------------------------
     def append_as_follower(self, data: bytes | bytearray, now_ms: int) -> int:
@@ -567,8 +625,9 @@ class Partition:
         for h in batches:
             if h.leader_epoch > self.epochs.latest_epoch:
                 self.epochs.assign(h.leader_epoch, h.base_offset)
-        self._maybe_roll(len(data), max(h.max_timestamp for h in batches), batches[-1].last_offset, now_ms)
-        self._append_active(data, data, batches)
+        settings = self.settings()
+        self._maybe_roll(len(data), max(h.max_timestamp for h in batches), batches[-1].last_offset, now_ms, settings)
+        self._append_active(data, data, batches, None, settings)
         return self.log_end_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -632,24 +691,24 @@ class Partition:
         self.synced_offset = min(self.synced_offset, leo)
         log.info("log truncated", partition=self.name, offset=offset, log_end_offset=leo)
 
-    def _maybe_roll(self, incoming: int, max_ts: int, last_offset: int, now_ms: int) -> None:
+    def _maybe_roll(self, incoming: int, max_ts: int, last_offset: int, now_ms: int,
+                    settings: AppendSettings) -> None:
         """Kafka's LogSegment.shouldRoll: size, time since the first batch (by record
         timestamps, else by creation time) beyond segment.ms less the segment's jitter, or
         offsets beyond a 32-bit relative index."""
         active = self.segments[-1]
         if active.size == 0:
             return
-        if active.size + incoming > int(self.config("segment.bytes")) or \
+        if active.size + incoming > settings.segment_bytes or \
                 last_offset - active.base_offset > MAX_RELATIVE_OFFSET:
             self.roll(now_ms)
             return
-        segment_ms = self.config("segment.ms")
+        segment_ms = settings.segment_ms
         if segment_ms is None:
             return
-        segment_ms = int(segment_ms)
         if active.roll_jitter_ms is None:
             # Kafka's randomSegmentJitter: drawn once per segment, below both limits
-            jitter = int(self.config("segment.jitter.ms") or 0)
+            jitter = settings.segment_jitter_ms
             active.roll_jitter_ms = random.randrange(min(jitter, segment_ms)) if jitter > 0 else 0
         first = active.rolling_timestamp()
         waited = max_ts - first if first is not None and max_ts >= 0 else now_ms - active.created_ms

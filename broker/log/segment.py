@@ -246,6 +246,17 @@ class Segment:
             self._track(start + h.position, h.base_offset, h.last_offset, h.max_timestamp, h.size)
         self.size = start + length
 
+    def append_batch(self, data: bytes, base_offset: int, last_offset: int, max_timestamp: int) -> None:
+        """:meth:`append` for one batch in one buffer (the broker's own appends, one per offset
+        commit), without the list and per-batch walk."""
+        start = self.size
+        length = len(data)
+        if os.write(self.fd, data) != length:  # pragma: no cover - disk full
+            os.ftruncate(self.fd, start)
+            raise OSError("short write to segment")
+        self._track(start, base_offset, last_offset, max_timestamp, length)
+        self.size = start + length
+
     def flush(self) -> None:
         if self.flushed_size < self.size:
             size = self.size

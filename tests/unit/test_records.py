@@ -1,6 +1,7 @@
 """Record batch v2 header handling and framing, without a broker."""
 from __future__ import annotations
 
+import random
 import struct
 
 import crc32c
@@ -103,6 +104,30 @@ def test_stamped_parts_write_what_stamp_writes_in_place():
     assert b"".join(bytes(p) for p in parts) == bytes(in_place)
     assert [(h.base_offset, h.leader_epoch) for h in rb.iter_batches(in_place)] == \
         [(500, 7), (502, 7), (505, 7)]
+
+
+def _blob(rnd: random.Random) -> bytes | None:
+    size = rnd.choice([None, 0, 1, 5, 62, 63, 64, 65, 200, 3000, 70000])
+    return None if size is None else rnd.randbytes(size)
+
+
+def test_internal_batch_is_build_batch_then_stamp_byte_for_byte():
+    """The broker's own appends build their batch already stamped (rb.build_internal_batch): the
+    bytes and the header are those of build_batch then stamp then parse_header, for one record
+    and many (offset deltas and lengths past one varint byte), null keys and values, markers."""
+    rnd = random.Random(23)
+    for _ in range(300):
+        records = [(_blob(rnd), _blob(rnd)) for _ in range(rnd.choice([0, 1, 1, 2, 63, 64, 65, 130]))]
+        base, epoch, ts = rnd.choice([0, 5, 1 << 40]), rnd.choice([-1, 0, 7]), rnd.choice([0, 1_700_000_000_000])
+        pid, pepoch = rnd.choice([(-1, -1), (0, 0), (12345, 3)])
+        transactional, control = rnd.random() < 0.5, rnd.random() < 0.3
+        old = rb.build_batch(records, timestamp_ms=ts, producer_id=pid, producer_epoch=pepoch,
+                             transactional=transactional, control=control)
+        rb.stamp(old, 0, base, epoch)
+        attributes = (rb.TRANSACTIONAL_MASK if transactional else 0) | (rb.CONTROL_MASK if control else 0)
+        data, h = rb.build_internal_batch(records, base, epoch, ts, pid, pepoch, attributes)
+        assert data == bytes(old)
+        assert h == rb.parse_header(old)
 
 
 def test_build_batch_readable_by_kafka_python():
