@@ -105,36 +105,36 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         for transactional_id, value in step.transitions:
             self._log_transition(transactional_id, value, request)
 
-    def _log_transition(self, transactional_id: str, v: txr.TransactionLogValue, request: Any) -> None:
+    def _log_transition(self, transactional_id: str, t: txr.TxnTransition, request: Any) -> None:
         """Transactions begun/committed/aborted/timed out, from the state records the coordinator
         writes (an abort that no EndTxn asked for is the coordinator's timeout).
 
         ``begun`` and ``committed`` are DEBUG lines, as Kafka's ``TransactionMetadata`` logs each
         completed transition at debug: at INFO they were two rendered and written lines per
         transaction, ~11 % of a transaction's broker CPU. With DEBUG off, structlog's filtering
-        bound logger makes ``debug`` a no-op (nothing rendered or written). Aborts and
-        time-outs stay at INFO: rare, and what an operator looks for."""
-        status = v.transaction_status
+        bound logger makes ``debug`` a no-op (nothing rendered or written). Aborts and time-outs
+        stay at INFO: rare, and what an operator looks for."""
+        status = t.status
         previous, partitions = self._states.get(transactional_id, (None, 0))
-        if v.transaction_partitions:   # the Complete* records carry none: keep the Ongoing/Prepare count
-            partitions = sum(len(p) for _, p in v.transaction_partitions)
-        if status in (4, 5):       # complete: nothing left to compare with (keeps this map small)
+        if t.partition_count:   # the Complete* records carry none: keep the Ongoing/Prepare count
+            partitions = t.partition_count
+        if status == 4 or status == 5:   # complete: nothing left to compare with (keeps this map small)
             self._states.pop(transactional_id, None)
         else:
             self._states[transactional_id] = (status, partitions)
-        if status == 1 and previous != 1:
-            log.debug("transaction begun", timeout_ms=v.transaction_timeout_ms, transactional_id=transactional_id,
-                      producer_id=v.producer_id, producer_epoch=v.producer_epoch)
-        elif status == 3 and previous == 1 and type(request).__name__ not in ("EndTxn", "InitProducerId"):
-            log.info("transaction timed out; aborting", timeout_ms=v.transaction_timeout_ms,
-                     transactional_id=transactional_id, producer_id=v.producer_id, producer_epoch=v.producer_epoch)
+        if status == 1:
+            if previous != 1:
+                log.debug("transaction begun", timeout_ms=t.timeout_ms, transactional_id=transactional_id,
+                          producer_id=t.producer_id, producer_epoch=t.producer_epoch)
         elif status == 4:
-            log.debug("transaction committed", partitions=partitions,
-                      duration_ms=v.transaction_last_update_timestamp_ms - v.transaction_start_timestamp_ms,
-                      transactional_id=transactional_id, producer_id=v.producer_id, producer_epoch=v.producer_epoch)
+            log.debug("transaction committed", partitions=partitions, duration_ms=t.last_update_ms - t.start_ms,
+                      transactional_id=transactional_id, producer_id=t.producer_id, producer_epoch=t.producer_epoch)
+        elif status == 3 and previous == 1 and type(request).__name__ not in ("EndTxn", "InitProducerId"):
+            log.info("transaction timed out; aborting", timeout_ms=t.timeout_ms,
+                     transactional_id=transactional_id, producer_id=t.producer_id, producer_epoch=t.producer_epoch)
         elif status == 5:
             log.info("transaction aborted", partitions=partitions, transactional_id=transactional_id,
-                     producer_id=v.producer_id, producer_epoch=v.producer_epoch)
+                     producer_id=t.producer_id, producer_epoch=t.producer_epoch)
 
     def after_step(self, partition: int, step: Step) -> None:
         """The step's records are committed: its transitions are no longer pending (a retry meanwhile

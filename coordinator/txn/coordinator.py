@@ -36,7 +36,8 @@ from typing import Any
 
 from coordinator.hashing import partition_for_group
 from coordinator.step import Coordinator, MarkerJob, Step, TopicPartition
-from coordinator.txn.records import (TransactionLogValue, decode_key, decode_value, group_partitions, transaction_record)
+from coordinator.txn.records import (TxnTransition, decode_key, decode_value, encode_key, encode_state, group_partitions,
+                                     transaction_record)
 
 __all__ = [
     "TransactionCoordinator", "TxnCoordinatorConfig", "TxnState", "TxnMetadata", "Step", "MarkerJob",
@@ -283,14 +284,6 @@ class TxnMetadata:
         followed by PrepareAbort, which is what is pending then)."""
         return self.pending_state is not None and self.pending_state != TxnState.PREPARE_EPOCH_FENCE
 
-    def log_value(self) -> TransactionLogValue:
-        return TransactionLogValue(
-            producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-            transaction_timeout_ms=self.timeout_ms, transaction_status=self.state.id,
-            transaction_partitions=None if self.state == TxnState.EMPTY else group_partitions(self.partitions),
-            transaction_last_update_timestamp_ms=self.last_update_ms,
-            transaction_start_timestamp_ms=self.start_ms)
-
     @property
     def epoch_exhausted(self) -> bool:
         return self.producer_epoch >= MAX_EPOCH - 1
@@ -464,9 +457,16 @@ class TransactionCoordinator:
         md.state = state
         if self.track_pending:
             md.pending_state = state
-        value = md.log_value()
-        step.records.append(transaction_record(md.transactional_id, value))
-        step.transitions.append((md.transactional_id, value))
+        # the record's bytes straight from the fields (records.encode_state), and a tuple for the
+        # runtime's logs: no TransactionLogValue made (issue 23, three transitions a transaction)
+        tid, status, partitions = md.transactional_id, state.id, md.partitions
+        empty = state is TxnState.EMPTY
+        step.records.append((encode_key(tid), encode_state(
+            md.producer_id, md.producer_epoch, md.timeout_ms, status, None if empty else partitions,
+            md.last_update_ms, md.start_ms)))
+        step.transitions.append((tid, TxnTransition(
+            status, md.producer_id, md.producer_epoch, md.timeout_ms, 0 if empty else len(partitions),
+            md.start_ms, md.last_update_ms)))
 
     def _marker_job(self, md: TxnMetadata) -> MarkerJob:
         return MarkerJob(transactional_id=md.transactional_id, producer_id=md.producer_id,

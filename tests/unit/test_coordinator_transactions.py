@@ -9,6 +9,7 @@ Error codes: 16 NOT_COORDINATOR, 14 COORDINATOR_LOAD_IN_PROGRESS, 42 INVALID_REQ
 from __future__ import annotations
 
 import itertools
+import random
 import struct
 from typing import Any
 
@@ -17,7 +18,9 @@ import pytest
 from coordinator.group.coordinator import (OffsetCommitPartition, OffsetCommitTopic, TxnOffsetCommit, TxnRecords)
 from coordinator.hashing import partition_for_group
 from coordinator.group.offsets_records import OffsetCommitKey, OffsetCommitValue
-from coordinator.txn.records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
+from coordinator.group.offsets_records import _Writer
+from coordinator.txn.records import (TransactionLogValue, decode_key, decode_value, encode_key, encode_state, encode_value,
+                                     group_partitions)
 from coordinator.txn.coordinator import (AddOffsetsToTxn, AddPartitionsToTxn, DescribeTransactions, EndTxn, InitProducerId, ListTransactions, MarkerJob, Step, TransactionCoordinator, TxnCoordinatorConfig, TxnState)
 from tests.support.coordinator_harness import Driver, Harness, decode_records
 
@@ -91,6 +94,47 @@ def test_record_bytes_are_kafkas_transaction_log_v0() -> None:
     assert encode_value(empty)[17:21] == b"\xff\xff\xff\xff"            # null partitions in state Empty
     assert decode_value(encode_value(value)) == value
     assert decode_value(encode_value(empty)) == empty
+
+
+def _field_by_field_v0(value: TransactionLogValue) -> bytes:
+    """TransactionLogValue v0 written field by field, as the encoder did before it packed structs."""
+    w = _Writer()
+    w.int16(0)
+    w.int64(value.producer_id)
+    w.int16(value.producer_epoch)
+    w.int32(value.transaction_timeout_ms)
+    w.parts.append(struct.pack(">b", value.transaction_status))
+    if value.transaction_partitions is None:
+        w.int32(-1)
+    else:
+        w.array_len(len(value.transaction_partitions))
+        for topic, ids in value.transaction_partitions:
+            w.string(topic)
+            w.array_len(len(ids))
+            for p in ids:
+                w.int32(p)
+    w.int64(value.transaction_last_update_timestamp_ms)
+    w.int64(value.transaction_start_timestamp_ms)
+    return w.getvalue()
+
+
+def test_state_records_built_from_fields_have_the_bytes_of_the_value_encoder() -> None:
+    """The coordinator writes ``encode_state`` (no TransactionLogValue per transition): over random
+    fields and partition sets (none, one, several topics, non-ASCII names) its bytes are those of
+    ``encode_value`` and of the field-by-field writer, and decode to the same value."""
+    rng = random.Random(23)
+    topics = ["t", "orders", "__consumer_offsets", "tö-ünicode", "x" * 200]
+    for i in range(3000):
+        status = rng.randrange(0, 7)
+        n = rng.choice([0, 1, 1, 1, 2, 3, rng.randrange(0, 40)])
+        partitions = {(rng.choice(topics), rng.randrange(0, 1 << rng.choice([2, 8, 31]))) for _ in range(n)}
+        fields = (rng.randrange(-1, 1 << 63), rng.randrange(-1, 32767), rng.randrange(0, 1 << 31), status)
+        last_update, start = rng.randrange(-1, 1 << 62), rng.choice([-1, rng.randrange(0, 1 << 62)])
+        empty = status == 0 and i % 2 == 0          # state Empty writes the null list
+        value = TransactionLogValue(*fields, None if empty else group_partitions(partitions), last_update, start)
+        data = encode_state(*fields, None if empty else partitions, last_update, start)
+        assert data == encode_value(value) == _field_by_field_v0(value)
+        assert decode_value(data) == value
 
 
 def test_flexible_v1_values_with_tagged_fields_are_read() -> None:
