@@ -54,7 +54,7 @@ class MarkerJob:
     partitions: tuple[TopicPartition, ...]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, init=False)
 class Step:
     """What one call of a coordinator produced, in the order the runtime acts on it: append
     ``records`` (then each transactional batch of ``txn_records``) to the coordinator's partition;
@@ -68,6 +68,16 @@ class Step:
     txn_records: list[TxnRecords] = field(default_factory=list)
     markers: list[MarkerJob] = field(default_factory=list)
     transitions: list[tuple[str, TxnTransition]] = field(default_factory=list)
+
+    def __init__(self) -> None:
+        # written out: dataclass's generated __init__ tests each field against its default
+        # factory sentinel and calls ``list`` through it; a Step is made for every request and
+        # timer step of every coordinator (issue 23)
+        self.completions = []
+        self.records = []
+        self.txn_records = []
+        self.markers = []
+        self.transitions = []
 
     def complete(self, token: Any, result: Any) -> None:
         """Answer the request that carried ``token`` (released after this step's records)."""

@@ -289,6 +289,12 @@ class TxnMetadata:
         return self.producer_epoch >= MAX_EPOCH - 1
 
 
+def _check_transition(md: TxnMetadata, state: TxnState) -> None:
+    if md.state not in _VALID_PREVIOUS[state]:
+        raise AssertionError(f"transactional id {md.transactional_id}: invalid transition "
+                             f"{md.state.display} -> {state.display}")
+
+
 def _is_epoch_exhausted(epoch: int) -> bool:
     return epoch >= MAX_EPOCH - 1
 
@@ -397,9 +403,12 @@ class TransactionCoordinator:
         want = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         if md is None or md.state != want or md.producer_id != producer_id or md.producer_epoch != producer_epoch:
             return step
-        self._now = max(self._now or now_ms, now_ms)
-        self._transition(md, TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT, step,
-                         partitions=set(), last_update_ms=self._now)
+        self._now = now = max(self._now or now_ms, now_ms)
+        done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        _check_transition(md, done)
+        md.partitions = set()
+        md.last_update_ms = now
+        self._record_transition(md, done, step, md.producer_id)
         return step
 
     def transitions_committed(self, transactional_ids: list[str]) -> None:
@@ -447,12 +456,16 @@ class TransactionCoordinator:
 
     def _transition(self, md: TxnMetadata, state: TxnState, step: Step, **changes: Any) -> None:
         """Apply a state change and log it (Kafka's prepareTransitionTo + completeTransitionTo)."""
-        if md.state not in _VALID_PREVIOUS[state]:
-            raise AssertionError(f"transactional id {md.transactional_id}: invalid transition "
-                                 f"{md.state.display} -> {state.display}")
+        _check_transition(md, state)
         previous_pid = md.producer_id
         for name, value in changes.items():
             setattr(md, name, value)
+        self._record_transition(md, state, step, previous_pid)
+
+    def _record_transition(self, md: TxnMetadata, state: TxnState, step: Step, previous_pid: int) -> None:
+        """The second half of ``_transition``, for the per-transaction paths (AddPartitionsToTxn,
+        EndTxn, markers written) that check with ``_check_transition`` and then set their fields
+        themselves rather than through keyword arguments and ``setattr``."""
         md.last_producer_id = previous_pid
         md.state = state
         if self.track_pending:
@@ -595,9 +608,14 @@ class TransactionCoordinator:
         wanted = set(partitions)
         if md.state == TxnState.ONGOING and wanted <= md.partitions:
             return NONE                                   # nothing new: no record
-        start = self._now if md.state != TxnState.ONGOING else md.start_ms
-        self._transition(md, TxnState.ONGOING, step, partitions=md.partitions | wanted, start_ms=start,
-                         last_update_ms=self._now)
+        now = self._now
+        assert now is not None
+        _check_transition(md, TxnState.ONGOING)
+        if md.state is not TxnState.ONGOING:
+            md.start_ms = now
+        md.partitions = md.partitions | wanted
+        md.last_update_ms = now
+        self._record_transition(md, TxnState.ONGOING, step, md.producer_id)
         return NONE
 
     def _handle_add_partitions(self, req: AddPartitionsToTxn, step: Step) -> None:
@@ -661,12 +679,16 @@ class TransactionCoordinator:
         state = md.state
         if state == TxnState.ONGOING or (tv2 and not commit and state in (
                 TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)):
-            changes: dict[str, Any] = {"last_update_ms": self._now}
+            preparing = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+            now = self._now
+            assert now is not None
+            _check_transition(md, preparing)
+            md.last_update_ms = now
             if tv2 and not md.epoch_exhausted:
-                changes.update(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
+                md.producer_epoch, md.last_producer_epoch = md.producer_epoch + 1, md.producer_epoch
             if state != TxnState.ONGOING:
-                changes["partitions"] = set()
-            self._transition(md, TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, step, **changes)
+                md.partitions = set()
+            self._record_transition(md, preparing, step, md.producer_id)
             step.markers.append(self._marker_job(md))
             return answer(NONE, md)
         if state == TxnState.COMPLETE_COMMIT:
