@@ -324,6 +324,9 @@ class TransactionCoordinator:
         self._next_expiry_check: int | None = None
         self._next_abort_sweep: int | None = None
         self.track_pending = track_pending
+        # how many transactions are Ongoing (kept by every state change): ``next_deadline``,
+        # asked after every step, needs only whether one is, without a walk over every id
+        self._ongoing = 0
 
     # ------------------------------------------------------------------ public API
 
@@ -353,22 +356,24 @@ class TransactionCoordinator:
             return None
         # the runtime asks after every step: no generator or list here
         sweep, expiry = self._next_abort_sweep, self._next_expiry_check
-        if sweep is not None and (expiry is None or sweep < expiry):
-            ongoing = TxnState.ONGOING
-            for md in self._txns.values():
-                if md.state is ongoing:
-                    return sweep                          # only while something can time out
+        if sweep is not None and self._ongoing and (expiry is None or sweep < expiry):
+            return sweep                                  # only while something can time out
         return expiry
 
     def replay(self, key: bytes, value: bytes | None, producer_id: int | None = None) -> None:
         """Apply one record of this partition's log (start-up). ``__transaction_state`` holds no
         transactional batches, so ``producer_id`` is always None here."""
         tid = decode_key(key)
+        old = self._txns.get(tid)
+        if old is not None and old.state is TxnState.ONGOING:
+            self._ongoing -= 1
         if value is None:
             self._txns.pop(tid, None)
             return
         v = decode_value(value)
         state = TxnState.from_id(v.transaction_status)
+        if state is TxnState.ONGOING:
+            self._ongoing += 1
         self._txns[tid] = TxnMetadata(
             transactional_id=tid, producer_id=v.producer_id, last_producer_id=v.previous_producer_id,
             producer_epoch=v.producer_epoch, last_producer_epoch=NO_PRODUCER_EPOCH,
@@ -467,6 +472,10 @@ class TransactionCoordinator:
         EndTxn, markers written) that check with ``_check_transition`` and then set their fields
         themselves rather than through keyword arguments and ``setattr``."""
         md.last_producer_id = previous_pid
+        if md.state is TxnState.ONGOING:
+            self._ongoing -= 1
+        if state is TxnState.ONGOING:
+            self._ongoing += 1
         md.state = state
         if self.track_pending:
             md.pending_state = state
@@ -490,6 +499,7 @@ class TransactionCoordinator:
         """Resign this partition (its leadership moved to another broker): all state is dropped
         and every later request answers NOT_COORDINATOR, so clients find the new coordinator."""
         self._txns.clear()
+        self._ongoing = 0
         self.loading = True
         self._unloaded = True
         return Step()
@@ -576,6 +586,8 @@ class TransactionCoordinator:
         """Kafka's prepareFenceProducerEpoch followed by an internal EndTxn(abort) at the bumped
         epoch: older epochs are fenced everywhere the ABORT marker lands."""
         epoch = md.producer_epoch if md.producer_epoch == MAX_EPOCH else md.producer_epoch + 1
+        if md.state is TxnState.ONGOING:
+            self._ongoing -= 1
         md.state = TxnState.PREPARE_EPOCH_FENCE          # transient, never logged
         self._transition(md, TxnState.PREPARE_ABORT, step, producer_epoch=epoch,
                          last_producer_epoch=NO_PRODUCER_EPOCH, last_update_ms=self._now)

@@ -304,6 +304,50 @@ def test_transaction_past_its_timeout_is_aborted_with_a_bumped_epoch() -> None:
     assert t.init(timeout=1000).producer_epoch == 2
 
 
+def test_next_deadline_follows_ongoing_transactions_over_random_requests() -> None:
+    """``next_deadline`` keeps a count of Ongoing transactions instead of walking every id: over
+    random inits (fencing Ongoing ones), adds, commits/aborts, time-outs, expiry and a replay into a
+    fresh coordinator, the count is the number of Ongoing ids and the deadline what a walk gives."""
+    rng = random.Random(29)
+    t = Txn(transactional_id_expiration_ms=5000, remove_expired_transaction_cleanup_interval_ms=3000,
+            abort_timed_out_transaction_cleanup_interval_ms=700)
+    ids = [f"tx{i}" for i in range(6)]
+    now = 0
+
+    def check(co: TransactionCoordinator) -> None:
+        ongoing = sum(1 for tid in co.transactional_ids() if co.metadata(tid).state == TxnState.ONGOING)
+        assert co._ongoing == ongoing
+        sweep, expiry = co._next_abort_sweep, co._next_expiry_check
+        walked = sweep if sweep is not None and ongoing and (expiry is None or sweep < expiry) else expiry
+        assert co.next_deadline() == walked
+
+    for _ in range(3000):
+        now += rng.randrange(0, 300)
+        tid = rng.choice(ids)
+        md = t.co.metadata(tid)
+        pid, epoch = (md.producer_id, md.producer_epoch) if md is not None else (-1, -1)
+        action = rng.randrange(5)
+        t.at(now)
+        if action == 0:
+            t.init(tid=tid, timeout=rng.choice([500, 2000]))
+        elif action == 1:
+            t.add(pid, epoch, ("t", rng.randrange(3)), tid=tid)
+        elif action == 2:
+            t.end(pid, epoch, rng.random() < 0.5, tid=tid)
+        elif action == 3:
+            t.finish(t.tick(now))
+        else:
+            t.end(pid, epoch, False, tid=tid, finish=False)     # markers never reported
+        check(t.co)
+    fresh = TransactionCoordinator(t.co.config, loading=True, allocate_producer_id=lambda: 0)
+    for k, v in t.log:
+        fresh.replay(k, v)
+    assert fresh._ongoing == sum(1 for tid in fresh.transactional_ids()
+                                 if fresh.metadata(tid).state == TxnState.ONGOING)
+    fresh.load_complete(now)
+    check(fresh)
+
+
 def test_idle_transactional_ids_expire() -> None:
     t = Txn(transactional_id_expiration_ms=10 * MINUTE, remove_expired_transaction_cleanup_interval_ms=MINUTE)
     t.at(0).init()
