@@ -36,6 +36,9 @@ TXN_TOPIC = "__transaction_state"
 DEFAULT_SEGMENT_BYTES = 104857600
 CONCURRENT_WAIT_S = 1.0   # how long an AddPartitionsToTxn waits for the previous transaction to settle
 
+# the requests whose CONCURRENT_TRANSACTIONS answer waits for the transaction to settle (``call``)
+_ADDS = (tx.AddPartitionsToTxn, tx.AddOffsetsToTxn)
+
 
 class TxnShell(CoordinatorShell[TransactionCoordinator]):
     topic = TXN_TOPIC
@@ -77,9 +80,10 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
 
     async def call(self, partition: int, request: Any) -> Any:
         seen = self._settled_count
-        result = await self._call_once(partition, request)
-        if isinstance(request, (tx.AddPartitionsToTxn, tx.AddOffsetsToTxn)) and \
-                not getattr(request, "verify_only", False) and result.error_code == tx.CONCURRENT_TRANSACTIONS:
+        self._request = request        # read by the request's own step (synchronous), then cleared
+        result = await CoordinatorShell.call(self, partition, request)
+        if type(request) in _ADDS and result.error_code == tx.CONCURRENT_TRANSACTIONS and \
+                not getattr(request, "verify_only", False):
             # Deviation (latency only): Kafka answers CONCURRENT_TRANSACTIONS while the previous
             # transaction's markers and Complete* record are being written, and the client retries
             # after its backoff (librdkafka ~20-100 ms). In a cluster that window is a few
@@ -92,18 +96,16 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
                     if self._settled_count == seen:    # (it may have settled while the answer waited)
                         await self._settled.wait()
                     seen = self._settled_count
-                    result = await self._call_once(partition, request)
+                    self._request = request
+                    result = await CoordinatorShell.call(self, partition, request)
         return result
 
-    async def _call_once(self, partition: int, request: Any) -> Any:
-        self._request = request        # read by the request's own step (synchronous), then cleared
-        return await super().call(partition, request)
-
     def write_step(self, partition: int, step: Step) -> None:
-        super().write_step(partition, step)
+        CoordinatorShell.write_step(self, partition, step)
         request, self._request = self._request, None
-        for transactional_id, value in step.transitions:
-            self._log_transition(transactional_id, value, request)
+        if step.transitions:
+            for transactional_id, value in step.transitions:
+                self._log_transition(transactional_id, value, request)
 
     def _log_transition(self, transactional_id: str, t: txr.TxnTransition, request: Any) -> None:
         """Transactions begun/committed/aborted/timed out, from the state records the coordinator
