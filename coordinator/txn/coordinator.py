@@ -443,13 +443,16 @@ class TransactionCoordinator:
         return md.start_ms + md.timeout_ms + 1
 
     def _advance(self, now_ms: int, step: Step) -> None:
-        if self._now is None:
-            self._now = now_ms
+        now = self._now
+        if now is None:
+            now = now_ms
             self._next_expiry_check = now_ms + self.config.remove_expired_transaction_cleanup_interval_ms
             self._next_abort_sweep = now_ms + self.config.abort_timed_out_transaction_cleanup_interval_ms
-        self._now = max(self._now, now_ms)
-        now = self._now
-        if self._next_abort_sweep is not None and self._next_abort_sweep <= now:
+        elif now_ms > now:
+            now = now_ms
+        self._now = now
+        sweep = self._next_abort_sweep
+        if sweep is not None and sweep <= now:
             # Kafka's abortTimedOutTransactions, scheduled every cleanup interval
             self._next_abort_sweep = now + self.config.abort_timed_out_transaction_cleanup_interval_ms
             for md in list(self._txns.values()):
