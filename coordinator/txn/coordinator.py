@@ -289,6 +289,9 @@ class TxnMetadata:
         return self.producer_epoch >= MAX_EPOCH - 1
 
 
+_new_tuple = tuple.__new__
+
+
 def _check_transition(md: TxnMetadata, state: TxnState) -> None:
     if md.state not in _VALID_PREVIOUS[state]:
         raise AssertionError(f"transactional id {md.transactional_id}: invalid transition "
@@ -489,9 +492,9 @@ class TransactionCoordinator:
         step.records.append((encode_key(tid), encode_state(
             md.producer_id, md.producer_epoch, md.timeout_ms, status, None if empty else partitions,
             md.last_update_ms, md.start_ms)))
-        step.transitions.append((tid, TxnTransition(
+        step.transitions.append((tid, _new_tuple(TxnTransition, (     # (NamedTuple's __new__ without its frame)
             status, md.producer_id, md.producer_epoch, md.timeout_ms, 0 if empty else len(partitions),
-            md.start_ms, md.last_update_ms)))
+            md.start_ms, md.last_update_ms))))
 
     def _marker_job(self, md: TxnMetadata) -> MarkerJob:
         return MarkerJob(transactional_id=md.transactional_id, producer_id=md.producer_id,
