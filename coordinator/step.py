@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from coordinator.txn.records import TransactionLogValue
+    from coordinator.txn.records import TxnTransition
 
 Record = tuple[bytes, "bytes | None"]
 """One record of an internal topic: key and value bytes (a ``None`` value is a tombstone)."""
@@ -54,20 +54,30 @@ class MarkerJob:
     partitions: tuple[TopicPartition, ...]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, init=False)
 class Step:
     """What one call of a coordinator produced, in the order the runtime acts on it: append
     ``records`` (then each transactional batch of ``txn_records``) to the coordinator's partition;
     once they are durable, release ``completions``; then carry out ``markers``.
 
-    ``transitions`` names the transaction state records among ``records`` as values (transactional
-    id, value), in order: what the runtime logs (begun/committed/aborted) without decoding the
+    ``transitions`` names the transaction state records among ``records`` as (transactional id,
+    what the record says), in order: what the runtime logs (begun/committed/aborted) without decoding the
     bytes it was just given. Fields a coordinator never produces stay empty."""
     completions: list[Completion] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
     txn_records: list[TxnRecords] = field(default_factory=list)
     markers: list[MarkerJob] = field(default_factory=list)
-    transitions: list[tuple[str, TransactionLogValue]] = field(default_factory=list)
+    transitions: list[tuple[str, TxnTransition]] = field(default_factory=list)
+
+    def __init__(self) -> None:
+        # written out: dataclass's generated __init__ tests each field against its default
+        # factory sentinel and calls ``list`` through it; a Step is made for every request and
+        # timer step of every coordinator (issue 23)
+        self.completions = []
+        self.records = []
+        self.txn_records = []
+        self.markers = []
+        self.transitions = []
 
     def complete(self, token: Any, result: Any) -> None:
         """Answer the request that carried ``token`` (released after this step's records)."""

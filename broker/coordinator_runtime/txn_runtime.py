@@ -36,6 +36,9 @@ TXN_TOPIC = "__transaction_state"
 DEFAULT_SEGMENT_BYTES = 104857600
 CONCURRENT_WAIT_S = 1.0   # how long an AddPartitionsToTxn waits for the previous transaction to settle
 
+# the requests whose CONCURRENT_TRANSACTIONS answer waits for the transaction to settle (``call``)
+_ADDS = (tx.AddPartitionsToTxn, tx.AddOffsetsToTxn)
+
 
 class TxnShell(CoordinatorShell[TransactionCoordinator]):
     topic = TXN_TOPIC
@@ -77,9 +80,10 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
 
     async def call(self, partition: int, request: Any) -> Any:
         seen = self._settled_count
-        result = await self._call_once(partition, request)
-        if isinstance(request, (tx.AddPartitionsToTxn, tx.AddOffsetsToTxn)) and \
-                not getattr(request, "verify_only", False) and result.error_code == tx.CONCURRENT_TRANSACTIONS:
+        self._request = request        # read by the request's own step (synchronous), then cleared
+        result = await CoordinatorShell.call(self, partition, request)
+        if type(request) in _ADDS and result.error_code == tx.CONCURRENT_TRANSACTIONS and \
+                not getattr(request, "verify_only", False):
             # Deviation (latency only): Kafka answers CONCURRENT_TRANSACTIONS while the previous
             # transaction's markers and Complete* record are being written, and the client retries
             # after its backoff (librdkafka ~20-100 ms). In a cluster that window is a few
@@ -92,49 +96,47 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
                     if self._settled_count == seen:    # (it may have settled while the answer waited)
                         await self._settled.wait()
                     seen = self._settled_count
-                    result = await self._call_once(partition, request)
+                    self._request = request
+                    result = await CoordinatorShell.call(self, partition, request)
         return result
 
-    async def _call_once(self, partition: int, request: Any) -> Any:
-        self._request = request        # read by the request's own step (synchronous), then cleared
-        return await super().call(partition, request)
-
     def write_step(self, partition: int, step: Step) -> None:
-        super().write_step(partition, step)
+        CoordinatorShell.write_step(self, partition, step)
         request, self._request = self._request, None
-        for transactional_id, value in step.transitions:
-            self._log_transition(transactional_id, value, request)
+        if step.transitions:
+            for transactional_id, value in step.transitions:
+                self._log_transition(transactional_id, value, request)
 
-    def _log_transition(self, transactional_id: str, v: txr.TransactionLogValue, request: Any) -> None:
+    def _log_transition(self, transactional_id: str, t: txr.TxnTransition, request: Any) -> None:
         """Transactions begun/committed/aborted/timed out, from the state records the coordinator
         writes (an abort that no EndTxn asked for is the coordinator's timeout).
 
         ``begun`` and ``committed`` are DEBUG lines, as Kafka's ``TransactionMetadata`` logs each
         completed transition at debug: at INFO they were two rendered and written lines per
         transaction, ~11 % of a transaction's broker CPU. With DEBUG off, structlog's filtering
-        bound logger makes ``debug`` a no-op (nothing rendered or written). Aborts and
-        time-outs stay at INFO: rare, and what an operator looks for."""
-        status = v.transaction_status
+        bound logger makes ``debug`` a no-op (nothing rendered or written). Aborts and time-outs
+        stay at INFO: rare, and what an operator looks for."""
+        status = t.status
         previous, partitions = self._states.get(transactional_id, (None, 0))
-        if v.transaction_partitions:   # the Complete* records carry none: keep the Ongoing/Prepare count
-            partitions = sum(len(p) for _, p in v.transaction_partitions)
-        if status in (4, 5):       # complete: nothing left to compare with (keeps this map small)
+        if t.partition_count:   # the Complete* records carry none: keep the Ongoing/Prepare count
+            partitions = t.partition_count
+        if status == 4 or status == 5:   # complete: nothing left to compare with (keeps this map small)
             self._states.pop(transactional_id, None)
         else:
             self._states[transactional_id] = (status, partitions)
-        if status == 1 and previous != 1:
-            log.debug("transaction begun", timeout_ms=v.transaction_timeout_ms, transactional_id=transactional_id,
-                      producer_id=v.producer_id, producer_epoch=v.producer_epoch)
-        elif status == 3 and previous == 1 and type(request).__name__ not in ("EndTxn", "InitProducerId"):
-            log.info("transaction timed out; aborting", timeout_ms=v.transaction_timeout_ms,
-                     transactional_id=transactional_id, producer_id=v.producer_id, producer_epoch=v.producer_epoch)
+        if status == 1:
+            if previous != 1:
+                log.debug("transaction begun", timeout_ms=t.timeout_ms, transactional_id=transactional_id,
+                          producer_id=t.producer_id, producer_epoch=t.producer_epoch)
         elif status == 4:
-            log.debug("transaction committed", partitions=partitions,
-                      duration_ms=v.transaction_last_update_timestamp_ms - v.transaction_start_timestamp_ms,
-                      transactional_id=transactional_id, producer_id=v.producer_id, producer_epoch=v.producer_epoch)
+            log.debug("transaction committed", partitions=partitions, duration_ms=t.last_update_ms - t.start_ms,
+                      transactional_id=transactional_id, producer_id=t.producer_id, producer_epoch=t.producer_epoch)
+        elif status == 3 and previous == 1 and type(request).__name__ not in ("EndTxn", "InitProducerId"):
+            log.info("transaction timed out; aborting", timeout_ms=t.timeout_ms,
+                     transactional_id=transactional_id, producer_id=t.producer_id, producer_epoch=t.producer_epoch)
         elif status == 5:
             log.info("transaction aborted", partitions=partitions, transactional_id=transactional_id,
-                     producer_id=v.producer_id, producer_epoch=v.producer_epoch)
+                     producer_id=t.producer_id, producer_epoch=t.producer_epoch)
 
     def after_step(self, partition: int, step: Step) -> None:
         """The step's records are committed: its transitions are no longer pending (a retry meanwhile

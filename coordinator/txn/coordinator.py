@@ -36,7 +36,8 @@ from typing import Any
 
 from coordinator.hashing import partition_for_group
 from coordinator.step import Coordinator, MarkerJob, Step, TopicPartition
-from coordinator.txn.records import (TransactionLogValue, decode_key, decode_value, group_partitions, transaction_record)
+from coordinator.txn.records import (TxnTransition, decode_key, decode_value, encode_key, encode_state, group_partitions,
+                                     transaction_record)
 
 __all__ = [
     "TransactionCoordinator", "TxnCoordinatorConfig", "TxnState", "TxnMetadata", "Step", "MarkerJob",
@@ -283,17 +284,18 @@ class TxnMetadata:
         followed by PrepareAbort, which is what is pending then)."""
         return self.pending_state is not None and self.pending_state != TxnState.PREPARE_EPOCH_FENCE
 
-    def log_value(self) -> TransactionLogValue:
-        return TransactionLogValue(
-            producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-            transaction_timeout_ms=self.timeout_ms, transaction_status=self.state.id,
-            transaction_partitions=None if self.state == TxnState.EMPTY else group_partitions(self.partitions),
-            transaction_last_update_timestamp_ms=self.last_update_ms,
-            transaction_start_timestamp_ms=self.start_ms)
-
     @property
     def epoch_exhausted(self) -> bool:
         return self.producer_epoch >= MAX_EPOCH - 1
+
+
+_new_tuple = tuple.__new__
+
+
+def _check_transition(md: TxnMetadata, state: TxnState) -> None:
+    if md.state not in _VALID_PREVIOUS[state]:
+        raise AssertionError(f"transactional id {md.transactional_id}: invalid transition "
+                             f"{md.state.display} -> {state.display}")
 
 
 def _is_epoch_exhausted(epoch: int) -> bool:
@@ -325,6 +327,9 @@ class TransactionCoordinator:
         self._next_expiry_check: int | None = None
         self._next_abort_sweep: int | None = None
         self.track_pending = track_pending
+        # how many transactions are Ongoing (kept by every state change): ``next_deadline``,
+        # asked after every step, needs only whether one is, without a walk over every id
+        self._ongoing = 0
 
     # ------------------------------------------------------------------ public API
 
@@ -354,22 +359,24 @@ class TransactionCoordinator:
             return None
         # the runtime asks after every step: no generator or list here
         sweep, expiry = self._next_abort_sweep, self._next_expiry_check
-        if sweep is not None and (expiry is None or sweep < expiry):
-            ongoing = TxnState.ONGOING
-            for md in self._txns.values():
-                if md.state is ongoing:
-                    return sweep                          # only while something can time out
+        if sweep is not None and self._ongoing and (expiry is None or sweep < expiry):
+            return sweep                                  # only while something can time out
         return expiry
 
     def replay(self, key: bytes, value: bytes | None, producer_id: int | None = None) -> None:
         """Apply one record of this partition's log (start-up). ``__transaction_state`` holds no
         transactional batches, so ``producer_id`` is always None here."""
         tid = decode_key(key)
+        old = self._txns.get(tid)
+        if old is not None and old.state is TxnState.ONGOING:
+            self._ongoing -= 1
         if value is None:
             self._txns.pop(tid, None)
             return
         v = decode_value(value)
         state = TxnState.from_id(v.transaction_status)
+        if state is TxnState.ONGOING:
+            self._ongoing += 1
         self._txns[tid] = TxnMetadata(
             transactional_id=tid, producer_id=v.producer_id, last_producer_id=v.previous_producer_id,
             producer_epoch=v.producer_epoch, last_producer_epoch=NO_PRODUCER_EPOCH,
@@ -404,9 +411,12 @@ class TransactionCoordinator:
         want = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         if md is None or md.state != want or md.producer_id != producer_id or md.producer_epoch != producer_epoch:
             return step
-        self._now = max(self._now or now_ms, now_ms)
-        self._transition(md, TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT, step,
-                         partitions=set(), last_update_ms=self._now)
+        self._now = now = max(self._now or now_ms, now_ms)
+        done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        _check_transition(md, done)
+        md.partitions = set()
+        md.last_update_ms = now
+        self._record_transition(md, done, step, md.producer_id)
         return step
 
     def transitions_committed(self, transactional_ids: list[str]) -> None:
@@ -436,13 +446,16 @@ class TransactionCoordinator:
         return md.start_ms + md.timeout_ms + 1
 
     def _advance(self, now_ms: int, step: Step) -> None:
-        if self._now is None:
-            self._now = now_ms
+        now = self._now
+        if now is None:
+            now = now_ms
             self._next_expiry_check = now_ms + self.config.remove_expired_transaction_cleanup_interval_ms
             self._next_abort_sweep = now_ms + self.config.abort_timed_out_transaction_cleanup_interval_ms
-        self._now = max(self._now, now_ms)
-        now = self._now
-        if self._next_abort_sweep is not None and self._next_abort_sweep <= now:
+        elif now_ms > now:
+            now = now_ms
+        self._now = now
+        sweep = self._next_abort_sweep
+        if sweep is not None and sweep <= now:
             # Kafka's abortTimedOutTransactions, scheduled every cleanup interval
             self._next_abort_sweep = now + self.config.abort_timed_out_transaction_cleanup_interval_ms
             for md in list(self._txns.values()):
@@ -454,19 +467,34 @@ class TransactionCoordinator:
 
     def _transition(self, md: TxnMetadata, state: TxnState, step: Step, **changes: Any) -> None:
         """Apply a state change and log it (Kafka's prepareTransitionTo + completeTransitionTo)."""
-        if md.state not in _VALID_PREVIOUS[state]:
-            raise AssertionError(f"transactional id {md.transactional_id}: invalid transition "
-                                 f"{md.state.display} -> {state.display}")
+        _check_transition(md, state)
         previous_pid = md.producer_id
         for name, value in changes.items():
             setattr(md, name, value)
+        self._record_transition(md, state, step, previous_pid)
+
+    def _record_transition(self, md: TxnMetadata, state: TxnState, step: Step, previous_pid: int) -> None:
+        """The second half of ``_transition``, for the per-transaction paths (AddPartitionsToTxn,
+        EndTxn, markers written) that check with ``_check_transition`` and then set their fields
+        themselves rather than through keyword arguments and ``setattr``."""
         md.last_producer_id = previous_pid
+        if md.state is TxnState.ONGOING:
+            self._ongoing -= 1
+        if state is TxnState.ONGOING:
+            self._ongoing += 1
         md.state = state
         if self.track_pending:
             md.pending_state = state
-        value = md.log_value()
-        step.records.append(transaction_record(md.transactional_id, value))
-        step.transitions.append((md.transactional_id, value))
+        # the record's bytes straight from the fields (records.encode_state), and a tuple for the
+        # runtime's logs: no TransactionLogValue made (issue 23, three transitions a transaction)
+        tid, status, partitions = md.transactional_id, state.id, md.partitions
+        empty = state is TxnState.EMPTY
+        step.records.append((encode_key(tid), encode_state(
+            md.producer_id, md.producer_epoch, md.timeout_ms, status, None if empty else partitions,
+            md.last_update_ms, md.start_ms)))
+        step.transitions.append((tid, _new_tuple(TxnTransition, (     # (NamedTuple's __new__ without its frame)
+            status, md.producer_id, md.producer_epoch, md.timeout_ms, 0 if empty else len(partitions),
+            md.start_ms, md.last_update_ms))))
 
     def _marker_job(self, md: TxnMetadata) -> MarkerJob:
         return MarkerJob(transactional_id=md.transactional_id, producer_id=md.producer_id,
@@ -477,6 +505,7 @@ class TransactionCoordinator:
         """Resign this partition (its leadership moved to another broker): all state is dropped
         and every later request answers NOT_COORDINATOR, so clients find the new coordinator."""
         self._txns.clear()
+        self._ongoing = 0
         self.loading = True
         self._unloaded = True
         return Step()
@@ -563,6 +592,8 @@ class TransactionCoordinator:
         """Kafka's prepareFenceProducerEpoch followed by an internal EndTxn(abort) at the bumped
         epoch: older epochs are fenced everywhere the ABORT marker lands."""
         epoch = md.producer_epoch if md.producer_epoch == MAX_EPOCH else md.producer_epoch + 1
+        if md.state is TxnState.ONGOING:
+            self._ongoing -= 1
         md.state = TxnState.PREPARE_EPOCH_FENCE          # transient, never logged
         self._transition(md, TxnState.PREPARE_ABORT, step, producer_epoch=epoch,
                          last_producer_epoch=NO_PRODUCER_EPOCH, last_update_ms=self._now)
@@ -595,9 +626,14 @@ class TransactionCoordinator:
         wanted = set(partitions)
         if md.state == TxnState.ONGOING and wanted <= md.partitions:
             return NONE                                   # nothing new: no record
-        start = self._now if md.state != TxnState.ONGOING else md.start_ms
-        self._transition(md, TxnState.ONGOING, step, partitions=md.partitions | wanted, start_ms=start,
-                         last_update_ms=self._now)
+        now = self._now
+        assert now is not None
+        _check_transition(md, TxnState.ONGOING)
+        if md.state is not TxnState.ONGOING:
+            md.start_ms = now
+        md.partitions = md.partitions | wanted
+        md.last_update_ms = now
+        self._record_transition(md, TxnState.ONGOING, step, md.producer_id)
         return NONE
 
     def _handle_add_partitions(self, req: AddPartitionsToTxn, step: Step) -> None:
@@ -661,12 +697,16 @@ class TransactionCoordinator:
         state = md.state
         if state == TxnState.ONGOING or (tv2 and not commit and state in (
                 TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)):
-            changes: dict[str, Any] = {"last_update_ms": self._now}
+            preparing = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+            now = self._now
+            assert now is not None
+            _check_transition(md, preparing)
+            md.last_update_ms = now
             if tv2 and not md.epoch_exhausted:
-                changes.update(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
+                md.producer_epoch, md.last_producer_epoch = md.producer_epoch + 1, md.producer_epoch
             if state != TxnState.ONGOING:
-                changes["partitions"] = set()
-            self._transition(md, TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, step, **changes)
+                md.partitions = set()
+            self._record_transition(md, preparing, step, md.producer_id)
             step.markers.append(self._marker_job(md))
             return answer(NONE, md)
         if state == TxnState.COMPLETE_COMMIT:

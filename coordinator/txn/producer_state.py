@@ -47,13 +47,17 @@ class ProducerEntry:
         return self.batches[-1].last_seq if self.batches else -1
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
-    """What to do with a batch: append it, answer with an earlier append, or reject."""
+    """What to do with a batch: append it, answer with an earlier append, or reject. Frozen: the
+    verdict to append is one shared instance (``_APPEND``), asked for every batch with a producer id."""
 
     error: int = ErrorCode.NONE
     duplicate_of: BatchMetadata | None = None
     message: str = ""
+
+
+_APPEND = Verdict()
 
 
 class VerificationGuard:
@@ -116,12 +120,12 @@ class ProducerStateTable:
         entry = self.producers.get(producer_id)
         if entry is None:
             # No state (new producer, or its records were removed): any sequence is accepted.
-            return Verdict()
+            return _APPEND
         if epoch < entry.epoch:
             return Verdict(ErrorCode.INVALID_PRODUCER_EPOCH,
                            message=f"epoch {epoch} is older than current epoch {entry.epoch}")
         if first_seq < 0:
-            return Verdict()
+            return _APPEND
         if epoch == entry.epoch:
             for b in entry.batches:
                 if b.first_seq == first_seq and b.last_seq == last_seq:
@@ -132,7 +136,7 @@ class ProducerStateTable:
         elif first_seq != 0 and entry.epoch != NO_PRODUCER_EPOCH:
             return Verdict(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                            message=f"invalid sequence {first_seq} for new epoch {epoch}")
-        return Verdict()
+        return _APPEND
 
     def update(self, producer_id: int, epoch: int, first_seq: int, last_seq: int,
                first_offset: int, last_offset: int, timestamp: int,

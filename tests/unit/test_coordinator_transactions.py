@@ -9,6 +9,7 @@ Error codes: 16 NOT_COORDINATOR, 14 COORDINATOR_LOAD_IN_PROGRESS, 42 INVALID_REQ
 from __future__ import annotations
 
 import itertools
+import random
 import struct
 from typing import Any
 
@@ -17,7 +18,9 @@ import pytest
 from coordinator.group.coordinator import (OffsetCommitPartition, OffsetCommitTopic, TxnOffsetCommit, TxnRecords)
 from coordinator.hashing import partition_for_group
 from coordinator.group.offsets_records import OffsetCommitKey, OffsetCommitValue
-from coordinator.txn.records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
+from coordinator.group.offsets_records import _Writer
+from coordinator.txn.records import (TransactionLogValue, decode_key, decode_value, encode_key, encode_state, encode_value,
+                                     group_partitions)
 from coordinator.txn.coordinator import (AddOffsetsToTxn, AddPartitionsToTxn, DescribeTransactions, EndTxn, InitProducerId, ListTransactions, MarkerJob, Step, TransactionCoordinator, TxnCoordinatorConfig, TxnState)
 from tests.support.coordinator_harness import Driver, Harness, decode_records
 
@@ -91,6 +94,47 @@ def test_record_bytes_are_kafkas_transaction_log_v0() -> None:
     assert encode_value(empty)[17:21] == b"\xff\xff\xff\xff"            # null partitions in state Empty
     assert decode_value(encode_value(value)) == value
     assert decode_value(encode_value(empty)) == empty
+
+
+def _field_by_field_v0(value: TransactionLogValue) -> bytes:
+    """TransactionLogValue v0 written field by field, as the encoder did before it packed structs."""
+    w = _Writer()
+    w.int16(0)
+    w.int64(value.producer_id)
+    w.int16(value.producer_epoch)
+    w.int32(value.transaction_timeout_ms)
+    w.parts.append(struct.pack(">b", value.transaction_status))
+    if value.transaction_partitions is None:
+        w.int32(-1)
+    else:
+        w.array_len(len(value.transaction_partitions))
+        for topic, ids in value.transaction_partitions:
+            w.string(topic)
+            w.array_len(len(ids))
+            for p in ids:
+                w.int32(p)
+    w.int64(value.transaction_last_update_timestamp_ms)
+    w.int64(value.transaction_start_timestamp_ms)
+    return w.getvalue()
+
+
+def test_state_records_built_from_fields_have_the_bytes_of_the_value_encoder() -> None:
+    """The coordinator writes ``encode_state`` (no TransactionLogValue per transition): over random
+    fields and partition sets (none, one, several topics, non-ASCII names) its bytes are those of
+    ``encode_value`` and of the field-by-field writer, and decode to the same value."""
+    rng = random.Random(23)
+    topics = ["t", "orders", "__consumer_offsets", "tö-ünicode", "x" * 200]
+    for i in range(3000):
+        status = rng.randrange(0, 7)
+        n = rng.choice([0, 1, 1, 1, 2, 3, rng.randrange(0, 40)])
+        partitions = {(rng.choice(topics), rng.randrange(0, 1 << rng.choice([2, 8, 31]))) for _ in range(n)}
+        fields = (rng.randrange(-1, 1 << 63), rng.randrange(-1, 32767), rng.randrange(0, 1 << 31), status)
+        last_update, start = rng.randrange(-1, 1 << 62), rng.choice([-1, rng.randrange(0, 1 << 62)])
+        empty = status == 0 and i % 2 == 0          # state Empty writes the null list
+        value = TransactionLogValue(*fields, None if empty else group_partitions(partitions), last_update, start)
+        data = encode_state(*fields, None if empty else partitions, last_update, start)
+        assert data == encode_value(value) == _field_by_field_v0(value)
+        assert decode_value(data) == value
 
 
 def test_flexible_v1_values_with_tagged_fields_are_read() -> None:
@@ -258,6 +302,50 @@ def test_transaction_past_its_timeout_is_aborted_with_a_bumped_epoch() -> None:
     assert t.end(1000, 0, True)[0] == 90                     # the stale producer learns it is fenced
     assert t.co.next_deadline() == 3600000                   # only the expiry scan is left
     assert t.init(timeout=1000).producer_epoch == 2
+
+
+def test_next_deadline_follows_ongoing_transactions_over_random_requests() -> None:
+    """``next_deadline`` keeps a count of Ongoing transactions instead of walking every id: over
+    random inits (fencing Ongoing ones), adds, commits/aborts, time-outs, expiry and a replay into a
+    fresh coordinator, the count is the number of Ongoing ids and the deadline what a walk gives."""
+    rng = random.Random(29)
+    t = Txn(transactional_id_expiration_ms=5000, remove_expired_transaction_cleanup_interval_ms=3000,
+            abort_timed_out_transaction_cleanup_interval_ms=700)
+    ids = [f"tx{i}" for i in range(6)]
+    now = 0
+
+    def check(co: TransactionCoordinator) -> None:
+        ongoing = sum(1 for tid in co.transactional_ids() if co.metadata(tid).state == TxnState.ONGOING)
+        assert co._ongoing == ongoing
+        sweep, expiry = co._next_abort_sweep, co._next_expiry_check
+        walked = sweep if sweep is not None and ongoing and (expiry is None or sweep < expiry) else expiry
+        assert co.next_deadline() == walked
+
+    for _ in range(3000):
+        now += rng.randrange(0, 300)
+        tid = rng.choice(ids)
+        md = t.co.metadata(tid)
+        pid, epoch = (md.producer_id, md.producer_epoch) if md is not None else (-1, -1)
+        action = rng.randrange(5)
+        t.at(now)
+        if action == 0:
+            t.init(tid=tid, timeout=rng.choice([500, 2000]))
+        elif action == 1:
+            t.add(pid, epoch, ("t", rng.randrange(3)), tid=tid)
+        elif action == 2:
+            t.end(pid, epoch, rng.random() < 0.5, tid=tid)
+        elif action == 3:
+            t.finish(t.tick(now))
+        else:
+            t.end(pid, epoch, False, tid=tid, finish=False)     # markers never reported
+        check(t.co)
+    fresh = TransactionCoordinator(t.co.config, loading=True, allocate_producer_id=lambda: 0)
+    for k, v in t.log:
+        fresh.replay(k, v)
+    assert fresh._ongoing == sum(1 for tid in fresh.transactional_ids()
+                                 if fresh.metadata(tid).state == TxnState.ONGOING)
+    fresh.load_complete(now)
+    check(fresh)
 
 
 def test_idle_transactional_ids_expire() -> None:
