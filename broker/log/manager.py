@@ -314,28 +314,24 @@ class LogManager:
         resolved uncached."""
         if not isinstance(topic, Topic):
             return self._resolve_config(topic.configs, name)
-        if topic.resolved_from is not topic.configs:
-            topic.resolved.clear()
-            topic.resolved_from = topic.configs
+        resolved = _resolved(topic)
         try:
-            return topic.resolved[name]
+            return resolved[name]
         except KeyError:
             pass
-        value = topic.resolved[name] = self._resolve_config(topic.configs, name)
+        value = resolved[name] = self._resolve_config(topic.configs, name)
         return value
 
     def append_settings(self, topic: Topic) -> AppendSettings:
         """The configs every append of the topic reads, parsed (broker/log/append_settings.py):
         kept beside the topic's resolved values under a key no config has, so they are dropped
         with them when the topic's configs are replaced or the broker's defaults change."""
-        if topic.resolved_from is not topic.configs:
-            topic.resolved.clear()
-            topic.resolved_from = topic.configs
+        resolved = _resolved(topic)
         try:
-            return topic.resolved[_APPEND_SETTINGS]
+            return resolved[_APPEND_SETTINGS]
         except KeyError:
             pass
-        settings = topic.resolved[_APPEND_SETTINGS] = AppendSettings(functools.partial(self.topic_config_value, topic))
+        settings = resolved[_APPEND_SETTINGS] = AppendSettings(functools.partial(self.topic_config_value, topic))
         return settings
 
     def _resolve_config(self, configs: Mapping[str, str], name: str) -> Any:
@@ -488,3 +484,12 @@ def _remove_partition_files(part: Partition) -> None:
 def _new_cluster_id() -> str:
     import base64
     return base64.urlsafe_b64encode(secrets.token_bytes(16)).decode().rstrip("=")
+
+
+def _resolved(topic: Topic) -> dict[Any, Any]:
+    """The topic's resolved values, emptied first if its configs were replaced since they were
+    resolved (an alter replaces the mapping whole, so identity says whether they are current)."""
+    if topic.resolved_from is not topic.configs:
+        topic.resolved.clear()
+        topic.resolved_from = topic.configs
+    return topic.resolved
