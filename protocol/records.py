@@ -395,16 +395,22 @@ def build_batch(records: Sequence[tuple[bytes | None, bytes | None]], base_offse
                 control: bool = False) -> bytearray:
     """Build an uncompressed v2 batch: used for the broker's own records (internal topics,
     transaction markers), never for client data."""
-    body = bytearray()
-    for i, (key, value) in enumerate(records):
-        # attributes 0, timestamp delta 0, offset delta i, key, value, no headers
-        rec = b"".join((_ATTRS_TS_DELTA, _zigzag(i), _NULL if key is None else _zigzag(len(key)), key or b"",
-                        _NULL if value is None else _zigzag(len(value)), value or b"", _NO_HEADERS))
-        body += _zigzag(len(rec))
-        body += rec
     attrs = (TRANSACTIONAL_MASK if transactional else 0) | (CONTROL_MASK if control else 0)
     return assemble_batch(base_offset, -1, attrs, len(records) - 1, timestamp_ms, timestamp_ms, producer_id,
-                          producer_epoch, base_sequence, len(records), body)
+                          producer_epoch, base_sequence, len(records), _records_body(records))
+
+
+def _records_body(records: Sequence[tuple[bytes | None, bytes | None]]) -> bytes:
+    """The records of a batch the broker builds: attributes 0, timestamp delta 0, offset delta i,
+    key, value, no headers, each behind its length."""
+    parts = []
+    for i, (key, value) in enumerate(records):
+        rec = b"".join((_ATTRS_TS_DELTA, _zigzag_size(i), _NULL if key is None else _zigzag_size(len(key)),
+                        key or b"", _NULL if value is None else _zigzag_size(len(value)), value or b"",
+                        _NO_HEADERS))
+        parts.append(_zigzag_size(len(rec)))
+        parts.append(rec)
+    return b"".join(parts)
 
 
 _HEAD_BEFORE_CRC = struct.Struct(">qiib")    # base offset, length, leader epoch, magic
@@ -421,15 +427,7 @@ def build_internal_batch(records: Sequence[tuple[bytes | None, bytes | None]], b
     commit, so in as few Python steps as the format allows: the CRC runs over the packed tail
     of the header and the records without building the batch first (CRC-32C continues across
     pieces), and the pieces are joined once."""
-    parts = []
-    for i, (key, value) in enumerate(records):
-        # attributes 0, timestamp delta 0, offset delta i, key, value, no headers
-        rec = b"".join((_ATTRS_TS_DELTA, _zigzag_size(i), _NULL if key is None else _zigzag_size(len(key)),
-                        key or b"", _NULL if value is None else _zigzag_size(len(value)), value or b"",
-                        _NO_HEADERS))
-        parts.append(_zigzag_size(len(rec)))
-        parts.append(rec)
-    body = b"".join(parts)
+    body = _records_body(records)
     n = len(records)
     length = HEADER_SIZE - LOG_OVERHEAD + len(body)
     tail = _HEAD_AFTER_CRC.pack(attributes, n - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch,

@@ -501,6 +501,12 @@ class Partition:
         active = self.segments[-1]
         active.append(stored, batches)
         active.index_dirty = True
+        self._after_write(batches, data, control_marker, settings)
+
+    def _after_write(self, batches: Sequence[rb.BatchHeader], data: bytes | bytearray,
+                     control_marker: tuple[int, int] | None, settings: AppendSettings) -> None:
+        """Producer state, transactions and the flush.messages count for batches just written to
+        the active segment (every append path, append_internal's short one included)."""
         for h in batches:
             self._track_batch(h, data if h.is_control else None, control_marker)
             self.unflushed_messages += h.record_count
@@ -591,16 +597,10 @@ class Partition:
             self.epochs.assign(self.leader_epoch, base)
         last = base + h.last_offset_delta
         self._maybe_roll(len(data), now_ms, last, now_ms, settings)
-        # _append_active for this one batch
         active = self.segments[-1]
         active.append_batch(data, base, last, now_ms)
         active.index_dirty = True
-        if producer_id >= 0:
-            self._track_batch(h, data if control else None, control_marker)
-        self.unflushed_messages += h.record_count
-        flush_messages = settings.flush_messages
-        if flush_messages is not None and self.unflushed_messages >= flush_messages:
-            self.flush_due = True
+        self._after_write((h,), data, control_marker, settings)
         if self.on_append is not None:
             self.on_append(self)
         return base

@@ -97,15 +97,7 @@ def _encode_value_v0(value: TransactionLogValue) -> bytes:
     parts = [_V0_HEAD.pack(0, value.producer_id, value.producer_epoch, value.transaction_timeout_ms,
                            value.transaction_status)]
     groups = value.transaction_partitions
-    if groups is None:
-        parts.append(_NULL_ARRAY)
-    else:
-        parts.append(_INT32.pack(len(groups)))
-        for topic, ids in groups:
-            name = topic.encode("utf-8")
-            parts.append(_INT16.pack(len(name)))
-            parts.append(name)
-            parts.append(struct.pack(f">{len(ids) + 1}i", len(ids), *ids))
+    parts.append(_NULL_ARRAY if groups is None else _encode_groups(groups))
     parts.append(_V0_TAIL.pack(value.transaction_last_update_timestamp_ms, value.transaction_start_timestamp_ms))
     return b"".join(parts)
 
@@ -127,7 +119,11 @@ def _encode_partitions(partitions: set[tuple[str, int]]) -> bytes:
             return _one_partition(topic, partition)
     if not partitions:
         return _EMPTY_ARRAY
-    groups = group_partitions(partitions)
+    return _encode_groups(group_partitions(partitions))
+
+
+def _encode_groups(groups: tuple[tuple[str, tuple[int, ...]], ...]) -> bytes:
+    """A v0 partition list, from :func:`group_partitions`' (topic, partition ids) pairs."""
     parts = [_INT32.pack(len(groups))]
     for topic, ids in groups:
         name = topic.encode("utf-8")
