@@ -6,6 +6,12 @@ Kafka) is answered in v0 with UNSUPPORTED_VERSION and the full table (KIP-511), 
 clients can downgrade; tagged fields (features) are written only when non-default.
 v3+ carry the supported and finalized features of protocol/features.py (transaction.version
 finalized at ``samsa.transaction.version``), except when emulating an older Kafka.
+The answer is encoded once per (request version, the broker's table, ``samsa.transaction.version``)
+and sent with the request's correlation id written in (protocol/api_versions_response.py): every
+client connection opens with ApiVersions, and encoding the whole table each time was the most
+costly small request. Nothing else feeds it: the client software name and version (v3+) are not
+checked, the table is fixed when the broker starts, and a changed ``samsa.transaction.version`` is
+another key.
 Authorization: none (any connection may ask, before authentication too).
 """
 from __future__ import annotations
@@ -15,19 +21,33 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 from protocol import features
 from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED, SUPPORTED_WITH_SHARE_GROUPS
-from protocol.api_versions_response import api_keys as _keys
+from protocol.api_versions_response import AnswerCache, Table, api_keys as _keys, with_correlation_id
 from protocol.errors import ErrorCode
+from protocol.messages import encode_response
 
 from broker.network.dispatch import RequestContext, handles
 from broker.security.authz import authorizes, unchecked
 
+ANSWERS = AnswerCache()
+
 
 @handles(ApiKey.API_VERSIONS)
-async def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
-    resp = ctx.response(error_code=ErrorCode.NONE, api_keys=_keys(ctx.broker.api_versions), throttle_time_ms=0)
+async def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> bytes:
+    """The framed answer (dispatch sends bytes as they are), from the cache when it has the key."""
     table = ctx.broker.api_versions
+    tv = ctx.broker.config.get("samsa.transaction.version")
+    key = (ctx.api_version, id(table), tv)
+    frame = ANSWERS.get(key, table)
+    if frame is None:
+        frame = ANSWERS.put(key, table, bytes(encode_response(answer(ctx, table, tv), 0)))
+    return with_correlation_id(frame, ctx.correlation_id)
+
+
+def answer(ctx: RequestContext, table: Table, tv: int | str | None) -> ApiVersionsResponse:
+    """The answer as a message, for ``table`` and the finalized transaction.version ``tv``
+    (None: the highest implemented)."""
+    resp = ctx.response(error_code=ErrorCode.NONE, api_keys=_keys(table), throttle_time_ms=0)
     if ctx.api_version >= 3 and (table is SUPPORTED or table is SUPPORTED_WITH_SHARE_GROUPS):  # emulated: none
-        tv = ctx.broker.config.get("samsa.transaction.version")
         share = table is SUPPORTED_WITH_SHARE_GROUPS
         resp.supported_features = [resp.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
                                    for n, lo, hi in features.supported_features(share_groups=share)]

@@ -15,16 +15,18 @@ needs CREATE on the cluster or the topic.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from protocol.api_keys import ApiKey
+from protocol.build import build
 from protocol.errors import ErrorCode
 
 from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID
 from broker.log.manager import topic_name_error
 from broker.metadata import topic_catalog
-from broker.metadata.topology import CatalogTopic
+from broker.metadata.topology import BrokerNode, CatalogTopic
 from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, Operation as Op, ResourceType as RT
 from broker.security.authz import (TOPIC_DENIED, Handler, allowed, authorizes, cluster, response_class, topic_name,
@@ -41,32 +43,58 @@ T = MetadataResponse.MetadataResponseTopic
 P = T.MetadataResponsePartition
 
 
+# (the topology's id, listener) -> (its brokers, the live ids, the entries made from them); the brokers
+# are kept, so a hit by identity is never a new sequence at a dropped one's address
+_BROKER_ENTRIES: dict[tuple[int, str], tuple[Sequence[BrokerNode], frozenset[int], tuple[Any, ...]]] = {}
+BROKER_ENTRIES_LIMIT = 64    # (topology, listener) pairs: a few per broker, but tests start many brokers
+
+
 def broker_entries(ctx: RequestContext) -> list:
-    """The live brokers with their endpoint on the listener the request came in on."""
+    """The live brokers with their endpoint on the listener the request came in on.
+
+    Made again only when the topology's brokers (a new sequence: the single node's when a property
+    it comes from changes, a cluster's with each metadata image) or the live ones changed: every
+    Metadata answer carries them, and building them each time was a third of a small answer's
+    cost. Each answer gets a list of its own; the entries are never changed once made."""
     topology = ctx.broker.topology
-    live = topology.live_broker_ids()
+    brokers, live = topology.brokers(), topology.live_broker_ids()
+    key = (id(topology), ctx.listener)
+    hit = _BROKER_ENTRIES.get(key)
+    if hit is None or hit[0] is not brokers or hit[1] != live:
+        if len(_BROKER_ENTRIES) >= BROKER_ENTRIES_LIMIT:
+            _BROKER_ENTRIES.clear()
+        hit = _BROKER_ENTRIES[key] = (brokers, live, tuple(_broker_entries(brokers, live, ctx.listener)))
+    return list(hit[2])
+
+
+def _broker_entries(brokers: Sequence[BrokerNode], live: frozenset[int], listener: str) -> list[Any]:
     out = []
-    for b in topology.brokers():
-        ep = b.endpoint(ctx.listener) if b.id in live else None
+    for b in brokers:
+        ep = b.endpoint(listener) if b.id in live else None
         if ep is not None:
             out.append(MetadataResponse.MetadataResponseBroker(node_id=b.id, host=ep.host, port=ep.port, rack=b.rack))
     return out
 
 
-def topic_entry(ctx: RequestContext, topic: CatalogTopic) -> Any:   # a T
+def topic_entry(ctx: RequestContext, topic: CatalogTopic, live: frozenset[int] | None = None) -> Any:   # a T
     """The topic's partitions as the topology records them: a leader that is not live answers -1
-    with LEADER_NOT_AVAILABLE, replicas on brokers that are not live are offline."""
+    with LEADER_NOT_AVAILABLE, replicas on brokers that are not live are offline. The entries are
+    made with protocol/build.py (the objects T(...) and P(...) make, without kafka-python's walk
+    over every field for each); ``live`` is the topology's live brokers, when the caller has them."""
     topology = ctx.broker.topology
-    live = topology.live_broker_ids()
+    if live is None:
+        live = topology.live_broker_ids()
     parts = []
     for p in topology.partitions(topic.name):
         has_leader = p.leader in live
-        parts.append(P(error_code=0 if has_leader else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p.index,
-                       leader_id=p.leader if has_leader else -1, leader_epoch=p.leader_epoch,
-                       replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
-                       offline_replicas=[b for b in p.replicas if b not in live]))
-    return T(error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
-             partitions=parts, authorized_operations=None)
+        replicas = p.replicas
+        parts.append(build(P, None, {
+            "error_code": 0 if has_leader else ErrorCode.LEADER_NOT_AVAILABLE, "partition_index": p.index,
+            "leader_id": p.leader if has_leader else -1, "leader_epoch": p.leader_epoch,
+            "replica_nodes": list(replicas), "isr_nodes": list(p.isr),
+            "offline_replicas": [b for b in replicas if b not in live]}))
+    return build(T, None, {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id,
+                           "is_internal": topic.internal, "partitions": parts, "authorized_operations": None})
 
 
 @handles(ApiKey.METADATA)
@@ -92,7 +120,8 @@ async def _metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataRespon
     v = ctx.api_version
     topics: list[Any] = []   # T messages
     if req.topics is None or (v == 0 and not req.topics):
-        topics = [topic_entry(ctx, t) for t in list(topology.topics().values())]
+        live = topology.live_broker_ids()
+        topics = [topic_entry(ctx, t, live) for t in list(topology.topics().values())]
     else:
         allow = (v < 4 or bool(req.allow_auto_topic_creation)) and bool(ctx.broker.config["auto.create.topics.enable"])
         for rt in req.topics:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -42,6 +42,7 @@ class SingleNodeTopology:
         self.node_id = broker.node_id
         self._catalog: dict[str, CatalogTopic] = {}
         self._catalog_of: tuple[object, int] | None = None   # (log manager, its generation)
+        self._brokers: tuple[tuple[Any, ...], tuple[BrokerNode, ...]] | None = None   # (config inputs, brokers)
 
     # -- what clients see ------------------------------------------------------------------
     @property
@@ -53,9 +54,17 @@ class SingleNodeTopology:
         return True
 
     def brokers(self) -> Sequence[BrokerNode]:
+        """Itself, made again only when a property it comes from changed: every Metadata request
+        reads it, and parsing the listeners each time was a third of a small Metadata answer's cost."""
         config = self.broker.config
-        return [BrokerNode(self.node_id, tuple(Endpoint(a.name, a.host, a.port) for a in config.advertised_listeners),
-                           config.get("broker.rack"))]
+        values = config.values
+        inputs = (values.get("advertised.listeners"), values.get("listeners"),
+                  values.get("listener.security.protocol.map"), values.get("broker.rack"))
+        cached = self._brokers
+        if cached is None or cached[0] != inputs:
+            cached = self._brokers = (inputs, (BrokerNode(self.node_id, tuple(
+                Endpoint(a.name, a.host, a.port) for a in config.advertised_listeners), config.get("broker.rack")),))
+        return cached[1]
 
     def live_broker_ids(self) -> frozenset[int]:
         return frozenset((self.node_id,))

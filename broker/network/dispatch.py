@@ -68,7 +68,9 @@ class Spliced:
 
 
 Parts = list  # encoded bytes and FileRegions, in sending order
-Handler = Callable[[RequestContext, ApiMessage], Awaitable[ApiMessage | Spliced | None]]
+# a handler answers a message, a Spliced one, None (no answer is due), or bytes: its framed answer, already
+# encoded with the request's correlation id (ApiVersions' cached answer, broker/apis/api_versions.py)
+Handler = Callable[[RequestContext, ApiMessage], Awaitable[ApiMessage | Spliced | bytes | None]]
 API_PACKAGE = "broker.apis"
 
 
@@ -170,6 +172,8 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
         peer = peer_of_request(ctx, request)
     if peer is not None and links.is_cut(peer):                 # cut while the request was handled
         await links.swallow(peer, f"the answer to a {api_key.name} request")
+    if type(response) is bytes:
+        return response
     if isinstance(response, Spliced):
         message = response.message
         encoded = encode_response(message, prefix.correlation_id)
