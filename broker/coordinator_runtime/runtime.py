@@ -253,12 +253,13 @@ class CoordinatorShell(Generic[C]):
         """Step ``request`` through the partition's coordinator and wait for its result."""
         self.ensure_topic()
         self._next_token += 1
-        token = self._next_token
+        token = request.token = self._next_token
         pending = self._pending[token] = _Pending(request)
-        request.token = token
         try:
             self._apply(partition, self._coordinator(partition).handle(request, self.broker.now_ms()))
-            return await pending.wait()     # most requests are answered by their own step
+            if pending.done:   # most requests: answered by their own step, its records committed at once
+                return pending.result
+            return await pending.wait()
         finally:
             self._pending.pop(token, None)
 
@@ -282,8 +283,8 @@ class CoordinatorShell(Generic[C]):
         return result
 
     async def call_for(self, key: str, request: Any) -> Any:
-        p, _ = self.coordinator_for(key or "")
-        return await self.call(p, request)
+        # ``call`` makes the topic (``coordinator_for`` without its second lookup)
+        return await self.call(self.partition_for(key or ""), request)
 
     def _apply(self, partition: int, step: Step) -> None:
         coord = self.coordinators.get(partition)
