@@ -59,10 +59,10 @@ class OffsetAndMetadata:
 
 
 _new = object.__new__
+_slots = vars(OffsetAndMetadata)   # its fields' slot descriptors
 _set_offset, _set_epoch, _set_metadata, _set_commit_ts, _set_expire_ts = (
-    OffsetAndMetadata.committed_offset.__set__, OffsetAndMetadata.leader_epoch.__set__,  # type: ignore[attr-defined]
-    OffsetAndMetadata.metadata.__set__, OffsetAndMetadata.commit_timestamp_ms.__set__,  # type: ignore[attr-defined]
-    OffsetAndMetadata.expire_timestamp_ms.__set__)  # type: ignore[attr-defined]
+    _slots[name].__set__ for name in ("committed_offset", "leader_epoch", "metadata", "commit_timestamp_ms",
+                                      "expire_timestamp_ms"))
 
 
 def _offset_and_metadata(committed_offset: int, leader_epoch: int | None, metadata: str, commit_timestamp_ms: int,
