@@ -43,7 +43,7 @@ from coordinator.step import Completion, Coordinator, Step
 from protocol import records as rb
 from protocol.errors import ErrorCode
 
-from broker.log.partition import CONTROL_COMMIT, control_marker
+from broker.log.partition import CONTROL_COMMIT, Partition, control_marker
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
@@ -138,12 +138,14 @@ class CoordinatorShell(Generic[C]):
             if r.key is not None:
                 coord.replay(r.key, r.value, producer_id=txn_producer)
 
-    def write_step(self, partition: int, step: Step) -> None:
+    def write_step(self, partition: int, step: Step, part: Partition | None = None) -> None:
         """Append the step's records, then each of its transactional batches (TxnOffsetCommit:
-        a batch of that producer, counted once its COMMIT marker follows)."""
+        a batch of that producer, counted once its COMMIT marker follows). ``part``: the
+        partition's log when the caller has it."""
         if not (step.records or step.txn_records):
             return
-        part = self.broker.logs.partition(self.topic, partition)
+        if part is None:
+            part = self.broker.logs.partition(self.topic, partition)
         assert part is not None, f"{self.topic}-{partition}: a coordinator runs only where its partition's log is"
         if step.records:
             part.append_internal(step.records, self.broker.now_ms())
@@ -294,7 +296,7 @@ class CoordinatorShell(Generic[C]):
             if code:
                 self._write_failed(partition, step, code)
                 return
-        self.write_step(partition, step)
+        self.write_step(partition, step, part)
         waiting = self._waiting.get(partition)
         if part is None or coord is None or coord.unloaded or self._tasks is None or \
                 (not waiting and part.high_watermark >= part.log_end_offset):
