@@ -153,6 +153,10 @@ class CoordinatorShell(Generic[C]):
             part.append_internal(list(batch.records), self.broker.now_ms(), producer_id=batch.producer_id,
                                  producer_epoch=batch.producer_epoch, transactional=True)
 
+    def before_request(self, request: Any) -> None:
+        """What a subclass notes about a request just before it is stepped (the topic exists
+        by then, so its coordinators' first steps are not this request's)."""
+
     def after_step(self, partition: int, step: Step) -> None:
         """Work a step asks for once its records are written and its results released."""
 
@@ -254,6 +258,7 @@ class CoordinatorShell(Generic[C]):
     async def call(self, partition: int, request: Any) -> Any:
         """Step ``request`` through the partition's coordinator and wait for its result."""
         self.ensure_topic()
+        self.before_request(request)
         self._next_token += 1
         token = request.token = self._next_token
         pending = self._pending[token] = _Pending(request)
