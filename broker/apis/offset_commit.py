@@ -30,14 +30,17 @@ from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, Handler, allowed,
 @handles(ApiKey.OFFSET_COMMIT)
 async def offset_commit(ctx: RequestContext, req: Any) -> Any:
     by_id = ctx.api_version >= 10
+    # the topics by name, made again only when they change (topic_catalog.topic would build a
+    # catalog entry on each call; every commit asks)
+    catalog = topic_catalog.all_topics(ctx.broker)
     topics: list[OffsetCommitTopic] = []
     rejected: dict[tuple[int, int], int] = {}
     # topic_id only from v10, retention_time_ms only in v2-v4 (reading a field absent from the version
     # costs kafka-python a failed lookup, ~1 us each)
-    names = [topic_name_for(ctx, t.name, t.topic_id if by_id else None) for t in req.topics]
+    names = [topic_name_for(ctx, t.name, t.topic_id) for t in req.topics] if by_id else [t.name for t in req.topics]
     for i, t in enumerate(req.topics):
         name = names[i]
-        topic = topic_catalog.topic(ctx.broker, name) if name else None
+        topic = catalog.get(name) if name else None
         keep = []
         for p in t.partitions:
             if topic is None or not topic.has_partition(p.partition_index):
@@ -60,11 +63,12 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
     resp = ctx.response(throttle_time_ms=0, topics=[])
     RT = resp.OffsetCommitResponseTopic
     RP = RT.OffsetCommitResponsePartition
+    NONE = ErrorCode.NONE
     for i, t in enumerate(req.topics):   # (build: RT(...)/RP(...) without kafka-python's per-field walk)
         name = names[i]
         parts = [build(RP, None, {
             "partition_index": p.partition_index,
-            "error_code": rejected.get((i, p.partition_index), errors.get((name, p.partition_index), ErrorCode.NONE))})
+            "error_code": rejected.get((i, p.partition_index)) or errors.get((name, p.partition_index), NONE)})
             for p in t.partitions]
         resp.topics.append(build(RT, None, {"name": t.name, "topic_id": (t.topic_id if by_id else None) or ZERO_UUID,
                                             "partitions": parts}))

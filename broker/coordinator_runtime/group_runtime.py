@@ -59,10 +59,8 @@ class GroupShell(CoordinatorShell[GroupCoordinator]):
     def replay_batch(self, coord: GroupCoordinator, data: bytes, h: Any) -> None:
         super().replay_batch(self._share_groups().replaying(coord), data, h)
 
-    async def call(self, partition: int, request: Any) -> Any:
-        self.ensure_topic()    # its coordinators' first steps are not this request's
+    def before_request(self, request: Any) -> None:
         self.timeline.before_request(request)
-        return await super().call(partition, request)
 
     def after_step(self, partition: int, step: Step) -> None:
         self.timeline.after_step(partition, step)

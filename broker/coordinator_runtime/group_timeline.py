@@ -27,6 +27,9 @@ from coordinator.step import Step
 
 log = structlog.get_logger("samsa.groups")
 
+# the requests whose own step may change a group's members without a group metadata record
+_MEMBERSHIP_REQUESTS = (g.JoinGroup, g.SyncGroup, g.Heartbeat, g.LeaveGroup)
+
 
 class GroupQueries(Protocol):
     """What the timeline asks of the GroupShell (broker/coordinator_runtime/group_runtime.py), which owns it."""
@@ -138,14 +141,13 @@ class GroupTimeline:
             return
         touched: dict[str, Any] = {}
         for key, value in step.records:
-            if len(key) >= 2 and key[0] == 0 and key[1] == 2:       # group metadata record
+            if key.startswith(b"\x00\x02"):       # group metadata record (key version 2)
                 k = decode_key(key)
                 if isinstance(k, GroupMetadataKey):
                     touched[k.group] = decode_group_metadata_value(value) if value is not None else None
         request, self._request = self._request, None    # only the request's own step names it
-        gid = getattr(request, "group_id", None)
-        if isinstance(request, (g.JoinGroup, g.SyncGroup, g.Heartbeat, g.LeaveGroup)) and gid:
-            touched.setdefault(gid, False)
+        if isinstance(request, _MEMBERSHIP_REQUESTS) and request.group_id:
+            touched.setdefault(request.group_id, False)
         if not touched:
             return
         self._observing = True

@@ -43,7 +43,7 @@ from coordinator.step import Completion, Coordinator, Step
 from protocol import records as rb
 from protocol.errors import ErrorCode
 
-from broker.log.partition import CONTROL_COMMIT, control_marker
+from broker.log.partition import CONTROL_COMMIT, Partition, control_marker
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
@@ -138,18 +138,24 @@ class CoordinatorShell(Generic[C]):
             if r.key is not None:
                 coord.replay(r.key, r.value, producer_id=txn_producer)
 
-    def write_step(self, partition: int, step: Step) -> None:
+    def write_step(self, partition: int, step: Step, part: Partition | None = None) -> None:
         """Append the step's records, then each of its transactional batches (TxnOffsetCommit:
-        a batch of that producer, counted once its COMMIT marker follows)."""
+        a batch of that producer, counted once its COMMIT marker follows). ``part``: the
+        partition's log when the caller has it."""
         if not (step.records or step.txn_records):
             return
-        part = self.broker.logs.partition(self.topic, partition)
+        if part is None:
+            part = self.broker.logs.partition(self.topic, partition)
         assert part is not None, f"{self.topic}-{partition}: a coordinator runs only where its partition's log is"
         if step.records:
             part.append_internal(step.records, self.broker.now_ms())
         for batch in step.txn_records:
             part.append_internal(list(batch.records), self.broker.now_ms(), producer_id=batch.producer_id,
                                  producer_epoch=batch.producer_epoch, transactional=True)
+
+    def before_request(self, request: Any) -> None:
+        """What a subclass notes about a request just before it is stepped (the topic exists
+        by then, so its coordinators' first steps are not this request's)."""
 
     def after_step(self, partition: int, step: Step) -> None:
         """Work a step asks for once its records are written and its results released."""
@@ -252,13 +258,15 @@ class CoordinatorShell(Generic[C]):
     async def call(self, partition: int, request: Any) -> Any:
         """Step ``request`` through the partition's coordinator and wait for its result."""
         self.ensure_topic()
+        self.before_request(request)
         self._next_token += 1
-        token = self._next_token
+        token = request.token = self._next_token
         pending = self._pending[token] = _Pending(request)
-        request.token = token
         try:
             self._apply(partition, self._coordinator(partition).handle(request, self.broker.now_ms()))
-            return await pending.wait()     # most requests are answered by their own step
+            if pending.done:   # most requests: answered by their own step, its records committed at once
+                return pending.result
+            return await pending.wait()
         finally:
             self._pending.pop(token, None)
 
@@ -282,8 +290,8 @@ class CoordinatorShell(Generic[C]):
         return result
 
     async def call_for(self, key: str, request: Any) -> Any:
-        p, _ = self.coordinator_for(key or "")
-        return await self.call(p, request)
+        # ``call`` makes the topic (``coordinator_for`` without its second lookup)
+        return await self.call(self.partition_for(key or ""), request)
 
     def _apply(self, partition: int, step: Step) -> None:
         coord = self.coordinators.get(partition)
@@ -293,7 +301,7 @@ class CoordinatorShell(Generic[C]):
             if code:
                 self._write_failed(partition, step, code)
                 return
-        self.write_step(partition, step)
+        self.write_step(partition, step, part)
         waiting = self._waiting.get(partition)
         if part is None or coord is None or coord.unloaded or self._tasks is None or \
                 (not waiting and part.high_watermark >= part.log_end_offset):

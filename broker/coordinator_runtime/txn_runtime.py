@@ -29,6 +29,7 @@ from broker.coordinator_runtime.runtime import CoordinatorShell
 
 if TYPE_CHECKING:
     from broker.common.services import BrokerServices
+    from broker.log.partition import Partition
 
 log = structlog.get_logger("samsa.txn")
 
@@ -100,8 +101,8 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
                     result = await CoordinatorShell.call(self, partition, request)
         return result
 
-    def write_step(self, partition: int, step: Step) -> None:
-        CoordinatorShell.write_step(self, partition, step)
+    def write_step(self, partition: int, step: Step, part: Partition | None = None) -> None:
+        CoordinatorShell.write_step(self, partition, step, part)
         request, self._request = self._request, None
         if step.transitions:
             for transactional_id, value in step.transitions:

@@ -427,6 +427,11 @@ class GroupCoordinatorBase:
     def _advance(self, now_ms: int, step: Step, hold_deferred: bool = False) -> None:
         """Fire due timers in deadline order; each fires with the clock at its own deadline.
         ``hold_deferred``: leave the work the current request deferred (``_defer``) for later."""
+        heap = self._heap
+        if self._now is not None and (not heap or heap[0][0] > now_ms):   # nothing due: most steps
+            if now_ms > self._now:
+                self._now = now_ms
+            return
         if self._now is None:
             self._now = now_ms
             self._on_loaded(step)
