@@ -131,9 +131,9 @@ async def measure(args: argparse.Namespace) -> dict[str, list[float]]:
 class _ServedBroker:
     """``python -m broker serve`` and one connection to it; requests answered one at a time."""
 
-    def __init__(self, source: str | None) -> None:
+    def __init__(self, source: str | None, python: str | None = None) -> None:
         from bench.brokers import RunningBroker, default_samsa_python, samsa_kind
-        self.broker = RunningBroker(samsa_kind(default_samsa_python(), source))
+        self.broker = RunningBroker(samsa_kind(python or default_samsa_python(), source))
         self.sock = socket.create_connection((HOST, self.broker.port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
@@ -174,7 +174,7 @@ class _ServedBroker:
 
 def measure_served(args: argparse.Namespace) -> dict[str, list[tuple[float, float]]]:
     runs: dict[str, list[tuple[float, float]]] = {"commit": [], "txn": []}
-    served = _ServedBroker(args.samsa_source)
+    served = _ServedBroker(args.samsa_source, args.samsa_python)
     try:
         T = REQUESTS[19].CreatableTopic
         served.call(_frame(19, 5, topics=[T(name="bench", num_partitions=1, replication_factor=1, assignments=[],
@@ -203,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="rounds; the median is reported")
     ap.add_argument("--served", action="store_true",
                     help="send the frames to `python -m broker serve` over a socket; CPU read from /proc")
+    ap.add_argument("--samsa-python", default=None, metavar="PYTHON",
+                    help="with --served: the interpreter of the served broker (default: .venv-pgo if made, else .venv)")
     ap.add_argument("--samsa-source", metavar="DIR", default=None,
                     help="with --served: run broker/, coordinator/, protocol/ from DIR (another checkout)")
     args = ap.parse_args(argv)
