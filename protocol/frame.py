@@ -5,7 +5,7 @@ import struct
 from dataclasses import dataclass
 
 _SIZE = struct.Struct(">i")
-_HEADER_PREFIX = struct.Struct(">hhi")
+HEADER_PREFIX = struct.Struct(">hhi")   # api_key, api_version, correlation_id: every request header's start
 
 
 class FrameError(Exception):
@@ -104,4 +104,4 @@ class RequestPrefix:
 def peek_header(frame: bytes | bytearray) -> RequestPrefix:
     if len(frame) < 8:
         raise FrameError("request shorter than its header")
-    return RequestPrefix(*_HEADER_PREFIX.unpack_from(frame, 0))
+    return RequestPrefix(*HEADER_PREFIX.unpack_from(frame, 0))
