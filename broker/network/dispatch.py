@@ -94,6 +94,7 @@ class _Handlers(dict[int, Handler]):
 
 
 _API_KEYS: dict[int, ApiKey] = {int(k): k for k in ApiKey}
+_API_VERSIONS = int(ApiKey.API_VERSIONS)   # compared with every request's key: no enum attribute lookup
 HANDLERS: dict[int, Handler] = _Handlers()   # keyed by ApiKey members; looked up with the frame's int key
 
 
@@ -140,7 +141,7 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
         raise FrameError(f"unsupported api key {key} version {version}")
     advertised = broker.api_versions.get(api_key)  # SUPPORTED, or narrower when emulating an old Kafka
     is_advertised = advertised is not None and advertised[0] <= version <= advertised[1]
-    if key == ApiKey.API_VERSIONS and not is_advertised:
+    if key == _API_VERSIONS and not is_advertised:
         # KIP-511: answer in v0 with UNSUPPORTED_VERSION and our table
         return unsupported_version_response(correlation_id, broker.api_versions)
     try:
