@@ -5,7 +5,7 @@ import struct
 from dataclasses import dataclass
 
 _SIZE = struct.Struct(">i")
-_HEADER_PREFIX = struct.Struct(">hhi")
+HEADER_PREFIX = struct.Struct(">hhi")   # api_key, api_version, correlation_id: every request header's start
 
 
 class FrameError(Exception):
@@ -49,8 +49,17 @@ class FrameDecoder:
                 return []
             frame, self._frame = self._frame, None
             return [frame]
-        with memoryview(self._scratch) as view:
-            return self.feed(view[:n])
+        if self._buf:   # the start of a frame from an earlier read: join it
+            with memoryview(self._scratch) as view:
+                return self.feed(view[:n])
+        # frames cut straight from the scratch read (not appended to ``_buf`` first); only a
+        # partial frame at its end is kept
+        frames: list[bytes | bytearray] = []
+        pos = self._cut(self._scratch, n, frames)
+        if pos < n:
+            with memoryview(self._scratch) as view:
+                self._buf += view[pos:n]
+        return frames
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | bytearray]:
         """Bytes from the stream, in order; returns the frame payloads completed (no size prefix)."""
@@ -65,9 +74,15 @@ class FrameDecoder:
             self._frame = None
             data = data[take:]
         self._buf += data
-        buf = self._buf
+        pos = self._cut(self._buf, len(self._buf), frames)
+        if pos:
+            del self._buf[:pos]
+        return frames
+
+    def _cut(self, buf: bytearray, n: int, frames: list[bytes | bytearray]) -> int:
+        """Append the frames complete in ``buf[:n]`` to ``frames``; returns how many bytes they
+        took (all ``n`` when a large frame's start went into a buffer of its own)."""
         pos = 0
-        n = len(buf)
         with memoryview(buf) as view:
             while n - pos >= 4:
                 (size,) = _SIZE.unpack_from(buf, pos)
@@ -83,9 +98,7 @@ class FrameDecoder:
                     break
                 frames.append(bytes(view[pos + 4:pos + 4 + size]))
                 pos += 4 + size
-        if pos:
-            del buf[:pos]
-        return frames
+        return pos
 
     @property
     def pending(self) -> int:
@@ -104,4 +117,4 @@ class RequestPrefix:
 def peek_header(frame: bytes | bytearray) -> RequestPrefix:
     if len(frame) < 8:
         raise FrameError("request shorter than its header")
-    return RequestPrefix(*_HEADER_PREFIX.unpack_from(frame, 0))
+    return RequestPrefix(*HEADER_PREFIX.unpack_from(frame, 0))

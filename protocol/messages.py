@@ -10,7 +10,7 @@ from typing import Any, TypeGuard
 
 from kafka.protocol.api_header import ResponseHeader
 from kafka.protocol.api_message import ApiMessage
-from kafka.protocol.schemas.fields.codecs.encode_buffer import EncodeBufferPool
+from kafka.protocol.schemas.fields.codecs.encode_buffer import EncodeBuffer, EncodeBufferPool
 
 from protocol.decode_checks import NullCheck, null_check
 from protocol.kafka_import import import_submodule_alone
@@ -18,6 +18,10 @@ from protocol.build import build
 from protocol.tagged_encode import without_empty_tagged_fields
 
 _SIZE = struct.Struct(">i")
+_SIZE_AND_ID = struct.Struct(">ii")   # a response frame's size and its header's correlation id
+# kafka-python's per-thread encode buffer, reset (``EncodeBufferPool.acquire()`` without its
+# context manager, which only wraps these two calls; its buffer starts at 64 KiB and never shrinks)
+_buffer = EncodeBufferPool._get
 
 # Each API's kafka-python module and classes (key: (module, request class, response class)). The
 # classes are imported on first use, one module at a time: importing every family of kafka-python's
@@ -191,9 +195,17 @@ class _Codecs:
     compiled codecs (``compiled_decode_from``/``compiled_encode_into``), with the header
     flags kafka-python uses (``ApiHeader``: non-compact strings, tagged fields when flexible).
     Encoders skip kafka-python's generic tagged-fields step for structs that have none
-    (protocol/tagged_encode.py)."""
+    (protocol/tagged_encode.py).
 
-    __slots__ = ("flexible", "header_decode", "body_decode", "null_check", "header_encode", "body_encode")
+    A response header is one field, the correlation id, and (flexible) an empty tag buffer:
+    ``header_bytes`` says whether kafka-python's compiled header encoder writes exactly
+    ``>i correlation_id`` (+ ``\\x00``) — checked here, once, on a sample id — so that
+    ``encode_response`` can write those bytes itself instead of building a ``ResponseHeader``
+    object and calling the encoder for it on every answer (tests/unit/test_tagged_encode.py
+    compares whole frames with kafka-python's for every class and version)."""
+
+    __slots__ = ("flexible", "header_decode", "body_decode", "null_check", "header_encode", "body_encode",
+                 "header_bytes")
 
     def __init__(self, cls: type[ApiMessage], version: int) -> None:
         self.flexible = flexible = cls.flexible_version_q(version)
@@ -210,10 +222,24 @@ class _Codecs:
                 hdr._struct.compiled_encode_into(hv, compact=False, tagged=flexible))
             self.body_encode = without_empty_tagged_fields(
                 cls._struct.compiled_encode_into(version, compact=flexible, tagged=flexible))
+            self.header_bytes = hdr is ResponseHeader and _header_is_plain(self.header_encode, flexible)
+
+
+def _header_is_plain(header_encode: Any, flexible: bool) -> bool:
+    """kafka-python's compiled response-header encoder writes the correlation id and, when
+    flexible, one 0 byte (no tagged fields): the bytes ``encode_response`` writes itself."""
+    out = EncodeBuffer(16)
+    sample = -0x12345679
+    header_encode(build(ResponseHeader, None, {"correlation_id": sample}), out)
+    return bytes(out.result()) == _SIZE.pack(sample) + (b"\x00" if flexible else b"")
 
 
 _CODECS: dict[tuple[type, int], _Codecs] = {}
 _PLAIN: dict[type, bool] = {}
+# per (class, version): its _Codecs where decode_request/encode_response take the compiled path,
+# None where kafka-python's own decode/encode must run (a class overriding them, a version out of range)
+_FAST_DECODE: dict[tuple[type, int], _Codecs | None] = {}
+_FAST_ENCODE: dict[tuple[type, int | None], _Codecs | None] = {}
 
 
 def _codecs(cls: type[ApiMessage], version: int) -> _Codecs:
@@ -232,19 +258,39 @@ def _plain(cls: type[ApiMessage], *methods: str) -> bool:
     return plain
 
 
+def _fast_decode(cls: type[ApiMessage], version: int) -> _Codecs | None:
+    """What ``decode_request`` checks on every call, decided once per (class, version)."""
+    fast = _codecs(cls, version) if _plain(cls, "decode", "parse_header") and 0 <= version <= cls.max_version \
+        else None
+    _FAST_DECODE[(cls, version)] = fast
+    return fast
+
+
+def _fast_encode(cls: type[ApiMessage], version: int | None) -> _Codecs | None:
+    """What ``encode_response`` checks on every call, decided once per (class, version)."""
+    fast = None
+    if version is not None and _plain(cls, "encode", "encode_header", "encode_header_into", "with_header"):
+        fast = _codecs(cls, version)
+    _FAST_ENCODE[(cls, version)] = fast
+    return fast
+
+
 def decode_request(cls: type[ApiMessage], frame: bytes | bytearray, version: int) -> ApiMessage:
     """``cls.decode(frame, version=version, header=True)`` through the compiled codecs, from a
     view of the frame (no copy: a produce request's records stay where they were received).
 
     A request with a null where its version's schema allows none is refused here
     (``MalformedRequest``, a ValueError like any other decode failure), never handed on."""
-    if not _plain(cls, "decode", "parse_header") or not 0 <= version <= cls.max_version:
+    try:
+        c = _FAST_DECODE[(cls, version)]
+    except KeyError:
+        c = _fast_decode(cls, version)
+    if c is None:
         request = cls.decode(frame, version=version, header=True)
         check = null_check(cls, request.API_VERSION)
         if check is not None:
             check(request)
         return request
-    c = _codecs(cls, version)
     view = memoryview(frame)
     header, pos = c.header_decode(view, 0)
     if pos > len(view):
@@ -258,22 +304,35 @@ def decode_request(cls: type[ApiMessage], frame: bytes | bytearray, version: int
 
 def encode_response(message: ApiMessage, correlation_id: int) -> bytes | bytearray:
     """``message.with_header(correlation_id=...)`` then ``message.encode(header=True,
-    framed=True)``, through the compiled codecs of its class and version."""
+    framed=True)``, through the compiled codecs of its class and version. (The response header
+    is written as bytes, not kept on the message: nothing reads an answer's header back.)"""
     cls = type(message)
-    version = message.API_VERSION
-    if version is None or not _plain(cls, "encode", "encode_header", "encode_header_into", "with_header"):
+    version = message._version
+    try:
+        c = _FAST_ENCODE[(cls, version)]
+    except KeyError:
+        c = _fast_encode(cls, version)
+    if c is None:
         message.with_header(correlation_id=correlation_id)
         encoded: bytes | bytearray = message.encode(header=True, framed=True)
         return encoded
-    c = _codecs(cls, version)
-    header = message._header = build(ResponseHeader, None, {"correlation_id": correlation_id})
-    with EncodeBufferPool.acquire() as out:
+    out = _buffer()
+    if c.header_bytes:
+        if c.flexible:
+            out.buf[8] = 0
+            out.pos = 9
+        else:
+            out.pos = 8
+        c.body_encode(message, out)
+        _SIZE_AND_ID.pack_into(out.buf, 0, out.pos - 4, correlation_id)
+    else:
+        message._header = build(ResponseHeader, None, {"correlation_id": correlation_id})
         out.pos = 4   # the frame size, written last
-        c.header_encode(header, out)
+        c.header_encode(message._header, out)
         c.body_encode(message, out)
         _SIZE.pack_into(out.buf, 0, out.pos - 4)
-        frame: bytes | bytearray = out.result()
-        return frame
+    frame: bytes | bytearray = out.result()
+    return frame
 
 
 __all__ = ["REQUESTS", "RESPONSES", "decode_request", "encode_response"]

@@ -13,7 +13,7 @@ from kafka.protocol.api_message import ApiMessage
 from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED_WITH_SHARE_GROUPS as ALL_IMPLEMENTED
 from protocol.api_versions_response import unsupported_version_response
-from protocol.frame import FrameError, peek_header
+from protocol.frame import HEADER_PREFIX, FrameError
 from protocol.build import build
 from protocol.messages import REQUESTS, RESPONSES, decode_request, encode_response
 from protocol.splice import splice
@@ -94,6 +94,7 @@ class _Handlers(dict[int, Handler]):
 
 
 _API_KEYS: dict[int, ApiKey] = {int(k): k for k in ApiKey}
+_API_VERSIONS = int(ApiKey.API_VERSIONS)   # compared with every request's key: no enum attribute lookup
 HANDLERS: dict[int, Handler] = _Handlers()   # keyed by ApiKey members; looked up with the frame's int key
 
 
@@ -132,16 +133,17 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
     """Answer one request frame. Returns the framed response (or its parts, when records
     are sent from files), None when none is due (acks=0), or raises FrameError when Kafka
     would close the connection."""
-    prefix = peek_header(frame)
-    key, version = prefix.api_key, prefix.api_version
+    if len(frame) < 8:   # protocol/frame.py's peek_header, without its object on every request
+        raise FrameError("request shorter than its header")
+    key, version, correlation_id = HEADER_PREFIX.unpack_from(frame, 0)
     api_key = _API_KEYS.get(key)   # ApiKey(key) without the enum call's cost on every request
     if api_key is None:   # a key Kafka never defined: Kafka cannot parse such a request and closes the connection
         raise FrameError(f"unsupported api key {key} version {version}")
     advertised = broker.api_versions.get(api_key)  # SUPPORTED, or narrower when emulating an old Kafka
     is_advertised = advertised is not None and advertised[0] <= version <= advertised[1]
-    if key == ApiKey.API_VERSIONS and not is_advertised:
+    if key == _API_VERSIONS and not is_advertised:
         # KIP-511: answer in v0 with UNSUPPORTED_VERSION and our table
-        return unsupported_version_response(prefix.correlation_id, broker.api_versions)
+        return unsupported_version_response(correlation_id, broker.api_versions)
     try:
         if not is_advertised:
             raise KeyError(key)
@@ -153,7 +155,7 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
     except Exception as exc:  # malformed body: Kafka closes the connection
         raise FrameError(f"cannot decode {req_cls.__name__} v{version}: {exc!r}") from None
     header = request.header
-    ctx = RequestContext(broker, key, version, prefix.correlation_id, header.client_id, client_host, listener,
+    ctx = RequestContext(broker, key, version, correlation_id, header.client_id, client_host, listener,
                          session)
     links = broker.links
     peer = peer_of_request(ctx, request) if links.peers else None   # broker/common/link_cuts.py
@@ -176,8 +178,8 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
         return response
     if isinstance(response, Spliced):
         message = response.message
-        encoded = encode_response(message, prefix.correlation_id)
+        encoded = encode_response(message, correlation_id)
         if not response.regions:
             return encoded
         return splice(encoded, response.regions, message.flexible_version_q(version))
-    return encode_response(response, prefix.correlation_id)
+    return encode_response(response, correlation_id)
