@@ -417,6 +417,7 @@ _HEAD_BEFORE_CRC = struct.Struct(">qiib")    # base offset, length, leader epoch
 _HEAD_TO_CRC = struct.Struct(">qiibI")       # the same and the CRC: everything before the CRC's bytes
 _HEAD_AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. record count: the CRC's first bytes
 _CRC = struct.Struct(">I")
+_crc32c = crc32c.crc32c
 _LENGTH_BEFORE_CRC = _HEAD_TO_CRC.size - LOG_OVERHEAD  # the batch length's bytes before the CRC's
 
 
@@ -431,15 +432,25 @@ def internal_batch(records: Sequence[tuple[bytes | None, bytes | None]], base_of
     n = len(records)
     if n == 1:
         key, value = records[0]
-        rec = b"".join((_FIRST_RECORD_HEAD, _NULL if key is None else _zigzag_size(len(key)), key or b"",
-                        _NULL if value is None else _zigzag_size(len(value)), value or b"", _NO_HEADERS))
+        if key is None:
+            key, key_size = b"", _NULL
+        else:
+            key_size = _zigzag_size(len(key))
+        if value is None:
+            value, value_size = b"", _NULL
+        else:
+            value_size = _zigzag_size(len(value))
+        # the record's length: its head (attributes, timestamp and offset deltas), the key and
+        # value behind their lengths, the header count
+        length = len(_FIRST_RECORD_HEAD) + len(key_size) + len(key) + len(value_size) + len(value) + len(_NO_HEADERS)
         rest = b"".join((_HEAD_AFTER_CRC.pack(attributes, 0, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
-                                              NO_SEQUENCE, 1), _zigzag_size(len(rec)), rec))
+                                              NO_SEQUENCE, 1), _zigzag_size(length), _FIRST_RECORD_HEAD, key_size,
+                         key, value_size, value, _NO_HEADERS))
     else:
         rest = _HEAD_AFTER_CRC.pack(attributes, n - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
                                     NO_SEQUENCE, n) + _records_body(records)
     return _HEAD_TO_CRC.pack(base_offset, _LENGTH_BEFORE_CRC + len(rest), leader_epoch, MAGIC_V2,
-                             crc32c.crc32c(rest)) + rest
+                             _crc32c(rest)) + rest
 
 
 def build_internal_batch(records: Sequence[tuple[bytes | None, bytes | None]], base_offset: int, leader_epoch: int,
