@@ -99,3 +99,26 @@ def test_internal_appends_leave_the_log_append_leaves(tmp_path: Path) -> None:
         assert _files(tmp_path / f"short-{seed}") == _files(tmp_path / f"ref-{seed}")
         # what recovery reads back from a crash (no clean shutdown) is the same too
         assert _state(short.reopen(clean=False)) == _state(ref.reopen(clean=False))
+
+
+def test_every_partition_tells_the_brokers_reaction_of_its_appends(tmp_path: Path) -> None:
+    """Partitions call LogManager.on_leader_append themselves (Partition.on_append): those made
+    before it is set, those made after, and none once it is unset."""
+    from broker.common.config import BrokerConfig
+    from broker.log.manager import LogManager
+
+    lm = LogManager(BrokerConfig({"log.dirs": str(tmp_path)}))
+    lm.load()
+    seen: list[str] = []
+    before = lm.create_topic("before", 1).partitions[0]
+    lm.on_leader_append = lambda part: seen.append(part.name)
+    after = lm.create_topic("after", 1).partitions[0]
+    before.append_internal([(b"k", b"v")], 1)
+    data = rb.build_batch([(b"k", b"v")], timestamp_ms=1)
+    assert after.append(data, [rb.parse_header(data)], 1).error == 0
+    assert seen == ["before-0", "after-0"]
+    lm.on_leader_append = None
+    before.append_internal([(b"k", b"v")], 2)
+    after.append_internal([(b"k", b"v")], 2)
+    assert seen == ["before-0", "after-0"] and before.log_end_offset == after.log_end_offset == 2
+    lm.fds.close_all()
