@@ -432,20 +432,23 @@ def internal_batch(records: Sequence[tuple[bytes | None, bytes | None]], base_of
     n = len(records)
     if n == 1:
         key, value = records[0]
+        # sizes below 64 are one varint byte, looked up without _zigzag_size's call
         if key is None:
             key, key_size = b"", _NULL
         else:
-            key_size = _zigzag_size(len(key))
+            size = len(key)
+            key_size = _ONE_BYTE[size] if size < 64 else _zigzag_size(size)
         if value is None:
             value, value_size = b"", _NULL
         else:
-            value_size = _zigzag_size(len(value))
+            size = len(value)
+            value_size = _ONE_BYTE[size] if size < 64 else _zigzag_size(size)
         # the record's length: its head (attributes, timestamp and offset deltas), the key and
         # value behind their lengths, the header count
-        length = len(_FIRST_RECORD_HEAD) + len(key_size) + len(key) + len(value_size) + len(value) + len(_NO_HEADERS)
+        size = len(_FIRST_RECORD_HEAD) + len(key_size) + len(key) + len(value_size) + len(value) + len(_NO_HEADERS)
         rest = b"".join((_HEAD_AFTER_CRC.pack(attributes, 0, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
-                                              NO_SEQUENCE, 1), _zigzag_size(length), _FIRST_RECORD_HEAD, key_size,
-                         key, value_size, value, _NO_HEADERS))
+                                              NO_SEQUENCE, 1), _ONE_BYTE[size] if size < 64 else _zigzag_size(size),
+                         _FIRST_RECORD_HEAD, key_size, key, value_size, value, _NO_HEADERS))
     else:
         rest = _HEAD_AFTER_CRC.pack(attributes, n - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
                                     NO_SEQUENCE, n) + _records_body(records)
