@@ -414,8 +414,46 @@ def _records_body(records: Sequence[tuple[bytes | None, bytes | None]]) -> bytes
 
 
 _HEAD_BEFORE_CRC = struct.Struct(">qiib")    # base offset, length, leader epoch, magic
+_HEAD_TO_CRC = struct.Struct(">qiibI")       # the same and the CRC: everything before the CRC's bytes
 _HEAD_AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. record count: the CRC's first bytes
 _CRC = struct.Struct(">I")
+_crc32c = crc32c.crc32c
+_LENGTH_BEFORE_CRC = _HEAD_TO_CRC.size - LOG_OVERHEAD  # the batch length's bytes before the CRC's
+
+
+def internal_batch(records: Sequence[tuple[bytes | None, bytes | None]], base_offset: int, leader_epoch: int,
+                   timestamp_ms: int, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1,
+                   attributes: int = 0) -> bytes:
+    """The bytes of :func:`build_internal_batch` without its header: an offset commit's append
+    reads nothing from the header that it does not know already (the size is ``len``, the
+    last offset delta the record count less one), so it is not made. The CRC runs over the
+    packed tail of the header and the records, and the batch is two packs and a join; a single
+    record (an offset commit, a marker) is laid out without the per-record loop."""
+    n = len(records)
+    if n == 1:
+        key, value = records[0]
+        # sizes below 64 are one varint byte, looked up without _zigzag_size's call
+        if key is None:
+            key, key_size = b"", _NULL
+        else:
+            size = len(key)
+            key_size = _ONE_BYTE[size] if size < 64 else _zigzag_size(size)
+        if value is None:
+            value, value_size = b"", _NULL
+        else:
+            size = len(value)
+            value_size = _ONE_BYTE[size] if size < 64 else _zigzag_size(size)
+        # the record's length: its head (attributes, timestamp and offset deltas), the key and
+        # value behind their lengths, the header count
+        size = len(_FIRST_RECORD_HEAD) + len(key_size) + len(key) + len(value_size) + len(value) + len(_NO_HEADERS)
+        rest = b"".join((_HEAD_AFTER_CRC.pack(attributes, 0, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
+                                              NO_SEQUENCE, 1), _ONE_BYTE[size] if size < 64 else _zigzag_size(size),
+                         _FIRST_RECORD_HEAD, key_size, key, value_size, value, _NO_HEADERS))
+    else:
+        rest = _HEAD_AFTER_CRC.pack(attributes, n - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
+                                    NO_SEQUENCE, n) + _records_body(records)
+    return _HEAD_TO_CRC.pack(base_offset, _LENGTH_BEFORE_CRC + len(rest), leader_epoch, MAGIC_V2,
+                             _crc32c(rest)) + rest
 
 
 def build_internal_batch(records: Sequence[tuple[bytes | None, bytes | None]], base_offset: int, leader_epoch: int,
@@ -423,18 +461,13 @@ def build_internal_batch(records: Sequence[tuple[bytes | None, bytes | None]], b
                          attributes: int = 0) -> tuple[bytes, BatchHeader]:
     """What :func:`build_batch` then :func:`stamp` (``base_offset``, ``leader_epoch``, no
     log-append time) make, byte for byte, and the header :func:`parse_header` would read from
-    it: the broker's own appends (coordinator records, transaction markers), one per offset
-    commit, so in as few Python steps as the format allows: the CRC runs over the packed tail
-    of the header and the records without building the batch first (CRC-32C continues across
-    pieces), and the pieces are joined once."""
-    body = _records_body(records)
+    it: the broker's own appends (coordinator records, transaction markers) in as few Python
+    steps as the format allows (:func:`internal_batch`); the header for the appends that keep
+    producer state (markers, transactional offset commits)."""
+    data = internal_batch(records, base_offset, leader_epoch, timestamp_ms, producer_id, producer_epoch, attributes)
     n = len(records)
-    length = HEADER_SIZE - LOG_OVERHEAD + len(body)
-    tail = _HEAD_AFTER_CRC.pack(attributes, n - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
-                                NO_SEQUENCE, n)
-    crc = crc32c.crc32c(body, crc32c.crc32c(tail))
-    data = b"".join((_HEAD_BEFORE_CRC.pack(base_offset, length, leader_epoch, MAGIC_V2), _CRC.pack(crc), tail, body))
-    return data, BatchHeader(base_offset, length, leader_epoch, MAGIC_V2, crc, attributes, n - 1, timestamp_ms,
+    return data, BatchHeader(base_offset, len(data) - LOG_OVERHEAD, leader_epoch, MAGIC_V2,
+                             _CRC.unpack_from(data, _HEAD_BEFORE_CRC.size)[0], attributes, n - 1, timestamp_ms,
                              timestamp_ms, producer_id, producer_epoch, NO_SEQUENCE, n)
 
 
@@ -467,3 +500,4 @@ def _zigzag_size(v: int) -> bytes:
 _ATTRS_TS_DELTA = b"\x00" + _ONE_BYTE[0]    # a built record's attributes and timestamp delta
 _NULL = _ONE_BYTE[-1]                       # a null key or value
 _NO_HEADERS = _ONE_BYTE[0]
+_FIRST_RECORD_HEAD = _ATTRS_TS_DELTA + _ONE_BYTE[0]  # and the first record's offset delta

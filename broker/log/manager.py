@@ -106,11 +106,20 @@ class LogManager:
         self.generation = 0
         # the broker's reaction to any leader append (wake parked fetches, move the HW of a
         # partition whose ISR is the leader alone); set once by the broker
-        self.on_leader_append: Callable[[Partition], None] | None = None
+        self._on_leader_append: Callable[[Partition], None] | None = None
 
-    def _appended(self, part: Partition) -> None:
-        if self.on_leader_append is not None:
-            self.on_leader_append(part)
+    @property
+    def on_leader_append(self) -> Callable[[Partition], None] | None:
+        return self._on_leader_append
+
+    @on_leader_append.setter
+    def on_leader_append(self, react: Callable[[Partition], None] | None) -> None:
+        """Every partition calls the broker's reaction itself (Partition.on_append), without a
+        hop through the manager on each append (one per offset commit): set here on those that
+        exist, and by _attach on those made later."""
+        self._on_leader_append = react
+        for part in self.all_partitions():
+            part.on_append = react
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -239,7 +248,7 @@ class LogManager:
 
     def _attach(self, part: Partition) -> Partition:
         part.delete_later = self._delete_later
-        part.on_append = self._appended
+        part.on_append = self._on_leader_append
         return part
 
     # -- delayed file deletion (file.delete.delay.ms) ----------------------------------------
@@ -326,11 +335,12 @@ class LogManager:
         """The configs every append of the topic reads, parsed (broker/log/append_settings.py):
         kept beside the topic's resolved values under a key no config has, so they are dropped
         with them when the topic's configs are replaced or the broker's defaults change."""
+        if topic.resolved_from is topic.configs:   # _resolved(topic) without the call when current
+            try:
+                return topic.resolved[_APPEND_SETTINGS]  # type: ignore[no-any-return]
+            except KeyError:
+                pass
         resolved = _resolved(topic)
-        try:
-            return resolved[_APPEND_SETTINGS]
-        except KeyError:
-            pass
         settings = resolved[_APPEND_SETTINGS] = AppendSettings(functools.partial(self.topic_config_value, topic))
         return settings
 

@@ -556,8 +556,10 @@ class Partition:
 
         The broker's own appends (one per offset commit, three or more per transaction) take a
         short path with what :meth:`append` does for such a batch and nothing else: the batch is
-        built already stamped with its offset and leader epoch (rb.build_internal_batch, the
-        same bytes as build_batch then stamp), its header made rather than parsed, and the
+        built already stamped with its offset and leader epoch (rb.internal_batch, the same
+        bytes as build_batch then stamp), its header made rather than parsed and only for a
+        batch with a producer id (markers, transactional offset commits: the producer state
+        reads it; an offset commit's append needs nothing it does not know already), and the
         configs read from the partition's cached settings. Its checks are append's for a batch
         built here: the size limit, the producer's epoch (markers, transactional offset
         commits); every record is keyed and stamped now, so the compacted-topic key walk and
@@ -580,29 +582,45 @@ class Partition:
             if result.error:
                 raise RuntimeError(f"internal append failed: {result.error} {result.message}")
             return result.base_offset
-        base = self.log_end_offset
-        data, h = rb.build_internal_batch(records, base, self.leader_epoch, now_ms, producer_id, producer_epoch,
-                                          attributes)
-        if h.length + rb.LOG_OVERHEAD > settings.max_message_bytes:
-            raise RuntimeError(f"internal append failed: {ErrorCode.MESSAGE_TOO_LARGE} batch of "
-                               f"{h.length + rb.LOG_OVERHEAD} bytes exceeds max.message.bytes "
-                               f"{settings.max_message_bytes}")
+        active = self.segments[-1]
+        base = active.next_offset               # the log end offset
+        leader_epoch = self.leader_epoch
+        n = len(records)
+        h: rb.BatchHeader | None = None
         if producer_id >= 0:
+            data, h = rb.build_internal_batch(records, base, leader_epoch, now_ms, producer_id, producer_epoch,
+                                              attributes)
+        else:   # an offset commit, a group's records: no producer state to keep, so no header
+            data = rb.internal_batch(records, base, leader_epoch, now_ms, producer_id, producer_epoch, attributes)
+        size = len(data)
+        if size > settings.max_message_bytes:
+            raise RuntimeError(f"internal append failed: {ErrorCode.MESSAGE_TOO_LARGE} batch of "
+                               f"{size} bytes exceeds max.message.bytes "
+                               f"{settings.max_message_bytes}")
+        if h is not None:
             v = self.producers.check(producer_id, producer_epoch, rb.NO_SEQUENCE, rb.NO_SEQUENCE)
             if v.error == ErrorCode.DUPLICATE_SEQUENCE_NUMBER and v.duplicate_of is not None:
                 return v.duplicate_of.first_offset    # what append answers for a retried batch
             if v.error:
                 raise RuntimeError(f"internal append failed: {v.error} {v.message or None}")
-        if self.leader_epoch > self.epochs.latest_epoch:
-            self.epochs.assign(self.leader_epoch, base)
-        last = base + h.last_offset_delta
-        self._maybe_roll(len(data), now_ms, last, now_ms, settings)
-        active = self.segments[-1]
+        if leader_epoch > self.epochs.latest_epoch:
+            self.epochs.assign(leader_epoch, base)
+        last = base + n - 1
+        if active.size:     # _maybe_roll's own first test, without the call for a new segment
+            self._maybe_roll(size, now_ms, last, now_ms, settings)
+            active = self.segments[-1]
         active.append_batch(data, base, last, now_ms)
         active.index_dirty = True
-        self._after_write((h,), data, control_marker, settings)
-        if self.on_append is not None:
-            self.on_append(self)
+        # _after_write for this one batch: producer state only for a batch with a producer id
+        if h is not None:
+            self._track_batch(h, data if control else None, control_marker)
+        unflushed = self.unflushed_messages = self.unflushed_messages + n
+        flush_messages = settings.flush_messages
+        if flush_messages is not None and unflushed >= flush_messages:
+            self.flush_due = True  # the produce path (or the flusher task) fsyncs off the event loop
+        on_append = self.on_append
+        if on_append is not None:
+            on_append(self)
         return base
 
     # -- replication -----------------------------------------------------------------------
@@ -710,7 +728,9 @@ class Partition:
             # Kafka's randomSegmentJitter: drawn once per segment, below both limits
             jitter = settings.segment_jitter_ms
             active.roll_jitter_ms = random.randrange(min(jitter, segment_ms)) if jitter > 0 else 0
-        first = active.rolling_timestamp()
+        first = active._first_ts        # rolling_timestamp() without the call once it is known
+        if first is None or first < 0:
+            first = active.rolling_timestamp()
         waited = max_ts - first if first is not None and max_ts >= 0 else now_ms - active.created_ms
         if waited > segment_ms - active.roll_jitter_ms:
             self.roll(now_ms)
