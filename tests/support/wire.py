@@ -3,6 +3,7 @@ batches to send: the broker-tier tests check answers field by field with these."
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.metadata import MetadataRequest
@@ -12,6 +13,13 @@ from protocol import records as rb
 from tests.support.rawclient import RawClient
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PID = 0, 1, 2, 3, 18, 22
+
+
+def kafka_python_frame(message: Any, correlation_id: int) -> bytes:
+    """``message``'s framed answer as kafka-python itself encodes it: what the broker's own
+    encoders (protocol/messages.py) are compared with."""
+    message.with_header(correlation_id=correlation_id)
+    return bytes(message.encode(header=True, framed=True))
 
 
 def create(client: RawClient, topic: str) -> None:

@@ -7,11 +7,7 @@ from typing import Any
 import pytest
 
 from protocol.messages import INDEX, REQUESTS, RESPONSES, _codecs, decode_request, encode_response
-
-
-def _kafka_python(message: Any, correlation_id: int) -> bytes:
-    message.with_header(correlation_id=correlation_id)
-    return bytes(message.encode(header=True, framed=True))
+from tests.support.wire import kafka_python_frame as _kafka_python
 
 
 @pytest.mark.parametrize("key", sorted(INDEX))

@@ -8,19 +8,10 @@ import pytest
 
 from protocol.messages import INDEX, RESPONSES, encode_response
 from protocol.tagged_encode import NO_TAGGED_FIELDS, without_empty_tagged_fields
+from tests.support.wire import kafka_python_frame as _kafka_python
 
 
-def _kafka_python(message: Any, correlation_id: int) -> bytes:
-    message.with_header(correlation_id=correlation_id)
-    return bytes(message.encode(header=True, framed=True))
-
-
-@pytest.mark.parametrize("key", sorted(INDEX))
-def test_default_responses_encode_as_kafka_python_does(key: int) -> None:
-    cls = RESPONSES[key]
-    for version in range(cls.min_version, cls.max_version + 1):
-        expected = _kafka_python(cls(version=version), 11)
-        assert bytes(encode_response(cls(version=version), 11)) == expected, (cls.__name__, version)
+# every response class and version with default fields: tests/unit/test_request_path_codecs.py
 
 
 def _offset_commit(version: int) -> Any:
