@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _SIZE = struct.Struct(">i")
-HEADER_PREFIX = struct.Struct(">hhi")   # api_key, api_version, correlation_id: every request header's start
+_HEADER_PREFIX = struct.Struct(">hhi")   # api_key, api_version, correlation_id: every request header's start
 
 
 class FrameError(Exception):
@@ -105,9 +105,9 @@ class FrameDecoder:
         return len(self._buf) + (self._filled if self._frame is not None else 0)
 
 
-@dataclass(slots=True)
-class RequestPrefix:
-    """The fixed part of every request header, readable before the version is known."""
+class RequestPrefix(NamedTuple):
+    """The fixed part of every request header, readable before the version is known (a tuple:
+    dispatch unpacks it on every request)."""
 
     api_key: int
     api_version: int
@@ -117,4 +117,7 @@ class RequestPrefix:
 def peek_header(frame: bytes | bytearray) -> RequestPrefix:
     if len(frame) < 8:
         raise FrameError("request shorter than its header")
-    return RequestPrefix(*HEADER_PREFIX.unpack_from(frame, 0))
+    return _prefix(_HEADER_PREFIX.unpack_from(frame, 0))
+
+
+_prefix = RequestPrefix._make

@@ -427,31 +427,10 @@ def internal_batch(records: Sequence[tuple[bytes | None, bytes | None]], base_of
     """The bytes of :func:`build_internal_batch` without its header: an offset commit's append
     reads nothing from the header that it does not know already (the size is ``len``, the
     last offset delta the record count less one), so it is not made. The CRC runs over the
-    packed tail of the header and the records, and the batch is two packs and a join; a single
-    record (an offset commit, a marker) is laid out without the per-record loop."""
+    packed tail of the header and the records, and the batch is two packs and a join."""
     n = len(records)
-    if n == 1:
-        key, value = records[0]
-        # sizes below 64 are one varint byte, looked up without _zigzag_size's call
-        if key is None:
-            key, key_size = b"", _NULL
-        else:
-            size = len(key)
-            key_size = _ONE_BYTE[size] if size < 64 else _zigzag_size(size)
-        if value is None:
-            value, value_size = b"", _NULL
-        else:
-            size = len(value)
-            value_size = _ONE_BYTE[size] if size < 64 else _zigzag_size(size)
-        # the record's length: its head (attributes, timestamp and offset deltas), the key and
-        # value behind their lengths, the header count
-        size = len(_FIRST_RECORD_HEAD) + len(key_size) + len(key) + len(value_size) + len(value) + len(_NO_HEADERS)
-        rest = b"".join((_HEAD_AFTER_CRC.pack(attributes, 0, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
-                                              NO_SEQUENCE, 1), _ONE_BYTE[size] if size < 64 else _zigzag_size(size),
-                         _FIRST_RECORD_HEAD, key_size, key, value_size, value, _NO_HEADERS))
-    else:
-        rest = _HEAD_AFTER_CRC.pack(attributes, n - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
-                                    NO_SEQUENCE, n) + _records_body(records)
+    rest = _HEAD_AFTER_CRC.pack(attributes, n - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
+                                NO_SEQUENCE, n) + _records_body(records)
     return _HEAD_TO_CRC.pack(base_offset, _LENGTH_BEFORE_CRC + len(rest), leader_epoch, MAGIC_V2,
                              _crc32c(rest)) + rest
 
@@ -500,4 +479,3 @@ def _zigzag_size(v: int) -> bytes:
 _ATTRS_TS_DELTA = b"\x00" + _ONE_BYTE[0]    # a built record's attributes and timestamp delta
 _NULL = _ONE_BYTE[-1]                       # a null key or value
 _NO_HEADERS = _ONE_BYTE[0]
-_FIRST_RECORD_HEAD = _ATTRS_TS_DELTA + _ONE_BYTE[0]  # and the first record's offset delta

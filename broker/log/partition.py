@@ -507,11 +507,17 @@ class Partition:
                      control_marker: tuple[int, int] | None, settings: AppendSettings) -> None:
         """Producer state, transactions and the flush.messages count for batches just written to
         the active segment (every append path, append_internal's short one included)."""
+        records = 0
         for h in batches:
             self._track_batch(h, data if h.is_control else None, control_marker)
-            self.unflushed_messages += h.record_count
+            records += h.record_count
+        self._count_unflushed(records, settings)
+
+    def _count_unflushed(self, records: int, settings: AppendSettings) -> None:
+        """The flush.messages count after ``records`` more were written to the active segment."""
+        unflushed = self.unflushed_messages = self.unflushed_messages + records
         flush_messages = settings.flush_messages
-        if flush_messages is not None and self.unflushed_messages >= flush_messages:
+        if flush_messages is not None and unflushed >= flush_messages:
             self.flush_due = True  # the produce path (or the flusher task) fsyncs off the event loop
 
     def _track_batch(self, h: rb.BatchHeader, control_data: bytes | bytearray | None,
@@ -614,10 +620,7 @@ class Partition:
         # _after_write for this one batch: producer state only for a batch with a producer id
         if h is not None:
             self._track_batch(h, data if control else None, control_marker)
-        unflushed = self.unflushed_messages = self.unflushed_messages + n
-        flush_messages = settings.flush_messages
-        if flush_messages is not None and unflushed >= flush_messages:
-            self.flush_due = True  # the produce path (or the flusher task) fsyncs off the event loop
+        self._count_unflushed(n, settings)
         on_append = self.on_append
         if on_append is not None:
             on_append(self)
@@ -728,9 +731,7 @@ class Partition:
             # Kafka's randomSegmentJitter: drawn once per segment, below both limits
             jitter = settings.segment_jitter_ms
             active.roll_jitter_ms = random.randrange(min(jitter, segment_ms)) if jitter > 0 else 0
-        first = active._first_ts        # rolling_timestamp() without the call once it is known
-        if first is None or first < 0:
-            first = active.rolling_timestamp()
+        first = active.rolling_timestamp()
         waited = max_ts - first if first is not None and max_ts >= 0 else now_ms - active.created_ms
         if waited > segment_ms - active.roll_jitter_ms:
             self.roll(now_ms)

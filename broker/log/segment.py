@@ -248,30 +248,13 @@ class Segment:
 
     def append_batch(self, data: bytes, base_offset: int, last_offset: int, max_timestamp: int) -> None:
         """:meth:`append` for one batch in one buffer (the broker's own appends, one per offset
-        commit), without the list and per-batch walk, and with :meth:`_track` written out: an
-        offset commit's append is a handful of attribute updates, and the call was a good share
-        of them."""
+        commit), without the list and per-batch walk."""
         start = self.size
         length = len(data)
-        fd = self.fds.get(self)
-        if os.write(fd, data) != length:  # pragma: no cover - disk full
-            os.ftruncate(fd, start)
+        if os.write(self.fd, data) != length:  # pragma: no cover - disk full
+            os.ftruncate(self.fd, start)
             raise OSError("short write to segment")
-        # _track(start, base_offset, last_offset, max_timestamp, length)
-        if max_timestamp > self.max_timestamp:
-            self.max_timestamp = max_timestamp
-            self._max_ts_pos = start
-            self._max_ts_offset = -1
-        since = self._bytes_since_index
-        if since >= self.index_interval:
-            self.idx_offsets.append(base_offset)
-            self.idx_positions.append(start)
-            self.time_ts.append(self.max_timestamp)
-            since = 0
-        self._bytes_since_index = since + length
-        if start == 0:
-            self._first_ts = max_timestamp
-        self.next_offset = last_offset + 1
+        self._track(start, base_offset, last_offset, max_timestamp, length)
         self.size = start + length
 
     def flush(self) -> None:

@@ -13,7 +13,7 @@ from kafka.protocol.api_message import ApiMessage
 from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED_WITH_SHARE_GROUPS as ALL_IMPLEMENTED
 from protocol.api_versions_response import unsupported_version_response
-from protocol.frame import HEADER_PREFIX, FrameError
+from protocol.frame import FrameError, peek_header
 from protocol.build import build
 from protocol.messages import REQUESTS, RESPONSES, decode_request, encode_response
 from protocol.splice import splice
@@ -133,9 +133,7 @@ async def dispatch(broker: Broker, frame: bytes, client_host: str,
     """Answer one request frame. Returns the framed response (or its parts, when records
     are sent from files), None when none is due (acks=0), or raises FrameError when Kafka
     would close the connection."""
-    if len(frame) < 8:   # protocol/frame.py's peek_header, without its object on every request
-        raise FrameError("request shorter than its header")
-    key, version, correlation_id = HEADER_PREFIX.unpack_from(frame, 0)
+    key, version, correlation_id = peek_header(frame)
     api_key = _API_KEYS.get(key)   # ApiKey(key) without the enum call's cost on every request
     if api_key is None:   # a key Kafka never defined: Kafka cannot parse such a request and closes the connection
         raise FrameError(f"unsupported api key {key} version {version}")
