@@ -14,9 +14,11 @@ from typing import Any
 
 from coordinator.group import coordinator as g
 from coordinator.group.offsets import OffsetCommitPartition, OffsetCommitTopic
+from protocol.answer_cache import AnswerCache, with_correlation_id
 from protocol.api_keys import ApiKey
 from protocol.build import build
 from protocol.errors import ErrorCode
+from protocol.messages import encode_response
 
 from broker.common.services import RequestScope
 from broker.apis.shared.common import ZERO_UUID, coordinator_fields, topic_name_for
@@ -25,6 +27,10 @@ from broker.network.dispatch import RequestContext, handles
 from broker.security.acl import Operation as Op, ResourceType as RT
 from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, Handler, allowed, authorizes, denied_offset_topics,
                                    topic_name, topics_allowed)
+
+# successful answers by (version, the request's topics and partitions); a consumer commits the same
+# partitions again and again, and a broker's clients name few distinct sets
+ANSWERS = AnswerCache(4096)
 
 
 @handles(ApiKey.OFFSET_COMMIT)
@@ -52,14 +58,35 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
         if keep:
             assert name is not None   # partitions are kept only in a topic found by its name
             topics.append(OffsetCommitTopic(name, keep))
-    # by (name, partition); a topic without a name had every partition rejected, its lookups miss
+    # the errors other than NONE, by (name, partition); a topic without a name had every
+    # partition rejected, its lookups miss
     errors: dict[tuple[str | None, int], int] = {}
     if topics:
         r: g.OffsetCommitResult = await ctx.broker.groups.call_for(req.group_id, g.OffsetCommit(
             group_id=req.group_id, topics=topics, generation_id=req.generation_id_or_member_epoch,
             member_id=req.member_id or "", group_instance_id=req.group_instance_id,
             retention_time_ms=req.retention_time_ms if 2 <= ctx.api_version <= 4 else -1, **coordinator_fields(ctx)))
-        errors = {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
+        for rt in r.topics:
+            for rp in rt.partitions:
+                if rp.error_code:
+                    errors[(rt.name, rp.partition_index)] = rp.error_code
+    if rejected or errors or ctx.broker.authorizer is not None:
+        return _answer(ctx, req, names, by_id, rejected, errors)
+    # Every partition committed: the answer is fixed by the version and the topics and partitions
+    # named, so it is encoded once per such request (protocol/answer_cache.py). Not when an
+    # authorizer is set: its rule (authorize_offset_commit) adds denied topics to the answer object.
+    key = (ctx.api_version, tuple((t.name, t.topic_id if by_id else None, tuple([p.partition_index for p in t.partitions]))
+                                  for t in req.topics))
+    frame = ANSWERS.get(key)
+    if frame is None:
+        frame = ANSWERS.put(key, bytes(encode_response(_answer(ctx, req, names, by_id, rejected, errors), 0)))
+    return with_correlation_id(frame, ctx.correlation_id)
+
+
+def _answer(ctx: RequestContext, req: Any, names: list[str | None], by_id: bool,
+            rejected: dict[tuple[int, int], int], errors: dict[tuple[str | None, int], int]) -> Any:
+    """The answer as a message: each partition's error from ``rejected`` (by the topic's place in
+    the request), else from ``errors`` (by name), else NONE."""
     resp = ctx.response(throttle_time_ms=0, topics=[])
     RT = resp.OffsetCommitResponseTopic
     RP = RT.OffsetCommitResponsePartition

@@ -1,0 +1,53 @@
+"""Encoded answers kept by what determines them, so a request whose answer is one already sent
+(but for its correlation id) is answered by a copy with that id written in, instead of by
+building kafka-python objects and encoding them again. Sans-IO.
+
+Used where an answer depends on few inputs and is asked for often: ApiVersions (every client
+connection opens with one; protocol/api_versions_response.py, broker/apis/api_versions.py) and a
+successful OffsetCommit (broker/apis/offset_commit.py), whose answer is fixed by the request's
+version and the topics and partitions it names once every partition's error is NONE."""
+from __future__ import annotations
+
+import struct
+from collections.abc import Hashable
+
+_CORRELATION_ID = struct.Struct(">i")
+# A framed response is its size (4 bytes), then the response header, which begins with the
+# correlation id in every header version (v1 adds tagged fields after it).
+_CORRELATION_ID_AT = 4
+
+
+def with_correlation_id(frame: bytes, correlation_id: int) -> bytes:
+    """A copy of the framed response ``frame`` (encoded with any correlation id) answering
+    ``correlation_id``."""
+    at = _CORRELATION_ID_AT
+    return frame[:at] + _CORRELATION_ID.pack(correlation_id) + frame[at + 4:]
+
+
+class AnswerCache:
+    """Framed answers by key, at most ``limit`` of them: past that the cache starts afresh (the
+    keys in use are few; clearing keeps a stream of one-off keys from growing it).
+
+    ``owner``: an unhashable input the answer was made from (an API table, a dict), named in the
+    key by ``id()``. It is kept with the answer and checked by identity, so a new object that
+    happens to reuse a dropped one's id misses rather than gets the old answer. Owners are never
+    changed in place."""
+
+    __slots__ = ("_answers", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._answers: dict[Hashable, tuple[object, bytes]] = {}
+
+    def get(self, key: Hashable, owner: object = None) -> bytes | None:
+        hit = self._answers.get(key)
+        return hit[1] if hit is not None and hit[0] is owner else None
+
+    def put(self, key: Hashable, frame: bytes, owner: object = None) -> bytes:
+        if len(self._answers) >= self.limit:
+            self._answers.clear()
+        self._answers[key] = (owner, frame)
+        return frame
+
+    def clear(self) -> None:
+        self._answers.clear()
