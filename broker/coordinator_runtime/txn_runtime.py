@@ -39,6 +39,7 @@ CONCURRENT_WAIT_S = 1.0   # how long an AddPartitionsToTxn waits for the previou
 
 # the requests whose CONCURRENT_TRANSACTIONS answer waits for the transaction to settle (``call``)
 _ADDS = (tx.AddPartitionsToTxn, tx.AddOffsetsToTxn)
+_ADD_PARTITIONS = tx.AddPartitionsToTxn
 
 
 class TxnShell(CoordinatorShell[TransactionCoordinator]):
@@ -80,6 +81,10 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         return loaded
 
     async def call(self, partition: int, request: Any) -> Any:
+        if request.__class__ is _ADD_PARTITIONS and request.verify_only and not self.clustered:
+            answer = self._verify_now(partition, request)
+            if answer is not None:
+                return answer
         seen = self._settled_count
         self._request = request        # read by the request's own step (synchronous), then cleared
         result = await CoordinatorShell.call(self, partition, request)
@@ -100,6 +105,23 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
                     self._request = request
                     result = await CoordinatorShell.call(self, partition, request)
         return result
+
+    def _verify_now(self, partition: int, request: tx.AddPartitionsToTxn) -> tx.AddPartitionsResult | None:
+        """A single node's KIP-890 check (Produce's first transactional batch of a transaction on
+        a partition): the coordinator's answer read at once (``verify_now``), without the token,
+        waiter and Step of ``call``, when its step would hold that answer alone. What ``_apply``
+        does after such a step is done here too: the timer task is woken for an earlier deadline.
+        Nothing is written, so nothing is waited for, as ``call`` would not wait either on a node
+        that commits each write as it appends it. None: ``call`` steps it."""
+        coord = self.coordinators.get(partition)
+        if coord is None:
+            return None
+        answer = coord.verify_now(request, self.broker.now_ms())
+        if answer is not None:
+            deadline = coord.next_deadline()
+            if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
+                self._deadline_changed.set()
+        return answer
 
     def write_step(self, partition: int, step: Step, part: Partition | None = None) -> None:
         CoordinatorShell.write_step(self, partition, step, part)
@@ -145,7 +167,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         if step.transitions:
             coord = self.coordinators.get(partition)
             if coord is not None and not coord.unloaded:
-                coord.transitions_committed([tid for tid, _ in step.transitions])
+                coord.transition_records_committed(step.transitions)
             self._settled_count += 1
             self._settled.notify()
         for job in step.markers:
