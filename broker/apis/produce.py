@@ -130,7 +130,8 @@ async def _verify_transactions(ctx: RequestContext, transactional_id: str, appen
         return False
     for (producer_id, epoch), group in by_producer.items():
         partitions = [(a.topic.name, a.index) for a in group]
-        deadline = trio.current_time() + ADD_PARTITIONS_RETRY_MAX_S
+        # (the retry budget only matters for transactions v2: an older Produce asks once)
+        deadline = trio.current_time() + ADD_PARTITIONS_RETRY_MAX_S if tv2 else 0.0
         while True:
             errors = await verify_transaction(ctx.broker, transactional_id, producer_id, epoch, partitions, tv2)
             if not (tv2 and ErrorCode.CONCURRENT_TRANSACTIONS in errors.values()) or \
@@ -194,7 +195,8 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                 parts.append(_error(pd.index, ErrorCode.INVALID_RECORD, "Clients may not write control records"))
                 continue
             a = _Append(topic, pd.index, part, data, batches,
-                        transactional=bool(req.transactional_id) and batches[0].is_transactional)
+                        transactional=bool(req.transactional_id) and
+                        bool(batches[0].attributes & rb.TRANSACTIONAL_MASK))   # (is_transactional)
             parts.append(a)
             appends.append(a)
     # Kafka verifies only requests that name their transaction
