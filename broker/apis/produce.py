@@ -32,6 +32,7 @@ from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from coordinator.txn.producer_state import VerificationGuard
 from protocol import records as rb
 from protocol.api_keys import ApiKey
+from protocol.build import build
 from protocol.errors import ErrorCode
 
 from broker.common.services import RequestScope
@@ -79,6 +80,14 @@ class _Append:
     error: tuple[int, str | None] | None = None
 
 
+def _any_control(batches: list[rb.BatchHeader]) -> bool:
+    """Does any batch carry the control attribute (clients may not write those)?"""
+    for b in batches:
+        if b.attributes & rb.CONTROL_MASK:
+            return True
+    return False
+
+
 def verification_enabled(broker: Any) -> bool:
     """``transaction.partition.verification.enable`` (Kafka's default: true)."""
     value = broker.config.get("transaction.partition.verification.enable", True)
@@ -121,7 +130,8 @@ async def _verify_transactions(ctx: RequestContext, transactional_id: str, appen
         return False
     for (producer_id, epoch), group in by_producer.items():
         partitions = [(a.topic.name, a.index) for a in group]
-        deadline = trio.current_time() + ADD_PARTITIONS_RETRY_MAX_S
+        # (the retry budget only matters for transactions v2: an older Produce asks once)
+        deadline = trio.current_time() + ADD_PARTITIONS_RETRY_MAX_S if tv2 else 0.0
         while True:
             errors = await verify_transaction(ctx.broker, transactional_id, producer_id, epoch, partitions, tv2)
             if not (tv2 and ErrorCode.CONCURRENT_TRANSACTIONS in errors.values()) or \
@@ -145,9 +155,10 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     metrics = broker.metrics
     topics: list[tuple[Any, list[Any]]] = []   # (topic data, answers and _Appends in request order)
     appends: list[_Append] = []
+    by_id = ctx.api_version >= 13
     for td in req.topic_data:
-        tid = getattr(td, "topic_id", None)
-        by_id = ctx.api_version >= 13
+        # (no topic_id before v13: kafka-python's default for it, None, without its __getattr__)
+        tid = td.topic_id if by_id else None
         topic = find_topic(broker, None if by_id else td.name, tid if by_id else None)
         parts: list[Any] = []
         topics.append((td, parts))
@@ -180,11 +191,12 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             except rb.InvalidBatch as exc:
                 parts.append(_error(pd.index, exc.error_code, str(exc)))
                 continue
-            if any(b.is_control for b in batches):
+            if _any_control(batches):
                 parts.append(_error(pd.index, ErrorCode.INVALID_RECORD, "Clients may not write control records"))
                 continue
             a = _Append(topic, pd.index, part, data, batches,
-                        transactional=bool(req.transactional_id) and batches[0].is_transactional)
+                        transactional=bool(req.transactional_id) and
+                        bool(batches[0].attributes & rb.TRANSACTIONAL_MASK))   # (is_transactional)
             parts.append(a)
             appends.append(a)
     # Kafka verifies only requests that name their transaction
@@ -195,6 +207,7 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
     written = []
     replicated: list = []  # acks=all on partitions with followers: (partition, required offset, answer)
     responses = []
+    version = ctx.api_version
     for td, parts in topics:
         for i, a in enumerate(parts):
             if isinstance(a, _Append):
@@ -205,9 +218,10 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                     part = a.part
                     if part.replica is not None and part.replica.followers and acks == -1:
                         replicated.append((part, part.log_end_offset, parts[i]))
-        tid = getattr(td, "topic_id", None)
-        responses.append(TR(name=td.name if ctx.api_version < 13 else None,
-                            topic_id=tid if tid is not None else ZERO_UUID, partition_responses=parts))
+        tid = td.topic_id if by_id else None
+        responses.append(build(TR, version, {"name": None if by_id else td.name,
+                                             "topic_id": tid if tid is not None else ZERO_UUID,
+                                             "partition_responses": parts}))
     if appended:   # (each append already woke the fetches and moved a leader-only ISR's HW)
         # fsync before answering when samsa.fsync.on.acks.all (acks=all) or flush.messages asks for it
         await broker.logs.after_append(written, acks)
@@ -246,9 +260,12 @@ def _append(ctx: RequestContext, a: _Append, acks: int, now: int, awaited: bool,
         return _error(a.index, result.error, result.message)
     if broker.metrics is not None:   # per batch header, never per record
         broker.metrics.produced(a.topic.name, sum(b.record_count for b in a.batches), len(a.data))
-    return PR(index=a.index, error_code=0, base_offset=result.base_offset,
-              log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset,
-              record_errors=[], error_message=None)
+    # (build: PR(...) made from a plan, its in-version fields set, so encoding reads no default
+    # through kafka-python's __getattr__)
+    return build(PR, ctx.api_version, {"index": a.index, "error_code": 0, "base_offset": result.base_offset,
+                                       "log_append_time_ms": result.log_append_time,
+                                       "log_start_offset": result.log_start_offset, "record_errors": [],
+                                       "error_message": None})
 
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------

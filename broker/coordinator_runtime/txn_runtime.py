@@ -39,6 +39,7 @@ CONCURRENT_WAIT_S = 1.0   # how long an AddPartitionsToTxn waits for the previou
 
 # the requests whose CONCURRENT_TRANSACTIONS answer waits for the transaction to settle (``call``)
 _ADDS = (tx.AddPartitionsToTxn, tx.AddOffsetsToTxn)
+_ADD_PARTITIONS = tx.AddPartitionsToTxn
 
 
 class TxnShell(CoordinatorShell[TransactionCoordinator]):
@@ -80,6 +81,10 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         return loaded
 
     async def call(self, partition: int, request: Any) -> Any:
+        if request.__class__ is _ADD_PARTITIONS and request.verify_only and not self.clustered:
+            answer = self._verify_now(partition, request)
+            if answer is not None:
+                return answer
         seen = self._settled_count
         self._request = request        # read by the request's own step (synchronous), then cleared
         result = await CoordinatorShell.call(self, partition, request)
@@ -101,6 +106,23 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
                     result = await CoordinatorShell.call(self, partition, request)
         return result
 
+    def _verify_now(self, partition: int, request: tx.AddPartitionsToTxn) -> tx.AddPartitionsResult | None:
+        """A single node's KIP-890 check (Produce's first transactional batch of a transaction on
+        a partition): the coordinator's answer read at once (``verify_now``), without the token,
+        waiter and Step of ``call``, when its step would hold that answer alone. What ``_apply``
+        does after such a step is done here too: the timer task is woken for an earlier deadline.
+        Nothing is written, so nothing is waited for, as ``call`` would not wait either on a node
+        that commits each write as it appends it. None: ``call`` steps it."""
+        coord = self.coordinators.get(partition)
+        if coord is None:
+            return None
+        answer = coord.verify_now(request, self.broker.now_ms())
+        if answer is not None:
+            deadline = coord.next_deadline()
+            if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
+                self._deadline_changed.set()
+        return answer
+
     def write_step(self, partition: int, step: Step, part: Partition | None = None) -> None:
         CoordinatorShell.write_step(self, partition, step, part)
         request, self._request = self._request, None
@@ -116,7 +138,9 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         completed transition at debug: at INFO they were two rendered and written lines per
         transaction, ~11 % of a transaction's broker CPU. With DEBUG off, structlog's filtering
         bound logger makes ``debug`` a no-op (nothing rendered or written). Aborts and time-outs
-        stay at INFO: rare, and what an operator looks for."""
+        stay at INFO: rare, and what an operator looks for. ``log.bind().debug`` is what ``log.debug``
+        does on structlog's lazy proxy (its ``__getattr__`` binds, then looks the method up) without
+        the failed attribute lookup (an AttributeError made and dropped) and the extra call first."""
         status = t.status
         previous, partitions = self._states.get(transactional_id, (None, 0))
         if t.partition_count:   # the Complete* records carry none: keep the Ongoing/Prepare count
@@ -127,10 +151,10 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
             self._states[transactional_id] = (status, partitions)
         if status == 1:
             if previous != 1:
-                log.debug("transaction begun", timeout_ms=t.timeout_ms, transactional_id=transactional_id,
+                log.bind().debug("transaction begun", timeout_ms=t.timeout_ms, transactional_id=transactional_id,
                           producer_id=t.producer_id, producer_epoch=t.producer_epoch)
         elif status == 4:
-            log.debug("transaction committed", partitions=partitions, duration_ms=t.last_update_ms - t.start_ms,
+            log.bind().debug("transaction committed", partitions=partitions, duration_ms=t.last_update_ms - t.start_ms,
                       transactional_id=transactional_id, producer_id=t.producer_id, producer_epoch=t.producer_epoch)
         elif status == 3 and previous == 1 and type(request).__name__ not in ("EndTxn", "InitProducerId"):
             log.info("transaction timed out; aborting", timeout_ms=t.timeout_ms,
@@ -145,7 +169,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         if step.transitions:
             coord = self.coordinators.get(partition)
             if coord is not None and not coord.unloaded:
-                coord.transitions_committed([tid for tid, _ in step.transitions])
+                coord.transition_records_committed(step.transitions)
             self._settled_count += 1
             self._settled.notify()
         for job in step.markers:

@@ -82,6 +82,11 @@ class TxnState(Enum):
         self.id = state_id
         self.display = display
 
+    # Enum's ``__hash__`` is a Python function (``hash(self._name_)``), run for every lookup of a
+    # state in ``_VALID_PREVIOUS`` and its sets (each transition, three a transaction). A member
+    # is equal only to itself, so the identity hash keeps every dict and set answer the same.
+    __hash__ = object.__hash__
+
     @classmethod
     def from_id(cls, state_id: int) -> TxnState:
         for s in cls:
@@ -319,7 +324,8 @@ class TransactionCoordinator:
         self.config = config or TxnCoordinatorConfig()
         self.partition = partition
         self.loading = loading
-        self._unloaded = False
+        # a plain attribute, not a property: the runtime reads it after every step
+        self.unloaded = False
         self.coordinator_epoch = coordinator_epoch
         self._allocate = allocate_producer_id
         self._txns: dict[str, TxnMetadata] = {}
@@ -387,10 +393,6 @@ class TransactionCoordinator:
     def replay_marker(self, producer_id: int, commit: bool) -> None:
         """``__transaction_state`` holds no COMMIT/ABORT markers: nothing to do."""
 
-    @property
-    def unloaded(self) -> bool:
-        return self._unloaded
-
     def load_complete(self, now_ms: int) -> Step:
         """End of loading: transactions caught between PREPARE and COMPLETE get their markers
         (again: markers are idempotent); Ongoing ones wait for their timeout."""
@@ -424,6 +426,15 @@ class TransactionCoordinator:
         (``track_pending``): their pending transitions are over."""
         for tid in transactional_ids:
             md = self._txns.get(tid)
+            if md is not None:
+                md.pending_state = None
+
+    def transition_records_committed(self, transitions: list[tuple[str, TxnTransition]]) -> None:
+        """``transitions_committed`` for the ids of a step's ``transitions`` (the runtime's
+        call after each step that wrote state records, without a list of the ids made first)."""
+        txns = self._txns
+        for tid, _ in transitions:
+            md = txns.get(tid)
             if md is not None:
                 md.pending_state = None
 
@@ -507,11 +518,11 @@ class TransactionCoordinator:
         self._txns.clear()
         self._ongoing = 0
         self.loading = True
-        self._unloaded = True
+        self.unloaded = True
         return Step()
 
     def unavailable(self, request: Any, error: int | None = None) -> Any:
-        err = error if error is not None else NOT_COORDINATOR if self._unloaded else COORDINATOR_LOAD_IN_PROGRESS
+        err = error if error is not None else NOT_COORDINATOR if self.unloaded else COORDINATOR_LOAD_IN_PROGRESS
         if isinstance(request, InitProducerId):
             return InitProducerIdResult(err)
         if isinstance(request, (AddPartitionsToTxn, AddOffsetsToTxn)):
@@ -644,16 +655,38 @@ class TransactionCoordinator:
         step.complete(req.token, AddPartitionsResult(err))
 
     def _handle_verify(self, req: AddPartitionsToTxn, step: Step) -> None:
-        """KIP-890 verification: is each partition part of the ongoing transaction?"""
+        step.complete(req.token, self._verify(req))
+
+    def _verify(self, req: AddPartitionsToTxn) -> AddPartitionsResult:
+        """KIP-890 verification: is each partition part of the ongoing transaction? (Reads only.)"""
         err, md = self._check_producer(req.transactional_id, req.producer_id, req.producer_epoch)
         if md is not None and md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             err, md = CONCURRENT_TRANSACTIONS, None
         if md is None:
-            step.complete(req.token, AddPartitionsResult(err))
-            return
+            return AddPartitionsResult(err)
         ongoing = md.state == TxnState.ONGOING
-        errors = {tp: NONE if ongoing and tp in md.partitions else INVALID_TXN_STATE for tp in req.partitions}
-        step.complete(req.token, AddPartitionsResult(NONE, errors))
+        return AddPartitionsResult(NONE, {tp: NONE if ongoing and tp in md.partitions else INVALID_TXN_STATE
+                                          for tp in req.partitions})
+
+    def verify_now(self, req: AddPartitionsToTxn, now_ms: int) -> AddPartitionsResult | None:
+        """``handle(req)``'s answer to a ``verify_only`` request (a leader's KIP-890 check before
+        a transaction's first batch on a partition: one per transaction and partition) without
+        its Step, when that step would hold the answer and nothing else: the coordinator is
+        loaded, its clock started and no timer due by ``now_ms`` (``_advance`` would only move
+        the clock). None otherwise: ``handle`` the request. The check writes nothing, so the
+        runtime has nothing to wait for before answering (issue 23)."""
+        if self.loading or not req.verify_only:
+            return None
+        now = self._now
+        if now is None:
+            return None
+        if now_ms > now:
+            now = now_ms
+        sweep, expiry = self._next_abort_sweep, self._next_expiry_check
+        if (sweep is not None and sweep <= now) or (expiry is not None and expiry <= now):
+            return None
+        self._now = now
+        return self._verify(req)
 
     def _handle_add_offsets(self, req: AddOffsetsToTxn, step: Step) -> None:
         err = self._add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,

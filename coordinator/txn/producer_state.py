@@ -74,10 +74,6 @@ class VerificationGuard:
         return f"VerificationGuard(producer_id={self.producer_id}, epoch={self.epoch}, id={id(self):#x})"
 
 
-def _in_sequence(last_seq: int, next_seq: int) -> bool:
-    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT_MAX)
-
-
 class ProducerStateTable:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
@@ -95,7 +91,8 @@ class ProducerStateTable:
         here (no verification needed), else the guard the append must still hold after the
         coordinator answered. A verification already under way for the same epoch shares its
         guard (Kafka's maybeCreateVerificationStateEntry); another epoch's is replaced."""
-        if self.has_ongoing_transaction(producer_id, epoch):
+        entry = self.producers.get(producer_id)     # has_ongoing_transaction, without the call
+        if entry is not None and entry.current_txn_first_offset >= 0 and entry.epoch == epoch:
             return None
         guard = self.verification_guards.get(producer_id)
         if guard is None or guard.epoch != epoch:
@@ -109,7 +106,8 @@ class ProducerStateTable:
         """May a transactional batch of this producer epoch be appended now? Yes when its
         transaction is ongoing here, or when ``guard`` (from ``start_verification``, before the
         coordinator was asked) is still the current one (Kafka's batchMissingRequiredVerification)."""
-        if self.has_ongoing_transaction(producer_id, epoch):
+        entry = self.producers.get(producer_id)     # has_ongoing_transaction, without the call
+        if entry is not None and entry.current_txn_first_offset >= 0 and entry.epoch == epoch:
             return True
         return guard is not None and guard.epoch == epoch and self.verification_guards.get(producer_id) is guard
 
@@ -127,12 +125,16 @@ class ProducerStateTable:
         if first_seq < 0:
             return _APPEND
         if epoch == entry.epoch:
-            for b in entry.batches:
+            batches = entry.batches
+            for b in batches:
                 if b.first_seq == first_seq and b.last_seq == last_seq:
                     return Verdict(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, duplicate_of=b)
-            if entry.batches and not _in_sequence(entry.last_seq, first_seq):
-                return Verdict(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                               message=f"out of order sequence {first_seq}, expected {entry.last_seq + 1}")
+            # in sequence: the next one after the last batch's, or 0 after Int.MAX (it wraps)
+            if batches:
+                last = batches[-1].last_seq
+                if not (first_seq == last + 1 or (first_seq == 0 and last == _INT_MAX)):
+                    return Verdict(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                   message=f"out of order sequence {first_seq}, expected {last + 1}")
         elif first_seq != 0 and entry.epoch != NO_PRODUCER_EPOCH:
             return Verdict(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                            message=f"invalid sequence {first_seq} for new epoch {epoch}")

@@ -616,3 +616,46 @@ def test_verify_only_reports_membership_and_pending_prepare() -> None:
     r, _ = t.send(AddPartitionsToTxn(transactional_id="tx", producer_id=1000, producer_epoch=0,
                                      partitions=[("t", 0)], verify_only=True))
     assert r.error_for(("t", 0)) == 51
+
+
+def test_verify_now_answers_what_handle_answers_or_defers() -> None:
+    """``verify_now`` (the runtime's shortcut for a leader's KIP-890 check) gives the answer a
+    stepped verify_only request gives, in every state the check distinguishes, and defers (None)
+    whenever the step would hold more than that answer: loading, no clock yet, a timer due."""
+    def verify(tid: str = "tx", pid: int = 1000, epoch: int = 0, tps: tuple = (("t", 0), ("t", 1))) -> Any:
+        return AddPartitionsToTxn(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                  partitions=list(tps), verify_only=True)
+
+    def same(t: Txn, req: AddPartitionsToTxn) -> Any:
+        fast = t.co.verify_now(req, t.now)
+        stepped, step = t.send(verify(req.transactional_id, req.producer_id, req.producer_epoch,
+                                      tuple(req.partitions)))
+        assert (step.records, step.markers) == ([], [])
+        assert fast is not None and (fast.error_code, fast.partition_errors) == \
+            (stepped.error_code, stepped.partition_errors)
+        return fast
+
+    assert Txn(loading=True).co.verify_now(verify(), 0) is None
+    t = Txn(partition=partition_for_group("tx", 50))
+    assert t.co.verify_now(verify(), 0) is None          # the clock starts with the first step
+    t.at(0).init()
+    assert same(t, verify()).partition_errors == {("t", 0): 48, ("t", 1): 48}   # Empty: in no transaction
+    assert t.add(1000, 0, ("t", 0)) == 0
+    assert same(t, verify()).partition_errors == {("t", 0): 0, ("t", 1): 48}
+    assert same(t, verify(epoch=1)).error_code == 90    # fenced
+    assert same(t, verify(pid=7)).error_code == 49      # another producer id
+    unknown = next(f"id{i}" for i in range(500) if partition_for_group(f"id{i}", 50) == t.co.partition)
+    assert same(t, verify(tid=unknown)).error_code == 49
+    assert same(t, verify(tid="")).error_code == 42
+    other = next(f"tx{i}" for i in range(100) if partition_for_group(f"tx{i}", 50) != t.co.partition)
+    assert same(t, verify(tid=other)).error_code == 16  # hashed onto another coordinator
+    with pytest.raises(AssertionError):                 # a request that is not a check is stepped
+        assert t.co.verify_now(AddPartitionsToTxn(transactional_id="tx", producer_id=1000, producer_epoch=0,
+                                                  partitions=[("t", 0)]), t.now) is not None
+    t.end(1000, 0, True, finish=False)
+    assert same(t, verify()).error_code == 51           # PrepareCommit
+    # the abort sweep is due at 10 s (it would time the transaction out): stepped, not answered here
+    t.at(9999)
+    assert t.co.verify_now(verify(), 9999).error_code == 51
+    assert t.co.verify_now(verify(), 10000) is None
+    assert t.co._now == 9999                            # a deferred check moved nothing
