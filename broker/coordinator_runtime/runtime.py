@@ -320,7 +320,12 @@ class CoordinatorShell(Generic[C]):
         # later or removed one is found when it wakes anyway. (Waking it on every step made it
         # poll every partition's coordinator on every commit.)
         coord = self.coordinators.get(partition)
-        deadline = coord.next_deadline() if coord is not None else None
+        if coord is not None:
+            self.wake_timers_for(coord)
+
+    def wake_timers_for(self, coord: C) -> None:
+        """Wake the timer task if ``coord``'s next deadline is earlier than the one it sleeps until."""
+        deadline = coord.next_deadline()
         if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
             self._deadline_changed.set()
 

@@ -118,9 +118,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
             return None
         answer = coord.verify_now(request, self.broker.now_ms())
         if answer is not None:
-            deadline = coord.next_deadline()
-            if deadline is not None and (self._sleep_until is None or deadline < self._sleep_until):
-                self._deadline_changed.set()
+            self.wake_timers_for(coord)
         return answer
 
     def write_step(self, partition: int, step: Step, part: Partition | None = None) -> None:
@@ -169,7 +167,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         if step.transitions:
             coord = self.coordinators.get(partition)
             if coord is not None and not coord.unloaded:
-                coord.transition_records_committed(step.transitions)
+                coord.transitions_committed([tid for tid, _ in step.transitions])
             self._settled_count += 1
             self._settled.notify()
         for job in step.markers:

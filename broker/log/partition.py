@@ -618,7 +618,7 @@ class Partition:
             active = self.segments[-1]
         active.append_batch(data, base, last, now_ms)
         active.index_dirty = True
-        # _after_write for this one batch: producer state only for a batch with a producer id
+        # what _append_active does after its write, for this one batch: producer state only for a batch with a producer id
         if h is not None:
             self._track_batch(h, data if control else None, control_marker)
         self._count_unflushed(n, settings)

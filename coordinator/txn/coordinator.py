@@ -429,15 +429,6 @@ class TransactionCoordinator:
             if md is not None:
                 md.pending_state = None
 
-    def transition_records_committed(self, transitions: list[tuple[str, TxnTransition]]) -> None:
-        """``transitions_committed`` for the ids of a step's ``transitions`` (the runtime's
-        call after each step that wrote state records, without a list of the ids made first)."""
-        txns = self._txns
-        for tid, _ in transitions:
-            md = txns.get(tid)
-            if md is not None:
-                md.pending_state = None
-
     def metadata(self, transactional_id: str) -> TxnMetadata | None:
         """The live metadata (read-only by convention), for the shell's introspection and tests."""
         return self._txns.get(transactional_id)

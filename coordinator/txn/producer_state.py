@@ -91,8 +91,7 @@ class ProducerStateTable:
         here (no verification needed), else the guard the append must still hold after the
         coordinator answered. A verification already under way for the same epoch shares its
         guard (Kafka's maybeCreateVerificationStateEntry); another epoch's is replaced."""
-        entry = self.producers.get(producer_id)     # has_ongoing_transaction, without the call
-        if entry is not None and entry.current_txn_first_offset >= 0 and entry.epoch == epoch:
+        if self.has_ongoing_transaction(producer_id, epoch):
             return None
         guard = self.verification_guards.get(producer_id)
         if guard is None or guard.epoch != epoch:
@@ -106,8 +105,7 @@ class ProducerStateTable:
         """May a transactional batch of this producer epoch be appended now? Yes when its
         transaction is ongoing here, or when ``guard`` (from ``start_verification``, before the
         coordinator was asked) is still the current one (Kafka's batchMissingRequiredVerification)."""
-        entry = self.producers.get(producer_id)     # has_ongoing_transaction, without the call
-        if entry is not None and entry.current_txn_first_offset >= 0 and entry.epoch == epoch:
+        if self.has_ongoing_transaction(producer_id, epoch):
             return True
         return guard is not None and guard.epoch == epoch and self.verification_guards.get(producer_id) is guard
 
