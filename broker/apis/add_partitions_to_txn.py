@@ -14,6 +14,7 @@ request, the others OPERATION_NOT_ATTEMPTED); v4+ needs CLUSTER_ACTION.
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 from collections.abc import Callable
 
@@ -39,43 +40,25 @@ def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
 
 async def _add_partitions(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
                           verify_only: bool) -> dict[tuple[str, int], int]:
-    """Errors per (topic, partition) for one transaction of the request. (Loops rather than
-    comprehensions: each of those is a call, and a producer sends this once a transaction.)"""
-    wanted: list[tuple[str, int]] = []
-    missing: set[tuple[str, int]] = set()
-    for t in topics:
-        name = t.name
-        for p in t.partitions:
-            wanted.append((name, p))
-            if not _partition_exists(ctx, name, p):
-                missing.add((name, p))
+    """Errors per (topic, partition) for one transaction of the request."""
+    wanted = [(t.name, p) for t in topics for p in t.partitions]
+    missing = {tp for tp in wanted if not _partition_exists(ctx, *tp)}
     if missing:   # KafkaApis: the whole transaction fails, verify_only or not
         return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else ErrorCode.OPERATION_NOT_ATTEMPTED
                 for tp in wanted}
-    version = ctx.api_version
     r: tx.AddPartitionsResult = await ctx.broker.txns.call_for(tid, tx.AddPartitionsToTxn(
         transactional_id=tid, producer_id=pid, producer_epoch=epoch, partitions=wanted,
-        verify_only=verify_only, api_version=version))
-    if not r.partition_errors:   # one error for every partition (an add is all or nothing)
-        return dict.fromkeys(wanted, fenced_for(version, 2, r.error_code))
-    return {tp: fenced_for(version, 2, r.error_for(tp)) for tp in wanted}
+        verify_only=verify_only, api_version=ctx.api_version))
+    return {tp: fenced_for(ctx.api_version, 2, r.error_for(tp)) for tp in wanted}
 
 
 def _topic_results(resp_cls: Any, errors: dict[tuple[str, int], int]) -> list:
     TR = resp_cls.AddPartitionsToTxnTopicResult
     PR = TR.AddPartitionsToTxnPartitionResult
-    by_topic: dict[str, list] = {}
+    by_topic: dict[str, list] = defaultdict(list)
     for (topic, p), code in errors.items():   # (build: TR(...)/PR(...) without kafka-python's per-field walk)
-        part = build(PR, None, {"partition_index": p, "partition_error_code": code})
-        parts = by_topic.get(topic)
-        if parts is None:
-            by_topic[topic] = [part]
-        else:
-            parts.append(part)
-    results = []
-    for t, parts in by_topic.items():
-        results.append(build(TR, None, {"name": t, "results_by_partition": parts}))
-    return results
+        by_topic[topic].append(build(PR, None, {"partition_index": p, "partition_error_code": code}))
+    return [build(TR, None, {"name": t, "results_by_partition": parts}) for t, parts in by_topic.items()]
 
 
 @handles(ApiKey.ADD_PARTITIONS_TO_TXN)

@@ -80,14 +80,6 @@ class _Append:
     error: tuple[int, str | None] | None = None
 
 
-def _any_control(batches: list[rb.BatchHeader]) -> bool:
-    """Does any batch carry the control attribute (clients may not write those)?"""
-    for b in batches:
-        if b.attributes & rb.CONTROL_MASK:
-            return True
-    return False
-
-
 def verification_enabled(broker: Any) -> bool:
     """``transaction.partition.verification.enable`` (Kafka's default: true)."""
     value = broker.config.get("transaction.partition.verification.enable", True)
@@ -191,12 +183,11 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
             except rb.InvalidBatch as exc:
                 parts.append(_error(pd.index, exc.error_code, str(exc)))
                 continue
-            if _any_control(batches):
+            if any(b.is_control for b in batches):
                 parts.append(_error(pd.index, ErrorCode.INVALID_RECORD, "Clients may not write control records"))
                 continue
             a = _Append(topic, pd.index, part, data, batches,
-                        transactional=bool(req.transactional_id) and
-                        bool(batches[0].attributes & rb.TRANSACTIONAL_MASK))   # (is_transactional)
+                        transactional=bool(req.transactional_id) and batches[0].is_transactional)
             parts.append(a)
             appends.append(a)
     # Kafka verifies only requests that name their transaction

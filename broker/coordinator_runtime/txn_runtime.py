@@ -39,7 +39,6 @@ CONCURRENT_WAIT_S = 1.0   # how long an AddPartitionsToTxn waits for the previou
 
 # the requests whose CONCURRENT_TRANSACTIONS answer waits for the transaction to settle (``call``)
 _ADDS = (tx.AddPartitionsToTxn, tx.AddOffsetsToTxn)
-_ADD_PARTITIONS = tx.AddPartitionsToTxn
 
 
 class TxnShell(CoordinatorShell[TransactionCoordinator]):
@@ -81,7 +80,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         return loaded
 
     async def call(self, partition: int, request: Any) -> Any:
-        if request.__class__ is _ADD_PARTITIONS and request.verify_only and not self.clustered:
+        if type(request) is tx.AddPartitionsToTxn and request.verify_only and not self.clustered:
             answer = self._verify_now(partition, request)
             if answer is not None:
                 return answer
@@ -136,9 +135,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
         completed transition at debug: at INFO they were two rendered and written lines per
         transaction, ~11 % of a transaction's broker CPU. With DEBUG off, structlog's filtering
         bound logger makes ``debug`` a no-op (nothing rendered or written). Aborts and time-outs
-        stay at INFO: rare, and what an operator looks for. ``log.bind().debug`` is what ``log.debug``
-        does on structlog's lazy proxy (its ``__getattr__`` binds, then looks the method up) without
-        the failed attribute lookup (an AttributeError made and dropped) and the extra call first."""
+        stay at INFO: rare, and what an operator looks for."""
         status = t.status
         previous, partitions = self._states.get(transactional_id, (None, 0))
         if t.partition_count:   # the Complete* records carry none: keep the Ongoing/Prepare count
@@ -149,10 +146,10 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
             self._states[transactional_id] = (status, partitions)
         if status == 1:
             if previous != 1:
-                log.bind().debug("transaction begun", timeout_ms=t.timeout_ms, transactional_id=transactional_id,
+                log.debug("transaction begun", timeout_ms=t.timeout_ms, transactional_id=transactional_id,
                           producer_id=t.producer_id, producer_epoch=t.producer_epoch)
         elif status == 4:
-            log.bind().debug("transaction committed", partitions=partitions, duration_ms=t.last_update_ms - t.start_ms,
+            log.debug("transaction committed", partitions=partitions, duration_ms=t.last_update_ms - t.start_ms,
                       transactional_id=transactional_id, producer_id=t.producer_id, producer_epoch=t.producer_epoch)
         elif status == 3 and previous == 1 and type(request).__name__ not in ("EndTxn", "InitProducerId"):
             log.info("transaction timed out; aborting", timeout_ms=t.timeout_ms,

@@ -440,7 +440,7 @@ class Partition:
         settings = self.settings()
         max_bytes = settings.max_message_bytes
         for h in batches:
-            if h.length + rb.LOG_OVERHEAD > max_bytes:     # h.size, without the property's call
+            if h.size > max_bytes:
                 return AppendResult(ErrorCode.MESSAGE_TOO_LARGE,
                                     message=f"batch of {h.size} bytes exceeds max.message.bytes {max_bytes}")
         if not built_here and settings.compact:
@@ -464,14 +464,14 @@ class Partition:
                 if 0 <= h.base_timestamp < now_ms - before:
                     return AppendResult(ErrorCode.INVALID_TIMESTAMP, message="timestamp is too far in the past")
         for h in batches:
-            if h.producer_id >= 0:     # h.has_producer_id
+            if h.has_producer_id:
                 v = self.producers.check(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence)
                 if v.error == ErrorCode.DUPLICATE_SEQUENCE_NUMBER and len(batches) == 1 and v.duplicate_of is not None:
                     # a retry of a batch already written: answer as Kafka does, with its offset
                     return AppendResult(ErrorCode.NONE, v.duplicate_of.first_offset, -1, self.log_start_offset)
                 if v.error:
                     return AppendResult(v.error, message=v.message or None)
-        next_offset = self.segments[-1].next_offset    # the log end offset
+        next_offset = self.log_end_offset
         base = next_offset
         if self.leader_epoch > self.epochs.latest_epoch:
             self.epochs.assign(self.leader_epoch, base)
@@ -485,8 +485,7 @@ class Partition:
             if log_append:
                 h.max_timestamp = now_ms
             next_offset += h.last_offset_delta + 1
-        max_ts = batches[0].max_timestamp if len(batches) == 1 else max(h.max_timestamp for h in batches)
-        self._maybe_roll(len(data), max_ts, next_offset - 1, now_ms, settings)
+        self._maybe_roll(len(data), max(h.max_timestamp for h in batches), next_offset - 1, now_ms, settings)
         self._append_active(data if in_place else rb.stamped_parts(data, batches, self.leader_epoch), data, batches,
                             control_marker, settings)
         if self.on_append is not None:
@@ -505,8 +504,7 @@ class Partition:
         # producer state, transactions and the flush.messages count for the batches just written
         records = 0
         for h in batches:
-            if h.producer_id >= 0:     # _track_batch's own first test, without the call
-                self._track_batch(h, data if h.attributes & rb.CONTROL_MASK else None, control_marker)
+            self._track_batch(h, data if h.is_control else None, control_marker)
             records += h.record_count
         self._count_unflushed(records, settings)
 
@@ -519,13 +517,11 @@ class Partition:
 
     def _track_batch(self, h: rb.BatchHeader, control_data: bytes | bytearray | None,
                      control_marker: tuple[int, int] | None = None) -> None:
-        """Producer state and transaction bookkeeping for one appended (or recovered) batch.
-        (The header's flags read from ``attributes`` here: the properties are a call each.)"""
-        producer_id = h.producer_id
-        if producer_id < 0:     # no producer id
+        """Producer state and transaction bookkeeping for one appended (or recovered) batch."""
+        if not h.has_producer_id:
             return
-        attributes = h.attributes
-        if attributes & rb.CONTROL_MASK:
+        producer_id = h.producer_id
+        if h.is_control:
             marker: int | None
             if control_marker is not None:
                 marker, coordinator_epoch = control_marker
@@ -536,10 +532,9 @@ class Partition:
                 self.aborted_txns.append(AbortedTxn(producer_id, first, h.last_offset))
             self.producers.end_transaction(producer_id, h.producer_epoch, coordinator_epoch)
             return
-        transactional = bool(attributes & rb.TRANSACTIONAL_MASK)
         self.producers.update(producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
-                              h.base_offset, h.last_offset, h.max_timestamp, transactional)
-        if transactional:
+                              h.base_offset, h.last_offset, h.max_timestamp, h.is_transactional)
+        if h.is_transactional:
             self.ongoing_txns.setdefault(producer_id, h.base_offset)
 
     def append_control(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
