@@ -102,13 +102,15 @@ def _verification_error(code: int, api_version: int) -> tuple[int, str | None]:
     return code, None
 
 
-async def _verify_transactions(ctx: RequestContext, transactional_id: str, appends: list[_Append]) -> bool:
+async def _verify_transactions(ctx: RequestContext, transactional_id: str, appends: list[_Append],
+                               enabled: bool) -> bool:
     """Kafka's maybeSendPartitionsToTransactionCoordinator for every partition of the request at
     once: a partition whose producer epoch has no transaction ongoing here takes a verification
     guard and is checked (transactions v1) or added (v2, Produce v12+) with the coordinator, one
-    request per producer. Sets each failed partition's ``error``; True when it awaited."""
+    request per producer. ``enabled``: ``verification_enabled``, as the request read it. Sets each
+    failed partition's ``error``; True when it awaited."""
     tv2 = ctx.api_version >= 12
-    if not (tv2 or verification_enabled(ctx.broker)):
+    if not (tv2 or enabled):
         return False
     by_producer: dict[tuple[int, int], list[_Append]] = {}
     for a in appends:
@@ -190,9 +192,10 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
                         transactional=bool(req.transactional_id) and batches[0].is_transactional)
             parts.append(a)
             appends.append(a)
-    # Kafka verifies only requests that name their transaction
-    awaited = bool(req.transactional_id) and await _verify_transactions(ctx, req.transactional_id, appends)
+    # Kafka verifies only requests that name their transaction; the setting is read once per
+    # request, so the verification and the append-time check follow the same reading
     guarded = bool(req.transactional_id) and verification_enabled(broker)
+    awaited = bool(req.transactional_id) and await _verify_transactions(ctx, req.transactional_id, appends, guarded)
     now = broker.now_ms()
     appended = False
     written = []
