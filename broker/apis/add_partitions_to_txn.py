@@ -64,11 +64,14 @@ def _topic_results(resp_cls: Any, errors: dict[tuple[str, int], int]) -> list:
 
 
 def _response(ctx: RequestContext) -> Any:
+    """An answer of the request's version with no result yet (v0-v3 fill the per-topic list,
+    v4+ the per-transaction one)."""
     return ctx.response(throttle_time_ms=0, error_code=0, results_by_transaction=[],
                         results_by_topic_v3_and_below=[])
 
 
 def _v3_answer(ctx: RequestContext, errors: dict[tuple[str, int], int]) -> Any:
+    """The v0-v3 answer: each partition's error, grouped by topic."""
     resp = _response(ctx)
     resp.results_by_topic_v3_and_below = _topic_results(resp, errors)
     return resp

@@ -46,6 +46,7 @@ async def end_txn(ctx: RequestContext, req: Any) -> Any:
 
 
 def _answer(ctx: RequestContext, code: int, r: tx.EndTxnResult) -> Any:
+    """The answer as a message (the producer id and epoch are read only from v5)."""
     return ctx.response(throttle_time_ms=0, error_code=code, producer_id=r.producer_id,
                         producer_epoch=r.producer_epoch)
 
