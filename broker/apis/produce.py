@@ -243,9 +243,12 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
 # time, log start offset from v5), fixed-width fields at fixed places, written into a copy with the
 # correlation id (as protocol/answer_cache.py does for answers fixed by their shape). A producer
 # sends the same topics and partitions request after request; its answer's encoding was a tenth of
-# a transactional Produce's broker CPU.
+# a transactional Produce's broker CPU. A shape is cached from its second success (``SEEN``): a
+# producer of many partitions may send a different subset each time, and making a template costs
+# more than encoding one answer.
 ANSWERS_LIMIT = 4096
 ANSWERS: dict[tuple[Any, ...], tuple[bytes, tuple[int, ...]]] = {}
+SEEN: set[tuple[Any, ...]] = set()
 _OFFSETS = struct.Struct(">qqq")      # base_offset, log_append_time_ms, log_start_offset (v5+)
 _OFFSETS_V3 = struct.Struct(">qq")    # base_offset, log_append_time_ms (v3-v4)
 _CORRELATION_ID = struct.Struct(">i")
@@ -265,6 +268,11 @@ def _success_frame(ctx: RequestContext, req: ProduceRequest, responses: list[Any
                            for td in req.topic_data]))
     hit = ANSWERS.get(key)
     if hit is None:
+        if key not in SEEN:
+            if len(SEEN) >= ANSWERS_LIMIT:
+                SEEN.clear()
+            SEEN.add(key)
+            return None
         hit = _template(ctx, responses)
         if hit is None:
             return None
