@@ -32,6 +32,9 @@ class Completion(NamedTuple):
     result: Any
 
 
+_new_tuple = tuple.__new__
+
+
 @dataclass(frozen=True, slots=True)
 class TxnRecords:
     """Records that must be appended as one transactional batch of this producer (TxnOffsetCommit):
@@ -81,7 +84,8 @@ class Step:
 
     def complete(self, token: Any, result: Any) -> None:
         """Answer the request that carried ``token`` (released after this step's records)."""
-        self.completions.append(Completion(token, result))
+        # (NamedTuple's __new__ without its Python frame: every request's answer is made here)
+        self.completions.append(_new_tuple(Completion, (token, result)))
 
     def take(self, token: Any) -> Any:
         """Remove and return the answer for ``token`` (None if this step has none): for a caller

@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.txn import coordinator as tx
+from protocol.answer_cache import AnswerCache, with_correlation_id
 from protocol.api_keys import ApiKey
+from protocol.messages import encode_response
 
 from broker.common.services import RequestScope
 from broker.apis.shared.transactions import fenced_for
@@ -21,13 +23,32 @@ from broker.security.acl import Operation as Op, ResourceType as RT
 from broker.security.authz import TXN_DENIED, Handler, allowed, authorizes
 
 
+# successful answers by version: before v5 a success answers only NONE (v5's carries the next
+# transaction's producer id and epoch, new with every commit, and is never cached)
+ANSWERS = AnswerCache(16)
+
+
 @handles(ApiKey.END_TXN)
 async def end_txn(ctx: RequestContext, req: Any) -> Any:
     r: tx.EndTxnResult = await ctx.broker.txns.call_for(req.transactional_id, tx.EndTxn(
         transactional_id=req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
         committed=bool(req.committed), api_version=ctx.api_version))
-    return ctx.response(throttle_time_ms=0, error_code=fenced_for(ctx.api_version, 2, r.error_code),
-                        producer_id=r.producer_id, producer_epoch=r.producer_epoch)
+    code = fenced_for(ctx.api_version, 2, r.error_code)
+    version = ctx.api_version
+    if code or version >= 5 or ctx.broker.authorizer is not None:
+        return _answer(ctx, code, r)
+    # A v0-v4 success: the answer is fixed by the version, so it is encoded once per version
+    # (protocol/answer_cache.py). Not with an authorizer: its rule answers through the message.
+    frame = ANSWERS.get(version)
+    if frame is None:
+        frame = ANSWERS.put(version, bytes(encode_response(_answer(ctx, code, r), 0)))
+    return with_correlation_id(frame, ctx.correlation_id)
+
+
+def _answer(ctx: RequestContext, code: int, r: tx.EndTxnResult) -> Any:
+    """The answer as a message (the producer id and epoch are read only from v5)."""
+    return ctx.response(throttle_time_ms=0, error_code=code, producer_id=r.producer_id,
+                        producer_epoch=r.producer_epoch)
 
 
 # -- authorization (Kafka's KafkaApis checks) --------------------------------------------------

@@ -138,19 +138,22 @@ class CoordinatorShell(Generic[C]):
             if r.key is not None:
                 coord.replay(r.key, r.value, producer_id=txn_producer)
 
-    def write_step(self, partition: int, step: Step, part: Partition | None = None) -> None:
+    def write_step(self, partition: int, step: Step, part: Partition | None = None,
+                   now_ms: int | None = None) -> None:
         """Append the step's records, then each of its transactional batches (TxnOffsetCommit:
         a batch of that producer, counted once its COMMIT marker follows). ``part``: the
-        partition's log when the caller has it."""
+        partition's log when the caller has it; ``now_ms``: the time the step was made at, when
+        the caller read the clock for it (the batches' timestamp; else the clock is read)."""
         if not (step.records or step.txn_records):
             return
         if part is None:
             part = self.broker.logs.partition(self.topic, partition)
         assert part is not None, f"{self.topic}-{partition}: a coordinator runs only where its partition's log is"
+        now = self.broker.now_ms() if now_ms is None else now_ms
         if step.records:
-            part.append_internal(step.records, self.broker.now_ms())
+            part.append_internal(step.records, now)
         for batch in step.txn_records:
-            part.append_internal(list(batch.records), self.broker.now_ms(), producer_id=batch.producer_id,
+            part.append_internal(list(batch.records), now, producer_id=batch.producer_id,
                                  producer_epoch=batch.producer_epoch, transactional=True)
 
     def before_request(self, request: Any) -> None:
@@ -263,7 +266,8 @@ class CoordinatorShell(Generic[C]):
         token = request.token = self._next_token
         pending = self._pending[token] = _Pending(request)
         try:
-            self._apply(partition, self._coordinator(partition).handle(request, self.broker.now_ms()))
+            now = self.broker.now_ms()   # one reading for the step and its records' timestamp
+            self._apply(partition, self._coordinator(partition).handle(request, now), now)
             if pending.done:   # most requests: answered by their own step, its records committed at once
                 return pending.result
             return await pending.wait()
@@ -284,16 +288,19 @@ class CoordinatorShell(Generic[C]):
         """Step ``request`` and take its answer from its own step, without waiting for the
         step's records to be committed; the rest of the step is applied as usual."""
         request.token = token = object()
-        step = coord.handle(request, self.broker.now_ms())
+        now = self.broker.now_ms()
+        step = coord.handle(request, now)
         result = step.take(token)
-        self._apply(partition, step)
+        self._apply(partition, step, now)
         return result
 
     async def call_for(self, key: str, request: Any) -> Any:
         # ``call`` makes the topic (``coordinator_for`` without its second lookup)
         return await self.call(self.partition_for(key or ""), request)
 
-    def _apply(self, partition: int, step: Step) -> None:
+    def _apply(self, partition: int, step: Step, now_ms: int | None = None) -> None:
+        """Write the step's records (timestamped ``now_ms``, the time the step was made at, when
+        the caller has it) and release its answers once they are committed."""
         coord = self.coordinators.get(partition)
         part = self.broker.logs.partition(self.topic, partition)
         if (step.records or step.txn_records) and part is not None and part.replica is not None:
@@ -301,7 +308,7 @@ class CoordinatorShell(Generic[C]):
             if code:
                 self._write_failed(partition, step, code)
                 return
-        self.write_step(partition, step, part)
+        self.write_step(partition, step, part, now_ms)
         waiting = self._waiting.get(partition)
         if part is None or coord is None or coord.unloaded or self._tasks is None or \
                 (not waiting and part.high_watermark >= part.log_end_offset):

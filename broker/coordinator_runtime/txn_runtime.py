@@ -120,8 +120,9 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
             self.wake_timers_for(coord)
         return answer
 
-    def write_step(self, partition: int, step: Step, part: Partition | None = None) -> None:
-        CoordinatorShell.write_step(self, partition, step, part)
+    def write_step(self, partition: int, step: Step, part: Partition | None = None,
+                   now_ms: int | None = None) -> None:
+        CoordinatorShell.write_step(self, partition, step, part, now_ms)
         request, self._request = self._request, None
         if step.transitions:
             for transactional_id, value in step.transitions:
@@ -195,7 +196,7 @@ class TxnShell(CoordinatorShell[TransactionCoordinator]):
                 self.broker.groups.complete_transaction(p, job.producer_id, job.commit)
         coord = self.coordinators[partition]
         self._apply(partition, coord.markers_written(job.transactional_id, job.producer_id,
-                                                     job.producer_epoch, job.commit, now))
+                                                     job.producer_epoch, job.commit, now), now)
 
     async def _deliver_markers(self, partition: int, job: MarkerJob) -> None:
         from broker.replica.markers import MarkerSender

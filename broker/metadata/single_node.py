@@ -79,8 +79,10 @@ class SingleNodeTopology:
         return self._catalog
 
     def topic(self, name: str | None) -> CatalogTopic | None:
-        t = self.broker.logs.topics.get(name) if name is not None else None
-        return None if t is None else _of_log(t)
+        """From ``topics()``' catalog, kept until the log manager's next change: every
+        AddPartitionsToTxn and TxnOffsetCommit asks, and a new entry for each was a frozen
+        dataclass made per call."""
+        return self.topics().get(name) if name is not None else None
 
     def topic_by_id(self, topic_id: uuid.UUID | None) -> CatalogTopic | None:
         if topic_id is None or topic_id == ZERO_UUID:
