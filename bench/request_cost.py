@@ -114,16 +114,18 @@ async def measure(args: argparse.Namespace) -> dict[str, list[float]]:
         async with trio.open_nursery() as nursery:
             await nursery.start(broker.run_services)
             broker.logs.create_topic("bench", 1)
-            commits = _commit_frames("bench", args.groups, args.commits)
-            await _cpu_per(broker, commits[:args.groups], 1)     # warm-up: coordinators, codecs
-            for _ in range(args.rounds):
-                runs["commit"].append(await _cpu_per(broker, commits, 1))
-            txn = _Transactions(broker, "bench", args.records)
-            await txn.init()
-            await _cpu_per(broker, txn.frames(), 3)
-            for _ in range(args.rounds):
-                frames = [f for _ in range(args.transactions) for f in txn.frames()]
-                runs["txn"].append(await _cpu_per(broker, frames, 3))
+            if args.commits:
+                commits = _commit_frames("bench", args.groups, args.commits)
+                await _cpu_per(broker, commits[:args.groups], 1)     # warm-up: coordinators, codecs
+                for _ in range(args.rounds):
+                    runs["commit"].append(await _cpu_per(broker, commits, 1))
+            if args.transactions:
+                txn = _Transactions(broker, "bench", args.records)
+                await txn.init()
+                await _cpu_per(broker, txn.frames(), 3)
+                for _ in range(args.rounds):
+                    frames = [f for _ in range(args.transactions) for f in txn.frames()]
+                    runs["txn"].append(await _cpu_per(broker, frames, 3))
             nursery.cancel_scope.cancel()
     return runs
 
@@ -179,16 +181,18 @@ def measure_served(args: argparse.Namespace) -> dict[str, list[tuple[float, floa
         T = REQUESTS[19].CreatableTopic
         served.call(_frame(19, 5, topics=[T(name="bench", num_partitions=1, replication_factor=1, assignments=[],
                                             configs=[])], timeout_ms=10000, validate_only=False))
-        commits = _commit_frames("bench", args.groups, args.commits)
-        served.cpu_per(commits[:max(args.groups, 200)], 1)     # warm-up: coordinators, codecs
-        for _ in range(args.rounds):
-            runs["commit"].append(served.cpu_per(commits, 1))
-        txn = _Transactions(None, "bench", args.records)
-        txn.initialized(RESPONSES[22].decode(served.call(txn.init_frame()), version=4, header=True))
-        served.cpu_per(txn.frames(), 3)
-        for _ in range(args.rounds):
-            frames = [f for _ in range(args.transactions) for f in txn.frames()]
-            runs["txn"].append(served.cpu_per(frames, 3))
+        if args.commits:
+            commits = _commit_frames("bench", args.groups, args.commits)
+            served.cpu_per(commits[:max(args.groups, 200)], 1)     # warm-up: coordinators, codecs
+            for _ in range(args.rounds):
+                runs["commit"].append(served.cpu_per(commits, 1))
+        if args.transactions:
+            txn = _Transactions(None, "bench", args.records)
+            txn.initialized(RESPONSES[22].decode(served.call(txn.init_frame()), version=4, header=True))
+            served.cpu_per(txn.frames(), 3)
+            for _ in range(args.rounds):
+                frames = [f for _ in range(args.transactions) for f in txn.frames()]
+                runs["txn"].append(served.cpu_per(frames, 3))
     finally:
         served.close()
     return runs
@@ -208,11 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--samsa-source", metavar="DIR", default=None,
                     help="with --served: run broker/, coordinator/, protocol/ from DIR (another checkout)")
     args = ap.parse_args(argv)
+    if min(args.commits, args.transactions, args.rounds) < 0 or args.rounds == 0:
+        ap.error("--commits and --transactions must be 0 or more (0: not measured), --rounds 1 or more")
     what = {"commit": "OffsetCommit v9 (1 partition)",
             "txn": f"transaction (AddPartitionsToTxn + Produce of {args.records} x 1 KB + EndTxn)"}
     if args.served:
         served = measure_served(args)
         for name, xs in served.items():
+            if not xs:
+                continue
             totals = [u + s for u, s in xs]
             i = totals.index(statistics.median_low(totals))
             print(f"{what[name]}, served: median {totals[i]:.1f} us broker CPU (user {xs[i][0]:.1f}, system "
@@ -229,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr = stderr
         runs = trio.run(measure, args)
     for name, xs in runs.items():
+        if not xs:
+            continue   # --commits 0 or --transactions 0: that kind was not measured
         print(f"{what[name]}: median {statistics.median(xs):.1f} us broker CPU; rounds "
               + ", ".join(f"{x:.1f}" for x in xs))
     return 0

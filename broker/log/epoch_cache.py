@@ -81,6 +81,16 @@ class LeaderEpochCache:
         if entries is not None:
             write_checkpoint(self.path, self.entries)
 
+    @classmethod
+    def empty(cls, directory: str) -> LeaderEpochCache:
+        """The cache of a partition whose directory was made a moment ago: no entries, and no
+        checkpoint file to read (one is written with the first entry)."""
+        cache = cls.__new__(cls)
+        cache.path = os.path.join(directory, CHECKPOINT_FILE)
+        cache.entries = []
+        cache.latest_epoch = UNDEFINED_EPOCH
+        return cache
+
     def _flush(self) -> None:
         self.latest_epoch = self.entries[-1][0] if self.entries else UNDEFINED_EPOCH
         write_checkpoint(self.path, self.entries)

@@ -54,16 +54,26 @@ class FdCache:
         if fd >= 0:
             self._open.move_to_end(owner)
             return fd
+        self._make_room()
+        # no O_CREAT: a segment whose file vanished must fail loudly, never come back empty
+        fd = os.open(owner.path, os.O_RDWR | os.O_APPEND)
+        self.adopt(owner, fd)
+        return fd
+
+    def adopt(self, owner: _HasFd, fd: int) -> None:
+        """Keep ``fd``, which the owner opened on its file itself (as ``get`` opens it: read,
+        write, append), as the owner's descriptor: a segment that creates its file uses the
+        descriptor it created it with rather than closing it and opening it again."""
+        self._make_room()
+        owner._fd = fd
+        self._open[owner] = None
+        self.opened += 1
+
+    def _make_room(self) -> None:
         while len(self._open) >= self.capacity:
             old, _ = self._open.popitem(last=False)
             os.close(old._fd)
             old._fd = -1
-        # no O_CREAT: a segment whose file vanished must fail loudly, never come back empty
-        fd = os.open(owner.path, os.O_RDWR | os.O_APPEND)
-        owner._fd = fd
-        self._open[owner] = None
-        self.opened += 1
-        return fd
 
     def release(self, owner: _HasFd) -> None:
         if owner._fd >= 0:

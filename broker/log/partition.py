@@ -179,8 +179,8 @@ class Partition:
     def policies(self) -> set[str]:
         return {p.strip() for p in str(self.config("cleanup.policy") or "delete").split(",")}
 
-    def _new_segment(self, base: int, created_ms: int | None = None) -> Segment:
-        return Segment(self.directory, base, self._interval(), self.fds, created_ms)
+    def _new_segment(self, base: int, created_ms: int | None = None, new_file: bool = False) -> Segment:
+        return Segment(self.directory, base, self._interval(), self.fds, created_ms, new_file=new_file)
 
     # -- lifecycle -----------------------------------------------------------------------
     def open(self, clean_shutdown: bool) -> None:
@@ -238,11 +238,11 @@ class Partition:
         except FileExistsError:
             return False
         now = self.clock()
-        seg = self._new_segment(0, now)
+        seg = self._new_segment(0, now, new_file=True)
         seg.index_dirty = True
         self.segments.append(seg)
         self.log_start_offset = 0
-        self.epochs = LeaderEpochCache(self.directory)   # no file yet: no entries, nothing written
+        self.epochs = LeaderEpochCache.empty(self.directory)
         self.synced_offset = 0
         self.last_flush_ms = now
         return True

@@ -46,7 +46,10 @@ _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 102
 
 class Segment:
     def __init__(self, directory: str, base_offset: int, index_interval: int, fds: FdCache,
-                 created_ms: int | None = None, path: str | None = None) -> None:
+                 created_ms: int | None = None, path: str | None = None, new_file: bool = False) -> None:
+        """``new_file``: the file is known not to exist (its directory was made a moment ago):
+        it is created with the descriptor the segment keeps, without looking for it first or
+        reading its size and times back (``created_ms`` is then required)."""
         self.directory = directory
         self.base_offset = base_offset
         self.stem = os.path.join(directory, segment_name(base_offset))
@@ -55,11 +58,19 @@ class Segment:
         self.fds = fds
         self._fd = -1
         self.dir_synced = True  # the directory entry of the file is known to be on disk
-        if not os.path.exists(self.path):
-            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644))
+        if new_file:
+            assert created_ms is not None
+            fds.adopt(self, os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644))
             self.dir_synced = False
-        st = os.stat(self.path)
-        self.size = st.st_size
+            self.size = 0
+            mtime_ms = created_ms
+        else:
+            if not os.path.exists(self.path):
+                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644))
+                self.dir_synced = False
+            st = os.stat(self.path)
+            self.size = st.st_size
+            mtime_ms = int(st.st_mtime * 1000)
         self.flushed_size = self.size  # bytes known to be on disk (fsync), for acks=all syncing
         self.next_offset = base_offset
         self.idx_offsets = ix.offsets_array()
@@ -69,8 +80,8 @@ class Segment:
         self._max_ts_pos = -1       # position of the batch holding max_timestamp; -1 = not known yet
         self._max_ts_offset = -1    # or its offset, as read from the time index
         self._first_ts: int | None = None
-        self.created_ms = created_ms if created_ms is not None else int(st.st_mtime * 1000)
-        self.mtime_ms = int(st.st_mtime * 1000)
+        self.created_ms = created_ms if created_ms is not None else mtime_ms
+        self.mtime_ms = mtime_ms
         self._bytes_since_index = index_interval  # index the first batch
         self.index_dirty = True  # in-memory indexes differ from the files
         self.roll_jitter_ms: int | None = None  # drawn by the partition on its first roll check

@@ -244,6 +244,35 @@ def test_open_descriptors_stay_within_the_lru_bound(tmp_path):
     assert fds.opened > 16  # files were closed and reopened on demand
 
 
+
+def test_created_partitions_keep_their_new_file_descriptors_within_the_bound(tmp_path):
+    """A topic's new partitions (Partition.create) make their first segment with the descriptor
+    they keep: the LRU bound holds as for opened files, the records read back, the directory
+    holds only the empty segment until the first write, and a restart finds the same log."""
+    import time
+
+    from broker.common.config import BrokerConfig
+    from broker.log.manager import LogManager
+
+    lm = LogManager(BrokerConfig({"log.dirs": str(tmp_path)}))
+    lm.load()
+    lm.fds.capacity = 16
+    topic = lm.create_topic("many", 40)
+    assert len(lm.fds) <= 16
+    assert sorted(os.listdir(tmp_path / "many-7")) == ["00000000000000000000.log"]
+    now = int(time.time() * 1000)
+    for part in topic.partitions:
+        data = rb.build_batch([(b"k", str(part.index).encode())], timestamp_ms=now)
+        assert part.append(data, [rb.parse_header(data)], now).error == 0
+        assert len(lm.fds) <= 16
+    assert [[v for _, _, v, _ in read_all(p)] for p in topic.partitions][:3] == [[b"0"], [b"1"], [b"2"]]
+    lm.shutdown()
+    again = LogManager(BrokerConfig({"log.dirs": str(tmp_path)}))
+    again.load()
+    parts = list(again.topics["many"].partitions)
+    assert [[v for _, _, v, _ in read_all(p)] for p in parts] == [[str(i).encode()] for i in range(40)]
+    again.fds.close_all()
+
 # -- time-based rolling ----------------------------------------------------------------------
 
 def test_segment_ms_rolls_by_record_time_less_each_segments_jitter(tmp_path):
