@@ -3,13 +3,18 @@
 building kafka-python objects and encoding them again. Sans-IO.
 
 Used where an answer depends on few inputs and is asked for often: ApiVersions (every client
-connection opens with one; protocol/api_versions_response.py, broker/apis/api_versions.py) and a
-successful OffsetCommit (broker/apis/offset_commit.py), whose answer is fixed by the request's
-version and the topics and partitions it names once every partition's error is NONE."""
+connection opens with one; protocol/api_versions_response.py, broker/apis/api_versions.py), and
+the successes of OffsetCommit, AddPartitionsToTxn v0-v3 and EndTxn v0-v4, whose answers are fixed
+by the request's version and the topics and partitions it names once every error is NONE. A
+successful Produce's answer also depends on each partition's offsets: broker/apis/produce.py keeps
+a template of each shape here and writes the offsets and the correlation id into a copy."""
 from __future__ import annotations
 
 import struct
 from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
 
 _CORRELATION_ID = struct.Struct(">i")
 # A framed response is its size (4 bytes), then the response header, which begins with the
@@ -24,9 +29,15 @@ def with_correlation_id(frame: bytes, correlation_id: int) -> bytes:
     return frame[:at] + _CORRELATION_ID.pack(correlation_id) + frame[at + 4:]
 
 
-class AnswerCache:
-    """Framed answers by key, at most ``limit`` of them: past that the cache starts afresh (the
-    keys in use are few; clearing keeps a stream of one-off keys from growing it).
+def write_correlation_id(frame: bytearray, correlation_id: int) -> None:
+    """Write ``correlation_id`` into a framed response being filled in place."""
+    _CORRELATION_ID.pack_into(frame, _CORRELATION_ID_AT, correlation_id)
+
+
+class AnswerCache(Generic[V]):
+    """Framed answers by key (or what an answer is made from, such as Produce's templates), at
+    most ``limit`` of them: past that the cache starts afresh (the keys in use are few; clearing
+    keeps a stream of one-off keys from growing it).
 
     ``owner``: an unhashable input the answer was made from (an API table, a dict), named in the
     key by ``id()``. It is kept with the answer and checked by identity, so a new object that
@@ -37,13 +48,19 @@ class AnswerCache:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._answers: dict[Hashable, tuple[object, bytes]] = {}
+        self._answers: dict[Hashable, tuple[object, V]] = {}
 
-    def get(self, key: Hashable, owner: object = None) -> bytes | None:
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._answers
+
+    def get(self, key: Hashable, owner: object = None) -> V | None:
         hit = self._answers.get(key)
         return hit[1] if hit is not None and hit[0] is owner else None
 
-    def put(self, key: Hashable, frame: bytes, owner: object = None) -> bytes:
+    def put(self, key: Hashable, frame: V, owner: object = None) -> V:
         if len(self._answers) >= self.limit:
             self._answers.clear()
         self._answers[key] = (owner, frame)

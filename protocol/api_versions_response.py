@@ -32,7 +32,7 @@ def api_keys(table: Table = SUPPORTED) -> list[Any]:
             for k, (lo, hi) in sorted(table.items())]
 
 
-_UNSUPPORTED = AnswerCache(CACHE_LIMIT)
+_UNSUPPORTED: AnswerCache[bytes] = AnswerCache(CACHE_LIMIT)
 
 
 def unsupported_version_response(correlation_id: int, table: Table = SUPPORTED) -> bytes:

@@ -79,7 +79,7 @@ def _v3_answer(ctx: RequestContext, errors: dict[tuple[str, int], int]) -> Any:
 
 # successful v0-v3 answers by (version, the request's topics and partitions): a producer adds the
 # same partitions transaction after transaction
-ANSWERS = AnswerCache(4096)
+ANSWERS: AnswerCache[bytes] = AnswerCache(4096)
 
 
 @handles(ApiKey.ADD_PARTITIONS_TO_TXN)

@@ -29,7 +29,7 @@ from protocol.messages import encode_response
 from broker.network.dispatch import RequestContext, handles
 from broker.security.authz import authorizes, unchecked
 
-ANSWERS = AnswerCache(CACHE_LIMIT)
+ANSWERS: AnswerCache[bytes] = AnswerCache(CACHE_LIMIT)
 
 
 @handles(ApiKey.API_VERSIONS)

@@ -25,7 +25,7 @@ from broker.security.authz import TXN_DENIED, Handler, allowed, authorizes
 
 # successful answers by version: before v5 a success answers only NONE (v5's carries the next
 # transaction's producer id and epoch, new with every commit, and is never cached)
-ANSWERS = AnswerCache(16)
+ANSWERS: AnswerCache[bytes] = AnswerCache(16)
 
 
 @handles(ApiKey.END_TXN)

@@ -30,7 +30,7 @@ from broker.security.authz import (GROUP_DENIED, TOPIC_DENIED, Handler, allowed,
 
 # successful answers by (version, the request's topics and partitions); a consumer commits the same
 # partitions again and again, and a broker's clients name few distinct sets
-ANSWERS = AnswerCache(4096)
+ANSWERS: AnswerCache[bytes] = AnswerCache(4096)
 
 
 @handles(ApiKey.OFFSET_COMMIT)

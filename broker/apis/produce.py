@@ -34,6 +34,7 @@ from protocol import records as rb
 from protocol.api_keys import ApiKey
 from protocol.build import build
 from protocol.errors import ErrorCode
+from protocol.answer_cache import AnswerCache, write_correlation_id
 from protocol.messages import encode_response
 
 from broker.common.services import RequestScope
@@ -247,12 +248,10 @@ async def produce(ctx: RequestContext, req: ProduceRequest) -> ProduceResponse |
 # producer of many partitions may send a different subset each time, and making a template costs
 # more than encoding one answer.
 ANSWERS_LIMIT = 4096
-ANSWERS: dict[tuple[Any, ...], tuple[bytes, tuple[int, ...]]] = {}
+ANSWERS: AnswerCache[tuple[bytes, tuple[int, ...]]] = AnswerCache(ANSWERS_LIMIT)
 SEEN: set[tuple[Any, ...]] = set()
 _OFFSETS = struct.Struct(">qqq")      # base_offset, log_append_time_ms, log_start_offset (v5+)
 _OFFSETS_V3 = struct.Struct(">qq")    # base_offset, log_append_time_ms (v3-v4)
-_CORRELATION_ID = struct.Struct(">i")
-_CORRELATION_ID_AT = 4                # after the frame's size, the response header's first field
 
 
 def _success_frame(ctx: RequestContext, req: ProduceRequest, responses: list[Any]) -> bytes | None:
@@ -276,12 +275,10 @@ def _success_frame(ctx: RequestContext, req: ProduceRequest, responses: list[Any
         hit = _template(ctx, responses)
         if hit is None:
             return None
-        if len(ANSWERS) >= ANSWERS_LIMIT:
-            ANSWERS.clear()
-        ANSWERS[key] = hit
+        ANSWERS.put(key, hit)
     template, positions = hit
     frame = bytearray(template)
-    _CORRELATION_ID.pack_into(frame, _CORRELATION_ID_AT, ctx.correlation_id)
+    write_correlation_id(frame, ctx.correlation_id)
     i = 0
     if version >= 5:
         pack = _OFFSETS.pack_into
