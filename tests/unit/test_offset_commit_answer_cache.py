@@ -9,15 +9,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import trio
 
 from broker.apis import offset_commit as handler
-from broker.common.config import BrokerConfig
-from broker.network.dispatch import dispatch
 from broker.server.broker_server import Broker
 from protocol.answer_cache import AnswerCache
 from protocol.errors import ErrorCode
 from protocol.messages import REQUESTS, RESPONSES
+from tests.support.dispatch_broker import answer, run_on_broker
 from tests.support.wire import kafka_python_frame
 
 REQ = REQUESTS[8]
@@ -54,24 +52,14 @@ def _expected(version: int, correlation_id: int, topics: list[tuple[str, uuid.UU
 
 
 def _run(check: Any, **props: str) -> None:
-    async def main() -> None:
-        import tempfile
-        with tempfile.TemporaryDirectory() as d:
-            broker = Broker(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": d, **props}))
-            broker.start()
-            async with trio.open_nursery() as nursery:
-                await nursery.start(broker.run_services)
-                ids = {name: broker.logs.create_topic(name, 3).topic_id for name in ("a", "b")}
-                await check(broker, ids)
-                nursery.cancel_scope.cancel()
     handler.ANSWERS.clear()
-    trio.run(main)
+    run_on_broker(check, **props)
 
 
 async def _ask(broker: Broker, frame: bytes) -> bytes:
-    out = await dispatch(broker, frame, "127.0.0.1", "PLAINTEXT")
-    assert type(out) in (bytes, bytearray)
-    return bytes(out)
+    out = await answer(broker, frame)
+    assert out is not None
+    return out
 
 
 def test_every_version_answers_kafka_pythons_encoding_for_each_correlation_id() -> None:

@@ -8,15 +8,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import trio
 
 from broker.apis import produce as handler
-from broker.common.config import BrokerConfig
-from broker.network.dispatch import dispatch
 from broker.server.broker_server import Broker
 from protocol import records as rb
 from protocol.errors import ErrorCode
 from protocol.messages import REQUESTS, RESPONSES
+from tests.support.dispatch_broker import answer, run_on_broker
 from tests.support.wire import kafka_python_frame
 
 PRODUCE = 0
@@ -62,19 +60,9 @@ def _expected(version: int, cid: int, shape: Shape, ids: dict[str, uuid.UUID], b
 
 
 def _run(check: Any) -> None:
-    async def main() -> None:
-        import tempfile
-        with tempfile.TemporaryDirectory() as d:
-            broker = Broker(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": d}))
-            broker.start()
-            async with trio.open_nursery() as nursery:
-                await nursery.start(broker.run_services)
-                ids = {name: broker.logs.create_topic(name, 3).topic_id for name in ("a", "b")}
-                await check(broker, ids)
-                nursery.cancel_scope.cancel()
     handler.ANSWERS.clear()
     handler.SEEN.clear()
-    trio.run(main)
+    run_on_broker(check)
 
 
 def _ends(broker: Broker, shape: Shape) -> dict[tuple[str, int], int]:
@@ -87,9 +75,7 @@ def _ends(broker: Broker, shape: Shape) -> dict[tuple[str, int], int]:
     return out
 
 
-async def _ask(broker: Broker, frame: bytes) -> bytes | None:
-    out = await dispatch(broker, frame, "127.0.0.1", "PLAINTEXT")
-    return None if out is None else bytes(out)
+_ask = answer
 
 
 def test_every_version_answers_kafka_pythons_encoding_for_each_correlation_id() -> None:

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import trio
 
 from broker.apis import add_partitions_to_txn as add_handler
 from broker.apis import end_txn as end_handler
-from broker.common.config import BrokerConfig
-from broker.network.dispatch import dispatch
 from broker.server.broker_server import Broker
 from protocol.errors import ErrorCode
 from protocol.messages import REQUESTS, RESPONSES
+from tests.support.dispatch_broker import answer, run_on_broker
 from tests.support.wire import kafka_python_frame
 
 INIT, ADD, END = 22, 24, 26
@@ -59,30 +57,21 @@ def _end_expected(version: int, cid: int, code: int = NONE, pid: int = -1, epoch
 
 
 async def _ask(broker: Broker, frame: bytes) -> bytes:
-    out = await dispatch(broker, frame, "127.0.0.1", "PLAINTEXT")
-    assert type(out) in (bytes, bytearray)
-    return bytes(out)
+    out = await answer(broker, frame)
+    assert out is not None
+    return out
 
 
 def _run(check: Any) -> None:
-    async def main() -> None:
-        import tempfile
-        with tempfile.TemporaryDirectory() as d:
-            broker = Broker(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": d}))
-            broker.start()
-            async with trio.open_nursery() as nursery:
-                await nursery.start(broker.run_services)
-                for name in ("a", "b"):
-                    broker.logs.create_topic(name, 3)
-                out = await _ask(broker, _frame(INIT, 4, 1, transactional_id=TID, transaction_timeout_ms=60000,
-                                                producer_id=-1, producer_epoch=-1))
-                r = RESPONSES[INIT].decode(out[4:], version=4, header=True)
-                assert r.error_code == NONE
-                await check(broker, r.producer_id, r.producer_epoch)
-                nursery.cancel_scope.cancel()
+    async def initialized(broker: Broker, ids: Any) -> None:
+        out = await _ask(broker, _frame(INIT, 4, 1, transactional_id=TID, transaction_timeout_ms=60000,
+                                        producer_id=-1, producer_epoch=-1))
+        r = RESPONSES[INIT].decode(out[4:], version=4, header=True)
+        assert r.error_code == NONE
+        await check(broker, r.producer_id, r.producer_epoch)
     add_handler.ANSWERS.clear()
     end_handler.ANSWERS.clear()
-    trio.run(main)
+    run_on_broker(initialized)
 
 
 def _epoch(broker: Broker) -> int:
