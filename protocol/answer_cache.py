@@ -11,7 +11,7 @@ a template of each shape here and writes the offsets and the correlation id into
 from __future__ import annotations
 
 import struct
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
@@ -59,6 +59,15 @@ class AnswerCache(Generic[V]):
     def get(self, key: Hashable, owner: object = None) -> V | None:
         hit = self._answers.get(key)
         return hit[1] if hit is not None and hit[0] is owner else None
+
+    def answer(self: AnswerCache[bytes], key: Hashable, correlation_id: int, encode: Callable[[], bytes],
+               owner: object = None) -> bytes:
+        """The framed answer for ``key`` answering ``correlation_id``: ``encode()`` (the framed
+        answer with any correlation id) the first time, a copy of it with the id written in after."""
+        frame = self.get(key, owner)
+        if frame is None:
+            frame = self.put(key, encode(), owner)
+        return with_correlation_id(frame, correlation_id)
 
     def put(self, key: Hashable, frame: V, owner: object = None) -> V:
         if len(self._answers) >= self.limit:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
-from protocol.answer_cache import AnswerCache, with_correlation_id
+from protocol.answer_cache import AnswerCache
 from protocol.api_versions import SUPPORTED
 from protocol.errors import ErrorCode
 from protocol.kafka_import import import_submodule_alone
@@ -38,9 +38,8 @@ _UNSUPPORTED: AnswerCache[bytes] = AnswerCache(CACHE_LIMIT)
 def unsupported_version_response(correlation_id: int, table: Table = SUPPORTED) -> bytes:
     """The KIP-511 answer (v0, UNSUPPORTED_VERSION, the whole table), framed, for ``correlation_id``."""
     key = (id(table),)
-    frame = _UNSUPPORTED.get(key, owner=table)
-    if frame is None:
+    def encode() -> bytes:
         resp = ApiVersionsResponse(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_keys(table))
         resp.with_header(correlation_id=0)
-        frame = _UNSUPPORTED.put(key, bytes(resp.encode(header=True, framed=True)), owner=table)
-    return with_correlation_id(frame, correlation_id)
+        return bytes(resp.encode(header=True, framed=True))
+    return _UNSUPPORTED.answer(key, correlation_id, encode, owner=table)

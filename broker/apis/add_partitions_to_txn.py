@@ -21,7 +21,7 @@ from collections.abc import Callable
 import trio
 
 from coordinator.txn import coordinator as tx
-from protocol.answer_cache import AnswerCache, with_correlation_id
+from protocol.answer_cache import AnswerCache
 from protocol.api_keys import ApiKey
 from protocol.build import build
 from protocol.errors import ErrorCode
@@ -94,10 +94,7 @@ async def add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
         # named, so it is encoded once per such request (protocol/answer_cache.py). Not with an
         # authorizer: its rule answers through the message.
         key = (ctx.api_version, tuple([(t.name, tuple(t.partitions)) for t in topics]))
-        frame = ANSWERS.get(key)
-        if frame is None:
-            frame = ANSWERS.put(key, bytes(encode_response(_v3_answer(ctx, errors), 0)))
-        return with_correlation_id(frame, ctx.correlation_id)
+        return ANSWERS.answer(key, ctx.correlation_id, lambda: bytes(encode_response(_v3_answer(ctx, errors), 0)))
     resp = _response(ctx)
     # the broker-originated form (Kafka's AddPartitionsToTxnManager batches the transactions of
     # every produce waiting for this coordinator): the transactions are stepped concurrently, each

@@ -21,7 +21,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 from protocol import features
 from protocol.api_keys import ApiKey
 from protocol.api_versions import SUPPORTED, SUPPORTED_WITH_SHARE_GROUPS
-from protocol.answer_cache import AnswerCache, with_correlation_id
+from protocol.answer_cache import AnswerCache
 from protocol.api_versions_response import CACHE_LIMIT, Table, api_keys as _keys
 from protocol.errors import ErrorCode
 from protocol.messages import encode_response
@@ -38,10 +38,8 @@ async def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> bytes:
     table = ctx.broker.api_versions
     tv = ctx.broker.config.get("samsa.transaction.version")
     key = (ctx.api_version, id(table), tv)
-    frame = ANSWERS.get(key, owner=table)
-    if frame is None:
-        frame = ANSWERS.put(key, bytes(encode_response(answer(ctx, table, tv), 0)), owner=table)
-    return with_correlation_id(frame, ctx.correlation_id)
+    return ANSWERS.answer(key, ctx.correlation_id, lambda: bytes(encode_response(answer(ctx, table, tv), 0)),
+                          owner=table)
 
 
 def answer(ctx: RequestContext, table: Table, tv: int | str | None) -> ApiVersionsResponse:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.txn import coordinator as tx
-from protocol.answer_cache import AnswerCache, with_correlation_id
+from protocol.answer_cache import AnswerCache
 from protocol.api_keys import ApiKey
 from protocol.messages import encode_response
 
@@ -39,10 +39,7 @@ async def end_txn(ctx: RequestContext, req: Any) -> Any:
         return _answer(ctx, code, r)
     # A v0-v4 success: the answer is fixed by the version, so it is encoded once per version
     # (protocol/answer_cache.py). Not with an authorizer: its rule answers through the message.
-    frame = ANSWERS.get(version)
-    if frame is None:
-        frame = ANSWERS.put(version, bytes(encode_response(_answer(ctx, code, r), 0)))
-    return with_correlation_id(frame, ctx.correlation_id)
+    return ANSWERS.answer(version, ctx.correlation_id, lambda: bytes(encode_response(_answer(ctx, code, r), 0)))
 
 
 def _answer(ctx: RequestContext, code: int, r: tx.EndTxnResult) -> Any:

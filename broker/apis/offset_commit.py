@@ -14,7 +14,7 @@ from typing import Any
 
 from coordinator.group import coordinator as g
 from coordinator.group.offsets import OffsetCommitPartition, OffsetCommitTopic
-from protocol.answer_cache import AnswerCache, with_correlation_id
+from protocol.answer_cache import AnswerCache
 from protocol.api_keys import ApiKey
 from protocol.build import build
 from protocol.errors import ErrorCode
@@ -77,10 +77,8 @@ async def offset_commit(ctx: RequestContext, req: Any) -> Any:
     # authorizer is set: its rule (authorize_offset_commit) adds denied topics to the answer object.
     key = (ctx.api_version, tuple((t.name, t.topic_id if by_id else None, tuple([p.partition_index for p in t.partitions]))
                                   for t in req.topics))
-    frame = ANSWERS.get(key)
-    if frame is None:
-        frame = ANSWERS.put(key, bytes(encode_response(_answer(ctx, req, names, by_id, rejected, errors), 0)))
-    return with_correlation_id(frame, ctx.correlation_id)
+    return ANSWERS.answer(key, ctx.correlation_id,
+                          lambda: bytes(encode_response(_answer(ctx, req, names, by_id, rejected, errors), 0)))
 
 
 def _answer(ctx: RequestContext, req: Any, names: list[str | None], by_id: bool,

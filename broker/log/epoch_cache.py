@@ -73,23 +73,15 @@ class LeaderEpochCache:
     """The epoch entries of one partition, persisted on every change (changes are rare:
     one per leadership change that wrote something, and truncations)."""
 
-    def __init__(self, directory: str, entries: list[tuple[int, int]] | None = None) -> None:
-        """``entries``: rebuilt from the log (the file is then rewritten); else read from the file."""
+    def __init__(self, directory: str, entries: list[tuple[int, int]] | None = None, write: bool = True) -> None:
+        """``entries``: rebuilt from the log (the file is then rewritten, unless ``write`` is false:
+        a partition whose directory was made a moment ago starts with none, and its file is
+        written with its first entry); else read from the file."""
         self.path = os.path.join(directory, CHECKPOINT_FILE)
         self.entries: list[tuple[int, int]] = read_checkpoint(self.path) if entries is None else list(entries)
         self.latest_epoch = self.entries[-1][0] if self.entries else UNDEFINED_EPOCH
-        if entries is not None:
+        if entries is not None and write:
             write_checkpoint(self.path, self.entries)
-
-    @classmethod
-    def empty(cls, directory: str) -> LeaderEpochCache:
-        """The cache of a partition whose directory was made a moment ago: no entries, and no
-        checkpoint file to read (one is written with the first entry)."""
-        cache = cls.__new__(cls)
-        cache.path = os.path.join(directory, CHECKPOINT_FILE)
-        cache.entries = []
-        cache.latest_epoch = UNDEFINED_EPOCH
-        return cache
 
     def _flush(self) -> None:
         self.latest_epoch = self.entries[-1][0] if self.entries else UNDEFINED_EPOCH

@@ -242,7 +242,7 @@ class Partition:
         seg.index_dirty = True
         self.segments.append(seg)
         self.log_start_offset = 0
-        self.epochs = LeaderEpochCache.empty(self.directory)
+        self.epochs = LeaderEpochCache(self.directory, [], write=False)   # nothing to read, nothing written yet
         self.synced_offset = 0
         self.last_flush_ms = now
         return True
