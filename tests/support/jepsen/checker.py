@@ -20,6 +20,7 @@ from its end (``recovery``)."""
 from __future__ import annotations
 
 import os
+import textwrap
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -321,8 +322,11 @@ def _check_group(rep: Report, process: str, events: list[dict[str, Any]], commit
     if not caught_up:
         read_values = {e["value"] for e in events if e["type"] == "read"}
         unread = [(p, seq) for p, a in acks.items() for seq, e in a.items() if e["value"] not in read_values]
+        behind = [e for e in events if e["type"] == "behind"]
+        where = "".join(f"\n    {thread} was at:\n" + textwrap.indent("".join(stack[-8:]), "      ")
+                        for e in behind[-1:] for thread, stack in e.get("stacks", {}).items())
         rep.problem(f"liveness ({process}): the group did not read {len(unread)} acknowledged records within 90 s "
-                    f"of healing, e.g. {sorted(unread)[:ex]}")
+                    f"of healing, e.g. {sorted(unread)[:ex]}{where}")
 
 
 def recovery_times(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

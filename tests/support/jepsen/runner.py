@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sys
+import threading
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,6 +104,15 @@ def _wait(predicate, timeout: float) -> bool:
     return bool(predicate())
 
 
+def _stacks(worker: threading.Thread) -> dict[str, list[str]]:
+    """The current stack of ``worker`` and of every client IO thread (kafka-python's
+    ``kafka-io-<client id>``), for a workload that fell behind: a liveness failure then says
+    whether the client waits on the broker, on itself, or not at all."""
+    frames = sys._current_frames()
+    threads = [t for t in threading.enumerate() if t is worker or t.name.startswith("kafka-io-")]
+    return {t.name: traceback.format_stack(frames[t.ident]) for t in threads if t.ident in frames}
+
+
 def run(c: LocalCluster, seed: int, duration: float, out_dir: Path, java: str | None = None) -> Run:
     """``java``: the kafka-clients version of an extra idempotent producer (None: librdkafka only)."""
     t_start = time.monotonic()
@@ -154,7 +166,10 @@ def run(c: LocalCluster, seed: int, duration: float, out_dir: Path, java: str | 
         done = _wait(lambda: wanted <= consumer.read_values or consumer.crashed is not None,
                      max(1.0, deadline - time.monotonic()))
         caught_up[name] = done and consumer.crashed is None
-        history.add(name, "caught-up" if caught_up[name] else "behind", missing=len(wanted - consumer.read_values))
+        if caught_up[name]:
+            history.add(name, "caught-up", missing=0)
+        else:   # where the client waits: its workload thread and its IO threads
+            history.add(name, "behind", missing=len(wanted - consumer.read_values), stacks=_stacks(consumer))
     for name, (group_id, consumer) in consumers.items():
         consumer.stop(60)
         committed[name] = committed_offsets(boot, group_id, workload_partitions)
