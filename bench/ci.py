@@ -182,8 +182,9 @@ class KafkaPythonClient:
         try:
             # kafka-python 3.0.12 may join the group before its metadata knows the topic (a broker
             # that answers JoinGroup at once, group.initial.rebalance.delay.ms 0): the leader then
-            # assigns nothing and the member does not rejoin when the topic's metadata arrives, so
-            # the test reads nothing. Loading the topic's metadata first avoids it (docs/testing.md).
+            # assigns nothing, and the rejoin the topic's metadata starts can wedge the member for
+            # good when a poll() times out during it (docs/testing.md), so the test reads nothing.
+            # Loading the topic's metadata first avoids the empty assignment.
             c.partitions_for_topic(topic)
             c.subscribe([topic])
             got, deadline = 0, time.perf_counter() + timeout

@@ -339,11 +339,25 @@ class KafkaPythonGroupConsumer(Workload):
     def setup(self) -> None:
         from kafka import KafkaConsumer
 
-        self.consumer = KafkaConsumer(*self.topics, group_id=self.group, bootstrap_servers=self.bootstrap,
+        self.consumer = KafkaConsumer(group_id=self.group, bootstrap_servers=self.bootstrap,
                                       isolation_level="read_committed", enable_auto_commit=False,
                                       auto_offset_reset="earliest", session_timeout_ms=6000,
                                       heartbeat_interval_ms=1000, metadata_max_age_ms=1000,
                                       request_timeout_ms=10000, client_id=self.name)
+        # kafka-python 3.0.12 wedges a member whose rejoin was started by a change of its metadata
+        # snapshot (not by a rejoin request) when a poll() times out while that JoinGroup/SyncGroup
+        # is in flight: the assignment it computed makes the snapshots equal again, so the next
+        # poll() sees no rejoin needed, never completes the join and stays REBALANCING with
+        # heartbeats off, reading nothing for good (the broker answered both; docs/testing.md).
+        # Its first join meets this when it comes before the subscription's first metadata update
+        # (snapshot {} at assignment), so wait for that update before the first poll().
+        self.consumer.subscribe(self.topics)
+        coordinator = self.consumer._coordinator    # the client's own view of the subscription
+        deadline = time.monotonic() + 30
+        while not all(coordinator._metadata_snapshot.get(t) for t in self.topics):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"kafka-python has no metadata of {self.topics}: {coordinator._metadata_snapshot}")
+            time.sleep(0.05)
 
     def step(self) -> None:
         for tp, records in self.consumer.poll(timeout_ms=200, max_records=500).items():
