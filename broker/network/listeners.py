@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import socket
 from collections import deque
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Sequence
 
@@ -158,16 +159,29 @@ async def _serve_socket(broker: Broker, stream: trio.SocketStream, decoder: Fram
     cancels, and once ``broker.stopping`` is set no new read starts, so frames already read are
     answered first. (A cancel scope entered around each wait instead cost ~5 us per request.) The task yields at least once per read
     (the wait for readability, or a checkpoint) and between frames read together, so a client
-    pipelining requests does not starve the other connections."""
+    pipelining requests does not starve the other connections.
+
+    Busy polling (broker/network/busy_poll.py): when this connection's last request arrived
+    within the window of the answers before it, answering it keeps the broker's loop awake for
+    another window, so the client's next request does not find the broker asleep."""
     sock = stream.socket
     drained = False
+    busy_poll = broker.busy_poll
+    window = busy_poll.window_s
+    answered = -1e9    # perf_counter() when the last answers went out
+    came_back = False  # the last request arrived within the window of the answers before it
     try:
         while True:
-            while frames:
-                if not await _answer_frame(broker, stream, frames.popleft(), peer, host, listener, session, idle):
-                    return
-                if frames:
-                    await trio.lowlevel.checkpoint()
+            if frames:
+                while frames:
+                    if not await _answer_frame(broker, stream, frames.popleft(), peer, host, listener, session, idle):
+                        return
+                    if frames:
+                        await trio.lowlevel.checkpoint()
+                if window:
+                    answered = perf_counter()
+                    if came_back:
+                        busy_poll.keep_awake(answered)
             if broker.stopping.is_set():   # shutdown: what was read is answered, nothing more is read
                 return
             into = decoder.buffer()
@@ -182,6 +196,8 @@ async def _serve_socket(broker: Broker, stream: trio.SocketStream, decoder: Fram
                 into.release()
             if not n:
                 return
+            if window:
+                came_back = perf_counter() - answered < window
             drained = n < offered
             idle.touch()
             try:

@@ -13,6 +13,7 @@ from .api_table import advertised_table
 from broker.common.clock import Clock
 from broker.common.config import BrokerConfig
 from broker.common.link_cuts import LINKS, LinkCuts, topology_resolver
+from broker.network.busy_poll import PROPERTY as BUSY_POLL, BusyPoll
 from broker.network.faults import FaultRegistry
 from broker.log import flush, retention
 from broker.log.manager import LogManager
@@ -101,6 +102,7 @@ class Broker:
         # built on first use: see ``coordinators_built`` and ``_run_coordinators``
         self.metrics: BrokerMetrics | None = None   # set when samsa.http.listener serves /metrics
         self.faults = FaultRegistry()   # broker/network/faults.py; armed through broker/control/endpoint.py
+        self.busy_poll = BusyPoll(int(config[BUSY_POLL]))   # run beside the listeners (broker/network/busy_poll.py)
         self.links = LinkCuts(self.node_id, topology_resolver(self))   # cut links (broker/common/link_cuts.py)
         self.api_versions = advertised_table(config)
         self.security = Security(config, config.log_dir, self.now_ms, lambda: self.metadata)

@@ -79,6 +79,7 @@ async def _serve_connections(broker: Broker, task_status: trio.TaskStatus[list[i
                     ports.append(await listeners.start(run_listener, broker, listener, conns, readers, bound))
                 if startup is not None:
                     startup.adopt(broker, conns, readers)
+                listeners.start_soon(broker.busy_poll.run)
                 task_status.started(ports)
                 if broker.config.get("samsa.control.listener"):  # after the Kafka listeners: start-up first
                     from broker.control.endpoint import run_control_listener

@@ -53,7 +53,10 @@ class InProcessBroker:
     def config(self) -> BrokerConfig:
         props = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
                  "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-                 "log.dirs": str(self.data_dir)}
+                 "log.dirs": str(self.data_dir),
+                 # polling for a connection's next request holds the GIL that the test's own
+                 # threads (its clients) need: this broker sleeps between requests
+                 "samsa.socket.busy.poll.us": "0"}
         props.update(self.overrides)
         return BrokerConfig(props)
 
