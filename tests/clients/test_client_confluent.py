@@ -201,7 +201,12 @@ def test_latest_offset_is_last_offset_plus_one_after_multi_record_batch(broker3)
     topic = new_topic("latest")
     create_topic(broker3.bootstrap_servers, topic)
     t0 = int(time.time() * 1000) - 5000
-    p = producer(broker3.bootstrap_servers, **{"linger.ms": 500})
+    # One batch of 100 whatever the machine's load: the batch is sent when it is full (or at the
+    # flush), never by linger.ms, and the partition is known before the first record, so no record
+    # waits in librdkafka's unassigned queue (a stalled test thread, or metadata arriving during the
+    # flush, made librdkafka send parts of the 100 with linger.ms 500: seen in CI and under load)
+    p = producer(broker3.bootstrap_servers, **{"linger.ms": 60000, "batch.num.messages": 100})
+    assert 1 in p.list_topics(topic, timeout=10).topics[topic].partitions
     for i in range(100):
         p.produce(topic, value=b"v%d" % i, partition=1, timestamp=t0 + (i * 37) % 100)
     assert p.flush(10) == 0
