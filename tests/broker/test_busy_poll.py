@@ -7,11 +7,13 @@ timeout is a poll, a positive one is the loop going to sleep."""
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from time import perf_counter
 
 import trio
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
+from broker.network import busy_poll
 from broker.network.busy_poll import BusyPoll
 from broker.testing.inprocess import InProcessBroker
 from tests.support.rawclient import RawClient
@@ -34,7 +36,11 @@ class IoWaits(trio.abc.Instrument):
         return min((at for at, timeout in list(self.waits) if at > start and timeout > 0), default=float("inf"))
 
 
-def test_poller_keeps_the_loop_awake_for_one_window_then_sleeps():
+def test_poller_keeps_the_loop_awake_for_one_window_then_sleeps(monkeypatch):
+    # the window alone: a loaded machine would rightly make the poller step aside (tests below)
+    monkeypatch.setattr(busy_poll, "LONG_PASS_S", 1.0)
+    monkeypatch.setattr(busy_poll, "_preempted", lambda: 0)
+
     async def main() -> tuple[list[float], float, list[float]]:
         waits = IoWaits()
         poll = BusyPoll(30_000)   # 30 ms
@@ -55,6 +61,63 @@ def test_poller_keeps_the_loop_awake_for_one_window_then_sleeps():
     assert idle and all(t > 0 for t in idle)
     assert 0.03 <= awake_for < 0.06           # the window, then asleep again
     assert len(polls) >= 20 and all(t == 0 for t in polls)   # polled, never slept, until then
+
+
+class PollerSteps(trio.abc.Instrument):
+    """How many times the poller's task ran."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task.name.endswith("BusyPoll.run"):
+            self.steps += 1
+
+
+def _poller_steps_beside(work: Callable[[], Awaitable[None]], window_us: int = 100_000) -> int:
+    """The poller's task steps while ``work`` runs for 0.1 s with a window open all along."""
+    async def main() -> int:
+        steps = PollerSteps()
+        poll = BusyPoll(window_us)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(poll.run)
+            await trio.sleep(0.01)
+            trio.lowlevel.add_instrument(steps)
+            end = perf_counter() + 0.1
+            while perf_counter() < end:
+                poll.keep_awake(perf_counter())
+                await work()
+            trio.lowlevel.remove_instrument(steps)
+            nursery.cancel_scope.cancel()
+        return steps.steps
+
+    return trio.run(main)
+
+
+async def _short_work() -> None:
+    await trio.lowlevel.checkpoint()
+
+
+async def _long_work() -> None:
+    spin = perf_counter() + 100e-6    # 100 us of another task's work in every pass of the loop
+    while perf_counter() < spin:
+        pass
+    await trio.lowlevel.checkpoint()
+
+
+def test_the_poller_steps_aside_while_the_loop_is_busy_anyway():
+    idle = _poller_steps_beside(_short_work)
+    busy = _poller_steps_beside(_long_work)
+    assert idle > 2000           # polled in every pass beside a task that does next to nothing (~14,000 here)
+    assert busy < 20             # three long passes, then a window's sleep, then three more...
+
+
+def test_the_poller_pauses_when_another_process_takes_the_cpu(monkeypatch):
+    switches = iter(range(1_000_000))
+    monkeypatch.setattr(busy_poll, "_preempted", lambda: next(switches))   # preempted between every check
+    assert _poller_steps_beside(_short_work, window_us=1_000_000) <= 11 * 33   # 32 passes per 10 ms pause
+    monkeypatch.setattr(busy_poll, "_preempted", lambda: 0)
+    assert _poller_steps_beside(_short_work, window_us=1_000_000) > 2000        # ~14,000 here
 
 
 def test_a_zero_window_turns_polling_off():
@@ -82,8 +145,12 @@ def _api_versions(c: RawClient, correlation_id: int) -> None:
     assert answer.header.correlation_id == correlation_id and answer.error_code == 0
 
 
-def test_the_loop_polls_only_after_answering_a_client_that_came_back_within_the_window(tmp_path):
-    # 50 ms, so the test's own thread (sharing the GIL with this in-process broker) is quick enough
+def test_the_loop_polls_only_after_answering_a_client_that_came_back_within_the_window(tmp_path, monkeypatch):
+    # 50 ms, so the test's own thread (sharing the GIL with this in-process broker) is quick enough;
+    # and that thread takes the GIL and CPU from the poller now and then, which the poller rightly
+    # reads as contention (the two tests above): here it must poll through the whole window
+    monkeypatch.setattr(busy_poll, "LONG_PASS_S", 1.0)
+    monkeypatch.setattr(busy_poll, "_preempted", lambda: 0)
     broker = InProcessBroker(tmp_path, overrides={"samsa.socket.busy.poll.us": "50000"}).start()
     waits = IoWaits()
     try:
