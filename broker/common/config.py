@@ -125,8 +125,8 @@ BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     "samsa.scram.bootstrap.credentials": ("password", None),
     # Samsa's own (no Kafka equivalent; see the README's configuration section)
     "samsa.fsync.on.acks.all": ("boolean", False),
-    # plain-TCP connections: poll this long for a client's next request before sleeping, when its
-    # last one came that soon after its answer (broker/network/sockio.py); 0 = never poll
+    # after answering a plain-TCP client whose last request came within this many microseconds of
+    # its answer, the loop polls that long before sleeping (broker/network/busy_poll.py); 0 = never
     "samsa.socket.busy.poll.us": ("int", 200),
     "samsa.http.listener": ("string", None),  # /metrics and the web console, e.g. http://127.0.0.1:8090
     # the console may produce records and create, delete and configure topics (it has no authentication)

@@ -6,8 +6,9 @@ producer's next step, a test's next call) finds the broker asleep in ``epoll_wai
 on the virtual machines this project is measured on waking a sleeping process is the largest
 single cost of a small request's round trip. A trio server answering a canned 20-byte frame took
 66 us per round trip when it slept between requests and 20 us when it polled; Samsa's offset
-commits from one librdkafka consumer went from ~3,400/s to ~7,600/s (bench/results.md), with less
-broker CPU per commit, since a poll costs less than going to sleep and being woken. Linux's
+commits from one librdkafka consumer went from ~3,400-3,800/s to ~6,200-7,200/s (docs/benchmarks.md),
+for about the same broker CPU per commit, since a poll costs less than going to sleep and being
+woken. Linux's
 ``net.core.busy_poll`` makes the same trade for NIC queues; it does not apply to loopback.
 
 How: a connection whose last request arrived within the window of the answers before it
