@@ -151,9 +151,9 @@ BROKER_DOCS: dict[str, str] = {
     "broker.rack": "Rack of this broker.",
     "cluster.id": "Cluster id to use when formatting a new log directory.",
     "samsa.fsync.on.acks.all": "Samsa: fsync the written partitions before answering an acks=all produce.",
-    "samsa.socket.busy.poll.us": ("Samsa: microseconds a plain-TCP connection polls for the client's next request "
-                                  "before sleeping, when its last request came that soon after its answer "
-                                  "(0: never)."),
+    "samsa.socket.busy.poll.us": ("Samsa: after answering a plain-TCP client whose last request came within this "
+                                  "many microseconds of its answer, the broker polls this long for the next "
+                                  "request before sleeping (0: never)."),
     "samsa.group.consumer.rack.aware.assignment": ("Samsa: consumer groups' server-side assignors prefer "
                                                    "partitions with a replica on the member's rack."),
     "samsa.log.max.open.segment.files": ("Samsa: most segment files kept open at once (default: a quarter "
